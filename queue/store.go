@@ -1,0 +1,241 @@
+// Package queue is the durable webhook queue: accepted events, one job per
+// target, leased claims, fenced finishes, retries with backoff, dead letters,
+// replay and purge, and the worker pool that drives them.
+//
+// The package knows nothing of Caddy or HTTP. Each database lives in a
+// subpackage that owns its SQL (queue/sqlite, queue/postgres) and implements
+// Store; queue/queuetest holds the conformance suite every Store must pass.
+package queue
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Status is the state of a job.
+type Status string
+
+// The four states of a job. A job is pending until claimed, running while a
+// worker holds its lease, and ends done or dead (parked for a human).
+const (
+	StatusPending Status = "pending"
+	StatusRunning Status = "running"
+	StatusDone    Status = "done"
+	StatusDead    Status = "dead"
+)
+
+// Valid reports whether s is one of the four statuses.
+func (s Status) Valid() bool {
+	switch s {
+	case StatusPending, StatusRunning, StatusDone, StatusDead:
+		return true
+	}
+	return false
+}
+
+// Header is one header a target should see, in the order received.
+type Header struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// Event is one accepted webhook. Enqueue stores it and fans it out into one
+// job per entry of Targets, in the same transaction.
+type Event struct {
+	Source     string   // the receiver's name; scopes the dedupe key
+	DeliveryID string   // the sender's id for this event; (Source, DeliveryID) is unique
+	EventType  string   // e.g. "push", "order.paid"; may be empty
+	Headers    []Header // headers forwarded to targets (content type, event header)
+	Payload    []byte   // the raw body, exactly as signed
+	Targets    []string // target names; empty means the event is stored with no job
+}
+
+// EnqueueResult says what Enqueue did.
+type EnqueueResult struct {
+	EventID   int64
+	Duplicate bool // (Source, DeliveryID) was already stored; nothing was added
+	Jobs      int  // jobs created (0 for a duplicate)
+}
+
+// Job is a claimed job with everything a worker needs to deliver it.
+type Job struct {
+	ID         int64
+	EventID    int64
+	Source     string
+	DeliveryID string
+	EventType  string
+	Target     string
+	Headers    []Header
+	Payload    []byte
+	Attempt    int // attempts so far, this one included (counted at claim)
+	LeaseOwner string
+	LeaseUntil time.Time
+	CreatedAt  time.Time
+}
+
+// ClaimParams selects and leases ready jobs.
+type ClaimParams struct {
+	Owner string        // the lease owner written on each claimed job; unique per pool
+	Limit int           // at most this many jobs
+	Lease time.Duration // lease length from Now
+	Now   time.Time
+	// Routes, when not nil, limits the claim to jobs for these (source,
+	// target) pairs, so a job whose source or target no longer exists in
+	// config waits, visible in Stats, instead of failing.
+	Routes []Route
+}
+
+// Route names one target of one source.
+type Route struct {
+	Source string
+	Target string
+}
+
+// Completion is the outcome of one attempt, recorded by Finish under the fence
+// (the job must still be running under Owner).
+type Completion struct {
+	JobID    int64
+	Owner    string
+	Status   Status    // StatusDone, StatusPending (retry at RunAt) or StatusDead
+	RunAt    time.Time // next attempt, for StatusPending
+	Error    string    // last error; stored truncated to MaxErrorLen bytes
+	Started  time.Time // attempt start, for the history
+	Duration time.Duration
+	Now      time.Time
+}
+
+// MaxErrorLen bounds a job's stored last error, in bytes.
+const MaxErrorLen = 2048
+
+// MaxHistory bounds the attempt history kept per job.
+const MaxHistory = 20
+
+// Filter selects jobs for ReplayDead, ListJobs.
+type Filter struct {
+	Status Status // empty: any
+	Source string // empty: any
+	Target string // empty: any
+}
+
+// ListParams pages through jobs, newest first.
+type ListParams struct {
+	Filter
+	Limit  int   // default 50, at most 1000
+	Cursor int64 // return jobs with ID < Cursor; 0 starts at the newest
+}
+
+// JobSummary is one row of a listing.
+type JobSummary struct {
+	ID         int64     `json:"id"`
+	EventID    int64     `json:"event_id"`
+	Source     string    `json:"source"`
+	DeliveryID string    `json:"delivery_id"`
+	EventType  string    `json:"event_type,omitempty"`
+	Target     string    `json:"target"`
+	Status     Status    `json:"status"`
+	Attempts   int       `json:"attempts"`
+	RunAt      time.Time `json:"run_at"`
+	LastError  string    `json:"last_error,omitempty"`
+	CreatedAt  time.Time `json:"created_at"`
+	FinishedAt time.Time `json:"finished_at,omitzero"`
+}
+
+// JobPage is one page of a listing; NextCursor is 0 on the last page.
+type JobPage struct {
+	Jobs       []JobSummary `json:"jobs"`
+	NextCursor int64        `json:"next_cursor,omitempty"`
+}
+
+// Attempt is one entry of a job's history.
+type Attempt struct {
+	Attempt  int           `json:"attempt"`
+	Started  time.Time     `json:"started"`
+	Duration time.Duration `json:"duration_ns"`
+	Outcome  Status        `json:"outcome"` // done, pending (will retry), dead, or running if handed back
+	Error    string        `json:"error,omitempty"`
+}
+
+// JobDetail is one job with its payload and history.
+type JobDetail struct {
+	JobSummary
+	Headers    []Header  `json:"headers"`
+	Payload    []byte    `json:"payload"`
+	LeaseOwner string    `json:"lease_owner,omitempty"`
+	LeaseUntil time.Time `json:"lease_until,omitzero"`
+	History    []Attempt `json:"history"`
+}
+
+// Count is the number of jobs in one (source, target, status) group.
+type Count struct {
+	Source string `json:"source"`
+	Target string `json:"target"`
+	Status Status `json:"status"`
+	Jobs   int64  `json:"jobs"`
+}
+
+// Stats summarises the queue.
+type Stats struct {
+	Counts []Count `json:"counts"`
+	// OldestPending is the age of the oldest pending job that is due, 0 if none.
+	OldestPending time.Duration `json:"oldest_pending_ns"`
+	Events        int64         `json:"events"`
+}
+
+// Store is the durable queue. Every method that writes returns only after
+// its change is committed, so a nil error means durable.
+type Store interface {
+	// Enqueue stores ev and one pending job per target, due now; a duplicate
+	// (Source, DeliveryID) reports Duplicate and adds nothing.
+	Enqueue(ctx context.Context, ev Event) (EnqueueResult, error)
+
+	// Claim leases up to p.Limit ready jobs (pending and due, or running with
+	// an expired lease) in one statement, counting an attempt on each.
+	Claim(ctx context.Context, p ClaimParams) ([]*Job, error)
+
+	// ExtendLeases moves the lease of each job still running under owner to
+	// until and returns the ids it could not extend: those jobs are lost.
+	ExtendLeases(ctx context.Context, owner string, ids []int64, until time.Time) (lost []int64, err error)
+
+	// Finish records completions under the fence. recorded[i] is false when
+	// cs[i]'s job is no longer running under its owner; nothing is written for it.
+	Finish(ctx context.Context, cs []Completion) (recorded []bool, err error)
+
+	// HandBack returns jobs running under owner to pending, due now, without
+	// charging the attempt they were claimed with.
+	HandBack(ctx context.Context, owner string, ids []int64) error
+
+	// Replay gives the dead job id a fresh attempt budget, due now.
+	// ErrNotFound if there is no such job, ErrNotDead if it is not dead.
+	Replay(ctx context.Context, id int64) error
+
+	// ReplayDead replays every dead job matching f (f.Status is ignored).
+	ReplayDead(ctx context.Context, f Filter) (int, error)
+
+	// Discard deletes the job (not running) and its event if no job is left.
+	Discard(ctx context.Context, id int64) error
+
+	// Purge deletes up to limit done jobs finished before cutoff, then events
+	// with no job left, and returns the number of jobs deleted.
+	Purge(ctx context.Context, cutoff time.Time, limit int) (int, error)
+
+	// Reads, from a read-only pool beside the writer.
+	Stats(ctx context.Context, now time.Time) (Stats, error)
+	ListJobs(ctx context.Context, p ListParams) (JobPage, error)
+	GetJob(ctx context.Context, id int64) (JobDetail, error)
+
+	// Ready receives a value after a commit that made work ready (an
+	// enqueue, replay or hand-back), so an idle pool in this process wakes at
+	// once. It is buffered: a missed signal is never lost, only merged.
+	Ready() <-chan struct{}
+
+	Close() error
+}
+
+// Sentinel errors every Store returns, wrapped or bare.
+var (
+	ErrNotFound = errors.New("job not found")
+	ErrNotDead  = errors.New("job is not dead")
+	ErrRunning  = errors.New("job is running")
+	ErrClosed   = errors.New("store closed")
+)
