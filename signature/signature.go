@@ -1,10 +1,3 @@
-// Package signature verifies signed webhook requests: GitHub, Stripe,
-// Standard Webhooks (Svix, Polar), Slack, Shopify, GitLab and a generic HMAC
-// scheme, with several secrets for rotation, timestamp tolerance in both
-// directions and the delivery id and event type of each request.
-//
-// It imports only the standard library. Verify before parsing: nothing reads
-// the body as JSON until its signature has verified.
 package signature
 
 import (
@@ -13,7 +6,6 @@ import (
 	"time"
 )
 
-// Sentinel errors. Their text never contains a secret, a MAC or body bytes.
 var (
 	ErrMissingHeader   = errors.New("signature header missing")
 	ErrMalformedHeader = errors.New("signature header malformed")
@@ -21,17 +13,32 @@ var (
 	ErrTimestamp       = errors.New("timestamp outside tolerance")
 )
 
-// DefaultTolerance is how far a signed timestamp may be from now, either way.
 const DefaultTolerance = 5 * time.Minute
 
-// Result is what a verified request told us.
+const MaxHeaderLen = 8 << 10
+
+const MaxSignatures = 16
+
+const (
+	SchemeGitHub   = "github"
+	SchemeStripe   = "stripe"
+	SchemeStandard = "standard" // Standard Webhooks: Svix, Polar, …
+	SchemeSlack    = "slack"
+	SchemeShopify  = "shopify"
+	SchemeGitLab   = "gitlab"
+	SchemeHMAC     = "hmac" // generic: configurable header, algorithm, encoding
+)
+
+func Schemes() []string {
+	return []string{SchemeGitHub, SchemeStripe, SchemeStandard, SchemeSlack, SchemeShopify, SchemeGitLab, SchemeHMAC}
+}
+
 type Result struct {
 	SecretIndex int    // index in Config.Secrets of the secret that verified
 	DeliveryID  string // scheme's id, an override, or "sha256:<hex of body>"
 	EventType   string // may be empty
 }
 
-// Verifier checks one request against its scheme and secrets.
 type Verifier interface {
 	Verify(header http.Header, body []byte) (Result, error)
 }

@@ -1,0 +1,298 @@
+package signature
+
+import (
+	"encoding/json"
+)
+
+// maxJSONDepth matches encoding/json's nesting limit, so a body this
+// scanner accepts is one json.Valid accepts.
+const maxJSONDepth = 10000
+
+// lookupJSON reads, in one pass over a JSON object, the top-level value of
+// each key in keys: vals[i] is the value of keys[i] when it is a string
+// (decoded) or a number (its literal), and found[i] says so. Keys match
+// exactly and the last occurrence wins, as when decoding into a map. It
+// reports false, with nothing found, when body is not a valid JSON object.
+//
+// It exists so the hot path reads a Stripe id and type without building a
+// decoder or decoding the (often large) data object it skips.
+func lookupJSON(body []byte, keys, vals []string, found []bool) bool {
+	var raws [maxFields][]byte
+	ok := scanObject(body, func(key, value []byte) {
+		for i, want := range keys {
+			if jsonKeyIs(key, want) {
+				raws[i] = value
+			}
+		}
+	})
+	for i := range keys {
+		vals[i], found[i] = "", false
+		if !ok || raws[i] == nil {
+			continue
+		}
+		switch raw := raws[i]; raw[0] {
+		case '"':
+			vals[i], found[i] = jsonString(raw), true
+		case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+			vals[i], found[i] = string(raw), true
+		}
+	}
+	return ok
+}
+
+// jsonKeyIs reports whether the quoted JSON string key decodes to want.
+func jsonKeyIs(key []byte, want string) bool {
+	inner := key[1 : len(key)-1]
+	if plainJSON(inner) {
+		return string(inner) == want
+	}
+	return jsonString(key) == want
+}
+
+// jsonString decodes a quoted JSON string that scanObject accepted. Escapes
+// and non-ASCII bytes are rare in ids and event types; they go through
+// encoding/json so invalid UTF-8 is replaced exactly as it would be there.
+func jsonString(raw []byte) string {
+	if inner := raw[1 : len(raw)-1]; plainJSON(inner) {
+		return string(inner)
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return ""
+	}
+	return s
+}
+
+// plainJSON reports whether the inside of a JSON string has neither escapes
+// nor non-ASCII bytes, so its bytes are its value.
+func plainJSON(b []byte) bool {
+	for _, c := range b {
+		if c == '\\' || c >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// scanObject validates body as one JSON object and calls visit with the
+// quoted key and the raw value of each top-level member, in order. It
+// reports whether body is valid JSON. It keeps no recursion and allocates
+// nothing: nesting is a bit stack on the caller's frame.
+func scanObject(b []byte, visit func(key, value []byte)) bool {
+	const (
+		stValue      = iota // a value must follow
+		stValueOrEnd        // just after '[': a value or ']'
+		stKey               // after ',' in an object: a key
+		stKeyOrEnd          // just after '{': a key or '}'
+		stAfter             // after a value: ',' or the closer
+	)
+	var objects [maxJSONDepth/8 + 1]byte // bit d set: depth d is an object
+	isObject := func(d int) bool { return objects[d/8]&(1<<(d%8)) != 0 }
+
+	i := skipJSONSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return false
+	}
+	depth, st := 0, stValue
+	var key []byte
+	valueStart := 0
+	for {
+		i = skipJSONSpace(b, i)
+		if i >= len(b) {
+			return false
+		}
+		c := b[i]
+		closes := false
+		switch st {
+		case stKey, stKeyOrEnd:
+			if c == '}' && st == stKeyOrEnd {
+				closes = true
+				break
+			}
+			end, ok := scanJSONString(b, i)
+			if !ok {
+				return false
+			}
+			if depth == 1 {
+				key = b[i:end]
+			}
+			i = skipJSONSpace(b, end)
+			if i >= len(b) || b[i] != ':' {
+				return false
+			}
+			i++
+			st = stValue
+			continue
+		case stValue, stValueOrEnd:
+			if c == ']' && st == stValueOrEnd {
+				closes = true
+				break
+			}
+			if depth == 1 {
+				valueStart = i
+			}
+			var end int
+			ok := true
+			switch {
+			case c == '{' || c == '[':
+				depth++
+				if depth > maxJSONDepth {
+					return false
+				}
+				if c == '{' {
+					objects[depth/8] |= 1 << (depth % 8)
+					st = stKeyOrEnd
+				} else {
+					objects[depth/8] &^= 1 << (depth % 8)
+					st = stValueOrEnd
+				}
+				i++
+				continue
+			case c == '"':
+				end, ok = scanJSONString(b, i)
+			case c == '-' || '0' <= c && c <= '9':
+				end, ok = scanJSONNumber(b, i)
+			case c == 't':
+				end, ok = scanJSONLiteral(b, i, "true")
+			case c == 'f':
+				end, ok = scanJSONLiteral(b, i, "false")
+			case c == 'n':
+				end, ok = scanJSONLiteral(b, i, "null")
+			default:
+				return false
+			}
+			if !ok {
+				return false
+			}
+			i = end
+			if depth == 1 {
+				visit(key, b[valueStart:i])
+			}
+			st = stAfter
+			continue
+		case stAfter:
+			switch {
+			case c == ',':
+				i++
+				if isObject(depth) {
+					st = stKey
+				} else {
+					st = stValue
+				}
+				continue
+			case c == '}' && isObject(depth), c == ']' && !isObject(depth):
+				closes = true
+			default:
+				return false
+			}
+		}
+		if closes {
+			i++
+			depth--
+			if depth == 0 {
+				return skipJSONSpace(b, i) == len(b)
+			}
+			if depth == 1 {
+				visit(key, b[valueStart:i])
+			}
+			st = stAfter
+		}
+	}
+}
+
+func skipJSONSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// scanJSONString returns the end of the string that starts at b[i] == '"'.
+func scanJSONString(b []byte, i int) (int, bool) {
+	if i >= len(b) || b[i] != '"' {
+		return 0, false
+	}
+	for i++; i < len(b); i++ {
+		// Most bytes of a long string need no decision: skip them first.
+		for i < len(b) && b[i] >= 0x20 && b[i] != '"' && b[i] != '\\' {
+			i++
+		}
+		if i >= len(b) {
+			break
+		}
+		switch c := b[i]; {
+		case c == '"':
+			return i + 1, true
+		case c < 0x20:
+			return 0, false
+		case c == '\\':
+			i++
+			if i >= len(b) {
+				return 0, false
+			}
+			switch b[i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if i+4 >= len(b) {
+					return 0, false
+				}
+				for _, h := range b[i+1 : i+5] {
+					if _, ok := unhex(h); !ok {
+						return 0, false
+					}
+				}
+				i += 4
+			default:
+				return 0, false
+			}
+		}
+	}
+	return 0, false
+}
+
+// scanJSONNumber returns the end of the number that starts at b[i].
+func scanJSONNumber(b []byte, i int) (int, bool) {
+	digits := func(i int) (int, bool) {
+		start := i
+		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+			i++
+		}
+		return i, i > start
+	}
+	if b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	default:
+		var ok bool
+		if i, ok = digits(i); !ok {
+			return 0, false
+		}
+	}
+	if i < len(b) && b[i] == '.' {
+		var ok bool
+		if i, ok = digits(i + 1); !ok {
+			return 0, false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		var ok bool
+		if i, ok = digits(i); !ok {
+			return 0, false
+		}
+	}
+	return i, true
+}
+
+func scanJSONLiteral(b []byte, i int, lit string) (int, bool) {
+	if len(b)-i < len(lit) || string(b[i:i+len(lit)]) != lit {
+		return 0, false
+	}
+	return i + len(lit), true
+}
