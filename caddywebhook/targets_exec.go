@@ -1,0 +1,510 @@
+package caddywebhook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"go.uber.org/zap"
+
+	"github.com/caddywebhook/caddywebhook/queue"
+)
+
+func init() {
+	caddy.RegisterModule(ExecTarget{})
+}
+
+const (
+	// execDefaultTimeout is the default time a program may run.
+	execDefaultTimeout = time.Minute
+	// execTailLen is how much of a program's output is kept: its last
+	// words, which are where scripts say what went wrong.
+	execTailLen = 2 << 10
+	// execWaitDelay bounds the wait for the pipes after the process group
+	// is gone, for a descendant that escaped the group (setsid) and still
+	// holds them, and the wait for the program to die once killed.
+	execWaitDelay = 2 * time.Second
+)
+
+// execBaseEnv lists the variables a program inherits from Caddy unless
+// inherit_env is set: enough to find programs, write temporary files and
+// print text, nothing that happens to be in Caddy's environment (such as the
+// secrets its config reads through {env.*}).
+var execBaseEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ", "TMPDIR"}
+
+// execPlaceholders are the per-delivery placeholders allowed in args.
+var execPlaceholders = []string{
+	"webhook.event_type",
+	"webhook.delivery_id",
+	"webhook.source",
+	"webhook.target",
+	"webhook.attempt",
+	"webhook.job_id",
+}
+
+// ExecTarget delivers a webhook by running a program, without a shell: the
+// payload on its standard input, the metadata in its environment
+// (WEBHOOK_DELIVERY_ID, WEBHOOK_SOURCE, WEBHOOK_EVENT_TYPE, WEBHOOK_ATTEMPT,
+// WEBHOOK_JOB_ID, WEBHOOK_TARGET, WEBHOOK_CONTENT_TYPE) and, if the args ask
+// for them, in its arguments.
+//
+// Exit status 0 means done; an exit status listed in permanent_exit_codes
+// parks the job as dead; any other status, a death by signal or a timeout is
+// retried. The last 2 KiB of the program's combined standard output and
+// standard error become the job's last error.
+//
+// The program runs in its own process group. When it times out or the
+// delivery is cancelled (shutdown, lost lease) the whole group is killed
+// with SIGKILL, and so is whatever the program leaves running in its group
+// when it exits: a delivery never leaks processes. A program that must start
+// a long-lived service hands it to a service manager.
+type ExecTarget struct {
+	// The program to run: an absolute path, or a name looked up in Caddy's
+	// PATH when the config loads (a missing program is then a config
+	// error). An absolute path that does not exist yet is accepted with a
+	// warning, so a reload does not depend on the order in which a deploy
+	// installs the program; until it exists, deliveries fail and are
+	// retried. A relative path with a slash is taken from Caddy's working
+	// directory and must exist. Required.
+	Command string `json:"command,omitempty"`
+
+	// The program's arguments. Each may contain {webhook.event_type},
+	// {webhook.delivery_id}, {webhook.source}, {webhook.target},
+	// {webhook.attempt} and {webhook.job_id}, and Caddy's global
+	// placeholders such as {env.*}; they expand within their argument, so
+	// an argument stays exactly one argument whatever a sender put in the
+	// event type or delivery id, and nothing is interpreted by a shell.
+	// Default: none.
+	Args []string `json:"args,omitempty"`
+
+	// How long the program may run before its process group is killed and
+	// the attempt counts as failed. Default: 1m.
+	Timeout caddy.Duration `json:"timeout,omitempty"`
+
+	// The program's working directory. Default: Caddy's.
+	Dir string `json:"dir,omitempty"`
+
+	// Extra environment variables; placeholders in values are resolved
+	// when the config loads. Names starting with WEBHOOK_ are reserved for
+	// the metadata. Default: none.
+	Env map[string]string `json:"env,omitempty"`
+
+	// Exit statuses (1 to 255) that mean no retry can help, such as 65
+	// (bad data) or 78 (config error) from sysexits.h. Default: none, every
+	// failure is retried.
+	PermanentExitCodes []int `json:"permanent_exit_codes,omitempty"`
+
+	// Pass Caddy's whole environment to the program. Default: false, the
+	// program sees only PATH, HOME, USER, LOGNAME, LANG, LC_ALL, TZ and
+	// TMPDIR from Caddy's environment, plus env and the metadata.
+	InheritEnv bool `json:"inherit_env,omitempty"`
+
+	path string   // the resolved program
+	env  []string // the environment before the metadata
+}
+
+// CaddyModule returns the Caddy module information.
+func (ExecTarget) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "webhook.targets.exec",
+		New: func() caddy.Module { return new(ExecTarget) },
+	}
+}
+
+// Provision resolves the program and the environment and applies defaults.
+func (t *ExecTarget) Provision(ctx caddy.Context) error {
+	if err := execSupported(); err != nil {
+		return err
+	}
+	if t.Timeout == 0 {
+		t.Timeout = caddy.Duration(execDefaultTimeout)
+	}
+	if t.Command == "" {
+		return errors.New("command: required")
+	}
+	path, err := execResolve(t.Command)
+	if errors.Is(err, fs.ErrNotExist) && filepath.IsAbs(t.Command) {
+		ctx.Logger().Warn("exec target program does not exist yet; deliveries will be retried until it does",
+			zap.String("command", t.Command))
+		path, err = t.Command, nil
+	}
+	if err != nil {
+		return fmt.Errorf("command: %w", err)
+	}
+	t.path = path
+
+	repl := caddy.NewReplacer()
+	var env []string
+	if t.InheritEnv {
+		env = os.Environ()
+	} else {
+		for _, name := range execBaseEnv {
+			if v, ok := os.LookupEnv(name); ok {
+				env = append(env, name+"="+v)
+			}
+		}
+	}
+	// Sorted so the environment does not depend on map order.
+	for _, name := range slices.Sorted(func(yield func(string) bool) {
+		for k := range t.Env {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		env = append(env, name+"="+repl.ReplaceKnown(t.Env[name], ""))
+	}
+	t.env = env
+	return nil
+}
+
+// execResolve finds the program the way a shell would, but only once, and
+// refuses a program found through a relative PATH entry.
+func execResolve(command string) (string, error) {
+	path, err := exec.LookPath(command)
+	if err != nil {
+		if errors.Is(err, exec.ErrDot) {
+			return "", fmt.Errorf("%q found only through a relative PATH entry; give an absolute path", command)
+		}
+		return "", err
+	}
+	if strings.ContainsRune(command, filepath.Separator) && !filepath.IsAbs(path) {
+		// The program's dir must not change which program runs.
+		return filepath.Abs(path)
+	}
+	return path, nil
+}
+
+// Validate checks the timeout, the environment, the exit codes and the
+// placeholders in args.
+func (t *ExecTarget) Validate() error {
+	if t.Timeout < 0 {
+		return errors.New("timeout: must not be negative")
+	}
+	for name := range t.Env {
+		if name == "" || strings.ContainsAny(name, "=\x00") {
+			return fmt.Errorf("env: invalid variable name %q", name)
+		}
+		if strings.HasPrefix(name, "WEBHOOK_") {
+			return fmt.Errorf("env: %s: the WEBHOOK_ prefix is reserved for the delivery's metadata", name)
+		}
+		if strings.ContainsRune(t.Env[name], 0) {
+			return fmt.Errorf("env: %s: value contains a NUL byte", name)
+		}
+	}
+	for _, code := range t.PermanentExitCodes {
+		if code < 1 || code > 255 {
+			return fmt.Errorf("permanent_exit_codes: %d is not an exit status from 1 to 255", code)
+		}
+	}
+	// A misspelt placeholder would otherwise reach the program as literal
+	// text, at every delivery.
+	repl := execReplacer(&queue.Job{})
+	for _, arg := range t.Args {
+		_, err := repl.ReplaceFunc(arg, func(key string, val any) (any, error) {
+			if strings.HasPrefix(key, "webhook.") && !slices.Contains(execPlaceholders, key) {
+				return nil, fmt.Errorf("args: unknown placeholder {%s}", key)
+			}
+			return val, nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// execReplacer knows Caddy's global placeholders and the job's metadata.
+func execReplacer(job *queue.Job) *caddy.Replacer {
+	repl := caddy.NewReplacer()
+	repl.Set("webhook.event_type", job.EventType)
+	repl.Set("webhook.delivery_id", job.DeliveryID)
+	repl.Set("webhook.source", job.Source)
+	repl.Set("webhook.target", job.Target)
+	repl.Set("webhook.attempt", strconv.Itoa(job.Attempt))
+	repl.Set("webhook.job_id", strconv.FormatInt(job.ID, 10))
+	return repl
+}
+
+// Deliver runs the program once (see ExecTarget).
+func (t *ExecTarget) Deliver(ctx context.Context, job *queue.Job) error {
+	repl := execReplacer(job)
+	args := make([]string, len(t.Args))
+	for i, arg := range t.Args {
+		// One pass: a value is never scanned for placeholders again, so a
+		// delivery id of "{env.SECRET}" stays that text.
+		args[i] = repl.ReplaceKnown(arg, "")
+	}
+
+	runCtx, cancel := context.WithTimeout(ctx, time.Duration(t.Timeout))
+	defer cancel()
+
+	cmd := exec.CommandContext(runCtx, t.path, args...)
+	cmd.Dir = t.Dir
+	cmd.Env = append(slices.Clip(t.env), execEnv(job)...)
+	cmd.WaitDelay = execWaitDelay
+	execIsolate(cmd)
+
+	// The pipes are ours rather than os/exec's so that Wait returns when
+	// the program exits, before anything it left behind is killed; with
+	// os/exec's copying goroutines, Wait would first wait for every
+	// descendant holding a pipe.
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("create stdin pipe: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		stdinR.Close()
+		stdinW.Close()
+		return fmt.Errorf("create output pipe: %w", err)
+	}
+	defer outR.Close()
+	cmd.Stdin = stdinR
+	cmd.Stdout = outW
+	cmd.Stderr = outW
+	err = cmd.Start()
+	stdinR.Close()
+	outW.Close()
+	if err != nil {
+		stdinW.Close()
+		// Missing, not executable, or a bad dir: perhaps fixed by the
+		// next deploy, so retried.
+		return fmt.Errorf("start program: %w", err)
+	}
+
+	var out execTail
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		// A program that exits without reading its input makes this fail
+		// with EPIPE, which is its business.
+		_, _ = stdinW.Write(job.Payload)
+		stdinW.Close()
+	})
+	wg.Go(func() { _, _ = io.Copy(&out, outR) })
+
+	err = cmd.Wait()
+	// Whatever the program left running in its group goes with it.
+	execKillGroup(cmd.Process.Pid)
+	// With the group gone the pipes close, unless a process escaped the
+	// group (setsid) and holds them: stop waiting for it after a while.
+	deadline := time.Now().Add(execWaitDelay)
+	_ = outR.SetReadDeadline(deadline)
+	_ = stdinW.SetWriteDeadline(deadline)
+	wg.Wait()
+
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		// The pool cancelled the delivery (shutdown, lost lease).
+		return t.failure(fmt.Sprintf("cancelled: %v", ctx.Err()), &out)
+	case runCtx.Err() != nil:
+		return t.failure(fmt.Sprintf("timed out after %s", time.Duration(t.Timeout)), &out)
+	}
+	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) {
+		failure := t.failure(exitErr.Error(), &out)
+		if code := exitErr.ExitCode(); code > 0 && slices.Contains(t.PermanentExitCodes, code) {
+			return queue.Permanent(failure)
+		}
+		return failure
+	}
+	return t.failure(fmt.Sprintf("wait for program: %v", err), &out)
+}
+
+// failure builds the error text "<what>: <output tail>", trimming the tail
+// from the front so the whole text fits in a job's last error and the
+// program's last words survive.
+func (t *ExecTarget) failure(what string, out *execTail) error {
+	tail := execPrintable(out.Bytes())
+	if tail == "" {
+		return errors.New(what)
+	}
+	room := max(queue.MaxErrorLen-len(what)-len(": "), 0)
+	if len(tail) > room {
+		tail = tail[len(tail)-room:]
+		for len(tail) > 0 && !utf8.RuneStart(tail[0]) {
+			tail = tail[1:]
+		}
+	}
+	return errors.New(what + ": " + tail)
+}
+
+// execEnv is the delivery's metadata as environment variables.
+func execEnv(job *queue.Job) []string {
+	var contentType string
+	for _, h := range job.Headers {
+		if strings.EqualFold(h.Name, "Content-Type") {
+			contentType = h.Value
+			break
+		}
+	}
+	return []string{
+		"WEBHOOK_DELIVERY_ID=" + job.DeliveryID,
+		"WEBHOOK_SOURCE=" + job.Source,
+		"WEBHOOK_EVENT_TYPE=" + job.EventType,
+		"WEBHOOK_ATTEMPT=" + strconv.Itoa(job.Attempt),
+		"WEBHOOK_JOB_ID=" + strconv.FormatInt(job.ID, 10),
+		"WEBHOOK_TARGET=" + job.Target,
+		"WEBHOOK_CONTENT_TYPE=" + contentType,
+	}
+}
+
+// execTail keeps the last execTailLen bytes written to it, in a fixed ring,
+// however much a program prints. os/exec calls Write from one goroutine at a
+// time when Stdout and Stderr are the same writer, and Bytes is read after
+// Wait, so it needs no lock.
+type execTail struct {
+	buf  [execTailLen]byte
+	next int  // where the next byte goes
+	full bool // the ring has wrapped
+}
+
+// Write implements io.Writer; it never fails.
+func (w *execTail) Write(p []byte) (int, error) {
+	n := len(p)
+	if n >= len(w.buf) {
+		copy(w.buf[:], p[n-len(w.buf):])
+		w.next, w.full = 0, true
+		return n, nil
+	}
+	c := copy(w.buf[w.next:], p)
+	copy(w.buf[:], p[c:])
+	if w.next+n >= len(w.buf) {
+		w.full = true
+	}
+	w.next = (w.next + n) % len(w.buf)
+	return n, nil
+}
+
+// Bytes returns the kept tail, oldest byte first.
+func (w *execTail) Bytes() []byte {
+	if !w.full {
+		return slices.Clone(w.buf[:w.next])
+	}
+	return append(slices.Clone(w.buf[w.next:]), w.buf[:w.next]...)
+}
+
+// execPrintable makes a program's output safe to store and show: lines and
+// tabs are kept, other control characters and invalid UTF-8 become U+FFFD,
+// a rune cut by the ring at the start is dropped, and surrounding
+// whitespace is trimmed.
+func execPrintable(b []byte) string {
+	for len(b) > 0 && !utf8.RuneStart(b[0]) {
+		b = b[1:]
+	}
+	var sb strings.Builder
+	sb.Grow(len(b))
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		b = b[size:]
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			sb.WriteRune(utf8.RuneError)
+		case r == '\n' || r == '\t':
+			sb.WriteRune(r)
+		case r == '\r':
+		case unicode.IsPrint(r) || unicode.IsSpace(r):
+			sb.WriteRune(r)
+		default:
+			sb.WriteRune(utf8.RuneError)
+		}
+	}
+	return strings.TrimSpace(sb.String())
+}
+
+// UnmarshalCaddyfile sets up the target from Caddyfile tokens. The dispenser
+// starts at the kind token:
+//
+//	exec <command> [<args…>] {
+//		timeout <duration>
+//		dir <path>
+//		env <name> <value>
+//		permanent_exit_codes <codes…>
+//		inherit_env
+//	}
+//
+// env and permanent_exit_codes may be repeated. Arguments may use the
+// {webhook.*} placeholders; each stays one argument.
+func (t *ExecTarget) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // the kind, "exec"
+	if !d.NextArg() {
+		return d.Errf("exec target: missing the command")
+	}
+	t.Command = d.Val()
+	t.Args = d.RemainingArgs()
+	for d.NextBlock(0) {
+		switch opt := d.Val(); opt {
+		case "timeout":
+			if !d.NextArg() {
+				return d.Errf("exec target: timeout: missing the duration")
+			}
+			dur, err := caddy.ParseDuration(d.Val())
+			if err != nil {
+				return d.Errf("exec target: timeout: %v", err)
+			}
+			t.Timeout = caddy.Duration(dur)
+			if d.NextArg() {
+				return d.Errf("exec target: timeout: takes one duration")
+			}
+		case "dir":
+			args := d.RemainingArgs()
+			if len(args) != 1 {
+				return d.Errf("exec target: dir: takes one path")
+			}
+			t.Dir = args[0]
+		case "env":
+			args := d.RemainingArgs()
+			if len(args) != 2 {
+				return d.Errf("exec target: env: takes a name and a value")
+			}
+			if t.Env == nil {
+				t.Env = make(map[string]string)
+			}
+			t.Env[args[0]] = args[1]
+		case "permanent_exit_codes":
+			args := d.RemainingArgs()
+			if len(args) == 0 {
+				return d.Errf("exec target: permanent_exit_codes: missing the exit codes")
+			}
+			for _, a := range args {
+				code, err := strconv.Atoi(a)
+				if err != nil || code < 1 || code > 255 {
+					return d.Errf("exec target: permanent_exit_codes: %q is not an exit status from 1 to 255", a)
+				}
+				t.PermanentExitCodes = append(t.PermanentExitCodes, code)
+			}
+		case "inherit_env":
+			if d.NextArg() {
+				return d.Errf("exec target: inherit_env: takes no arguments")
+			}
+			t.InheritEnv = true
+		default:
+			return d.Errf("exec target: unknown option %q", opt)
+		}
+	}
+	return nil
+}
+
+// Interface guards.
+var (
+	_ caddy.Provisioner     = (*ExecTarget)(nil)
+	_ caddy.Validator       = (*ExecTarget)(nil)
+	_ caddyfile.Unmarshaler = (*ExecTarget)(nil)
+	_ Target                = (*ExecTarget)(nil)
+)

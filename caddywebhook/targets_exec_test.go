@@ -1,0 +1,563 @@
+package caddywebhook
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	"github.com/caddywebhook/caddywebhook/queue"
+)
+
+// execTestCaddyContext is a Caddy context for Provision.
+func execTestCaddyContext(t *testing.T) caddy.Context {
+	t.Helper()
+	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// execTestProgram is the absolute path of a test program in testdata.
+func execTestProgram(t *testing.T, name string) string {
+	t.Helper()
+	path, err := filepath.Abs(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// execTestSetup provisions and validates tgt.
+func execTestSetup(t *testing.T, tgt *ExecTarget) *ExecTarget {
+	t.Helper()
+	if err := tgt.Provision(execTestCaddyContext(t)); err != nil {
+		t.Fatalf("provision: %v", err)
+	}
+	if err := tgt.Validate(); err != nil {
+		t.Fatalf("validate: %v", err)
+	}
+	return tgt
+}
+
+// execTestRecorder is a target running target_record.sh with args, and the
+// directory where the program leaves its record.
+func execTestRecorder(t *testing.T, args ...string) (*ExecTarget, string) {
+	t.Helper()
+	dir := t.TempDir()
+	tgt := execTestSetup(t, &ExecTarget{
+		Command: execTestProgram(t, "target_record.sh"),
+		Args:    args,
+		Env:     map[string]string{"RECORD_DIR": dir},
+	})
+	return tgt, dir
+}
+
+// execTestJob is a job as the pool hands it to a target.
+func execTestJob() *queue.Job {
+	return &queue.Job{
+		ID:         42,
+		EventID:    7,
+		Source:     "github",
+		DeliveryID: "72d3162e-cc78-11e3-81ab-4c9367dc0958",
+		EventType:  "push",
+		Target:     "exec",
+		Headers: []queue.Header{
+			{Name: "Content-Type", Value: "application/json"},
+			{Name: "X-GitHub-Event", Value: "push"},
+		},
+		Payload: []byte("{\"ref\":\"refs/heads/main\"}\n"),
+		Attempt: 1,
+	}
+}
+
+// execTestRead reads a file the test program wrote.
+func execTestRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read the program's record: %v", err)
+	}
+	return b
+}
+
+// execTestSplit0 splits NUL-terminated records.
+func execTestSplit0(b []byte) []string {
+	s := strings.TrimSuffix(string(b), "\x00")
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\x00")
+}
+
+// execTestEnv reads the environment the program recorded.
+func execTestEnv(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	env := map[string]string{}
+	for _, kv := range execTestSplit0(execTestRead(t, filepath.Join(dir, "env"))) {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	return env
+}
+
+// execTestGone waits until the process pid has exited (is gone or a zombie
+// waiting for init), failing the test if it is still running after a while.
+func execTestGone(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+		if errors.Is(err, os.ErrNotExist) {
+			return
+		}
+		if err == nil {
+			// pid (comm) state …; comm may contain spaces, so look after ")".
+			if i := bytes.LastIndexByte(stat, ')'); i >= 0 && len(stat) > i+2 && stat[i+2] == 'Z' {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d still running", pid)
+		}
+		time.Sleep(10 * time.Millisecond) // polling an external process
+	}
+}
+
+// execTestPid waits for the pid file a test program writes.
+func execTestPid(t *testing.T, path string) int {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, err := os.ReadFile(path)
+		if err == nil {
+			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+			if err != nil {
+				t.Fatalf("pid file %s: %v", path, err)
+			}
+			return pid
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the program did not write %s", path)
+		}
+		time.Sleep(10 * time.Millisecond) // polling an external process
+	}
+}
+
+func TestExecTargetPayloadOnStdin(t *testing.T) {
+	tgt, dir := execTestRecorder(t)
+	job := execTestJob()
+	job.Payload = make([]byte, 1<<20) // more than a pipe holds
+	for i := range job.Payload {
+		job.Payload[i] = byte(i * 7)
+	}
+	if err := tgt.Deliver(t.Context(), job); err != nil {
+		t.Fatalf("Deliver: %v", err)
+	}
+	if got := execTestRead(t, filepath.Join(dir, "stdin")); !bytes.Equal(got, job.Payload) {
+		t.Errorf("stdin: got %d bytes, want the %d-byte payload", len(got), len(job.Payload))
+	}
+}
+
+func TestExecTargetEnvironment(t *testing.T) {
+	t.Setenv("CADDYWEBHOOK_TEST_LEAK", "from caddy")
+	t.Setenv("CADDYWEBHOOK_TEST_GREETING", "hello")
+	tests := []struct {
+		name       string
+		inheritEnv bool
+		wantLeak   bool
+	}{
+		{name: "minimal environment by default", inheritEnv: false, wantLeak: false},
+		{name: "inherit_env passes Caddy's", inheritEnv: true, wantLeak: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			tgt := execTestSetup(t, &ExecTarget{
+				Command: execTestProgram(t, "target_record.sh"),
+				Env: map[string]string{
+					"RECORD_DIR": dir,
+					"GREETING":   "{env.CADDYWEBHOOK_TEST_GREETING}, world",
+				},
+				InheritEnv: tt.inheritEnv,
+			})
+			job := execTestJob()
+			job.Attempt = 3
+			if err := tgt.Deliver(t.Context(), job); err != nil {
+				t.Fatalf("Deliver: %v", err)
+			}
+			env := execTestEnv(t, dir)
+			want := map[string]string{
+				"WEBHOOK_DELIVERY_ID":  job.DeliveryID,
+				"WEBHOOK_SOURCE":       "github",
+				"WEBHOOK_EVENT_TYPE":   "push",
+				"WEBHOOK_ATTEMPT":      "3",
+				"WEBHOOK_JOB_ID":       "42",
+				"WEBHOOK_TARGET":       "exec",
+				"WEBHOOK_CONTENT_TYPE": "application/json",
+				"GREETING":             "hello, world",
+				"PATH":                 os.Getenv("PATH"),
+			}
+			for k, v := range want {
+				if got, ok := env[k]; !ok || got != v {
+					t.Errorf("%s = %q (set: %v), want %q", k, got, ok, v)
+				}
+			}
+			if _, leaked := env["CADDYWEBHOOK_TEST_LEAK"]; leaked != tt.wantLeak {
+				t.Errorf("CADDYWEBHOOK_TEST_LEAK passed: %v, want %v", leaked, tt.wantLeak)
+			}
+		})
+	}
+}
+
+func TestExecTargetArgsCannotInject(t *testing.T) {
+	t.Setenv("CADDYWEBHOOK_TEST_SECRET", "must-not-appear")
+	tmp := t.TempDir()
+	pwned := filepath.Join(tmp, "pwned")
+	tgt, dir := execTestRecorder(t,
+		"--event", "{webhook.event_type}",
+		"{webhook.delivery_id}",
+		"source={webhook.source}",
+		"{webhook.target}",
+		"attempt={webhook.attempt}",
+		"job={webhook.job_id}",
+		"{env.CADDYWEBHOOK_TEST_GREETING_UNSET}",
+		"{webhook.event_type} {webhook.source}",
+	)
+	job := execTestJob()
+	job.EventType = "--help"
+	job.DeliveryID = "x; touch " + pwned + " $(touch " + pwned + "2) `touch " + pwned + "3` && echo '\"' | sh"
+	job.Source = `src with spaces 'single' "double" $HOME`
+	job.Target = "{env.CADDYWEBHOOK_TEST_SECRET}" // a value is never expanded again
+	job.Attempt = 2
+
+	if err := tgt.Deliver(t.Context(), job); err != nil {
+		t.Fatalf("Deliver: %v", err)
+	}
+	got := execTestSplit0(execTestRead(t, filepath.Join(dir, "args")))
+	want := []string{
+		"--event", "--help",
+		job.DeliveryID,
+		"source=" + job.Source,
+		"{env.CADDYWEBHOOK_TEST_SECRET}",
+		"attempt=2",
+		"job=42",
+		"",
+		"--help " + job.Source,
+	}
+	if len(got) != len(want) {
+		t.Fatalf("args = %q, want %q", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("arg %d = %q, want %q", i+1, got[i], want[i])
+		}
+	}
+	for _, suffix := range []string{"", "2", "3"} {
+		if _, err := os.Stat(pwned + suffix); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s exists: an argument was interpreted", pwned+suffix)
+		}
+	}
+	if env := execTestEnv(t, dir); env["WEBHOOK_DELIVERY_ID"] != job.DeliveryID {
+		t.Errorf("WEBHOOK_DELIVERY_ID = %q, want %q", env["WEBHOOK_DELIVERY_ID"], job.DeliveryID)
+	}
+}
+
+func TestExecTargetExitStatus(t *testing.T) {
+	tests := []struct {
+		name      string
+		status    int
+		permanent []int
+		want      string // done, permanent or transient
+		wantErr   string
+	}{
+		{name: "0 done", status: 0, permanent: []int{65}, want: "done"},
+		{name: "1 transient", status: 1, want: "transient", wantErr: "exit status 1: to stdout\nto stderr"},
+		{name: "3 transient", status: 3, permanent: []int{65, 78}, want: "transient", wantErr: "exit status 3: to stdout\nto stderr"},
+		{name: "65 listed, permanent", status: 65, permanent: []int{65, 78}, want: "permanent", wantErr: "exit status 65: to stdout\nto stderr"},
+		{name: "78 listed, permanent", status: 78, permanent: []int{65, 78}, want: "permanent", wantErr: "exit status 78: "},
+		{name: "255 transient", status: 255, permanent: []int{65, 78}, want: "transient", wantErr: "exit status 255: "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tgt := execTestSetup(t, &ExecTarget{
+				Command:            execTestProgram(t, "target_exit.sh"),
+				Args:               []string{strconv.Itoa(tt.status)},
+				PermanentExitCodes: tt.permanent,
+			})
+			job := execTestJob()
+			job.Payload = bytes.Repeat([]byte("unread "), 100_000) // the program never reads it
+			err := tgt.Deliver(t.Context(), job)
+			if got := httpTestOutcome(err); got != tt.want {
+				t.Fatalf("outcome = %s (%v), want %s", got, err, tt.want)
+			}
+			if err != nil && !strings.HasPrefix(err.Error(), tt.wantErr) {
+				t.Errorf("error = %q, want prefix %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestExecTargetOutputTailBounded(t *testing.T) {
+	tgt := execTestSetup(t, &ExecTarget{Command: execTestProgram(t, "target_flood.sh")})
+	err := tgt.Deliver(t.Context(), execTestJob())
+	if got := httpTestOutcome(err); got != "transient" {
+		t.Fatalf("outcome = %s (%v), want transient", got, err)
+	}
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "exit status 3: ") || !strings.HasSuffix(msg, "eee\nlast words") {
+		t.Errorf("error = %.80q…%q, want the exit status and the last words", msg, msg[max(len(msg)-40, 0):])
+	}
+	if len(msg) > queue.MaxErrorLen {
+		t.Errorf("error is %d bytes, want at most %d", len(msg), queue.MaxErrorLen)
+	}
+	if len(msg) < queue.MaxErrorLen-16 {
+		t.Errorf("error is %d bytes, want the tail to fill about %d", len(msg), queue.MaxErrorLen)
+	}
+}
+
+func TestExecTargetTimeoutKillsGroup(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	tgt := execTestSetup(t, &ExecTarget{
+		Command: execTestProgram(t, "target_grandchild.sh"),
+		Args:    []string{pidFile},
+		Timeout: caddy.Duration(time.Second),
+	})
+	start := time.Now()
+	err := tgt.Deliver(t.Context(), execTestJob())
+	elapsed := time.Since(start)
+	if got := httpTestOutcome(err); got != "transient" {
+		t.Fatalf("outcome = %s (%v), want transient", got, err)
+	}
+	if !strings.HasPrefix(err.Error(), "timed out after 1s") {
+		t.Errorf("error = %q, want a timeout", err)
+	}
+	if elapsed > time.Second+execWaitDelay {
+		t.Errorf("Deliver took %v with a 1s timeout", elapsed)
+	}
+	execTestGone(t, execTestPid(t, pidFile))
+}
+
+func TestExecTargetCancelKillsGroup(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	tgt := execTestSetup(t, &ExecTarget{
+		Command: execTestProgram(t, "target_grandchild.sh"),
+		Args:    []string{pidFile},
+	})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- tgt.Deliver(ctx, execTestJob()) }()
+	pid := execTestPid(t, pidFile)
+	cancel()
+	err := <-done
+	if got := httpTestOutcome(err); got != "transient" || !strings.HasPrefix(err.Error(), "cancelled: ") {
+		t.Fatalf("Deliver = %s (%v), want a transient cancellation", got, err)
+	}
+	execTestGone(t, pid)
+}
+
+func TestExecTargetKillsLeftovers(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	tgt := execTestSetup(t, &ExecTarget{
+		Command: execTestProgram(t, "target_grandchild.sh"),
+		Args:    []string{pidFile, "exit"},
+	})
+	start := time.Now()
+	if err := tgt.Deliver(t.Context(), execTestJob()); err != nil {
+		t.Fatalf("Deliver: %v", err)
+	}
+	// The leftover sleep holds the output pipe; Deliver must not wait for it.
+	if elapsed := time.Since(start); elapsed >= execWaitDelay {
+		t.Errorf("Deliver took %v, waiting for the leftover", elapsed)
+	}
+	execTestGone(t, execTestPid(t, pidFile))
+}
+
+func TestExecTargetProgramResolution(t *testing.T) {
+	notExecutable := filepath.Join(t.TempDir(), "plain.sh")
+	if err := os.WriteFile(notExecutable, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		command  string
+		wantPath string // resolved program, if Provision succeeds
+		wantErr  string
+	}{
+		{name: "name found in PATH", command: "sh", wantPath: "/"},
+		{name: "name missing from PATH", command: "caddywebhook-no-such-program", wantErr: "command: "},
+		{name: "absolute path existing", command: "/bin/sh", wantPath: "/bin/sh"},
+		{name: "absolute path missing, accepted", command: "/nonexistent/deploy", wantPath: "/nonexistent/deploy"},
+		{name: "absolute path not executable", command: notExecutable, wantErr: "permission denied"},
+		{name: "relative path resolved", command: "./testdata/target_exit.sh", wantPath: execTestProgram(t, "target_exit.sh")},
+		{name: "relative path missing", command: "./testdata/no-such.sh", wantErr: "command: "},
+		{name: "empty", command: "", wantErr: "command: required"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tgt := &ExecTarget{Command: tt.command}
+			err := tgt.Provision(execTestCaddyContext(t))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("provision: %v", err)
+			}
+			if !strings.HasPrefix(tgt.path, tt.wantPath) || !filepath.IsAbs(tgt.path) {
+				t.Errorf("path = %q, want %q", tgt.path, tt.wantPath)
+			}
+		})
+	}
+}
+
+func TestExecTargetMissingProgramIsTransient(t *testing.T) {
+	tgt := execTestSetup(t, &ExecTarget{Command: "/nonexistent/deploy"})
+	err := tgt.Deliver(t.Context(), execTestJob())
+	if got := httpTestOutcome(err); got != "transient" || !strings.HasPrefix(err.Error(), "start program: ") {
+		t.Fatalf("Deliver = %s (%v), want a transient start failure", got, err)
+	}
+}
+
+func TestExecTargetConfigErrors(t *testing.T) {
+	tests := []struct {
+		name   string
+		target ExecTarget
+		want   string
+	}{
+		{name: "negative timeout", target: ExecTarget{Command: "sh", Timeout: -1}, want: "timeout: must not be negative"},
+		{name: "reserved env", target: ExecTarget{Command: "sh", Env: map[string]string{"WEBHOOK_SOURCE": "x"}}, want: "env: WEBHOOK_SOURCE: the WEBHOOK_ prefix is reserved"},
+		{name: "env name with =", target: ExecTarget{Command: "sh", Env: map[string]string{"A=B": "x"}}, want: `env: invalid variable name "A=B"`},
+		{name: "exit code 0", target: ExecTarget{Command: "sh", PermanentExitCodes: []int{0}}, want: "permanent_exit_codes: 0 is not"},
+		{name: "exit code 256", target: ExecTarget{Command: "sh", PermanentExitCodes: []int{256}}, want: "permanent_exit_codes: 256 is not"},
+		{name: "misspelt placeholder", target: ExecTarget{Command: "sh", Args: []string{"--event={webhook.evnt_type}"}}, want: "args: unknown placeholder {webhook.evnt_type}"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tgt := tt.target
+			err := tgt.Provision(execTestCaddyContext(t))
+			if err == nil {
+				err = tgt.Validate()
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error = %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestExecTargetTailBuffer(t *testing.T) {
+	const n = execTailLen
+	tests := []struct {
+		name   string
+		chunks []int // sizes of successive writes
+	}{
+		{name: "nothing", chunks: nil},
+		{name: "one small write", chunks: []int{10}},
+		{name: "exactly full", chunks: []int{n}},
+		{name: "full in two writes", chunks: []int{n - 1, 1}},
+		{name: "one byte over", chunks: []int{n + 1}},
+		{name: "wraps in the middle", chunks: []int{n - 10, 25}},
+		{name: "many small writes", chunks: []int{100, 700, 900, 300, 1000, 5, 2047, 1}},
+		{name: "huge write after small", chunks: []int{3, 5 * n}},
+		{name: "small after huge", chunks: []int{5 * n, 3}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var tail execTail
+			var all []byte
+			next := byte(0)
+			for _, size := range tt.chunks {
+				chunk := make([]byte, size)
+				for i := range chunk {
+					chunk[i] = next
+					next++
+				}
+				all = append(all, chunk...)
+				if w, err := tail.Write(chunk); w != size || err != nil {
+					t.Fatalf("Write = %d, %v; want %d, nil", w, err, size)
+				}
+			}
+			want := all[max(len(all)-n, 0):]
+			if got := tail.Bytes(); !bytes.Equal(got, want) {
+				t.Errorf("Bytes: %d bytes, want the last %d written", len(got), len(want))
+			}
+		})
+	}
+}
+
+func TestExecTargetUnmarshalCaddyfile(t *testing.T) {
+	tests := []struct {
+		name    string
+		input   string
+		want    ExecTarget
+		wantErr string
+	}{
+		{
+			name:  "command only",
+			input: `exec /usr/local/bin/deploy`,
+			want:  ExecTarget{Command: "/usr/local/bin/deploy"},
+		},
+		{
+			name: "args and every option",
+			input: `exec /usr/local/bin/deploy --event {webhook.event_type} "two words" {
+				timeout 5m
+				dir /srv/app
+				env APP_ENV production
+				env TOKEN {env.DEPLOY_TOKEN}
+				permanent_exit_codes 65 78
+				permanent_exit_codes 77
+				inherit_env
+			}`,
+			want: ExecTarget{
+				Command:            "/usr/local/bin/deploy",
+				Args:               []string{"--event", "{webhook.event_type}", "two words"},
+				Timeout:            caddy.Duration(5 * time.Minute),
+				Dir:                "/srv/app",
+				Env:                map[string]string{"APP_ENV": "production", "TOKEN": "{env.DEPLOY_TOKEN}"},
+				PermanentExitCodes: []int{65, 78, 77},
+				InheritEnv:         true,
+			},
+		},
+		{name: "command missing", input: `exec`, wantErr: "exec target: missing the command"},
+		{name: "unknown option", input: "exec /bin/true {\n shell bash\n}", wantErr: `unknown option "shell"`},
+		{name: "timeout bad", input: "exec /bin/true {\n timeout forever\n}", wantErr: "timeout: "},
+		{name: "timeout missing", input: "exec /bin/true {\n timeout\n}", wantErr: "timeout: missing the duration"},
+		{name: "dir missing", input: "exec /bin/true {\n dir\n}", wantErr: "dir: takes one path"},
+		{name: "env without value", input: "exec /bin/true {\n env KEY\n}", wantErr: "env: takes a name and a value"},
+		{name: "exit codes missing", input: "exec /bin/true {\n permanent_exit_codes\n}", wantErr: "permanent_exit_codes: missing"},
+		{name: "exit code not a number", input: "exec /bin/true {\n permanent_exit_codes 65 abc\n}", wantErr: `permanent_exit_codes: "abc" is not`},
+		{name: "exit code 0", input: "exec /bin/true {\n permanent_exit_codes 0\n}", wantErr: `permanent_exit_codes: "0" is not`},
+		{name: "inherit_env with argument", input: "exec /bin/true {\n inherit_env yes\n}", wantErr: "inherit_env: takes no arguments"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got ExecTarget
+			err := got.UnmarshalCaddyfile(caddyfile.NewTestDispenser(tt.input))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("UnmarshalCaddyfile: %v", err)
+			}
+			gotJSON, _ := json.Marshal(&got)
+			wantJSON, _ := json.Marshal(&tt.want)
+			if !bytes.Equal(gotJSON, wantJSON) {
+				t.Errorf("got %s\nwant %s", gotJSON, wantJSON)
+			}
+		})
+	}
+}

@@ -1,0 +1,479 @@
+package caddywebhook
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	"github.com/caddywebhook/caddywebhook/queue"
+	"github.com/caddywebhook/caddywebhook/signature"
+)
+
+func init() {
+	caddy.RegisterModule(HTTPTarget{})
+}
+
+// The metadata headers the http target adds to every forwarded request, so
+// the upstream can deduplicate, trace and route without parsing the payload.
+const (
+	// httpHeaderDeliveryID carries the sender's delivery id (the dedupe key
+	// within a source).
+	httpHeaderDeliveryID = "X-Webhook-Delivery-Id"
+	// httpHeaderSource carries the name of the receiver that accepted the event.
+	httpHeaderSource = "X-Webhook-Source"
+	// httpHeaderEventType carries the event type, when the event has one.
+	httpHeaderEventType = "X-Webhook-Event-Type"
+	// httpHeaderAttempt carries the attempt number, 1 for the first delivery.
+	httpHeaderAttempt = "X-Webhook-Attempt"
+	// httpHeaderJobID carries the id of the job in the queue, the handle for the
+	// admin API (`caddy webhook show <id>`).
+	httpHeaderJobID = "X-Webhook-Job-Id"
+)
+
+// httpUserAgent identifies the forwarder to upstreams.
+const httpUserAgent = "caddywebhook"
+
+const (
+	// httpErrorBodyLen is how much of an error response's body goes into the
+	// job's last error: enough for a framework's error message.
+	httpErrorBodyLen = 512
+	// httpDrainLen bounds how much of a response body is read and thrown
+	// away so the connection can be reused; a bigger body costs less as a
+	// new connection than as a download.
+	httpDrainLen = 64 << 10
+	// httpDefaultTimeout is the default per-attempt timeout.
+	httpDefaultTimeout = 10 * time.Second
+)
+
+// HTTPTarget delivers a webhook by POSTing its original payload to an
+// upstream URL. The request carries the headers stored with the event (the
+// content type and the scheme's event-type header, never the sender's
+// signature), the extra static headers, the metadata headers
+// X-Webhook-Delivery-Id, X-Webhook-Source, X-Webhook-Event-Type,
+// X-Webhook-Attempt and X-Webhook-Job-Id, and, with sign_secret, a Standard
+// Webhooks signature (webhook-id, webhook-timestamp, webhook-signature).
+//
+// The upstream's answer decides the job's fate: 2xx is done; 408, 425, 429,
+// 5xx and network errors or timeouts are retried, after at least the wait a
+// Retry-After header asks for (capped by the app's max_retry_after); every
+// other status is permanent and parks the job as dead. Redirects are not
+// followed and count as permanent: following one would send the payload, and
+// its signature, to a place the config does not name (or, for 301, 302 and
+// 303, turn the POST into a bodiless GET), and a moved endpoint is a config
+// change that no retry fixes.
+type HTTPTarget struct {
+	// The upstream's absolute http:// or https:// URL. Placeholders such as
+	// {env.HOOK_URL} are resolved once, when the config loads. Required.
+	URL string `json:"url,omitempty"`
+
+	// How long one attempt may take, from connecting until the response
+	// has been read; an attempt that runs out of time is retried.
+	// Default: 10s.
+	Timeout caddy.Duration `json:"timeout,omitempty"`
+
+	// Extra static headers set on every forwarded request; they replace
+	// stored headers of the same name but not the metadata headers.
+	// Placeholders in values are resolved when the config loads. A Host
+	// header sets the request's host. Default: none.
+	Headers http.Header `json:"headers,omitempty"`
+
+	// The Standard Webhooks secret ("whsec_" followed by base64) with which
+	// to sign forwarded requests, usually a placeholder such as
+	// {env.UPSTREAM_WEBHOOK_SECRET}. The resolved secret is kept out of the
+	// config, logs and errors. Default: requests are not signed.
+	SignSecret string `json:"sign_secret,omitempty"`
+
+	url        string
+	host       string // from a static Host header
+	headers    http.Header
+	signSecret string
+	redact     []string // values never to repeat in an error
+	client     *http.Client
+	now        func() time.Time
+}
+
+// CaddyModule returns the Caddy module information.
+func (HTTPTarget) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "webhook.targets.http",
+		New: func() caddy.Module { return new(HTTPTarget) },
+	}
+}
+
+// Provision resolves placeholders, applies defaults and builds the HTTP
+// client whose connections are pooled across deliveries.
+func (t *HTTPTarget) Provision(ctx caddy.Context) error {
+	repl := caddy.NewReplacer()
+	u, err := repl.ReplaceOrErr(t.URL, true, true)
+	if err != nil {
+		return fmt.Errorf("url: %w", err)
+	}
+	t.url = u
+	if t.Timeout == 0 {
+		t.Timeout = caddy.Duration(httpDefaultTimeout)
+	}
+	t.headers = make(http.Header, len(t.Headers))
+	t.redact = nil
+	for name, values := range t.Headers {
+		for _, v := range values {
+			v = repl.ReplaceKnown(v, "")
+			if http.CanonicalHeaderKey(name) == "Host" {
+				t.host = v
+				continue
+			}
+			t.headers.Add(name, v)
+			// A static header is where an upstream's token lives; an
+			// upstream that echoes the request in its error body must not
+			// get it into the job's last error. Short values are left alone
+			// so that "1" or "yes" do not blank out the message.
+			if len(v) >= 8 {
+				t.redact = append(t.redact, v)
+			}
+		}
+	}
+	if t.SignSecret != "" {
+		secret, err := repl.ReplaceOrErr(t.SignSecret, true, true)
+		if err != nil {
+			// The error names the placeholder, never a value.
+			return fmt.Errorf("sign_secret: %w", err)
+		}
+		t.signSecret = secret
+		t.redact = append(t.redact, secret)
+	}
+	if t.now == nil {
+		t.now = time.Now
+	}
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	// Several workers deliver to the same upstream at once; the default of
+	// two idle connections per host would make most of them reconnect.
+	transport.MaxIdleConnsPerHost = 32
+	t.client = &http.Client{
+		Transport: transport,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
+	return nil
+}
+
+// Validate checks the URL, the timeout, the header names and the signing
+// secret.
+func (t *HTTPTarget) Validate() error {
+	if t.url == "" {
+		return errors.New("url: required")
+	}
+	u, err := url.Parse(t.url)
+	if err != nil {
+		// url.Parse's error repeats the URL, which may hold a token.
+		return errors.New("url: not a valid URL")
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("url: scheme must be http or https, not %q", u.Scheme)
+	}
+	if u.Host == "" {
+		return errors.New("url: must be absolute, with a host")
+	}
+	if t.Timeout < 0 {
+		return errors.New("timeout: must not be negative")
+	}
+	for name := range t.Headers {
+		if !httpValidHeaderName(name) {
+			return fmt.Errorf("headers: invalid header name %q", name)
+		}
+	}
+	if t.signSecret != "" {
+		// Signing once here turns a malformed secret into a config error
+		// instead of a dead job per delivery.
+		if _, err := httpSign(t.signSecret, "msg_validate", time.Unix(0, 0), nil); err != nil {
+			return fmt.Errorf("sign_secret: %w", err)
+		}
+	}
+	return nil
+}
+
+// Cleanup closes the client's idle connections.
+func (t *HTTPTarget) Cleanup() error {
+	if t.client != nil {
+		t.client.CloseIdleConnections()
+	}
+	return nil
+}
+
+// Deliver POSTs the job's payload to the upstream once and classifies the
+// outcome (see HTTPTarget).
+func (t *HTTPTarget) Deliver(ctx context.Context, job *queue.Job) error {
+	attemptCtx, cancel := context.WithTimeout(ctx, time.Duration(t.Timeout))
+	defer cancel()
+
+	req, err := http.NewRequestWithContext(attemptCtx, http.MethodPost, t.url, bytes.NewReader(job.Payload))
+	if err != nil {
+		// Validate makes this unreachable; the URL stays out of the text.
+		return queue.Permanent(errors.New("build request: invalid url"))
+	}
+	for _, h := range job.Headers {
+		req.Header.Add(h.Name, h.Value)
+	}
+	for name, values := range t.headers {
+		// A copy: deliveries run concurrently and share t.headers.
+		req.Header[name] = slices.Clone(values)
+	}
+	if t.host != "" {
+		req.Host = t.host
+	}
+	req.Header.Set("User-Agent", httpUserAgent)
+	req.Header.Set(httpHeaderDeliveryID, job.DeliveryID)
+	req.Header.Set(httpHeaderSource, job.Source)
+	if job.EventType != "" {
+		req.Header.Set(httpHeaderEventType, job.EventType)
+	} else {
+		req.Header.Del(httpHeaderEventType)
+	}
+	req.Header.Set(httpHeaderAttempt, strconv.Itoa(job.Attempt))
+	req.Header.Set(httpHeaderJobID, strconv.FormatInt(job.ID, 10))
+	if t.signSecret != "" {
+		signed, err := httpSign(t.signSecret, httpMessageID(job), t.now(), job.Payload)
+		if err != nil {
+			return queue.Permanent(fmt.Errorf("sign request: %w", err))
+		}
+		for name, values := range signed {
+			req.Header[name] = values
+		}
+	}
+
+	resp, err := t.client.Do(req)
+	if err != nil {
+		return t.networkError(ctx, attemptCtx, err)
+	}
+	defer resp.Body.Close()
+
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, httpDrainLen))
+		return nil
+	}
+
+	head, _ := io.ReadAll(io.LimitReader(resp.Body, httpErrorBodyLen))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, httpDrainLen))
+	msg := fmt.Sprintf("upstream answered %d", resp.StatusCode)
+	if text := t.scrub(httpPrintable(head)); text != "" {
+		msg += ": " + text
+	}
+	failure := errors.New(msg)
+
+	if !httpRetryable(resp.StatusCode) {
+		return queue.Permanent(failure)
+	}
+	if after, ok := httpParseRetryAfter(resp.Header.Get("Retry-After"), t.now()); ok {
+		return queue.RetryAfter(failure, after)
+	}
+	return failure
+}
+
+// networkError describes a failed round trip without the URL, whose query
+// string may hold a token. All of them are transient.
+func (t *HTTPTarget) networkError(parent, attempt context.Context, err error) error {
+	if parent.Err() != nil {
+		// The pool cancelled the attempt (shutdown, lost lease).
+		return fmt.Errorf("post to upstream: %w", parent.Err())
+	}
+	if attempt.Err() != nil {
+		return fmt.Errorf("post to upstream: timed out after %s", time.Duration(t.Timeout))
+	}
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		err = uerr.Err
+	}
+	return fmt.Errorf("post to upstream: %s", t.scrub(httpPrintable([]byte(err.Error()))))
+}
+
+// scrub removes the signing secret and long static header values from text
+// an upstream chose to send back.
+func (t *HTTPTarget) scrub(s string) string {
+	for _, v := range t.redact {
+		if v != "" {
+			s = strings.ReplaceAll(s, v, "[redacted]")
+		}
+	}
+	return s
+}
+
+// httpRetryable reports whether a non-2xx status is worth another attempt:
+// the upstream is overloaded, failing or asked us to slow down.
+func httpRetryable(status int) bool {
+	switch {
+	case status == http.StatusRequestTimeout, // 408
+		status == http.StatusTooEarly,        // 425
+		status == http.StatusTooManyRequests, // 429
+		status >= 500:
+		return true
+	}
+	return false
+}
+
+// httpParseRetryAfter reads a Retry-After value, delta-seconds or an
+// HTTP-date, as a wait from now. A date in the past means no wait.
+func httpParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	if secs, err := strconv.ParseUint(v, 10, 64); err == nil {
+		// Clamp before multiplying; the pool caps the wait anyway.
+		if secs > uint64(math.MaxInt64/int64(time.Second)) {
+			return time.Duration(math.MaxInt64), true
+		}
+		return time.Duration(secs) * time.Second, true
+	} else if errors.Is(err, strconv.ErrRange) {
+		return time.Duration(math.MaxInt64), true
+	}
+	when, err := http.ParseTime(v)
+	if err != nil {
+		return 0, false
+	}
+	return max(when.Sub(now), 0), true
+}
+
+// httpMessageID is the Standard Webhooks message id of a job: the same for
+// every attempt and every replay of one event to one target, so the upstream
+// can deduplicate, and different for each target of an event. It is derived
+// from names rather than the job's row id, which a new database would reuse.
+func httpMessageID(job *queue.Job) string {
+	h := sha256.New()
+	for _, part := range []string{job.Source, job.DeliveryID, job.Target} {
+		h.Write([]byte(strconv.Itoa(len(part))))
+		h.Write([]byte{':'})
+		h.Write([]byte(part))
+	}
+	return "msg_" + hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// httpSign returns the Standard Webhooks headers for payload.
+func httpSign(secret, id string, ts time.Time, payload []byte) (http.Header, error) {
+	return signature.Sign(signature.SchemeStandard, secret, payload, signature.SignOptions{
+		ID:        id,
+		Timestamp: ts,
+	})
+}
+
+// httpPrintable turns bytes from an upstream into one line of printable
+// text: whitespace becomes a space, other control characters and invalid
+// UTF-8 become U+FFFD, and an incomplete rune at the end is dropped.
+func httpPrintable(b []byte) string {
+	var sb strings.Builder
+	sb.Grow(len(b))
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		if r == utf8.RuneError && size <= 1 && !utf8.FullRune(b) {
+			break // cut off by the length limit
+		}
+		b = b[size:]
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			sb.WriteRune(utf8.RuneError)
+		case unicode.IsSpace(r):
+			sb.WriteByte(' ')
+		case unicode.IsPrint(r):
+			sb.WriteRune(r)
+		default:
+			sb.WriteRune(utf8.RuneError)
+		}
+	}
+	return strings.TrimSpace(sb.String())
+}
+
+// httpValidHeaderName reports whether name is an RFC 9110 token.
+func httpValidHeaderName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// UnmarshalCaddyfile sets up the target from Caddyfile tokens. The dispenser
+// starts at the kind token:
+//
+//	http <url> {
+//		timeout <duration>
+//		header <name> <value>
+//		sign <secret>
+//	}
+//
+// header may be repeated; sign takes the Standard Webhooks secret, usually a
+// placeholder such as {env.UPSTREAM_WEBHOOK_SECRET}.
+func (t *HTTPTarget) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // the kind, "http"
+	if !d.NextArg() {
+		return d.Errf("http target: missing the upstream URL")
+	}
+	t.URL = d.Val()
+	if d.NextArg() {
+		return d.Errf("http target: unexpected argument %q after the URL", d.Val())
+	}
+	for d.NextBlock(0) {
+		switch opt := d.Val(); opt {
+		case "timeout":
+			if !d.NextArg() {
+				return d.Errf("http target: timeout: missing the duration")
+			}
+			dur, err := caddy.ParseDuration(d.Val())
+			if err != nil {
+				return d.Errf("http target: timeout: %v", err)
+			}
+			t.Timeout = caddy.Duration(dur)
+			if d.NextArg() {
+				return d.Errf("http target: timeout: takes one duration")
+			}
+		case "header":
+			args := d.RemainingArgs()
+			if len(args) != 2 {
+				return d.Errf("http target: header: takes a name and a value")
+			}
+			if t.Headers == nil {
+				t.Headers = make(http.Header)
+			}
+			t.Headers.Add(args[0], args[1])
+		case "sign":
+			args := d.RemainingArgs()
+			if len(args) != 1 {
+				return d.Errf("http target: sign: takes one secret")
+			}
+			t.SignSecret = args[0]
+		default:
+			return d.Errf("http target: unknown option %q", opt)
+		}
+	}
+	return nil
+}
+
+// Interface guards.
+var (
+	_ caddy.Provisioner     = (*HTTPTarget)(nil)
+	_ caddy.Validator       = (*HTTPTarget)(nil)
+	_ caddy.CleanerUpper    = (*HTTPTarget)(nil)
+	_ caddyfile.Unmarshaler = (*HTTPTarget)(nil)
+	_ Target                = (*HTTPTarget)(nil)
+)

@@ -1,0 +1,620 @@
+package caddywebhook
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	"github.com/caddywebhook/caddywebhook/queue"
+	"github.com/caddywebhook/caddywebhook/signature"
+)
+
+// httpTestNow is the clock of the targets under test.
+var httpTestNow = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+// httpTestCaddyContext is a Caddy context for Provision.
+func httpTestCaddyContext(t *testing.T) caddy.Context {
+	t.Helper()
+	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// httpTestSetup starts handler as the upstream and returns a provisioned,
+// validated target pointing at it. configure may adjust the target before
+// Provision.
+func httpTestSetup(t *testing.T, handler http.Handler, configure func(*HTTPTarget)) (*HTTPTarget, *httptest.Server) {
+	t.Helper()
+	srv := httptest.NewServer(handler)
+	t.Cleanup(srv.Close)
+	tgt := &HTTPTarget{URL: srv.URL + "/hook", now: func() time.Time { return httpTestNow }}
+	if configure != nil {
+		configure(tgt)
+	}
+	if err := tgt.Provision(httpTestCaddyContext(t)); err != nil {
+		t.Fatalf("provision: %v", err)
+	}
+	if err := tgt.Validate(); err != nil {
+		t.Fatalf("validate: %v", err)
+	}
+	t.Cleanup(func() { _ = tgt.Cleanup() })
+	return tgt, srv
+}
+
+// httpTestJob is a job as the pool hands it to a target.
+func httpTestJob() *queue.Job {
+	return &queue.Job{
+		ID:         42,
+		EventID:    7,
+		Source:     "github",
+		DeliveryID: "72d3162e-cc78-11e3-81ab-4c9367dc0958",
+		EventType:  "push",
+		Target:     "http",
+		Headers: []queue.Header{
+			{Name: "Content-Type", Value: "application/json"},
+			{Name: "X-GitHub-Event", Value: "push"},
+		},
+		Payload: []byte(`{"ref":"refs/heads/main"}`),
+		Attempt: 1,
+	}
+}
+
+// httpTestOutcome names what a Deliver error means to the pool.
+func httpTestOutcome(err error) string {
+	switch {
+	case err == nil:
+		return "done"
+	case queue.IsPermanent(err):
+		return "permanent"
+	default:
+		return "transient"
+	}
+}
+
+func TestHTTPTargetClassifiesStatus(t *testing.T) {
+	type retryAfter struct {
+		after time.Duration
+		ok    bool
+	}
+	tests := []struct {
+		name       string
+		status     int
+		retryAfter string
+		want       string
+		wantAfter  retryAfter
+	}{
+		{name: "200 done", status: 200, want: "done"},
+		{name: "201 done", status: 201, want: "done"},
+		{name: "204 done", status: 204, want: "done"},
+		{name: "301 not followed, permanent", status: 301, want: "permanent"},
+		{name: "400 permanent", status: 400, want: "permanent"},
+		{name: "404 permanent", status: 404, want: "permanent"},
+		{name: "408 transient", status: 408, want: "transient"},
+		{name: "410 permanent", status: 410, want: "permanent"},
+		{name: "425 transient", status: 425, want: "transient"},
+		{name: "429 without Retry-After", status: 429, want: "transient"},
+		{name: "429 Retry-After delta-seconds", status: 429, retryAfter: "120", want: "transient",
+			wantAfter: retryAfter{120 * time.Second, true}},
+		{name: "429 Retry-After HTTP-date", status: 429,
+			retryAfter: httpTestNow.Add(90 * time.Second).Format(http.TimeFormat), want: "transient",
+			wantAfter: retryAfter{90 * time.Second, true}},
+		{name: "429 Retry-After HTTP-date in the past", status: 429,
+			retryAfter: httpTestNow.Add(-time.Hour).Format(http.TimeFormat), want: "transient",
+			wantAfter: retryAfter{0, true}},
+		{name: "429 Retry-After garbage ignored", status: 429, retryAfter: "soon", want: "transient"},
+		{name: "429 Retry-After negative ignored", status: 429, retryAfter: "-5", want: "transient"},
+		{name: "500 transient", status: 500, want: "transient"},
+		{name: "502 transient", status: 502, want: "transient"},
+		{name: "503 transient", status: 503, want: "transient"},
+		{name: "503 Retry-After delta-seconds", status: 503, retryAfter: "7", want: "transient",
+			wantAfter: retryAfter{7 * time.Second, true}},
+		{name: "400 Retry-After ignored, permanent", status: 400, retryAfter: "7", want: "permanent"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var redirected atomic.Int32
+			mux := http.NewServeMux()
+			mux.HandleFunc("/hook", func(w http.ResponseWriter, r *http.Request) {
+				if tt.retryAfter != "" {
+					w.Header().Set("Retry-After", tt.retryAfter)
+				}
+				if tt.status >= 300 && tt.status < 400 {
+					w.Header().Set("Location", "/elsewhere")
+				}
+				w.WriteHeader(tt.status)
+			})
+			mux.HandleFunc("/elsewhere", func(w http.ResponseWriter, r *http.Request) {
+				redirected.Add(1)
+			})
+			tgt, _ := httpTestSetup(t, mux, nil)
+
+			err := tgt.Deliver(t.Context(), httpTestJob())
+			if got := httpTestOutcome(err); got != tt.want {
+				t.Fatalf("outcome = %s (%v), want %s", got, err, tt.want)
+			}
+			if want := fmt.Sprintf("upstream answered %d", tt.status); err != nil && err.Error() != want {
+				t.Errorf("error = %q, want %q", err, want)
+			}
+			after, ok := queue.RetryAfterOf(err)
+			if (retryAfter{after, ok}) != tt.wantAfter {
+				t.Errorf("RetryAfterOf = %v, %v; want %v, %v", after, ok, tt.wantAfter.after, tt.wantAfter.ok)
+			}
+			if n := redirected.Load(); n != 0 {
+				t.Errorf("redirect followed %d times", n)
+			}
+		})
+	}
+}
+
+func TestHTTPTargetErrorText(t *testing.T) {
+	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	const token = "Bearer tok-0123456789"
+	tests := []struct {
+		name    string
+		body    string
+		want    string // prefix of the error
+		absent  []string
+		maxBody int // bytes of body text after the prefix
+	}{
+		{
+			name: "plain message kept",
+			body: "database is down",
+			want: "upstream answered 503: database is down",
+		},
+		{
+			name:    "control bytes and newlines made printable",
+			body:    "line one\nline\ttwo\x00\x1b[31mred\xff",
+			want:    "upstream answered 503: line one line two\uFFFD\uFFFD[31mred\uFFFD",
+			maxBody: 512 * 3,
+		},
+		{
+			name:    "long body cut at 512 bytes",
+			body:    strings.Repeat("a", 511) + "é" + strings.Repeat("b", 100) + "TAIL-MARKER",
+			want:    "upstream answered 503: " + strings.Repeat("a", 511),
+			absent:  []string{"TAIL-MARKER", "b", "\uFFFD"},
+			maxBody: 512,
+		},
+		{
+			name:   "echoed secrets redacted",
+			body:   "you sent " + token + " and I know " + secret,
+			want:   "upstream answered 503: you sent [redacted] and I know [redacted]",
+			absent: []string{secret, "tok-0123456789"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tgt, _ := httpTestSetup(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				io.WriteString(w, tt.body)
+			}), func(tgt *HTTPTarget) {
+				tgt.SignSecret = secret
+				tgt.Headers = http.Header{"Authorization": {token}}
+			})
+			err := tgt.Deliver(t.Context(), httpTestJob())
+			if err == nil {
+				t.Fatal("Deliver succeeded on a 503")
+			}
+			msg := err.Error()
+			if !strings.HasPrefix(msg, tt.want) {
+				t.Errorf("error = %q, want prefix %q", msg, tt.want)
+			}
+			for _, s := range tt.absent {
+				if strings.Contains(msg, s) {
+					t.Errorf("error = %q contains %q", msg, s)
+				}
+			}
+			if tt.maxBody > 0 {
+				if n := len(msg) - len("upstream answered 503: "); n > tt.maxBody {
+					t.Errorf("body text is %d bytes, want at most %d", n, tt.maxBody)
+				}
+			}
+			for _, r := range msg {
+				if !unicode.IsPrint(r) {
+					t.Errorf("error = %q contains unprintable %U", msg, r)
+				}
+			}
+			if !utf8.ValidString(msg) {
+				t.Errorf("error = %q is not valid UTF-8", msg)
+			}
+		})
+	}
+}
+
+func TestHTTPTargetNetworkError(t *testing.T) {
+	tgt, srv := httpTestSetup(t, http.NotFoundHandler(), func(tgt *HTTPTarget) {
+		tgt.URL += "?token=hunter2-query-secret"
+	})
+	srv.Close() // nothing listens any more: connection refused
+
+	err := tgt.Deliver(t.Context(), httpTestJob())
+	if got := httpTestOutcome(err); got != "transient" {
+		t.Fatalf("outcome = %s (%v), want transient", got, err)
+	}
+	if _, ok := queue.RetryAfterOf(err); ok {
+		t.Errorf("network error asks for a Retry-After wait")
+	}
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "post to upstream: ") || !strings.Contains(msg, "refused") {
+		t.Errorf("error = %q, want a connection refused", msg)
+	}
+	if strings.Contains(msg, "hunter2") || strings.Contains(msg, "/hook") {
+		t.Errorf("error = %q repeats the URL", msg)
+	}
+}
+
+func TestHTTPTargetTimeout(t *testing.T) {
+	release := make(chan struct{})
+	tgt, _ := httpTestSetup(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}), func(tgt *HTTPTarget) {
+		tgt.Timeout = caddy.Duration(100 * time.Millisecond)
+	})
+	// Registered after the server's Close, so it runs first and Close does
+	// not wait for a handler that a slow client left blocked.
+	t.Cleanup(func() { close(release) })
+
+	start := time.Now()
+	err := tgt.Deliver(t.Context(), httpTestJob())
+	elapsed := time.Since(start)
+	if got := httpTestOutcome(err); got != "transient" {
+		t.Fatalf("outcome = %s (%v), want transient", got, err)
+	}
+	if want := "post to upstream: timed out after 100ms"; err.Error() != want {
+		t.Errorf("error = %q, want %q", err, want)
+	}
+	if elapsed > 5*time.Second {
+		t.Errorf("Deliver took %v with a 100ms timeout", elapsed)
+	}
+}
+
+func TestHTTPTargetCancelled(t *testing.T) {
+	arrived := make(chan struct{})
+	release := make(chan struct{})
+	tgt, _ := httpTestSetup(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(arrived)
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}), nil)
+	t.Cleanup(func() { close(release) })
+
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() {
+		<-arrived
+		cancel()
+	}()
+	err := tgt.Deliver(ctx, httpTestJob())
+	if !errors.Is(err, context.Canceled) || queue.IsPermanent(err) {
+		t.Fatalf("Deliver = %v, want a transient context.Canceled", err)
+	}
+}
+
+// httpTestRequest is what the upstream saw.
+type httpTestRequest struct {
+	header http.Header
+	host   string
+	method string
+	body   []byte
+}
+
+// httpTestRecorder answers 204 and sends each request it sees on the
+// returned channel.
+func httpTestRecorder(t *testing.T) (http.Handler, <-chan httpTestRequest) {
+	t.Helper()
+	seen := make(chan httpTestRequest, 16)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			t.Errorf("read request body: %v", err)
+		}
+		seen <- httpTestRequest{header: r.Header.Clone(), host: r.Host, method: r.Method, body: body}
+		w.WriteHeader(http.StatusNoContent)
+	}), seen
+}
+
+func TestHTTPTargetForwardsRequest(t *testing.T) {
+	t.Setenv("CADDYWEBHOOK_TEST_TOKEN", "s3cr3t-token")
+	handler, seen := httpTestRecorder(t)
+	tgt, _ := httpTestSetup(t, handler, func(tgt *HTTPTarget) {
+		tgt.Headers = http.Header{
+			"x-origin":         {"caddy"},
+			"Authorization":    {"Bearer {env.CADDYWEBHOOK_TEST_TOKEN}"},
+			"Host":             {"upstream.internal"},
+			"X-Webhook-Source": {"spoofed by config"},
+		}
+	})
+
+	job := httpTestJob()
+	job.Payload = make([]byte, 4096)
+	rand.Read(job.Payload)
+	job.Payload[0] = 0xff // never valid UTF-8: the body must travel as bytes
+	job.Attempt = 3
+	if err := tgt.Deliver(t.Context(), job); err != nil {
+		t.Fatalf("Deliver: %v", err)
+	}
+	req := <-seen
+
+	if req.method != http.MethodPost {
+		t.Errorf("method = %s, want POST", req.method)
+	}
+	if !bytes.Equal(req.body, job.Payload) {
+		t.Errorf("body differs from the payload (%d bytes, want %d)", len(req.body), len(job.Payload))
+	}
+	if req.host != "upstream.internal" {
+		t.Errorf("Host = %q, want upstream.internal", req.host)
+	}
+	want := map[string]string{
+		"Content-Type":          "application/json",
+		"X-Github-Event":        "push",
+		"X-Origin":              "caddy",
+		"Authorization":         "Bearer s3cr3t-token",
+		"User-Agent":            "caddywebhook",
+		"X-Webhook-Delivery-Id": job.DeliveryID,
+		"X-Webhook-Source":      "github",
+		"X-Webhook-Event-Type":  "push",
+		"X-Webhook-Attempt":     "3",
+		"X-Webhook-Job-Id":      "42",
+		"Webhook-Signature":     "",
+	}
+	for name, value := range want {
+		if got := req.header.Values(name); value == "" && len(got) != 0 || value != "" && (len(got) != 1 || got[0] != value) {
+			t.Errorf("header %s = %q, want %q", name, got, value)
+		}
+	}
+}
+
+func TestHTTPTargetEventTypeHeaderOmittedWhenEmpty(t *testing.T) {
+	handler, seen := httpTestRecorder(t)
+	tgt, _ := httpTestSetup(t, handler, nil)
+	job := httpTestJob()
+	job.EventType = ""
+	job.Headers = []queue.Header{{Name: "X-Webhook-Event-Type", Value: "stored"}}
+	if err := tgt.Deliver(t.Context(), job); err != nil {
+		t.Fatalf("Deliver: %v", err)
+	}
+	if got := (<-seen).header.Values("X-Webhook-Event-Type"); len(got) != 0 {
+		t.Errorf("X-Webhook-Event-Type = %q, want none", got)
+	}
+}
+
+func TestHTTPTargetSignsRequest(t *testing.T) {
+	key := make([]byte, 32)
+	rand.Read(key)
+	secret := "whsec_" + base64.StdEncoding.EncodeToString(key)
+	t.Setenv("CADDYWEBHOOK_TEST_SIGN_SECRET", secret)
+	handler, seen := httpTestRecorder(t)
+	tgt, _ := httpTestSetup(t, handler, func(tgt *HTTPTarget) {
+		tgt.SignSecret = "{env.CADDYWEBHOOK_TEST_SIGN_SECRET}"
+		tgt.now = time.Now // the verifier checks the timestamp against its clock
+	})
+
+	deliver := func(job *queue.Job) httpTestRequest {
+		t.Helper()
+		if err := tgt.Deliver(t.Context(), job); err != nil {
+			t.Fatalf("Deliver: %v", err)
+		}
+		return <-seen
+	}
+	job := httpTestJob()
+	first := deliver(job)
+	job.Attempt = 2
+	retry := deliver(job)
+	other := httpTestJob()
+	other.Target = "http-2"
+	otherTarget := deliver(other)
+
+	verifier, err := signature.New(signature.Config{Scheme: signature.SchemeStandard, Secrets: []string{secret}})
+	if err != nil {
+		t.Fatalf("signature.New: %v", err)
+	}
+	res, err := verifier.Verify(first.header, first.body)
+	if err != nil {
+		t.Fatalf("forwarded request does not verify: %v", err)
+	}
+	if res.DeliveryID != first.header.Get("webhook-id") || !strings.HasPrefix(res.DeliveryID, "msg_") {
+		t.Errorf("verified id = %q, webhook-id = %q", res.DeliveryID, first.header.Get("webhook-id"))
+	}
+	if _, err := verifier.Verify(first.header, append([]byte(" "), first.body...)); !errors.Is(err, signature.ErrNoMatch) {
+		t.Errorf("altered body verifies: %v", err)
+	}
+	wrongKey := make([]byte, 32)
+	rand.Read(wrongKey)
+	wrong, err := signature.New(signature.Config{Scheme: signature.SchemeStandard,
+		Secrets: []string{"whsec_" + base64.StdEncoding.EncodeToString(wrongKey)}})
+	if err != nil {
+		t.Fatalf("signature.New: %v", err)
+	}
+	if _, err := wrong.Verify(first.header, first.body); !errors.Is(err, signature.ErrNoMatch) {
+		t.Errorf("another secret verifies: %v", err)
+	}
+
+	if a, b := first.header.Get("webhook-id"), retry.header.Get("webhook-id"); a != b {
+		t.Errorf("webhook-id changed between attempts: %q, %q", a, b)
+	}
+	if a, b := first.header.Get("webhook-id"), otherTarget.header.Get("webhook-id"); a == b {
+		t.Errorf("two targets of one event share webhook-id %q", a)
+	}
+
+	config, err := json.Marshal(tgt)
+	if err != nil {
+		t.Fatalf("marshal: %v", err)
+	}
+	if strings.Contains(string(config), secret) || !strings.Contains(string(config), "{env.CADDYWEBHOOK_TEST_SIGN_SECRET}") {
+		t.Errorf("config = %s, want the placeholder and not the secret", config)
+	}
+}
+
+func TestHTTPTargetReusesConnections(t *testing.T) {
+	var mu sync.Mutex
+	conns := map[string]int{} // requests per client address: one per connection
+	tgt, _ := httpTestSetup(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		conns[r.RemoteAddr]++
+		calls := 0
+		for _, n := range conns {
+			calls += n
+		}
+		mu.Unlock()
+		// Alternate a failure and a success, both with a body the target
+		// must drain for the connection to be reused.
+		if calls%2 == 1 {
+			w.WriteHeader(http.StatusBadGateway)
+		}
+		w.Write(bytes.Repeat([]byte("x"), 20<<10))
+	}), nil)
+	for range 6 {
+		_ = tgt.Deliver(t.Context(), httpTestJob())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(conns) != 1 {
+		t.Errorf("6 sequential deliveries used %d connections (%v), want 1", len(conns), conns)
+	}
+	for _, n := range conns {
+		if n != 6 {
+			t.Errorf("upstream saw %d requests, want 6", n)
+		}
+	}
+}
+
+func TestHTTPTargetConfigErrors(t *testing.T) {
+	t.Setenv("CADDYWEBHOOK_TEST_EMPTY", "")
+	tests := []struct {
+		name   string
+		target HTTPTarget
+		want   string // in the Provision or Validate error
+	}{
+		{name: "url missing", target: HTTPTarget{}, want: "url: "},
+		{name: "url relative", target: HTTPTarget{URL: "/hook"}, want: "url: scheme must be http or https"},
+		{name: "url ftp", target: HTTPTarget{URL: "ftp://example.com/hook"}, want: "url: scheme must be http or https"},
+		{name: "url without host", target: HTTPTarget{URL: "http:///hook"}, want: "url: must be absolute"},
+		{name: "url unknown placeholder", target: HTTPTarget{URL: "http://h/{webhook.event_type}"}, want: "url: unrecognized placeholder"},
+		{name: "url empty env", target: HTTPTarget{URL: "{env.CADDYWEBHOOK_TEST_EMPTY}"}, want: "url: evaluated placeholder"},
+		{name: "negative timeout", target: HTTPTarget{URL: "http://h/", Timeout: -1}, want: "timeout: must not be negative"},
+		{name: "bad header name", target: HTTPTarget{URL: "http://h/", Headers: http.Header{"Bad Name": {"v"}}}, want: `headers: invalid header name "Bad Name"`},
+		{name: "sign secret not base64", target: HTTPTarget{URL: "http://h/", SignSecret: "whsec_not*base64!"}, want: "sign_secret: "},
+		{name: "sign secret empty env", target: HTTPTarget{URL: "http://h/", SignSecret: "{env.CADDYWEBHOOK_TEST_EMPTY}"}, want: "sign_secret: evaluated placeholder"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tgt := tt.target
+			err := tgt.Provision(httpTestCaddyContext(t))
+			if err == nil {
+				err = tgt.Validate()
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error = %v, want one containing %q", err, tt.want)
+			}
+			if tt.target.SignSecret != "" && strings.Contains(err.Error(), "not*base64") {
+				t.Errorf("error %q repeats the secret", err)
+			}
+		})
+	}
+}
+
+func TestHTTPTargetUnmarshalCaddyfile(t *testing.T) {
+	tests := []struct {
+		name    string
+		input   string
+		want    HTTPTarget
+		wantErr string
+	}{
+		{
+			name:  "url only",
+			input: `http http://127.0.0.1:9000/build`,
+			want:  HTTPTarget{URL: "http://127.0.0.1:9000/build"},
+		},
+		{
+			name: "every option",
+			input: `http https://hooks.internal/build {
+				timeout 30s
+				header X-Origin caddy
+				header X-Origin edge
+				header Authorization "Bearer {env.TOKEN}"
+				sign {env.INTERNAL_SECRET}
+			}`,
+			want: HTTPTarget{
+				URL:        "https://hooks.internal/build",
+				Timeout:    caddy.Duration(30 * time.Second),
+				Headers:    http.Header{"X-Origin": {"caddy", "edge"}, "Authorization": {"Bearer {env.TOKEN}"}},
+				SignSecret: "{env.INTERNAL_SECRET}",
+			},
+		},
+		{name: "url missing", input: `http`, wantErr: "missing the upstream URL"},
+		{name: "extra argument", input: `http http://h/ extra`, wantErr: `unexpected argument "extra"`},
+		{name: "unknown option", input: "http http://h/ {\n retries 3\n}", wantErr: `unknown option "retries"`},
+		{name: "timeout missing", input: "http http://h/ {\n timeout\n}", wantErr: "timeout: missing the duration"},
+		{name: "timeout bad", input: "http http://h/ {\n timeout soon\n}", wantErr: "timeout: "},
+		{name: "timeout two values", input: "http http://h/ {\n timeout 1s 2s\n}", wantErr: "timeout: takes one duration"},
+		{name: "header without value", input: "http http://h/ {\n header X-Origin\n}", wantErr: "header: takes a name and a value"},
+		{name: "sign without secret", input: "http http://h/ {\n sign\n}", wantErr: "sign: takes one secret"},
+		{name: "sign two secrets", input: "http http://h/ {\n sign a b\n}", wantErr: "sign: takes one secret"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got HTTPTarget
+			err := got.UnmarshalCaddyfile(caddyfile.NewTestDispenser(tt.input))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("UnmarshalCaddyfile: %v", err)
+			}
+			gotJSON, _ := json.Marshal(&got)
+			wantJSON, _ := json.Marshal(&tt.want)
+			if !bytes.Equal(gotJSON, wantJSON) {
+				t.Errorf("got %s\nwant %s", gotJSON, wantJSON)
+			}
+		})
+	}
+}
+
+func TestHTTPTargetParseRetryAfter(t *testing.T) {
+	tests := []struct {
+		name  string
+		value string
+		want  time.Duration
+		ok    bool
+	}{
+		{name: "empty", value: "", ok: false},
+		{name: "zero", value: "0", want: 0, ok: true},
+		{name: "seconds with spaces", value: " 30 ", want: 30 * time.Second, ok: true},
+		{name: "huge seconds clamped", value: "99999999999999999999999", want: time.Duration(1<<63 - 1), ok: true},
+		{name: "fraction rejected", value: "1.5", ok: false},
+		{name: "IMF-fixdate", value: "Mon, 30 Nov 2026 12:02:00 GMT", want: 2 * time.Minute, ok: true},
+		{name: "RFC 850 date", value: "Monday, 30-Nov-26 12:00:10 GMT", want: 10 * time.Second, ok: true},
+		{name: "asctime date", value: "Mon Nov 30 12:00:05 2026", want: 5 * time.Second, ok: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := httpParseRetryAfter(tt.value, httpTestNow)
+			if got != tt.want || ok != tt.ok {
+				t.Errorf("httpParseRetryAfter(%q) = %v, %v; want %v, %v", tt.value, got, ok, tt.want, tt.ok)
+			}
+		})
+	}
+}
