@@ -1,0 +1,405 @@
+package caddywebhook
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/caddywebhook/caddywebhook/queue"
+)
+
+func init() {
+	caddy.RegisterModule(adminAPI{})
+}
+
+// adminAPI serves the webhook queue under /webhook/ on Caddy's admin
+// endpoint: stats, listing, one job in full, replay of one or of every dead
+// job, discard and purge. It acts on the store of the running webhook app
+// (currentQueue), looked up per request, because the admin server outlives
+// config reloads while the app it should talk to changes.
+//
+// Nothing it returns can hold a secret: the store never sees one. A job's
+// payload and forwarded headers are returned only by GET /webhook/jobs/{id}.
+type adminAPI struct {
+	// now is the clock for stats and purge cutoffs; nil means time.Now.
+	now func() time.Time
+	// purgeBatch is how many jobs one Purge call deletes; 0 means
+	// defaultPurgeBatch.
+	purgeBatch int
+}
+
+// CaddyModule returns the Caddy module information.
+func (adminAPI) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "admin.api.webhook",
+		New: func() caddy.Module { return new(adminAPI) },
+	}
+}
+
+// Routes returns the one route that serves every /webhook/ endpoint; the
+// handler does its own routing so that errors are APIErrors with the right
+// status (405 with Allow, 404 for an unknown path) instead of the mux's text.
+func (a *adminAPI) Routes() []caddy.AdminRoute {
+	return []caddy.AdminRoute{{
+		Pattern: adminBasePath,
+		Handler: caddy.AdminHandlerFunc(a.serveWebhook),
+	}}
+}
+
+const (
+	adminBasePath = "/webhook/"
+
+	// adminMaxLimit bounds one page of a listing, as queue.ListParams does.
+	adminMaxLimit = 1000
+
+	// defaultPurgeBatch is how many jobs one Purge call deletes, so that a
+	// large purge holds the writer for short transactions only.
+	defaultPurgeBatch = 1000
+)
+
+// adminRoute is one endpoint: the handler for each allowed method and the
+// query parameters it accepts, so a misspelt filter (?sorce=github on a bulk
+// replay) is refused instead of silently widening the operation.
+type adminRoute struct {
+	methods map[string]queueHandler
+	params  []string
+}
+
+// queueHandler serves one endpoint on the active queue; id is the job id
+// from the path, or 0 for the endpoints without one.
+type queueHandler func(w http.ResponseWriter, r *http.Request, q *activeQueue, id int64) error
+
+func (a *adminAPI) serveWebhook(w http.ResponseWriter, r *http.Request) error {
+	route, id, err := a.route(r.URL.Path)
+	if err != nil {
+		return err
+	}
+	handle, ok := route.methods[r.Method]
+	if !ok {
+		allow := make([]string, 0, len(route.methods))
+		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
+			if _, ok := route.methods[m]; ok {
+				allow = append(allow, m)
+			}
+		}
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		return apiError(http.StatusMethodNotAllowed, "method %s not allowed on %s; use %s", r.Method, r.URL.Path, strings.Join(allow, " or "))
+	}
+	if err := checkParams(r.URL.Query(), route.params); err != nil {
+		return err
+	}
+	q := currentQueue()
+	if q == nil {
+		return apiError(http.StatusServiceUnavailable, "no webhook app is running (add the global option `webhook` or a webhook_receiver to the config)")
+	}
+	return handle(w, r, q, id)
+}
+
+// route maps a path under /webhook/ to its endpoint and, for the per-job
+// endpoints, the job id.
+func (a *adminAPI) route(path string) (adminRoute, int64, error) {
+	parts := strings.Split(strings.TrimSuffix(strings.TrimPrefix(path, adminBasePath), "/"), "/")
+	switch {
+	case len(parts) == 1 && parts[0] == "stats":
+		return adminRoute{methods: methods(http.MethodGet, a.handleStats)}, 0, nil
+	case len(parts) == 1 && parts[0] == "jobs":
+		return adminRoute{
+			methods: methods(http.MethodGet, a.handleList),
+			params:  []string{"status", "source", "target", "limit", "cursor"},
+		}, 0, nil
+	case len(parts) == 1 && parts[0] == "replay":
+		return adminRoute{
+			methods: methods(http.MethodPost, a.handleReplayDead),
+			params:  []string{"status", "source", "target"},
+		}, 0, nil
+	case len(parts) == 1 && parts[0] == "purge":
+		return adminRoute{
+			methods: methods(http.MethodPost, a.handlePurge),
+			params:  []string{"older_than"},
+		}, 0, nil
+	case len(parts) == 2 && parts[0] == "jobs":
+		id, err := parseID(parts[1])
+		if err != nil {
+			return adminRoute{}, 0, err
+		}
+		m := methods(http.MethodGet, a.handleGet)
+		m[http.MethodDelete] = a.handleDiscard
+		return adminRoute{methods: m}, id, nil
+	case len(parts) == 3 && parts[0] == "jobs" && parts[2] == "replay":
+		id, err := parseID(parts[1])
+		if err != nil {
+			return adminRoute{}, 0, err
+		}
+		return adminRoute{methods: methods(http.MethodPost, a.handleReplay)}, id, nil
+	}
+	return adminRoute{}, 0, apiError(http.StatusNotFound, "no webhook admin endpoint at %s", path)
+}
+
+func methods(method string, h queueHandler) map[string]queueHandler {
+	return map[string]queueHandler{method: h}
+}
+
+// statsResponse is queue.Stats with the oldest pending age also spelt for
+// humans.
+type statsResponse struct {
+	queue.Stats
+	OldestPendingText string `json:"oldest_pending,omitempty"`
+}
+
+func (a *adminAPI) handleStats(w http.ResponseWriter, r *http.Request, q *activeQueue, _ int64) error {
+	st, err := q.Store.Stats(r.Context(), a.clock())
+	if err != nil {
+		return storeError("read stats", 0, err)
+	}
+	if st.Counts == nil {
+		st.Counts = []queue.Count{}
+	}
+	resp := statsResponse{Stats: st}
+	if st.OldestPending > 0 {
+		resp.OldestPendingText = st.OldestPending.Round(time.Second).String()
+	}
+	return writeJSON(w, http.StatusOK, resp)
+}
+
+func (a *adminAPI) handleList(w http.ResponseWriter, r *http.Request, q *activeQueue, _ int64) error {
+	query := r.URL.Query()
+	p := queue.ListParams{Filter: queue.Filter{
+		Source: query.Get("source"),
+		Target: query.Get("target"),
+	}}
+	if s := query.Get("status"); s != "" {
+		p.Status = queue.Status(s)
+		if !p.Status.Valid() {
+			return badParam("status", "must be pending, running, done or dead, not %q", s)
+		}
+	}
+	if s := query.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > adminMaxLimit {
+			return badParam("limit", "must be a whole number from 1 to %d, not %q", adminMaxLimit, s)
+		}
+		p.Limit = n
+	}
+	if s := query.Get("cursor"); s != "" {
+		c, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || c < 1 {
+			return badParam("cursor", "must be a positive job id from next_cursor, not %q", s)
+		}
+		p.Cursor = c
+	}
+	page, err := q.Store.ListJobs(r.Context(), p)
+	if err != nil {
+		return storeError("list jobs", 0, err)
+	}
+	if page.Jobs == nil {
+		page.Jobs = []queue.JobSummary{}
+	}
+	return writeJSON(w, http.StatusOK, page)
+}
+
+// jobResponse is a job in full. The payload is base64 in JSON, as []byte
+// always is; payload_text repeats it as text when it is valid UTF-8, which
+// is what a human reading the response wants.
+type jobResponse struct {
+	queue.JobDetail
+	PayloadText string `json:"payload_text,omitempty"`
+}
+
+func (a *adminAPI) handleGet(w http.ResponseWriter, r *http.Request, q *activeQueue, id int64) error {
+	job, err := q.Store.GetJob(r.Context(), id)
+	if err != nil {
+		return storeError("get job", id, err)
+	}
+	if job.Headers == nil {
+		job.Headers = []queue.Header{}
+	}
+	if job.History == nil {
+		job.History = []queue.Attempt{}
+	}
+	resp := jobResponse{JobDetail: job}
+	if utf8.Valid(job.Payload) {
+		resp.PayloadText = string(job.Payload)
+	}
+	return writeJSON(w, http.StatusOK, resp)
+}
+
+// replayResponse reports a replay; ID is set when one job was replayed.
+type replayResponse struct {
+	ID       int64 `json:"id,omitempty"`
+	Replayed int   `json:"replayed"`
+}
+
+func (a *adminAPI) handleReplay(w http.ResponseWriter, r *http.Request, q *activeQueue, id int64) error {
+	if err := q.Store.Replay(r.Context(), id); err != nil {
+		return storeError("replay job", id, err)
+	}
+	return writeJSON(w, http.StatusOK, replayResponse{ID: id, Replayed: 1})
+}
+
+func (a *adminAPI) handleReplayDead(w http.ResponseWriter, r *http.Request, q *activeQueue, _ int64) error {
+	query := r.URL.Query()
+	// Only dead jobs can be replayed; status is required anyway so that the
+	// request says what it does, and so a later widening cannot change the
+	// meaning of an old script.
+	switch s := query.Get("status"); s {
+	case string(queue.StatusDead):
+	case "":
+		return badParam("status", "is required and must be dead")
+	default:
+		return badParam("status", "must be dead, not %q: only dead jobs can be replayed", s)
+	}
+	n, err := q.Store.ReplayDead(r.Context(), queue.Filter{
+		Status: queue.StatusDead,
+		Source: query.Get("source"),
+		Target: query.Get("target"),
+	})
+	if err != nil {
+		return storeError("replay dead jobs", 0, err)
+	}
+	return writeJSON(w, http.StatusOK, replayResponse{Replayed: n})
+}
+
+// discardResponse reports a discarded job.
+type discardResponse struct {
+	ID        int64 `json:"id"`
+	Discarded bool  `json:"discarded"`
+}
+
+func (a *adminAPI) handleDiscard(w http.ResponseWriter, r *http.Request, q *activeQueue, id int64) error {
+	if err := q.Store.Discard(r.Context(), id); err != nil {
+		return storeError("discard job", id, err)
+	}
+	return writeJSON(w, http.StatusOK, discardResponse{ID: id, Discarded: true})
+}
+
+// purgeResponse reports a purge: how many done jobs finished before Cutoff
+// were deleted.
+type purgeResponse struct {
+	Purged    int       `json:"purged"`
+	Cutoff    time.Time `json:"cutoff"`
+	OlderThan string    `json:"older_than"`
+}
+
+func (a *adminAPI) handlePurge(w http.ResponseWriter, r *http.Request, q *activeQueue, _ int64) error {
+	olderThan := q.Retention
+	if s := r.URL.Query().Get("older_than"); s != "" {
+		d, err := caddy.ParseDuration(s)
+		if err != nil || d <= 0 {
+			return badParam("older_than", "must be a positive duration such as 72h or 7d, not %q", s)
+		}
+		olderThan = d
+	}
+	if olderThan <= 0 {
+		// Done jobs are the dedupe memory; never purge all of them by default.
+		return badParam("older_than", "is required: the webhook app has no retention configured")
+	}
+	cutoff := a.clock().Add(-olderThan)
+	total, err := purgeAll(r.Context(), q.Store, cutoff, cmp.Or(a.purgeBatch, defaultPurgeBatch))
+	if err != nil {
+		// Batches already committed stay purged; say how many.
+		return storeError(fmt.Sprintf("purge done jobs (%d purged before the error)", total), 0, err)
+	}
+	return writeJSON(w, http.StatusOK, purgeResponse{Purged: total, Cutoff: cutoff.UTC(), OlderThan: olderThan.String()})
+}
+
+// purgeAll purges in batches until a batch comes back short.
+func purgeAll(ctx context.Context, s queue.Store, cutoff time.Time, batch int) (int, error) {
+	total := 0
+	for {
+		n, err := s.Purge(ctx, cutoff, batch)
+		total += n
+		if err != nil {
+			return total, err
+		}
+		if n < batch {
+			return total, nil
+		}
+	}
+}
+
+func (a *adminAPI) clock() time.Time {
+	if a.now != nil {
+		return a.now()
+	}
+	return time.Now()
+}
+
+// checkParams refuses query parameters the endpoint does not know.
+func checkParams(q url.Values, allowed []string) error {
+	for name := range q {
+		if !slices.Contains(allowed, name) {
+			if len(allowed) == 0 {
+				return badParam(name, "is not accepted here: this endpoint takes no query parameters")
+			}
+			return badParam(name, "is unknown here; accepted: %s", strings.Join(allowed, ", "))
+		}
+	}
+	return nil
+}
+
+func parseID(s string) (int64, error) {
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || id < 1 {
+		return 0, badParam("id", "must be a positive job id, not %q", s)
+	}
+	return id, nil
+}
+
+// storeError maps the store's sentinels to HTTP statuses. what is the verb
+// phrase for wrapping; id, when not 0, names the job in the message.
+func storeError(what string, id int64, err error) error {
+	switch {
+	case errors.Is(err, queue.ErrNotFound):
+		return apiError(http.StatusNotFound, "job %d not found", id)
+	case errors.Is(err, queue.ErrNotDead):
+		return apiError(http.StatusConflict, "job %d is not dead; only dead jobs can be replayed", id)
+	case errors.Is(err, queue.ErrRunning):
+		return apiError(http.StatusConflict, "job %d is running; wait for the attempt to finish", id)
+	case errors.Is(err, queue.ErrClosed):
+		return caddy.APIError{HTTPStatus: http.StatusServiceUnavailable, Err: fmt.Errorf("%s: %w", what, err)}
+	case errors.Is(err, context.Canceled):
+		// The client went away; the status is for the log only.
+		return caddy.APIError{HTTPStatus: 499, Err: fmt.Errorf("%s: %w", what, err)}
+	}
+	return caddy.APIError{HTTPStatus: http.StatusInternalServerError, Err: fmt.Errorf("%s: %w", what, err)}
+}
+
+func badParam(name, format string, args ...any) error {
+	return apiError(http.StatusBadRequest, "invalid parameter "+name+": "+format, args...)
+}
+
+func apiError(status int, format string, args ...any) error {
+	return caddy.APIError{HTTPStatus: status, Err: fmt.Errorf(format, args...)}
+}
+
+// writeJSON encodes v before writing anything, so an encoding error can
+// still become a proper error response.
+func writeJSON(w http.ResponseWriter, status int, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode response: %w", err)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	// A write error means the client is gone; the status line is already
+	// sent, so there is no one left to tell.
+	_, _ = w.Write(append(b, '\n'))
+	return nil
+}
+
+// Interface guards
+var (
+	_ caddy.Module      = (*adminAPI)(nil)
+	_ caddy.AdminRouter = (*adminAPI)(nil)
+)

@@ -1,0 +1,644 @@
+package caddywebhook
+
+import (
+	"cmp"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/caddyserver/caddy/v2"
+	caddycmd "github.com/caddyserver/caddy/v2/cmd"
+	"github.com/spf13/cobra"
+
+	"github.com/caddywebhook/caddywebhook/queue"
+)
+
+func init() {
+	caddycmd.RegisterCommand(caddycmd.Command{
+		Name:  "webhook",
+		Usage: "<stats|list|show|replay|discard|purge> [--address <interface>] [--config <path> [--adapter <name>]] [--json]",
+		Short: "Inspects the webhook queue of a running Caddy: stats, jobs, replay, discard, purge",
+		Long: `
+Talks to the webhook admin API (/webhook/ on Caddy's admin endpoint) of a
+running Caddy to look at the queue and repair it: see how many jobs are
+pending, running, done or dead for each source and target, list jobs, show
+one job with its last error, attempt history and payload, replay dead jobs,
+discard a job, and purge old done jobs.
+
+The admin address is found as 'caddy reload' finds it: the --address flag
+if given; else the admin listener of the --config file (with --adapter if it
+needs one), or of a Caddyfile in the current directory; else the default
+(localhost:2019, or the CADDY_ADMIN environment variable).
+
+Every subcommand prints a readable table; --json prints the API's JSON
+response instead, for scripts and jq. On an error (no such job, a job that
+is not dead, no webhook app running, Caddy not reachable) the message goes
+to stderr and the exit code is 1.
+`,
+		CobraFunc: func(cmd *cobra.Command) {
+			buildWebhookCommand(cmd, time.Now)
+		},
+	})
+}
+
+const webhookExamples = `  # What is in the queue? Counts per source, target and status.
+  caddy webhook stats
+
+  # Which deliveries died, and why?
+  caddy webhook list --status dead
+  caddy webhook show 42
+
+  # The upstream is fixed: try again.
+  caddy webhook replay --id 42
+  caddy webhook replay --all-dead --source github
+
+  # Caddy's admin endpoint is elsewhere.
+  caddy webhook stats --address localhost:2020
+  caddy webhook stats --config /etc/caddy/Caddyfile`
+
+// buildWebhookCommand adds the flags and subcommands of `caddy webhook` to
+// cmd; now is the clock for the ages the tables print.
+func buildWebhookCommand(cmd *cobra.Command, now func() time.Time) {
+	cmd.Example = webhookExamples
+	// Without a RunE, cobra answers a misspelt subcommand (`caddy webhook
+	// replya --id 4`) with the help text and exit status 0; and without the
+	// whitelist, with a complaint about the subcommand's flag instead.
+	cmd.FParseErrWhitelist.UnknownFlags = true
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return fmt.Errorf("unknown subcommand %q; see '%s --help'", args[0], cmd.CommandPath())
+		}
+		return cmd.Help()
+	}
+	pf := cmd.PersistentFlags()
+	pf.StringP("config", "c", "", "Configuration file to read the admin address from, if --address is not used (default: ./Caddyfile if present)")
+	pf.StringP("adapter", "a", "", "Name of config adapter to apply (when --config is used)")
+	pf.String("address", "", "The address to use to reach the admin API endpoint, if not the default")
+	pf.Bool("json", false, "Print the admin API's JSON response instead of a table")
+
+	// newCLI runs inside each subcommand, after cobra has parsed the
+	// persistent flags into the subcommand's flag set.
+	run := func(f func(c *cli, cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
+		return func(cmd *cobra.Command, args []string) error {
+			c, err := newCLI(cmd, now)
+			if err != nil {
+				return err
+			}
+			return f(c, cmd, args)
+		}
+	}
+
+	stats := &cobra.Command{
+		Use:   "stats",
+		Short: "Shows job counts per source, target and status, and the oldest pending job's age",
+		Long: `
+Shows how many jobs each source and target has in each status (pending,
+running, done, dead), how many events are stored, and how long the oldest
+due pending job has been waiting: a growing age means deliveries are not
+keeping up or a target has no worker (its source or target is not in the
+running config).
+`,
+		Example: `  caddy webhook stats
+  caddy webhook stats --json | jq '.counts[] | select(.status == "dead")'`,
+		Args: noArgs,
+		RunE: run((*cli).stats),
+	}
+
+	list := &cobra.Command{
+		Use:   "list [--status <status>] [--source <name>] [--target <name>] [--limit <n>] [--cursor <id>]",
+		Short: "Lists jobs, newest first",
+		Long: `
+Lists jobs newest first, one line each: id, source, target, status, attempts,
+event type, sender's delivery id, age and the start of the last error. Filter
+by --status (pending, running, done, dead), --source and --target. A page
+holds --limit jobs (default 50, at most 1000); when there are more, the last
+line gives the --cursor for the next page.
+`,
+		Example: `  caddy webhook list --status dead
+  caddy webhook list --source stripe --target http --limit 200
+  caddy webhook list --status dead --cursor 1234`,
+		Args: noArgs,
+		RunE: run((*cli).list),
+	}
+	list.Flags().String("status", "", "Only jobs in this status: pending, running, done or dead")
+	list.Flags().String("source", "", "Only jobs of this source (the receiver's source name)")
+	list.Flags().String("target", "", "Only jobs for this target name")
+	list.Flags().Int("limit", 0, "Jobs per page, 1 to 1000 (default 50)")
+	list.Flags().Int64("cursor", 0, "Start after this point: the cursor printed at the end of the previous page")
+
+	show := &cobra.Command{
+		Use:   "show <id>",
+		Short: "Shows one job: status, last error, attempt history, headers and payload",
+		Long: `
+Shows everything stored for one job: its source, target, status, event type
+and delivery id, its last error, the history of its attempts (start,
+duration, outcome, error), the headers forwarded to the target and the
+payload — as text when it is UTF-8, otherwise base64.
+`,
+		Example: `  caddy webhook show 42
+  caddy webhook show 42 --json | jq -r .payload_text`,
+		Args: jobIDArg("show"),
+		RunE: run((*cli).show),
+	}
+
+	replay := &cobra.Command{
+		Use:   "replay --id <id> | --all-dead [--source <name>] [--target <name>]",
+		Short: "Gives dead jobs a fresh set of attempts, due now",
+		Long: `
+Replays dead jobs: each gets a fresh attempt budget and is due at once, so a
+worker picks it up within moments. Use --id for one job, or --all-dead for
+every dead job, optionally only those of one --source and/or --target.
+Only dead jobs can be replayed; a job that is pending, running or done is
+refused with an error.
+`,
+		Example: `  caddy webhook replay --id 42
+  caddy webhook replay --all-dead --source github
+  caddy webhook replay --all-dead --source stripe --target exec`,
+		Args: noArgs,
+		RunE: run((*cli).replay),
+	}
+	replay.Flags().Int64("id", 0, "The dead job to replay")
+	replay.Flags().Bool("all-dead", false, "Replay every dead job (narrow with --source and --target)")
+	replay.Flags().String("source", "", "With --all-dead: only dead jobs of this source")
+	replay.Flags().String("target", "", "With --all-dead: only dead jobs for this target")
+
+	discard := &cobra.Command{
+		Use:   "discard <id>",
+		Short: "Deletes a job that will never be wanted (not while it runs)",
+		Long: `
+Deletes one job for good, and its event when no other job refers to it. Use
+it for a dead job that should never be delivered, or a job whose source or
+target was removed from the config and will not come back. A running job is
+refused; wait for its attempt to finish.
+`,
+		Example: `  caddy webhook discard 42`,
+		Args:    jobIDArg("discard"),
+		RunE:    run((*cli).discard),
+	}
+
+	purge := &cobra.Command{
+		Use:   "purge [--older-than <duration>]",
+		Short: "Deletes done jobs older than the retention now, instead of waiting for housekeeping",
+		Long: `
+Deletes done jobs that finished longer ago than the webhook app's retention
+(or --older-than), with their events once no job refers to them. The app
+does this on its own from time to time; this command does it now.
+
+Done jobs are also the memory that recognises a sender's retry of an event
+that was already delivered: after a purge, a redelivery of a purged event
+is accepted and delivered again.
+`,
+		Example: `  caddy webhook purge
+  caddy webhook purge --older-than 7d`,
+		Args: noArgs,
+		RunE: run((*cli).purge),
+	}
+	purge.Flags().String("older-than", "", "Purge done jobs finished longer ago than this (e.g. 72h, 7d); default: the app's retention")
+
+	cmd.AddCommand(stats, list, show, replay, discard, purge)
+}
+
+// cli is one run of a `caddy webhook` subcommand.
+type cli struct {
+	addr string
+	json bool
+	out  io.Writer
+	now  func() time.Time
+}
+
+// newCLI finds the admin address as `caddy reload` does: --address if
+// given; else the admin listener of the config loaded by caddycmd.LoadConfig
+// (--config with --adapter, or a Caddyfile in the working directory); else
+// the default.
+func newCLI(cmd *cobra.Command, now func() time.Time) (*cli, error) {
+	fl := caddycmd.Flags{FlagSet: cmd.Flags()}
+	address, configFile, adapter := fl.String("address"), fl.String("config"), fl.String("adapter")
+	var config []byte
+	if address == "" {
+		var err error
+		config, configFile, _, err = caddycmd.LoadConfig(configFile, adapter)
+		if err != nil {
+			return nil, fmt.Errorf("load config to find the admin address (or give --address): %w", err)
+		}
+	}
+	addr, err := caddycmd.DetermineAdminAPIAddress(address, config, configFile, adapter)
+	if err != nil {
+		return nil, fmt.Errorf("determine admin API address: %w", err)
+	}
+	return &cli{addr: addr, json: fl.Bool("json"), out: cmd.OutOrStdout(), now: now}, nil
+}
+
+// call makes one admin API request. With --json it copies the response body
+// to the output and leaves v alone; otherwise it decodes the body into v.
+// It reports whether v was filled.
+func (c *cli) call(method, uri string, v any) (bool, error) {
+	resp, err := caddycmd.AdminAPIRequest(c.addr, method, uri, nil, nil)
+	if err != nil {
+		return false, c.apiError(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return false, fmt.Errorf("read response from %s: %w", c.addr, err)
+	}
+	if c.json {
+		_, err := c.out.Write(body)
+		return false, err
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return false, fmt.Errorf("decode response from %s: %w", c.addr, err)
+	}
+	return true, nil
+}
+
+// adminErrorRE matches AdminAPIRequest's error for an HTTP error status.
+var adminErrorRE = regexp.MustCompile(`(?s)HTTP (\d{3}): (.*)$`)
+
+// apiError turns an AdminAPIRequest error into the message a person needs:
+// the API's own message for an error status, a hint for an unreachable
+// endpoint.
+func (c *cli) apiError(err error) error {
+	msg := err.Error()
+	if m := adminErrorRE.FindStringSubmatch(msg); m != nil {
+		var body caddy.APIError
+		if json.Unmarshal([]byte(m[2]), &body) == nil && body.Message != "" {
+			return fmt.Errorf("%s (HTTP %s)", body.Message, m[1])
+		}
+		if m[1] == "404" {
+			return fmt.Errorf("the admin API at %s has no webhook endpoints: is this Caddy built with the webhook plugin? (HTTP 404: %s)", c.addr, strings.TrimSpace(m[2]))
+		}
+		return fmt.Errorf("admin API at %s: HTTP %s: %s", c.addr, m[1], strings.TrimSpace(m[2]))
+	}
+	if strings.HasPrefix(msg, "performing request") {
+		return fmt.Errorf("reach the admin API at %s: %w (is Caddy running? see --address and --config)", c.addr, err)
+	}
+	return err
+}
+
+func (c *cli) stats(_ *cobra.Command, _ []string) error {
+	var st statsResponse
+	if ok, err := c.call(http.MethodGet, "/webhook/stats", &st); !ok {
+		return err
+	}
+	type key struct{ source, target string }
+	rows := map[key]map[queue.Status]int64{}
+	var dead int64
+	for _, n := range st.Counts {
+		k := key{n.Source, n.Target}
+		if rows[k] == nil {
+			rows[k] = map[queue.Status]int64{}
+		}
+		rows[k][n.Status] += n.Jobs
+		if n.Status == queue.StatusDead {
+			dead += n.Jobs
+		}
+	}
+	keys := make([]key, 0, len(rows))
+	for k := range rows {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		return cmp.Or(strings.Compare(a.source, b.source), strings.Compare(a.target, b.target))
+	})
+
+	if len(keys) == 0 {
+		fmt.Fprintln(c.out, "no jobs")
+	} else {
+		tw := newTable(c.out)
+		fmt.Fprintln(tw, "SOURCE\tTARGET\tPENDING\tRUNNING\tDONE\tDEAD")
+		for _, k := range keys {
+			r := rows[k]
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\n", cell(k.source, 0), cell(k.target, 0),
+				r[queue.StatusPending], r[queue.StatusRunning], r[queue.StatusDone], r[queue.StatusDead])
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(c.out)
+	fmt.Fprintf(c.out, "events stored:  %d\n", st.Events)
+	oldest := "none"
+	if st.OldestPending > 0 {
+		oldest = humanDuration(st.OldestPending)
+	}
+	fmt.Fprintf(c.out, "oldest pending: %s\n", oldest)
+	if dead > 0 {
+		fmt.Fprintf(c.out, "\n%d dead: see them with `caddy webhook list --status dead`, retry with `caddy webhook replay --all-dead`\n", dead)
+	}
+	return nil
+}
+
+func (c *cli) list(cmd *cobra.Command, _ []string) error {
+	fl := cmd.Flags()
+	q := url.Values{}
+	for _, name := range []string{"status", "source", "target"} {
+		if v, _ := fl.GetString(name); v != "" {
+			q.Set(name, v)
+		}
+	}
+	if fl.Changed("limit") {
+		n, _ := fl.GetInt("limit")
+		q.Set("limit", strconv.Itoa(n))
+	}
+	if fl.Changed("cursor") {
+		n, _ := fl.GetInt64("cursor")
+		q.Set("cursor", strconv.FormatInt(n, 10))
+	}
+	uri := "/webhook/jobs"
+	if len(q) > 0 {
+		uri += "?" + q.Encode()
+	}
+	var page queue.JobPage
+	if ok, err := c.call(http.MethodGet, uri, &page); !ok {
+		return err
+	}
+	if len(page.Jobs) == 0 {
+		fmt.Fprintln(c.out, "no jobs")
+		return nil
+	}
+	now := c.now()
+	tw := newTable(c.out)
+	fmt.Fprintln(tw, "ID\tSOURCE\tTARGET\tSTATUS\tATTEMPTS\tEVENT\tDELIVERY\tAGE\tLAST ERROR")
+	for _, j := range page.Jobs {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", j.ID, cell(j.Source, 0), cell(j.Target, 0), j.Status,
+			j.Attempts, cell(j.EventType, 0), cell(j.DeliveryID, 0), humanDuration(now.Sub(j.CreatedAt)),
+			cell(j.LastError, 60))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if page.NextCursor != 0 {
+		fmt.Fprintf(c.out, "\nmore: add --cursor %d for the next page\n", page.NextCursor)
+	}
+	return nil
+}
+
+func (c *cli) show(_ *cobra.Command, args []string) error {
+	var job jobResponse
+	if ok, err := c.call(http.MethodGet, "/webhook/jobs/"+args[0], &job); !ok {
+		return err
+	}
+	now := c.now()
+	fmt.Fprintf(c.out, "job %d: %s\n\n", job.ID, job.Status)
+	tw := newTable(c.out)
+	fmt.Fprintf(tw, "source:\t%s\n", cell(job.Source, 0))
+	fmt.Fprintf(tw, "target:\t%s\n", cell(job.Target, 0))
+	fmt.Fprintf(tw, "event type:\t%s\n", cell(job.EventType, 0))
+	fmt.Fprintf(tw, "delivery id:\t%s\n", cell(job.DeliveryID, 0))
+	fmt.Fprintf(tw, "event id:\t%d\n", job.EventID)
+	fmt.Fprintf(tw, "attempts:\t%d\n", job.Attempts)
+	fmt.Fprintf(tw, "created:\t%s\n", when(job.CreatedAt, now))
+	switch job.Status {
+	case queue.StatusPending:
+		fmt.Fprintf(tw, "next attempt:\t%s\n", when(job.RunAt, now))
+	case queue.StatusRunning:
+		fmt.Fprintf(tw, "leased by:\t%s until %s\n", cell(job.LeaseOwner, 0), when(job.LeaseUntil, now))
+	}
+	if !job.FinishedAt.IsZero() {
+		fmt.Fprintf(tw, "finished:\t%s\n", when(job.FinishedAt, now))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+
+	if job.LastError != "" {
+		fmt.Fprintf(c.out, "\nlast error:\n%s\n", indent(printable(job.LastError)))
+	}
+
+	fmt.Fprintln(c.out, "\nhistory:")
+	if len(job.History) == 0 {
+		fmt.Fprintln(c.out, "  no attempts yet")
+	} else {
+		tw = newTable(c.out)
+		fmt.Fprintln(tw, "  ATTEMPT\tSTARTED\tDURATION\tOUTCOME\tERROR")
+		for _, a := range job.History {
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\n", a.Attempt, a.Started.UTC().Format(time.RFC3339),
+				a.Duration.Round(time.Millisecond), a.Outcome, cell(a.Error, 80))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+
+	if len(job.Headers) > 0 {
+		fmt.Fprintln(c.out, "\nheaders:")
+		for _, h := range job.Headers {
+			fmt.Fprintf(c.out, "  %s: %s\n", cell(h.Name, 0), cell(h.Value, 0))
+		}
+	}
+
+	if utf8.Valid(job.Payload) {
+		fmt.Fprintf(c.out, "\npayload (%d bytes, text):\n%s\n", len(job.Payload), printable(string(job.Payload)))
+	} else {
+		fmt.Fprintf(c.out, "\npayload (%d bytes, base64, not UTF-8):\n%s\n", len(job.Payload), base64.StdEncoding.EncodeToString(job.Payload))
+	}
+	return nil
+}
+
+func (c *cli) replay(cmd *cobra.Command, _ []string) error {
+	fl := cmd.Flags()
+	id, _ := fl.GetInt64("id")
+	allDead, _ := fl.GetBool("all-dead")
+	source, _ := fl.GetString("source")
+	target, _ := fl.GetString("target")
+	switch {
+	case fl.Changed("id") && allDead:
+		return errors.New("use either --id or --all-dead, not both")
+	case fl.Changed("id"):
+		if id < 1 {
+			return fmt.Errorf("--id must be a positive job id, not %d", id)
+		}
+		if source != "" || target != "" {
+			return errors.New("--source and --target narrow --all-dead; with --id the job is already chosen")
+		}
+		var r replayResponse
+		if ok, err := c.call(http.MethodPost, "/webhook/jobs/"+strconv.FormatInt(id, 10)+"/replay", &r); !ok {
+			return err
+		}
+		fmt.Fprintf(c.out, "replayed job %d: pending, due now\n", r.ID)
+		return nil
+	case allDead:
+		q := url.Values{"status": {string(queue.StatusDead)}}
+		if source != "" {
+			q.Set("source", source)
+		}
+		if target != "" {
+			q.Set("target", target)
+		}
+		var r replayResponse
+		if ok, err := c.call(http.MethodPost, "/webhook/replay?"+q.Encode(), &r); !ok {
+			return err
+		}
+		scope := describeFilter(source, target)
+		if r.Replayed == 0 {
+			fmt.Fprintf(c.out, "no dead jobs%s to replay\n", scope)
+			return nil
+		}
+		fmt.Fprintf(c.out, "replayed %d dead %s%s: pending, due now\n", r.Replayed, plural(r.Replayed, "job", "jobs"), scope)
+		return nil
+	}
+	return errors.New("say which jobs to replay: --id <id> for one, or --all-dead [--source <name>] [--target <name>]")
+}
+
+func (c *cli) discard(_ *cobra.Command, args []string) error {
+	var r discardResponse
+	if ok, err := c.call(http.MethodDelete, "/webhook/jobs/"+args[0], &r); !ok {
+		return err
+	}
+	fmt.Fprintf(c.out, "discarded job %d\n", r.ID)
+	return nil
+}
+
+func (c *cli) purge(cmd *cobra.Command, _ []string) error {
+	uri := "/webhook/purge"
+	if s, _ := cmd.Flags().GetString("older-than"); s != "" {
+		d, err := caddy.ParseDuration(s)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("--older-than must be a positive duration such as 72h or 7d, not %q", s)
+		}
+		uri += "?" + url.Values{"older_than": {d.String()}}.Encode()
+	}
+	var r purgeResponse
+	if ok, err := c.call(http.MethodPost, uri, &r); !ok {
+		return err
+	}
+	fmt.Fprintf(c.out, "purged %d done %s that finished before %s (older than %s)\n",
+		r.Purged, plural(r.Purged, "job", "jobs"), r.Cutoff.UTC().Format(time.RFC3339), r.OlderThan)
+	return nil
+}
+
+// noArgs refuses stray arguments with a hint, since `caddy webhook replay
+// 42` is an easy mistake for `replay --id 42`.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return fmt.Errorf("%s takes no arguments, got %q; see '%s --help'", cmd.CommandPath(), args, cmd.CommandPath())
+	}
+	return nil
+}
+
+// jobIDArg checks the one job id argument of show and discard before any
+// request is made, so nothing but a number ends up in the request path.
+func jobIDArg(verb string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != 1 {
+			return fmt.Errorf("%s needs one job id, e.g. 'caddy webhook %s 42' (ids are in 'caddy webhook list')", verb, verb)
+		}
+		if id, err := strconv.ParseInt(args[0], 10, 64); err != nil || id < 1 {
+			return fmt.Errorf("job id must be a positive number, not %q", args[0])
+		}
+		return nil
+	}
+}
+
+func newTable(w io.Writer) *tabwriter.Writer {
+	return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+}
+
+// humanDuration rounds d to what a person reads at a glance: 42s, 3m12s,
+// 5h3m, 3d4h.
+func humanDuration(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	switch {
+	case d < time.Minute:
+		return d.Round(time.Second).String()
+	case d < time.Hour:
+		d = d.Round(time.Second)
+		return fmt.Sprintf("%dm%ds", int(d/time.Minute), int(d%time.Minute/time.Second))
+	case d < 48*time.Hour:
+		d = d.Round(time.Minute)
+		return fmt.Sprintf("%dh%dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
+	}
+	d = d.Round(time.Hour)
+	return fmt.Sprintf("%dd%dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
+}
+
+// when prints an instant in UTC with how far it is from now.
+func when(t, now time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	rel := humanDuration(now.Sub(t)) + " ago"
+	if t.After(now) {
+		rel = "in " + humanDuration(t.Sub(now))
+	}
+	return fmt.Sprintf("%s (%s)", t.UTC().Format(time.RFC3339), rel)
+}
+
+func indent(s string) string {
+	return "  " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n  ")
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func describeFilter(source, target string) string {
+	var parts []string
+	if source != "" {
+		parts = append(parts, "source "+source)
+	}
+	if target != "" {
+		parts = append(parts, "target "+target)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
+}
+
+// cell makes s safe for one table cell: one line, at most n runes (0: no
+// limit), no control characters. Event types, delivery ids and errors come
+// from senders and upstreams; an escape sequence in them must not reach
+// the terminal.
+func cell(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if n > 0 && utf8.RuneCountInString(s) > n {
+		s = string([]rune(s)[:n-3]) + "..."
+	}
+	return dash(printable(s))
+}
+
+// printable escapes control characters other than newline and tab, so text
+// from a payload or an upstream's error cannot drive the terminal.
+func printable(s string) string {
+	if !strings.ContainsFunc(s, isUnsafeControl) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if isUnsafeControl(r) {
+			fmt.Fprintf(&b, "\\x%02x", r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func isUnsafeControl(r rune) bool {
+	return r != '\n' && r != '\t' && unicode.IsControl(r)
+}
