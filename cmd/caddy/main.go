@@ -7,6 +7,8 @@ import (
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
+
+	_ "github.com/caddywebhook/caddywebhook/caddywebhook"
 )
 
 func main() {

@@ -1,0 +1,36 @@
+package caddywebhook
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/caddywebhook/caddywebhook/queue"
+)
+
+// activeQueue is what the admin API and the CLI act on: the store of the
+// webhook app that started last and has not stopped yet. During a reload the
+// new app starts before the old one stops, so the old app's Stop must not
+// clear the new app's entry; hence the owner check.
+type activeQueue struct {
+	owner     any
+	Store     queue.Store
+	Retention time.Duration // how long done jobs are kept (the dedupe memory)
+}
+
+var active atomic.Pointer[activeQueue]
+
+// setActiveQueue makes owner's store the one the admin API uses.
+func setActiveQueue(owner any, store queue.Store, retention time.Duration) {
+	active.Store(&activeQueue{owner: owner, Store: store, Retention: retention})
+}
+
+// clearActiveQueue forgets owner's store, unless another owner took over.
+func clearActiveQueue(owner any) {
+	cur := active.Load()
+	if cur != nil && cur.owner == owner {
+		active.CompareAndSwap(cur, nil)
+	}
+}
+
+// currentQueue returns the active store, or nil when no webhook app runs.
+func currentQueue() *activeQueue { return active.Load() }

@@ -1,0 +1,632 @@
+package caddywebhook
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/caddywebhook/caddywebhook/queue"
+	"github.com/caddywebhook/caddywebhook/signature"
+)
+
+// The tests of this file and receiver_test.go run Caddy in this process
+// (caddy.Load, the admin endpoint off) on a real listener with a real
+// SQLite file in t.TempDir(), and read every log line Caddy writes from a
+// file. The out-of-process suite with the built binary is e2e_test.go.
+
+// Canaries: none of these may ever appear in a log line.
+const (
+	testSecret     = "canary-secret-9f8e7d6c5b4a"
+	testBodyMarker = "canary-body-1a2b3c4d5e6f"
+	testSecretEnv  = "CADDYWEBHOOK_TEST_SECRET"
+)
+
+// harness is one in-process Caddy with the webhook app.
+type harness struct {
+	dir     string
+	dbPath  string
+	logPath string
+	addr    string // host:port of the HTTP listener
+	stopped bool
+}
+
+// newHarness prepares directories, the secret in the environment and a
+// free port; it starts nothing. Caddy is stopped at the end of the test.
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	dir := t.TempDir()
+	t.Setenv("XDG_DATA_HOME", filepath.Join(dir, "data"))
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
+	t.Setenv(testSecretEnv, testSecret)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	h := &harness{
+		dir:     dir,
+		dbPath:  filepath.Join(dir, "queue.db"),
+		logPath: filepath.Join(dir, "caddy.log"),
+		addr:    addr,
+	}
+	t.Cleanup(func() { h.stop(t) })
+	return h
+}
+
+// echoPlaceholders copies the receiver's placeholders into response
+// headers; deferred, so they are read when the receiver writes its status.
+var echoPlaceholders = map[string]any{
+	"handler": "headers",
+	"response": map[string]any{
+		"deferred": true,
+		"set": map[string]any{
+			"Echo-Outcome":     []string{"{webhook.outcome}"},
+			"Echo-Source":      []string{"{webhook.source}"},
+			"Echo-Delivery-Id": []string{"{webhook.delivery_id}"},
+			"Echo-Event-Type":  []string{"{webhook.event_type}"},
+		},
+	},
+}
+
+// receiverConfig is one receiver at /hooks/<source>.
+type receiverConfig map[string]any
+
+// githubReceiver returns a github receiver for source with the given
+// targets; the secret comes from the environment through a placeholder.
+func githubReceiver(source string, targets ...map[string]any) receiverConfig {
+	rc := receiverConfig{
+		"handler": "webhook_receiver",
+		"source":  source,
+		"scheme":  "github",
+		"secrets": []string{"{env." + testSecretEnv + "}"},
+	}
+	if len(targets) > 0 {
+		rc["targets"] = targets
+	}
+	return rc
+}
+
+// httpTarget is a target delivering to url.
+func httpTarget(name, url string, events ...string) map[string]any {
+	t := map[string]any{"deliver": map[string]any{"kind": "http", "url": url, "timeout": "5s"}}
+	if name != "" {
+		t["name"] = name
+	}
+	if len(events) > 0 {
+		t["events"] = events
+	}
+	return t
+}
+
+// load runs (or reloads to) a config with the webhook app settings app and
+// the receivers.
+func (h *harness) load(t *testing.T, app map[string]any, receivers ...receiverConfig) {
+	t.Helper()
+	if app == nil {
+		app = map[string]any{}
+	}
+	if _, ok := app["storage"]; !ok {
+		app["storage"] = map[string]any{"path": h.dbPath}
+	}
+	var routes []any
+	for _, rc := range receivers {
+		routes = append(routes, map[string]any{
+			"match":  []any{map[string]any{"path": []string{"/hooks/" + rc["source"].(string)}}},
+			"handle": []any{echoPlaceholders, rc},
+		})
+	}
+	cfg := map[string]any{
+		"admin": map[string]any{"disabled": true, "config": map[string]any{"persist": false}},
+		"logging": map[string]any{"logs": map[string]any{"default": map[string]any{
+			"level":  "DEBUG",
+			"writer": map[string]any{"output": "file", "filename": h.logPath},
+			// Caddy's access log copies every request header before any
+			// handler runs; the signature header must be filtered out by
+			// config, as the README recommends.
+			"encoder": map[string]any{
+				"format": "filter",
+				"wrap":   map[string]any{"format": "json"},
+				"fields": map[string]any{
+					"request>headers>X-Hub-Signature-256": map[string]any{"filter": "delete"},
+					"request>headers>Webhook-Signature":   map[string]any{"filter": "delete"},
+				},
+			},
+		}}},
+		"apps": map[string]any{
+			"webhook": app,
+			"http": map[string]any{"servers": map[string]any{"hooks": map[string]any{
+				"listen":          []string{h.addr},
+				"automatic_https": map[string]any{"disable": true},
+				"logs":            map[string]any{},
+				"routes":          routes,
+			}}},
+		},
+	}
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := caddy.Load(raw, true); err != nil {
+		t.Fatalf("load config: %v", err)
+	}
+	h.stopped = false
+}
+
+// loadErr is load for a config that must fail; it returns the error.
+func (h *harness) loadErr(t *testing.T, app map[string]any, receivers ...receiverConfig) error {
+	t.Helper()
+	if _, ok := app["storage"]; !ok {
+		app["storage"] = map[string]any{"path": h.dbPath}
+	}
+	var routes []any
+	for _, rc := range receivers {
+		routes = append(routes, map[string]any{"handle": []any{rc}})
+	}
+	raw, err := json.Marshal(map[string]any{
+		"admin": map[string]any{"disabled": true, "config": map[string]any{"persist": false}},
+		"logging": map[string]any{"logs": map[string]any{"default": map[string]any{
+			"writer": map[string]any{"output": "file", "filename": h.logPath},
+		}}},
+		"apps": map[string]any{
+			"webhook": app,
+			"http": map[string]any{"servers": map[string]any{"hooks": map[string]any{
+				"listen": []string{h.addr}, "automatic_https": map[string]any{"disable": true}, "routes": routes,
+			}}},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = caddy.Load(raw, true)
+	if err == nil {
+		t.Fatal("config loaded; want an error")
+	}
+	return err
+}
+
+// stop stops Caddy: in-flight requests finish and their access log lines
+// are written before it returns.
+func (h *harness) stop(t *testing.T) {
+	t.Helper()
+	if h.stopped {
+		return
+	}
+	h.stopped = true
+	if err := caddy.Stop(); err != nil {
+		t.Errorf("stop caddy: %v", err)
+	}
+}
+
+// logs stops Caddy and returns every line it logged.
+func (h *harness) logs(t *testing.T) []map[string]any {
+	t.Helper()
+	h.stop(t)
+	raw, err := os.ReadFile(h.logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []map[string]any
+	for _, line := range bytes.Split(bytes.TrimSpace(raw), []byte("\n")) {
+		var m map[string]any
+		if err := json.Unmarshal(line, &m); err != nil {
+			t.Fatalf("log line is not JSON: %v: %s", err, line)
+		}
+		lines = append(lines, m)
+	}
+	return lines
+}
+
+// rawLogs returns the log file's bytes (call after logs or stop).
+func (h *harness) rawLogs(t *testing.T) []byte {
+	t.Helper()
+	raw, err := os.ReadFile(h.logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+// store is the store of the running webhook app.
+func (h *harness) store(t *testing.T) queue.Store {
+	t.Helper()
+	q := currentQueue()
+	if q == nil {
+		t.Fatal("no webhook app is running")
+	}
+	return q.Store
+}
+
+// signed returns a GitHub-signed request body and headers.
+func signed(t *testing.T, secret, deliveryID, event string, body []byte) http.Header {
+	t.Helper()
+	hdr, err := signature.Sign("github", secret, body, signature.SignOptions{ID: deliveryID, EventType: event})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hdr.Set("Content-Type", "application/json")
+	return hdr
+}
+
+// testBody returns a small JSON payload carrying the body canary.
+func testBody(n int) []byte {
+	return fmt.Appendf(nil, `{"n":%d,"marker":%q}`, n, testBodyMarker)
+}
+
+// response is what a request got back.
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// do sends one request and returns the response.
+func (h *harness) do(t *testing.T, method, path string, hdr http.Header, body io.Reader) response {
+	t.Helper()
+	req, err := http.NewRequest(method, "http://"+h.addr+path, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range hdr {
+		req.Header[k] = v
+	}
+	// A kept-alive connection may belong to the server of the config
+	// before a reload, which closes it.
+	req.Close = true
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return response{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+// post sends a github-signed event to source's receiver.
+func (h *harness) post(t *testing.T, source, deliveryID, event string, body []byte) int {
+	t.Helper()
+	return h.do(t, http.MethodPost, "/hooks/"+source, signed(t, testSecret, deliveryID, event, body), bytes.NewReader(body)).status
+}
+
+// jobs lists every job of the store, newest first.
+func jobs(t *testing.T, s queue.Store) []queue.JobSummary {
+	t.Helper()
+	page, err := s.ListJobs(context.Background(), queue.ListParams{Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return page.Jobs
+}
+
+// upstream is a real HTTP server standing in for a target. Each request is
+// reported on got; its handler may hold it until release is closed.
+type upstream struct {
+	url     string
+	got     chan upstreamRequest
+	mu      sync.Mutex
+	holdFor map[string]chan struct{} // delivery id -> release
+}
+
+type upstreamRequest struct {
+	deliveryID string
+	attempt    string
+	body       []byte
+}
+
+func newUpstream(t *testing.T) *upstream {
+	t.Helper()
+	u := &upstream{got: make(chan upstreamRequest, 64), holdFor: map[string]chan struct{}{}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		id := r.Header.Get("X-Webhook-Delivery-Id")
+		u.mu.Lock()
+		hold := u.holdFor[id]
+		delete(u.holdFor, id)
+		u.mu.Unlock()
+		if hold != nil {
+			u.got <- upstreamRequest{deliveryID: id, attempt: "held"}
+			select {
+			case <-hold:
+			case <-r.Context().Done():
+				return
+			}
+			http.Error(w, "held", http.StatusServiceUnavailable)
+			return
+		}
+		u.got <- upstreamRequest{deliveryID: id, attempt: r.Header.Get("X-Webhook-Attempt"), body: b}
+		w.WriteHeader(http.StatusNoContent)
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	u.url = "http://" + ln.Addr().String() + "/sink"
+	return u
+}
+
+// hold makes the first request for deliveryID block until the returned
+// channel is closed or the client gives up.
+func (u *upstream) hold(deliveryID string) chan struct{} {
+	ch := make(chan struct{})
+	u.mu.Lock()
+	u.holdFor[deliveryID] = ch
+	u.mu.Unlock()
+	return ch
+}
+
+// next waits for the upstream's next request.
+func (u *upstream) next(t *testing.T) upstreamRequest {
+	t.Helper()
+	select {
+	case r := <-u.got:
+		return r
+	case <-time.After(10 * time.Second):
+		t.Fatal("no request reached the upstream within 10s")
+		return upstreamRequest{}
+	}
+}
+
+// waitStatus polls the store until job id has status want. The store is
+// written by the pool's goroutines, which the test cannot join.
+func waitStatus(t *testing.T, s queue.Store, id int64, want queue.Status) queue.JobDetail {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		j, err := s.GetJob(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.Status == want {
+			return j
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %d is %s after 10s, want %s", id, j.Status, want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestAppDeliversThroughHTTPTarget(t *testing.T) {
+	h := newHarness(t)
+	up := newUpstream(t)
+	h.load(t, map[string]any{"workers": 2}, githubReceiver("gh", httpTarget("", up.url)))
+
+	body := testBody(1)
+	if got := h.post(t, "gh", "d-1", "push", body); got != http.StatusAccepted {
+		t.Fatalf("status %d, want 202", got)
+	}
+	r := up.next(t)
+	if r.deliveryID != "d-1" || r.attempt != "1" || !bytes.Equal(r.body, body) {
+		t.Fatalf("upstream got id %q attempt %q body %q", r.deliveryID, r.attempt, r.body)
+	}
+	s := h.store(t)
+	js := jobs(t, s)
+	if len(js) != 1 || js[0].Target != "http" {
+		t.Fatalf("jobs = %+v, want one job for the default target name http", js)
+	}
+	waitStatus(t, s, js[0].ID, queue.StatusDone)
+
+	lines := h.logs(t)
+	if !hasLog(lines, func(m map[string]any) bool {
+		return m["msg"] == "delivered" && m["source"] == "gh" && m["target"] == "http" && m["delivery_id"] == "d-1"
+	}) {
+		t.Errorf("no delivered log line for d-1")
+	}
+	assertNoCanaries(t, h.rawLogs(t))
+}
+
+func TestAppWorkersZeroReceivesOnly(t *testing.T) {
+	h := newHarness(t)
+	up := newUpstream(t)
+	h.load(t, map[string]any{"workers": 0}, githubReceiver("gh", httpTarget("", up.url)))
+	for i := range 3 {
+		if got := h.post(t, "gh", fmt.Sprint("d-", i), "push", testBody(i)); got != http.StatusAccepted {
+			t.Fatalf("status %d, want 202", got)
+		}
+	}
+	st, err := h.store(t).Stats(context.Background(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := countJobs(st, "gh", "http", queue.StatusPending); n != 3 {
+		t.Fatalf("pending jobs = %d, want 3; stats %+v", n, st)
+	}
+	// Stopping Caddy joins every goroutine of the app: had a pool run, the
+	// upstream would have seen a request by now.
+	h.stop(t)
+	select {
+	case r := <-up.got:
+		t.Fatalf("upstream got %q with workers 0", r.deliveryID)
+	default:
+	}
+	lines := h.logs(t)
+	if !hasLog(lines, func(m map[string]any) bool {
+		return strings.Contains(fmt.Sprint(m["msg"]), "receiving and storing only")
+	}) {
+		t.Error("the start log does not say the queue receives only")
+	}
+}
+
+// TestAppReloadHandsBackAndKeepsOrphans reloads twice with one database:
+// (1) a delivery running in the old pool when the reload stops it is
+// handed back without a charged attempt and finished by the new pool;
+// (2) a job whose target the new config no longer has is never claimed and
+// stays visible in the stats.
+func TestAppReloadHandsBackAndKeepsOrphans(t *testing.T) {
+	h := newHarness(t)
+	up := newUpstream(t)
+	app := func() map[string]any {
+		return map[string]any{"workers": 2, "shutdown_grace": "50ms", "lease": "2s"}
+	}
+	h.load(t, app(), githubReceiver("gh", httpTarget("old", up.url)))
+
+	release := up.hold("slow")
+	defer close(release)
+	if got := h.post(t, "gh", "slow", "push", testBody(1)); got != http.StatusAccepted {
+		t.Fatalf("status %d, want 202", got)
+	}
+	if r := up.next(t); r.deliveryID != "slow" || r.attempt != "held" {
+		t.Fatalf("upstream got %+v, want the held request", r)
+	}
+
+	// Reload to a config that keeps the route: the old pool's grace runs
+	// out, it hands the job back, the new pool delivers it.
+	h.load(t, app(), githubReceiver("gh", httpTarget("old", up.url)))
+	r := up.next(t)
+	if r.deliveryID != "slow" {
+		t.Fatalf("upstream got %q after the reload, want slow", r.deliveryID)
+	}
+	s := h.store(t)
+	js := jobs(t, s)
+	j := waitStatus(t, s, js[0].ID, queue.StatusDone)
+	if j.Attempts != 1 || r.attempt != "1" {
+		t.Errorf("attempts = %d, upstream saw attempt %q; want 1: a hand-back must not charge an attempt", j.Attempts, r.attempt)
+	}
+
+	// A config without workers leaves a job for target "old" pending...
+	h.load(t, map[string]any{"workers": 0}, githubReceiver("gh", httpTarget("old", up.url)))
+	if got := h.post(t, "gh", "orphan", "push", testBody(2)); got != http.StatusAccepted {
+		t.Fatalf("status %d, want 202", got)
+	}
+	// ...and the next config routes gh only to "new".
+	h.load(t, app(), githubReceiver("gh", httpTarget("new", up.url)))
+	if got := h.post(t, "gh", "fresh", "push", testBody(3)); got != http.StatusAccepted {
+		t.Fatalf("status %d, want 202", got)
+	}
+	if r := up.next(t); r.deliveryID != "fresh" {
+		t.Fatalf("upstream got %q, want fresh: the orphan must not be delivered", r.deliveryID)
+	}
+	s = h.store(t)
+	st, err := s.Stats(context.Background(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := countJobs(st, "gh", "old", queue.StatusPending); n != 1 {
+		t.Errorf("pending jobs for gh/old = %d, want the orphan visible in stats; %+v", n, st.Counts)
+	}
+	for _, j := range jobs(t, s) {
+		if j.DeliveryID == "orphan" && j.Attempts != 0 {
+			t.Errorf("orphan has %d attempts, want 0: it must never be claimed", j.Attempts)
+		}
+	}
+
+	lines := h.logs(t)
+	if !hasLog(lines, func(m map[string]any) bool { return m["msg"] == "handed_back" && m["delivery_id"] == "slow" }) {
+		t.Error("no handed_back log line for the job running at the reload")
+	}
+	assertNoCanaries(t, h.rawLogs(t))
+}
+
+func TestAppConfigErrors(t *testing.T) {
+	tests := []struct {
+		name      string
+		app       map[string]any
+		receivers []receiverConfig
+		want      string
+	}{
+		{"postgres reserved", map[string]any{"storage": map[string]any{"backend": "postgres"}}, nil, "postgres storage is not available yet"},
+		{"negative workers", map[string]any{"workers": -1}, nil, "workers is -1"},
+		{"lease too short", map[string]any{"lease": "10ms"}, nil, "lease 10ms is shorter than 1s"},
+		{"same source twice", map[string]any{}, []receiverConfig{githubReceiver("dup"), githubReceiver("dup")}, `source "dup" is configured twice`},
+		{"no secret", map[string]any{}, []receiverConfig{{"handler": "webhook_receiver", "source": "s", "scheme": "github"}}, "at least one secret is required"},
+		{"empty secret placeholder", map[string]any{}, []receiverConfig{{"handler": "webhook_receiver", "source": "s", "scheme": "github", "secrets": []string{"{env.CADDYWEBHOOK_UNSET_VARIABLE}"}}}, "secret #1: a placeholder in it is unknown or empty"},
+		{"unknown scheme", map[string]any{}, []receiverConfig{{"handler": "webhook_receiver", "source": "s", "scheme": "carrier", "secrets": []string{"x"}}}, `Scheme "carrier" unknown`},
+		{"bad source name", map[string]any{}, []receiverConfig{{"handler": "webhook_receiver", "source": "a b", "scheme": "github", "secrets": []string{"x"}}}, `source "a b"`},
+		{"two unnamed targets clash with a named one", map[string]any{}, []receiverConfig{githubReceiver("s", httpTarget("http-2", "http://127.0.0.1:9/"), httpTarget("", "http://127.0.0.1:9/"), httpTarget("", "http://127.0.0.1:9/"))}, `name "http-2" is used twice`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			err := h.loadErr(t, tt.app, tt.receivers...)
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %q does not contain %q", err, tt.want)
+			}
+			if strings.Contains(err.Error(), testSecret) {
+				t.Errorf("error %q contains the secret", err)
+			}
+		})
+	}
+}
+
+func TestAppCleanupAfterFailedProvisionReleasesStore(t *testing.T) {
+	h := newHarness(t)
+	// The receiver fails after the app opened the store; Caddy cleans the
+	// app up, which must release (and so close) the store.
+	h.loadErr(t, map[string]any{}, githubReceiver("dup"), githubReceiver("dup"))
+	abs, err := filepath.Abs(h.dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, loaded := stores.References("sqlite:" + abs); loaded {
+		t.Fatal("the store is still in the usage pool after a failed load")
+	}
+}
+
+func TestTruncate(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		n    int
+		want string
+	}{
+		{"short", "abc", 5, "abc"},
+		{"exact", "abcde", 5, "abcde"},
+		{"cut", "abcdef", 3, "abc…"},
+		{"multibyte boundary", "aé", 2, "a…"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := truncate(tt.in, tt.n); got != tt.want {
+				t.Errorf("truncate(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
+			}
+		})
+	}
+}
+
+// countJobs sums the jobs of one (source, target, status) in st.
+func countJobs(st queue.Stats, source, target string, status queue.Status) int64 {
+	var n int64
+	for _, c := range st.Counts {
+		if c.Source == source && c.Target == target && c.Status == status {
+			n += c.Jobs
+		}
+	}
+	return n
+}
+
+// hasLog reports whether a log line satisfies match.
+func hasLog(lines []map[string]any, match func(map[string]any) bool) bool {
+	for _, m := range lines {
+		if match(m) {
+			return true
+		}
+	}
+	return false
+}
+
+// assertNoCanaries fails if the secret or the body marker appears in logs.
+func assertNoCanaries(t *testing.T, logs []byte) {
+	t.Helper()
+	for _, c := range []string{testSecret, testBodyMarker} {
+		if bytes.Contains(logs, []byte(c)) {
+			t.Errorf("logs contain %q", c)
+		}
+	}
+}

@@ -1,0 +1,144 @@
+package caddywebhook
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+
+	// The directives the golden files combine with webhook_receiver.
+	_ "github.com/caddyserver/caddy/v2/modules/standard"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden JSON of testdata/adapt")
+
+// goldenSeparator splits a testdata/adapt file into its Caddyfile and the
+// JSON it must adapt to, as Caddy's own caddyfile_adapt tests do.
+const goldenSeparator = "\n----------\n"
+
+// adapt runs the Caddyfile adapter on input and returns indented JSON.
+func adapt(t *testing.T, input string) ([]byte, error) {
+	t.Helper()
+	adapter := caddyfile.Adapter{ServerType: httpcaddyfile.ServerType{}}
+	out, _, err := adapter.Adapt([]byte(input), map[string]any{"filename": "Caddyfile"})
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, out, "", "\t"); err != nil {
+		t.Fatalf("indent adapted JSON: %v", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// TestAdaptGolden adapts each testdata/adapt/*.caddyfiletest and compares
+// the JSON with the golden half of the file. Run with -update to rewrite
+// the golden halves after an intended change, then review the diff.
+func TestAdaptGolden(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "adapt", "*.caddyfiletest"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal("no golden files in testdata/adapt")
+	}
+	for _, file := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(file), ".caddyfiletest"), func(t *testing.T) {
+			raw, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			input, want, ok := strings.Cut(string(raw), goldenSeparator)
+			if !ok {
+				t.Fatalf("%s: no %q separator line", file, strings.TrimSpace(goldenSeparator))
+			}
+			got, err := adapt(t, input)
+			if err != nil {
+				t.Fatalf("adapt: %v", err)
+			}
+			if *update {
+				if err := os.WriteFile(file, []byte(input+goldenSeparator+string(got)+"\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if strings.TrimSpace(string(got)) != strings.TrimSpace(want) {
+				t.Errorf("adapted JSON differs from %s\n--- got\n%s\n--- want\n%s", file, got, want)
+			}
+		})
+	}
+}
+
+// TestAdaptErrors checks that bad configs fail at adapt time with a message
+// that names the directive and the problem.
+func TestAdaptErrors(t *testing.T) {
+	const site = ":8080 {\n\twebhook_receiver {\n%s\n\t}\n}\n"
+	receiver := func(body string) string { return strings.Replace(site, "%s", body, 1) }
+	global := func(body string) string { return "{\n\twebhook {\n" + body + "\n\t}\n}\n:8080 {\n\trespond ok\n}\n" }
+	tests := []struct {
+		name  string
+		input string
+		want  []string // every piece must appear in the error
+	}{
+		{"global/unknown option", global("\t\tworkerz 4"), []string{"webhook", `unknown option "workerz"`}},
+		{"global/argument on the option line", "{\n\twebhook fast\n}\n", []string{"webhook", `unexpected argument "fast"`}},
+		{"global/postgres reserved", global("\t\tstorage postgres postgres://x"), []string{"webhook", "postgres storage is not available yet"}},
+		{"global/unknown backend", global("\t\tstorage redis /x"), []string{"webhook", `unknown backend "redis"`}},
+		{"global/storage without path", global("\t\tstorage sqlite"), []string{"webhook", "storage needs a backend and its location"}},
+		{"global/workers not a number", global("\t\tworkers many"), []string{"webhook", "workers", `"many"`}},
+		{"global/workers negative", global("\t\tworkers -1"), []string{"webhook", "workers", `"-1"`}},
+		{"global/max_attempts zero", global("\t\tmax_attempts 0"), []string{"webhook", "max_attempts must be at least 1"}},
+		{"global/lease not a duration", global("\t\tlease soon"), []string{"webhook", "lease", `"soon" is not a positive duration`}},
+		{"global/retention two values", global("\t\tretention 1d 2d"), []string{"webhook", "retention needs one duration"}},
+		{"global/backoff one value", global("\t\tbackoff 1s"), []string{"webhook", "backoff needs two durations"}},
+		{"global/backoff max below base", global("\t\tbackoff 1m 1s"), []string{"webhook", "backoff", "shorter than base"}},
+		{"global/synchronous off", global("\t\tsynchronous off"), []string{"webhook", "synchronous", `"off" is not full or normal`}},
+		{"receiver/unknown option", receiver("\t\tsorce github"), []string{"webhook_receiver", `unknown option "sorce"`}},
+		{"receiver/argument on the directive line", ":8080 {\n\twebhook_receiver /a /b\n}\n", []string{"webhook_receiver", `unexpected argument "/b"`}},
+		{"receiver/source without name", receiver("\t\tsource"), []string{"webhook_receiver", "source needs one name"}},
+		{"receiver/secret with two values", receiver("\t\tsecret a b"), []string{"webhook_receiver", "secret needs exactly one value"}},
+		{"receiver/tolerance bad", receiver("\t\ttolerance forever"), []string{"webhook_receiver", "tolerance", `"forever"`}},
+		{"receiver/max_body bad", receiver("\t\tmax_body lots"), []string{"webhook_receiver", "max_body", `"lots"`}},
+		{"receiver/max_body too big", receiver("\t\tmax_body 1GB"), []string{"webhook_receiver", "max_body", "64MiB"}},
+		{"receiver/delivery_id from cookie", receiver("\t\tdelivery_id cookie id"), []string{"webhook_receiver", "delivery_id", `"cookie" is not header or json`}},
+		{"receiver/event_type without name", receiver("\t\tevent_type header"), []string{"webhook_receiver", "event_type needs a source and a name"}},
+		{"receiver/hmac unknown option", receiver("\t\thmac {\n\t\t\tcolour blue\n\t\t}"), []string{"webhook_receiver", "hmac", `unknown option "colour"`}},
+		{"receiver/hmac argument", receiver("\t\thmac sha256"), []string{"webhook_receiver", "hmac takes a block"}},
+		{"receiver/to without kind", receiver("\t\tto"), []string{"webhook_receiver", "to needs a target kind"}},
+		{"receiver/to unknown kind", receiver("\t\tto carrier-pigeon coop"), []string{"webhook_receiver", `unknown target kind "carrier-pigeon"`, "http", "exec"}},
+		{"receiver/to events empty", receiver("\t\tto http http://127.0.0.1:9/ {\n\t\t\tevents\n\t\t}"), []string{"webhook_receiver", "to http", "events needs at least one event type"}},
+		{"receiver/to name twice", receiver("\t\tto http http://127.0.0.1:9/ {\n\t\t\tname a b\n\t\t}"), []string{"webhook_receiver", "to http", "name needs one value"}},
+		{"receiver/to http option error from the target", receiver("\t\tto http http://127.0.0.1:9/ {\n\t\t\tcolour blue\n\t\t}"), []string{"http target", `unknown option "colour"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := adapt(t, tt.input)
+			if err == nil {
+				t.Fatalf("adapt succeeded; want an error containing %q", tt.want)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestAdaptKeepsSecretsAsWritten checks that a placeholder secret reaches
+// the JSON as the placeholder: values are resolved at Provision only.
+func TestAdaptKeepsSecretsAsWritten(t *testing.T) {
+	out, err := adapt(t, ":8080 {\n\twebhook_receiver {\n\t\tsource s\n\t\tscheme github\n\t\tsecret {env.HOOK_SECRET}\n\t}\n}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(out, []byte(`"{env.HOOK_SECRET}"`)) {
+		t.Errorf("placeholder not kept in JSON:\n%s", out)
+	}
+}

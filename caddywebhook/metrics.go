@@ -1,0 +1,165 @@
+package caddywebhook
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/caddywebhook/caddywebhook/queue"
+)
+
+// The plugin's metrics, in Caddy's registry (served by the admin endpoint's
+// /metrics and by the metrics handler):
+//
+//	caddy_webhook_events_received_total{source,outcome}         requests by outcome word
+//	caddy_webhook_deliveries_total{source,target,outcome}       attempts: delivered, retry, dead, lease_lost, handed_back
+//	caddy_webhook_delivery_duration_seconds{source,target}      attempt durations
+//	caddy_webhook_jobs{source,target,status}                    jobs by status, read at scrape time
+//	caddy_webhook_oldest_pending_seconds                        age of the oldest due pending job
+//	caddy_webhook_stored_events                                 events in the database
+//
+// The counters and the histogram live for the process, so their values
+// survive config reloads; Caddy makes a new registry for every config load,
+// and each App.Provision registers them again in it. The job gauges are a
+// collector bound to one app's store, registered with that app.
+var webhookMetrics = struct {
+	once       sync.Once
+	received   *prometheus.CounterVec
+	deliveries *prometheus.CounterVec
+	duration   *prometheus.HistogramVec
+}{}
+
+const metricsNamespace, metricsSubsystem = "caddy", "webhook"
+
+func initMetrics() {
+	webhookMetrics.once.Do(func() {
+		webhookMetrics.received = prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: metricsNamespace,
+			Subsystem: metricsSubsystem,
+			Name:      "events_received_total",
+			Help:      "Webhook requests by source and outcome (accepted, duplicate, no_target, bad_signature, …).",
+		}, []string{"source", "outcome"})
+		webhookMetrics.deliveries = prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: metricsNamespace,
+			Subsystem: metricsSubsystem,
+			Name:      "deliveries_total",
+			Help:      "Delivery attempts by source, target and outcome (delivered, retry, dead, lease_lost, handed_back).",
+		}, []string{"source", "target", "outcome"})
+		webhookMetrics.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: metricsNamespace,
+			Subsystem: metricsSubsystem,
+			Name:      "delivery_duration_seconds",
+			Help:      "Duration of delivery attempts by source and target.",
+			Buckets:   []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300},
+		}, []string{"source", "target"})
+	})
+}
+
+// registerMetrics registers the process-wide metrics and app's job
+// collector in the registry of app's config load.
+func registerMetrics(registry *prometheus.Registry, app *App) error {
+	initMetrics()
+	if registry == nil {
+		return nil
+	}
+	for _, c := range []prometheus.Collector{
+		webhookMetrics.received,
+		webhookMetrics.deliveries,
+		webhookMetrics.duration,
+		&jobsCollector{app: app},
+	} {
+		if err := registry.Register(c); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if errors.As(err, &are) {
+				continue
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// receivedCounter returns the counter of one (source, outcome) pair, so the
+// receiver resolves its labels once at Provision, not per request.
+func receivedCounter(source string, o outcome) prometheus.Counter {
+	initMetrics()
+	return webhookMetrics.received.WithLabelValues(source, o.String())
+}
+
+var (
+	jobsDesc = prometheus.NewDesc(
+		prometheus.BuildFQName(metricsNamespace, metricsSubsystem, "jobs"),
+		"Jobs by source, target and status, read from the store at scrape time.",
+		[]string{"source", "target", "status"}, nil)
+	oldestPendingDesc = prometheus.NewDesc(
+		prometheus.BuildFQName(metricsNamespace, metricsSubsystem, "oldest_pending_seconds"),
+		"Age of the oldest pending job that is due; 0 when none waits.",
+		nil, nil)
+	storedEventsDesc = prometheus.NewDesc(
+		prometheus.BuildFQName(metricsNamespace, metricsSubsystem, "stored_events"),
+		"Events held in the store, delivered ones included until purged.",
+		nil, nil)
+)
+
+// statsTimeout bounds the store read of one scrape: a scrape must not hang
+// on a busy database, and a missing sample is better than a stuck one.
+const statsTimeout = 2 * time.Second
+
+// jobsCollector reports the queue's contents from Store.Stats at scrape time.
+// A (source, target) pair the config routes always reports its four statuses,
+// zeros included, so an alert on status="dead" has a series to watch.
+type jobsCollector struct {
+	app *App
+}
+
+// Describe implements prometheus.Collector.
+func (c *jobsCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- jobsDesc
+	ch <- oldestPendingDesc
+	ch <- storedEventsDesc
+}
+
+// Collect implements prometheus.Collector.
+func (c *jobsCollector) Collect(ch chan<- prometheus.Metric) {
+	store := c.app.store
+	if store == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.app.ctx), statsTimeout)
+	defer cancel()
+	st, err := store.Stats(ctx, time.Now())
+	if err != nil {
+		// A failed read leaves the samples out rather than failing the
+		// whole scrape, which would hide Caddy's own metrics too.
+		c.app.logger.Warn("read queue stats for metrics", zap.Error(err))
+		return
+	}
+	type key struct {
+		source, target string
+		status         queue.Status
+	}
+	counts := make(map[key]int64, len(st.Counts))
+	for _, n := range st.Counts {
+		counts[key{n.Source, n.Target, n.Status}] += n.Jobs
+	}
+	for _, r := range c.app.routeList() {
+		for _, s := range []queue.Status{queue.StatusPending, queue.StatusRunning, queue.StatusDone, queue.StatusDead} {
+			k := key{r.Source, r.Target, s}
+			if _, ok := counts[k]; !ok {
+				counts[k] = 0
+			}
+		}
+	}
+	for k, n := range counts {
+		ch <- prometheus.MustNewConstMetric(jobsDesc, prometheus.GaugeValue, float64(n), k.source, k.target, string(k.status))
+	}
+	ch <- prometheus.MustNewConstMetric(oldestPendingDesc, prometheus.GaugeValue, st.OldestPending.Seconds())
+	ch <- prometheus.MustNewConstMetric(storedEventsDesc, prometheus.GaugeValue, float64(st.Events))
+}
+
+// Interface guards
+var _ prometheus.Collector = (*jobsCollector)(nil)

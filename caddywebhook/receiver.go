@@ -1,0 +1,681 @@
+package caddywebhook
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/textproto"
+	"strings"
+	"sync"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/caddywebhook/caddywebhook/queue"
+	"github.com/caddywebhook/caddywebhook/signature"
+)
+
+func init() {
+	caddy.RegisterModule(new(Receiver))
+}
+
+// Receiver is the webhook_receiver handler. For each request it does five
+// things, in this order:
+//
+//  1. reads the body, capped at MaxBody (413 when larger);
+//  2. verifies the signature and, for timestamped schemes, the timestamp
+//     (401 with an empty body; nothing is stored);
+//  3. takes the delivery id the scheme provides (or an override, or the
+//     body's SHA-256 as a last resort);
+//  4. stores the event with one job per target whose events filter
+//     matches, deduplicated on (source, delivery id), durably committed;
+//  5. answers 202 after the commit — also for a duplicate and for an event
+//     no target wants (stored, no job) — and 503 when the store failed,
+//     so the sender retries. It never answers 2xx for anything not on disk.
+//
+// Other methods than POST get 405. The handler is terminal: it never calls
+// the next handler, on success or failure, since the request is answered.
+//
+// Each request gets one outcome word — accepted, duplicate, no_target,
+// bad_signature, stale_timestamp, too_large, method_not_allowed,
+// store_failed, bad_request — in Caddy's access log (the "webhook" object
+// of the extra log fields: source, outcome, delivery_id, event_type), in
+// the metric caddy_webhook_events_received_total, and in the placeholders
+// {webhook.outcome}, {webhook.source}, {webhook.delivery_id} and
+// {webhook.event_type}. Headers, bodies, query strings and secrets are
+// never logged by the receiver. Caddy's own access log, when enabled, copies
+// every request header before any handler runs, signature headers included
+// (and X-Gitlab-Token, which is the secret itself); drop them with the log's
+// filter encoder:
+//
+//	log {
+//		format filter {
+//			request>headers>X-Hub-Signature-256 delete
+//			request>headers>Stripe-Signature delete
+//			request>headers>Webhook-Signature delete
+//			request>headers>X-Gitlab-Token delete
+//		}
+//	}
+type Receiver struct {
+	// Source names this receiver: it scopes the dedupe of delivery ids,
+	// is stored with every event, labels metrics and is how the admin API
+	// and the CLI filter jobs. Unique per config; letters, digits, '.',
+	// '_' and '-'. Required.
+	Source string `json:"source,omitempty"`
+
+	// Scheme is the signature scheme: github, stripe, standard (Standard
+	// Webhooks: Svix, Polar…), slack, shopify, gitlab or hmac (generic,
+	// see HMAC). Required.
+	Scheme string `json:"scheme,omitempty"`
+
+	// Secrets are the accepted signing secrets, tried in order, so a
+	// secret can be rotated without downtime. Use placeholders such as
+	// {env.GITHUB_WEBHOOK_SECRET} or {file./run/secrets/github}: they are
+	// resolved once at provisioning and the values are kept out of the
+	// config, logs, errors and metrics. At least one is required.
+	Secrets []string `json:"secrets,omitempty"`
+
+	// SecretMode says how a standard scheme secret becomes the key:
+	// base64 (the specification, Svix), raw (the secret string's bytes,
+	// Polar's SDKs) or both. Default: base64.
+	SecretMode string `json:"secret_mode,omitempty"`
+
+	// Tolerance is how far the signed timestamp of the stripe, standard
+	// and slack schemes may be from now, in either direction, as a
+	// duration; "off" turns the check off, an explicit choice, e.g. to
+	// accept deliveries replayed from the sender's archive. Default: 5m.
+	Tolerance string `json:"tolerance,omitempty"`
+
+	// MaxBody is the largest body accepted, in bytes; a larger request
+	// gets 413 and is not read further. Default: 1 MiB.
+	MaxBody int64 `json:"max_body,omitempty"`
+
+	// DeliveryID overrides where the delivery id comes from: a request
+	// header or a top-level field of the JSON body (read only after the
+	// signature verified). Default: the scheme's id (X-GitHub-Delivery,
+	// Stripe's event id, webhook-id…), else the body's SHA-256.
+	DeliveryID *FieldSource `json:"delivery_id,omitempty"`
+
+	// EventType overrides where the event type comes from, the same way.
+	// Default: the scheme's event type, if it has one.
+	EventType *FieldSource `json:"event_type,omitempty"`
+
+	// HMAC configures the generic hmac scheme. Required with that scheme,
+	// refused with the others.
+	HMAC *HMACOptions `json:"hmac,omitempty"`
+
+	// Targets receive the accepted events, each as its own job with its
+	// own retries. An event that matches no target is still stored (and
+	// answered 202, outcome no_target) but delivered nowhere.
+	Targets []*TargetConfig `json:"targets,omitempty"`
+
+	// Set in Provision: what the hot path reads.
+	verifier   signature.Verifier
+	store      queue.Store
+	maxBody    int64
+	forward    []forwardHeader // headers stored with the event
+	allTargets []string        // every target name, when no target filters events
+	filters    []targetFilter  // per target, when some filter
+	logger     *zap.Logger
+	received   [numOutcomes]prometheus.Counter
+}
+
+// FieldSource names where a value is read from: a header or a top-level
+// JSON field of the body. Set exactly one.
+type FieldSource struct {
+	// Header is a request header name.
+	Header string `json:"header,omitempty"`
+	// JSON is a top-level field of the JSON body.
+	JSON string `json:"json,omitempty"`
+}
+
+// HMACOptions configures the generic hmac scheme: an HMAC of the raw body
+// in one header.
+type HMACOptions struct {
+	// Header carries the signature, e.g. X-Signature. Required.
+	Header string `json:"header,omitempty"`
+	// Algorithm is sha256, sha1 or sha512. Default: sha256.
+	Algorithm string `json:"algorithm,omitempty"`
+	// Encoding of the signature: hex or base64. Default: hex.
+	Encoding string `json:"encoding,omitempty"`
+	// Prefix precedes the encoded signature, as in "sha256=". Default: none.
+	Prefix string `json:"prefix,omitempty"`
+}
+
+// TargetConfig is one destination of a receiver's events.
+type TargetConfig struct {
+	// Name identifies the target in jobs, logs, metrics and the admin API.
+	// Jobs store it, so it must stay the same across reloads for their
+	// deliveries to continue. Default: the kind (http, exec), then
+	// <kind>-2, <kind>-3… for further targets of the same kind in this
+	// receiver.
+	Name string `json:"name,omitempty"`
+
+	// Events limits the target to these event types; an entry ending in
+	// '*' matches by prefix ("invoice.*"). Default: every event.
+	Events []string `json:"events,omitempty"`
+
+	// DeliverRaw is the target module, in the webhook.targets namespace,
+	// selected by its "kind": http or exec.
+	DeliverRaw json.RawMessage `json:"deliver,omitempty" caddy:"namespace=webhook.targets inline_key=kind"`
+}
+
+// forwardHeader is a header stored with each event for the targets.
+type forwardHeader struct {
+	name  string // as stored and forwarded
+	canon string // key in http.Header
+}
+
+// targetFilter is a target's events filter.
+type targetFilter struct {
+	name   string
+	events []string // nil: all
+}
+
+// defaultMaxBody is the default cap on a body: enough for the provider
+// payloads we have seen (GitHub caps its own at 25 MB, but pushes are far
+// smaller); raise max_body for larger ones.
+const defaultMaxBody = 1 << 20
+
+// CaddyModule returns the Caddy module information.
+func (*Receiver) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.handlers.webhook_receiver",
+		New: func() caddy.Module { return new(Receiver) },
+	}
+}
+
+// Provision resolves secrets, builds the verifier, loads the targets and
+// registers them with the webhook app.
+func (rc *Receiver) Provision(ctx caddy.Context) error {
+	rc.logger = ctx.Logger()
+	if rc.Source == "" {
+		return errors.New("webhook_receiver: source is required")
+	}
+	if !validName(rc.Source) {
+		return fmt.Errorf("webhook_receiver: source %q: use letters, digits, '.', '_' and '-' (at most 64)", rc.Source)
+	}
+	errf := func(format string, args ...any) error {
+		return fmt.Errorf("webhook_receiver %q: "+format, append([]any{rc.Source}, args...)...)
+	}
+	if rc.Scheme == "" {
+		return errf("scheme is required (one of %s)", strings.Join(signature.Schemes(), ", "))
+	}
+	if len(rc.Secrets) == 0 {
+		return errf("at least one secret is required")
+	}
+	repl := caddy.NewReplacer()
+	secrets := make([]string, len(rc.Secrets))
+	for i, s := range rc.Secrets {
+		v, err := repl.ReplaceOrErr(s, true, true)
+		if err != nil || v == "" {
+			// Do not wrap err: a literal secret with braces would be
+			// quoted in it.
+			return errf("secret #%d: a placeholder in it is unknown or empty", i+1)
+		}
+		secrets[i] = v
+	}
+
+	cfg := signature.Config{
+		Scheme:     rc.Scheme,
+		Secrets:    secrets,
+		SecretMode: signature.SecretMode(rc.SecretMode),
+	}
+	switch rc.Tolerance {
+	case "":
+	case "off":
+		cfg.IgnoreTimestamp = true
+	default:
+		d, err := caddy.ParseDuration(rc.Tolerance)
+		if err != nil || d <= 0 {
+			return errf("tolerance %q is not a positive duration or off", rc.Tolerance)
+		}
+		cfg.Tolerance = d
+	}
+	if f := rc.DeliveryID; f != nil {
+		if (f.Header == "") == (f.JSON == "") {
+			return errf("delivery_id: set exactly one of header and json")
+		}
+		cfg.DeliveryIDHeader, cfg.DeliveryIDField = f.Header, f.JSON
+	}
+	if f := rc.EventType; f != nil {
+		if (f.Header == "") == (f.JSON == "") {
+			return errf("event_type: set exactly one of header and json")
+		}
+		cfg.EventTypeHeader, cfg.EventTypeField = f.Header, f.JSON
+	}
+	if h := rc.HMAC; h != nil {
+		cfg.SignatureHeader, cfg.Algorithm, cfg.Encoding, cfg.SignaturePrefix = h.Header, h.Algorithm, h.Encoding, h.Prefix
+	}
+	v, err := signature.New(cfg)
+	if err != nil {
+		return errf("%w", err)
+	}
+	rc.verifier = v
+
+	rc.maxBody = rc.MaxBody
+	switch {
+	case rc.maxBody == 0:
+		rc.maxBody = defaultMaxBody
+	case rc.maxBody < 0 || rc.maxBody > maxMaxBody:
+		return errf("max_body %d is not between 1 and %d bytes", rc.MaxBody, maxMaxBody)
+	}
+
+	rc.forward = forwardHeaders(rc.Scheme, rc.EventType)
+
+	targets, err := rc.provisionTargets(ctx)
+	if err != nil {
+		return errf("%w", err)
+	}
+
+	appVal, err := ctx.App("webhook")
+	if err != nil {
+		return errf("load webhook app: %w", err)
+	}
+	app := appVal.(*App)
+	if err := app.registerReceiver(rc.Source, targets); err != nil {
+		return err
+	}
+	rc.store = app.store
+
+	for o := range numOutcomes {
+		rc.received[o] = receivedCounter(rc.Source, o)
+	}
+	return nil
+}
+
+// provisionTargets names and loads the target modules and prepares the
+// events filters.
+func (rc *Receiver) provisionTargets(ctx caddy.Context) ([]namedTarget, error) {
+	var (
+		targets   []namedTarget
+		seen      = make(map[string]bool)
+		kindCount = make(map[string]int)
+		filtered  bool
+	)
+	for i, tc := range rc.Targets {
+		if tc == nil || len(tc.DeliverRaw) == 0 {
+			return nil, fmt.Errorf("target #%d: deliver is required", i+1)
+		}
+		var probe struct {
+			Kind string `json:"kind"`
+		}
+		if err := json.Unmarshal(tc.DeliverRaw, &probe); err != nil || probe.Kind == "" {
+			return nil, fmt.Errorf("target #%d: deliver needs a kind (http, exec)", i+1)
+		}
+		kindCount[probe.Kind]++
+		name := tc.Name
+		if name == "" {
+			name = probe.Kind
+			if n := kindCount[probe.Kind]; n > 1 {
+				name = fmt.Sprintf("%s-%d", probe.Kind, n)
+			}
+		}
+		if !validName(name) {
+			return nil, fmt.Errorf("target #%d: name %q: use letters, digits, '.', '_' and '-' (at most 64)", i+1, name)
+		}
+		if seen[name] {
+			return nil, fmt.Errorf("target #%d: name %q is used twice in this receiver; set name", i+1, name)
+		}
+		seen[name] = true
+		for _, e := range tc.Events {
+			if e == "" {
+				return nil, fmt.Errorf("target %q: empty event type in events", name)
+			}
+		}
+		mod, err := ctx.LoadModule(tc, "DeliverRaw")
+		if err != nil {
+			return nil, fmt.Errorf("target %q: %w", name, err)
+		}
+		t, ok := mod.(Target)
+		if !ok {
+			return nil, fmt.Errorf("target %q: module %T is not a webhook target", name, mod)
+		}
+		targets = append(targets, namedTarget{name: name, target: t})
+		rc.filters = append(rc.filters, targetFilter{name: name, events: tc.Events})
+		rc.allTargets = append(rc.allTargets, name)
+		filtered = filtered || len(tc.Events) > 0
+	}
+	if filtered {
+		rc.allTargets = nil
+	} else {
+		rc.filters = nil
+	}
+	return targets, nil
+}
+
+// validName reports whether s may name a source or a target: short,
+// printable in logs, URLs and shells without quoting.
+func validName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// forwardHeaders lists the headers stored with each event for its targets:
+// the content type and the scheme's event-type header, never a signature.
+func forwardHeaders(scheme string, eventType *FieldSource) []forwardHeader {
+	names := []string{"Content-Type"}
+	switch scheme {
+	case signature.SchemeGitHub:
+		names = append(names, "X-GitHub-Event")
+	case signature.SchemeShopify:
+		names = append(names, "X-Shopify-Topic")
+	case signature.SchemeGitLab:
+		names = append(names, "X-Gitlab-Event")
+	}
+	if eventType != nil && eventType.Header != "" {
+		names = append(names, eventType.Header)
+	}
+	var out []forwardHeader
+	for _, n := range names {
+		canon := textproto.CanonicalMIMEHeaderKey(n)
+		dup := false
+		for _, f := range out {
+			dup = dup || f.canon == canon
+		}
+		if !dup {
+			out = append(out, forwardHeader{name: n, canon: canon})
+		}
+	}
+	return out
+}
+
+// bodyBuffers recycles request body buffers. Only buffers up to
+// maxPooledBuffer go back, so a few large bodies do not pin memory.
+var bodyBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+const maxPooledBuffer = 256 << 10
+
+// errTooLarge reports a body over the cap.
+var errTooLarge = errors.New("body too large")
+
+// ServeHTTP verifies, stores and acknowledges one webhook. It never calls
+// next: the receiver answers every request itself.
+func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
+	info := &requestInfo{source: rc.Source}
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		rc.answer(w, r, info, outcomeMethodNotAllowed)
+		return nil
+	}
+	if r.ContentLength > rc.maxBody {
+		rc.answer(w, r, info, outcomeTooLarge)
+		return nil
+	}
+
+	// 1. The body, capped.
+	bp := bodyBuffers.Get().(*[]byte)
+	body, err := readBody(r.Body, *bp, rc.maxBody, r.ContentLength)
+	*bp = body[:0]
+	if err != nil {
+		putBuffer(bp)
+		if errors.Is(err, errTooLarge) {
+			rc.answer(w, r, info, outcomeTooLarge)
+		} else {
+			rc.answer(w, r, info, outcomeBadRequest)
+		}
+		return nil
+	}
+
+	// 2. Verify before anything else looks at the bytes.
+	res, err := rc.verifier.Verify(r.Header, body)
+	if err != nil {
+		putBuffer(bp)
+		if errors.Is(err, signature.ErrTimestamp) {
+			rc.answer(w, r, info, outcomeStaleTimestamp)
+		} else {
+			rc.answer(w, r, info, outcomeBadSignature)
+		}
+		return nil
+	}
+
+	// 3. The delivery id and event type, from the verifier.
+	info.deliveryID, info.eventType = res.DeliveryID, res.EventType
+
+	// 4. Store, fanned out to the matching targets.
+	ev := queue.Event{
+		Source:     rc.Source,
+		DeliveryID: res.DeliveryID,
+		EventType:  res.EventType,
+		Headers:    rc.headers(r.Header),
+		Payload:    body,
+		Targets:    rc.targetsFor(res.EventType),
+	}
+	out, err := rc.store.Enqueue(r.Context(), ev)
+	if err != nil {
+		// The buffer is not recycled: a store that gave up on the request
+		// may still hold it.
+		level := zapcore.ErrorLevel
+		if r.Context().Err() != nil {
+			// The client went away before the commit; it will retry.
+			level = zapcore.DebugLevel
+		}
+		if ce := rc.logger.Check(level, "store webhook event"); ce != nil {
+			ce.Write(zap.String("source", rc.Source), zap.String("delivery_id", res.DeliveryID), zap.Error(err))
+		}
+		rc.answer(w, r, info, outcomeStoreFailed)
+		return nil
+	}
+	putBuffer(bp)
+
+	// 5. Acknowledge what is on disk.
+	switch {
+	case out.Duplicate:
+		rc.answer(w, r, info, outcomeDuplicate)
+	case out.Jobs == 0:
+		rc.answer(w, r, info, outcomeNoTarget)
+	default:
+		rc.answer(w, r, info, outcomeAccepted)
+	}
+	return nil
+}
+
+func putBuffer(bp *[]byte) {
+	if cap(*bp) <= maxPooledBuffer {
+		bodyBuffers.Put(bp)
+	}
+}
+
+// readBody reads body into buf (reusing its capacity) and fails with
+// errTooLarge as soon as it holds more than limit bytes. hint is the
+// request's Content-Length, -1 if unknown; it is at most limit.
+func readBody(body io.Reader, buf []byte, limit, hint int64) ([]byte, error) {
+	buf = buf[:0]
+	if body == nil {
+		return buf, nil
+	}
+	// One byte past the hint lets the read end on EOF without growing.
+	if hint >= 0 && int64(cap(buf)) < hint+1 {
+		buf = make([]byte, 0, hint+1)
+	}
+	for {
+		if len(buf) == cap(buf) {
+			next := min(max(2*int64(cap(buf)), 4<<10), limit+1)
+			grown := make([]byte, len(buf), next)
+			copy(grown, buf)
+			buf = grown
+		}
+		n, err := body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if int64(len(buf)) > limit {
+			return buf, errTooLarge
+		}
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				// request_body's own cap, ahead of ours.
+				return buf, errTooLarge
+			}
+			return buf, err
+		}
+	}
+}
+
+// headers copies the forwarded headers present in h.
+func (rc *Receiver) headers(h http.Header) []queue.Header {
+	var out []queue.Header
+	for _, f := range rc.forward {
+		if v := h[f.canon]; len(v) > 0 && v[0] != "" {
+			if out == nil {
+				out = make([]queue.Header, 0, len(rc.forward))
+			}
+			out = append(out, queue.Header{Name: f.name, Value: v[0]})
+		}
+	}
+	return out
+}
+
+// targetsFor returns the names of the targets that want eventType. The
+// unfiltered list is shared between requests; the store only reads it.
+func (rc *Receiver) targetsFor(eventType string) []string {
+	if rc.filters == nil {
+		return rc.allTargets
+	}
+	var out []string
+	for _, f := range rc.filters {
+		if f.wants(eventType) {
+			out = append(out, f.name)
+		}
+	}
+	return out
+}
+
+// wants reports whether the filter accepts eventType.
+func (f targetFilter) wants(eventType string) bool {
+	if f.events == nil {
+		return true
+	}
+	for _, e := range f.events {
+		if p, ok := strings.CutSuffix(e, "*"); ok {
+			if strings.HasPrefix(eventType, p) {
+				return true
+			}
+		} else if e == eventType {
+			return true
+		}
+	}
+	return false
+}
+
+// answer records the outcome in the access log, the placeholders and the
+// metrics, and writes the status with an empty body.
+func (rc *Receiver) answer(w http.ResponseWriter, r *http.Request, info *requestInfo, o outcome) {
+	info.outcome = o
+	ctx := r.Context()
+	if extra, ok := ctx.Value(caddyhttp.ExtraLogFieldsCtxKey).(*caddyhttp.ExtraLogFields); ok {
+		extra.Add(zap.Object("webhook", info))
+	}
+	if repl, ok := ctx.Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
+		repl.Map(info.placeholder)
+	}
+	if c := rc.received[o]; c != nil {
+		c.Inc()
+	}
+	w.WriteHeader(outcomeStatus[o])
+}
+
+// outcome is what became of one request.
+type outcome uint8
+
+// The outcomes, in the order of outcomeWords and outcomeStatus.
+const (
+	outcomeAccepted outcome = iota
+	outcomeDuplicate
+	outcomeNoTarget
+	outcomeBadSignature
+	outcomeStaleTimestamp
+	outcomeTooLarge
+	outcomeMethodNotAllowed
+	outcomeStoreFailed
+	outcomeBadRequest
+	numOutcomes
+)
+
+var outcomeWords = [numOutcomes]string{
+	outcomeAccepted:         "accepted",
+	outcomeDuplicate:        "duplicate",
+	outcomeNoTarget:         "no_target",
+	outcomeBadSignature:     "bad_signature",
+	outcomeStaleTimestamp:   "stale_timestamp",
+	outcomeTooLarge:         "too_large",
+	outcomeMethodNotAllowed: "method_not_allowed",
+	outcomeStoreFailed:      "store_failed",
+	outcomeBadRequest:       "bad_request",
+}
+
+var outcomeStatus = [numOutcomes]int{
+	outcomeAccepted:         http.StatusAccepted,
+	outcomeDuplicate:        http.StatusAccepted,
+	outcomeNoTarget:         http.StatusAccepted,
+	outcomeBadSignature:     http.StatusUnauthorized,
+	outcomeStaleTimestamp:   http.StatusUnauthorized,
+	outcomeTooLarge:         http.StatusRequestEntityTooLarge,
+	outcomeMethodNotAllowed: http.StatusMethodNotAllowed,
+	outcomeStoreFailed:      http.StatusServiceUnavailable,
+	outcomeBadRequest:       http.StatusBadRequest,
+}
+
+// String returns the outcome word.
+func (o outcome) String() string { return outcomeWords[o] }
+
+// requestInfo is what one request told us, for the access log and the
+// placeholders. One allocation serves both; it is not changed after answer.
+type requestInfo struct {
+	source     string
+	deliveryID string
+	eventType  string
+	outcome    outcome
+}
+
+// MarshalLogObject implements zapcore.ObjectMarshaler.
+func (i *requestInfo) MarshalLogObject(enc zapcore.ObjectEncoder) error {
+	enc.AddString("source", i.source)
+	enc.AddString("outcome", i.outcome.String())
+	if i.deliveryID != "" {
+		enc.AddString("delivery_id", i.deliveryID)
+	}
+	if i.eventType != "" {
+		enc.AddString("event_type", i.eventType)
+	}
+	return nil
+}
+
+// placeholder is a caddy.ReplacerFunc for the {webhook.*} placeholders.
+func (i *requestInfo) placeholder(key string) (any, bool) {
+	switch key {
+	case "webhook.outcome":
+		return i.outcome.String(), true
+	case "webhook.source":
+		return i.source, true
+	case "webhook.delivery_id":
+		return i.deliveryID, true
+	case "webhook.event_type":
+		return i.eventType, true
+	}
+	return nil, false
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner           = (*Receiver)(nil)
+	_ caddyhttp.MiddlewareHandler = (*Receiver)(nil)
+	_ zapcore.ObjectMarshaler     = (*requestInfo)(nil)
+)

@@ -1,0 +1,462 @@
+package caddywebhook
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/iotest"
+	"time"
+
+	"github.com/caddywebhook/caddywebhook/queue"
+	"github.com/caddywebhook/caddywebhook/queue/sqlite"
+	"github.com/caddywebhook/caddywebhook/signature"
+)
+
+// standardSecret is testSecret as a Standard Webhooks secret.
+var standardSecret = "whsec_" + base64.StdEncoding.EncodeToString([]byte(testSecret))
+
+// TestReceiver sends one kind of request per case to an in-process Caddy
+// and checks the status, the (empty) body, what the database holds, the
+// outcome word in the access log and in the placeholders, and that no
+// secret, signature or body byte reached any log.
+func TestReceiver(t *testing.T) {
+	small := receiverConfig{
+		"handler": "webhook_receiver", "source": "small", "scheme": "github",
+		"secrets": []string{"{env." + testSecretEnv + "}"}, "max_body": 64,
+		"targets": []map[string]any{httpTarget("", "http://127.0.0.1:9/")},
+	}
+	std := receiverConfig{
+		"handler": "webhook_receiver", "source": "std", "scheme": "standard",
+		"secrets": []string{standardSecret},
+		"targets": []map[string]any{httpTarget("", "http://127.0.0.1:9/")},
+	}
+	filtered := githubReceiver("filtered", httpTarget("releases", "http://127.0.0.1:9/", "release"))
+	fanout := githubReceiver("fanout",
+		httpTarget("", "http://127.0.0.1:9/"),
+		httpTarget("", "http://127.0.0.1:9/"),
+		httpTarget("pushes", "http://127.0.0.1:9/", "push", "pull_*"),
+		httpTarget("never", "http://127.0.0.1:9/", "release"))
+
+	type sent struct {
+		resp      response
+		signature string // the signature header sent, must not be logged
+	}
+	// send posts body signed with secret to source's receiver.
+	send := func(t *testing.T, h *harness, source, secret, id string, body []byte) sent {
+		t.Helper()
+		hdr := signed(t, secret, id, "push", body)
+		return sent{h.do(t, http.MethodPost, "/hooks/"+source, hdr, bytes.NewReader(body)), hdr.Get("X-Hub-Signature-256")}
+	}
+
+	tests := []struct {
+		name      string
+		receivers []receiverConfig
+		// before runs after Caddy started and before the request.
+		before func(t *testing.T, h *harness)
+		// request sends the request under test.
+		request     func(t *testing.T, h *harness) sent
+		wantStatus  int
+		wantOutcome string
+		wantEvents  int64
+		wantJobs    []string // targets of the stored jobs, sorted
+	}{
+		{
+			name:      "signed event is stored and accepted",
+			receivers: []receiverConfig{githubReceiver("gh", httpTarget("", "http://127.0.0.1:9/"))},
+			request: func(t *testing.T, h *harness) sent {
+				return send(t, h, "gh", testSecret, "d-1", testBody(1))
+			},
+			wantStatus: http.StatusAccepted, wantOutcome: "accepted", wantEvents: 1, wantJobs: []string{"http"},
+		},
+		{
+			name:      "wrong secret is refused and nothing stored",
+			receivers: []receiverConfig{githubReceiver("gh", httpTarget("", "http://127.0.0.1:9/"))},
+			request: func(t *testing.T, h *harness) sent {
+				return send(t, h, "gh", "another-secret", "d-1", testBody(1))
+			},
+			wantStatus: http.StatusUnauthorized, wantOutcome: "bad_signature",
+		},
+		{
+			name:      "missing signature is refused",
+			receivers: []receiverConfig{githubReceiver("gh", httpTarget("", "http://127.0.0.1:9/"))},
+			request: func(t *testing.T, h *harness) sent {
+				return sent{resp: h.do(t, http.MethodPost, "/hooks/gh", http.Header{"X-Github-Delivery": {"d-1"}}, bytes.NewReader(testBody(1)))}
+			},
+			wantStatus: http.StatusUnauthorized, wantOutcome: "bad_signature",
+		},
+		{
+			name:      "duplicate delivery is accepted once stored",
+			receivers: []receiverConfig{githubReceiver("gh", httpTarget("", "http://127.0.0.1:9/"))},
+			before: func(t *testing.T, h *harness) {
+				if got := h.post(t, "gh", "d-1", "push", testBody(1)); got != http.StatusAccepted {
+					t.Fatalf("first post: %d", got)
+				}
+			},
+			request: func(t *testing.T, h *harness) sent {
+				return send(t, h, "gh", testSecret, "d-1", testBody(1))
+			},
+			wantStatus: http.StatusAccepted, wantOutcome: "duplicate", wantEvents: 1, wantJobs: []string{"http"},
+		},
+		{
+			name:      "body over max_body with a length is refused unread",
+			receivers: []receiverConfig{small},
+			request: func(t *testing.T, h *harness) sent {
+				return send(t, h, "small", testSecret, "d-1", bytes.Repeat([]byte("x"), 65))
+			},
+			wantStatus: http.StatusRequestEntityTooLarge, wantOutcome: "too_large",
+		},
+		{
+			name:      "chunked body over max_body is refused",
+			receivers: []receiverConfig{small},
+			request: func(t *testing.T, h *harness) sent {
+				body := bytes.Repeat([]byte("x"), 65)
+				hdr := signed(t, testSecret, "d-1", "push", body)
+				// A reader of unknown length makes the client send chunks.
+				return sent{h.do(t, http.MethodPost, "/hooks/small", hdr, io.MultiReader(bytes.NewReader(body))), hdr.Get("X-Hub-Signature-256")}
+			},
+			wantStatus: http.StatusRequestEntityTooLarge, wantOutcome: "too_large",
+		},
+		{
+			name:      "body of exactly max_body is accepted",
+			receivers: []receiverConfig{small},
+			request: func(t *testing.T, h *harness) sent {
+				return send(t, h, "small", testSecret, "d-1", bytes.Repeat([]byte("x"), 64))
+			},
+			wantStatus: http.StatusAccepted, wantOutcome: "accepted", wantEvents: 1, wantJobs: []string{"http"},
+		},
+		{
+			name:      "GET is not allowed",
+			receivers: []receiverConfig{githubReceiver("gh", httpTarget("", "http://127.0.0.1:9/"))},
+			request: func(t *testing.T, h *harness) sent {
+				return sent{resp: h.do(t, http.MethodGet, "/hooks/gh", nil, nil)}
+			},
+			wantStatus: http.StatusMethodNotAllowed, wantOutcome: "method_not_allowed",
+		},
+		{
+			name:      "event matching no target is stored without a job",
+			receivers: []receiverConfig{filtered},
+			request: func(t *testing.T, h *harness) sent {
+				return send(t, h, "filtered", testSecret, "d-1", testBody(1))
+			},
+			wantStatus: http.StatusAccepted, wantOutcome: "no_target", wantEvents: 1,
+		},
+		{
+			name:      "event fans out to the targets whose events match",
+			receivers: []receiverConfig{fanout},
+			request: func(t *testing.T, h *harness) sent {
+				return send(t, h, "fanout", testSecret, "d-1", testBody(1))
+			},
+			wantStatus: http.StatusAccepted, wantOutcome: "accepted", wantEvents: 1, wantJobs: []string{"http", "http-2", "pushes"},
+		},
+		{
+			name:      "standard timestamp too old is refused",
+			receivers: []receiverConfig{std},
+			request: func(t *testing.T, h *harness) sent {
+				body := testBody(1)
+				hdr, err := signature.Sign("standard", standardSecret, body, signature.SignOptions{ID: "msg_1", Timestamp: time.Now().Add(-time.Hour)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return sent{h.do(t, http.MethodPost, "/hooks/std", hdr, bytes.NewReader(body)), hdr.Get("webhook-signature")}
+			},
+			wantStatus: http.StatusUnauthorized, wantOutcome: "stale_timestamp",
+		},
+		{
+			name:      "store failure is 503, never 202",
+			receivers: []receiverConfig{githubReceiver("gh", httpTarget("", "http://127.0.0.1:9/"))},
+			before: func(t *testing.T, h *harness) {
+				if err := h.store(t).Close(); err != nil {
+					t.Fatal(err)
+				}
+			},
+			request: func(t *testing.T, h *harness) sent {
+				return send(t, h, "gh", testSecret, "d-1", testBody(1))
+			},
+			wantStatus: http.StatusServiceUnavailable, wantOutcome: "store_failed",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.load(t, map[string]any{"workers": 0}, tt.receivers...)
+			if tt.before != nil {
+				tt.before(t, h)
+			}
+			got := tt.request(t, h)
+
+			if got.resp.status != tt.wantStatus {
+				t.Errorf("status = %d, want %d", got.resp.status, tt.wantStatus)
+			}
+			if len(got.resp.body) != 0 {
+				t.Errorf("body = %q, want empty", got.resp.body)
+			}
+			if o := got.resp.header.Get("Echo-Outcome"); o != tt.wantOutcome {
+				t.Errorf("{webhook.outcome} = %q, want %q", o, tt.wantOutcome)
+			}
+			if tt.wantStatus == http.StatusMethodNotAllowed && got.resp.header.Get("Allow") != http.MethodPost {
+				t.Errorf("Allow = %q, want POST", got.resp.header.Get("Allow"))
+			}
+			if tt.wantStatus == http.StatusAccepted && got.resp.header.Get("Echo-Delivery-Id") != "d-1" {
+				t.Errorf("{webhook.delivery_id} = %q, want d-1", got.resp.header.Get("Echo-Delivery-Id"))
+			}
+
+			if tt.wantOutcome != "store_failed" {
+				s := h.store(t)
+				st, err := s.Stats(context.Background(), time.Now())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if st.Events != tt.wantEvents {
+					t.Errorf("events stored = %d, want %d", st.Events, tt.wantEvents)
+				}
+				var targets []string
+				for _, j := range jobs(t, s) {
+					targets = append(targets, j.Target)
+				}
+				if fmt.Sprint(sortedCopy(targets)) != fmt.Sprint(tt.wantJobs) && len(targets)+len(tt.wantJobs) > 0 {
+					t.Errorf("jobs for targets %v, want %v", sortedCopy(targets), tt.wantJobs)
+				}
+			}
+
+			lines := h.logs(t)
+			access := accessLines(lines)
+			if len(access) == 0 {
+				t.Fatal("no access log line")
+			}
+			last := access[len(access)-1]
+			wh, _ := last["webhook"].(map[string]any)
+			if wh["outcome"] != tt.wantOutcome || wh["source"] == nil {
+				t.Errorf("access log webhook fields = %v, want outcome %q and the source", wh, tt.wantOutcome)
+			}
+			raw := h.rawLogs(t)
+			assertNoCanaries(t, raw)
+			if got.signature != "" && bytes.Contains(raw, []byte(got.signature)) {
+				t.Errorf("logs contain the signature %q", got.signature)
+			}
+		})
+	}
+}
+
+// TestReceiverStoresWhatTargetsNeed checks the stored row: the exact body,
+// the content type and event header, never the signature header.
+func TestReceiverStoresWhatTargetsNeed(t *testing.T) {
+	h := newHarness(t)
+	h.load(t, map[string]any{"workers": 0}, githubReceiver("gh", httpTarget("", "http://127.0.0.1:9/")))
+	body := []byte(" {\"spaces\" :  \"kept\", \"marker\": \"" + testBodyMarker + "\"}\n")
+	if got := h.post(t, "gh", "d-9", "release", body); got != http.StatusAccepted {
+		t.Fatalf("status %d", got)
+	}
+	s := h.store(t)
+	js := jobs(t, s)
+	if len(js) != 1 {
+		t.Fatalf("%d jobs, want 1", len(js))
+	}
+	j, err := s.GetJob(context.Background(), js[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(j.Payload, body) {
+		t.Errorf("payload = %q, want the bytes as sent", j.Payload)
+	}
+	if j.Source != "gh" || j.DeliveryID != "d-9" || j.EventType != "release" || j.Status != queue.StatusPending {
+		t.Errorf("job = %+v", j.JobSummary)
+	}
+	got := map[string]string{}
+	for _, hd := range j.Headers {
+		got[http.CanonicalHeaderKey(hd.Name)] = hd.Value
+	}
+	want := map[string]string{"Content-Type": "application/json", "X-Github-Event": "release"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("stored headers = %v, want %v", got, want)
+	}
+}
+
+func TestReadBody(t *testing.T) {
+	const limit = 10
+	tests := []struct {
+		name    string
+		body    io.Reader
+		hint    int64
+		buf     []byte
+		want    string
+		wantErr error
+	}{
+		{"empty", strings.NewReader(""), 0, nil, "", nil},
+		{"nil body", nil, -1, nil, "", nil},
+		{"under the limit with a hint", strings.NewReader("hello"), 5, nil, "hello", nil},
+		{"at the limit without a hint", strings.NewReader("0123456789"), -1, nil, "0123456789", nil},
+		{"one over without a hint", strings.NewReader("0123456789x"), -1, nil, "", errTooLarge},
+		{"hint lies low", strings.NewReader("0123456789x"), 2, nil, "", errTooLarge},
+		{"one byte at a time", iotest.OneByteReader(strings.NewReader("abcdef")), -1, make([]byte, 0, 1), "abcdef", nil},
+		{"reuses a large enough buffer", strings.NewReader("abc"), 3, make([]byte, 0, 64), "abc", nil},
+		{"read error", iotest.ErrReader(errors.New("connection reset")), -1, nil, "", errors.New("connection reset")},
+		{"request_body cap", http.MaxBytesReader(httptest.NewRecorder(), io.NopCloser(strings.NewReader("0123456789")), 4), -1, nil, "", errTooLarge},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := readBody(tt.body, tt.buf, limit, tt.hint)
+			switch {
+			case tt.wantErr == nil && err != nil:
+				t.Fatalf("error %v", err)
+			case tt.wantErr != nil && (err == nil || err.Error() != tt.wantErr.Error()):
+				t.Fatalf("error %v, want %v", err, tt.wantErr)
+			case tt.wantErr == nil && string(got) != tt.want:
+				t.Fatalf("body %q, want %q", got, tt.want)
+			}
+			if int64(cap(got)) > limit+1 && int64(cap(tt.buf)) <= limit+1 {
+				t.Errorf("buffer grew to %d, past limit+1", cap(got))
+			}
+		})
+	}
+}
+
+// TestReceiverUnreadableBody covers the 400: a body that breaks off. A real
+// client cannot easily send one, so the handler is called directly.
+func TestReceiverUnreadableBody(t *testing.T) {
+	rc := &Receiver{Source: "s", maxBody: defaultMaxBody}
+	req := httptest.NewRequest(http.MethodPost, "/", iotest.ErrReader(io.ErrUnexpectedEOF))
+	w := httptest.NewRecorder()
+	if err := rc.ServeHTTP(w, req, nil); err != nil {
+		t.Fatal(err)
+	}
+	if w.Code != http.StatusBadRequest || w.Body.Len() != 0 {
+		t.Errorf("got %d %q, want 400 with no body", w.Code, w.Body)
+	}
+}
+
+func TestTargetFilterWants(t *testing.T) {
+	tests := []struct {
+		name   string
+		events []string
+		event  string
+		want   bool
+	}{
+		{"no filter takes all", nil, "anything", true},
+		{"no filter takes untyped", nil, "", true},
+		{"exact", []string{"push", "release"}, "release", true},
+		{"exact miss", []string{"push"}, "pushed", false},
+		{"prefix", []string{"invoice.*"}, "invoice.paid", true},
+		{"prefix miss", []string{"invoice.*"}, "customer.created", false},
+		{"star takes all typed", []string{"*"}, "x", true},
+		{"untyped event misses a filter", []string{"push"}, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := (targetFilter{events: tt.events}).wants(tt.event); got != tt.want {
+				t.Errorf("wants(%q) with %q = %v, want %v", tt.event, tt.events, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestForwardHeaders(t *testing.T) {
+	tests := []struct {
+		scheme    string
+		eventType *FieldSource
+		want      string
+	}{
+		{"github", nil, "[Content-Type X-GitHub-Event]"},
+		{"shopify", nil, "[Content-Type X-Shopify-Topic]"},
+		{"gitlab", nil, "[Content-Type X-Gitlab-Event]"},
+		{"stripe", nil, "[Content-Type]"},
+		{"hmac", &FieldSource{Header: "X-Event"}, "[Content-Type X-Event]"},
+		{"github", &FieldSource{Header: "x-github-event"}, "[Content-Type X-GitHub-Event]"},
+		{"standard", &FieldSource{JSON: "type"}, "[Content-Type]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.scheme, func(t *testing.T) {
+			var names []string
+			for _, f := range forwardHeaders(tt.scheme, tt.eventType) {
+				names = append(names, f.name)
+			}
+			if got := fmt.Sprint(names); got != tt.want {
+				t.Errorf("forwarded %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+// BenchmarkReceiver measures the handler with a real SQLite store: 512-byte
+// GitHub-signed bodies from 16 clients per core, each with a new delivery id.
+// Run with -benchmem; the store's fsync dominates with synchronous=full.
+func BenchmarkReceiver(b *testing.B) {
+	for _, sync := range []string{"normal", "full"} {
+		b.Run("synchronous="+sync, func(b *testing.B) {
+			store, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(b.TempDir(), "q.db"), Synchronous: sync})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer store.Close()
+			v, err := signature.New(signature.Config{Scheme: "github", Secrets: []string{testSecret}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			rc := &Receiver{Source: "bench", verifier: v, store: store, maxBody: defaultMaxBody,
+				forward: forwardHeaders("github", nil), allTargets: []string{"http"}}
+			body := bytes.Repeat([]byte("a"), 512)
+			hdr, err := signature.Sign("github", testSecret, body, signature.SignOptions{EventType: "push"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			var n atomic.Int64
+			b.ReportAllocs()
+			// 16 goroutines per core: like the load test's 32 connections
+			// on 2 cores, enough concurrent requests for group commit.
+			b.SetParallelism(16)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				w := &discardWriter{h: http.Header{}}
+				for pb.Next() {
+					req := &http.Request{Method: http.MethodPost, Header: hdr.Clone(), Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body))}
+					req = req.WithContext(context.Background())
+					req.Header.Set("X-Github-Delivery", "d-"+strconv.FormatInt(n.Add(1), 10))
+					if err := rc.ServeHTTP(w, req, nil); err != nil || w.code != http.StatusAccepted {
+						b.Fatalf("status %d, err %v", w.code, err)
+					}
+				}
+			})
+		})
+	}
+}
+
+// discardWriter is a ResponseWriter that keeps only the status.
+type discardWriter struct {
+	h    http.Header
+	code int
+}
+
+func (w *discardWriter) Header() http.Header         { return w.h }
+func (w *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (w *discardWriter) WriteHeader(code int)        { w.code = code }
+
+// sortedCopy returns s sorted, nil for an empty s.
+func sortedCopy(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
+}
+
+// accessLines returns the access log lines among lines.
+func accessLines(lines []map[string]any) []map[string]any {
+	var out []map[string]any
+	for _, m := range lines {
+		if l, _ := m["logger"].(string); strings.HasPrefix(l, "http.log.access") {
+			out = append(out, m)
+		}
+	}
+	return out
+}
