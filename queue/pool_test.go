@@ -1,0 +1,833 @@
+package queue_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/caddywebhook/caddywebhook/queue"
+	"github.com/caddywebhook/caddywebhook/queue/sqlite"
+)
+
+// waitFor bounds every wait on a channel: generous, because the machine is
+// shared, and never reached when the code works.
+const waitFor = 20 * time.Second
+
+// clock is a settable clock shared by a store and its pools.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *clock {
+	return &clock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// setup opens a store on a fresh file. now is nil for the real clock.
+// synchronous=normal keeps the tests light on the shared disk; durability is
+// the store's own suite's concern.
+func setup(t *testing.T, now func() time.Time) *sqlite.Store {
+	t.Helper()
+	s, err := sqlite.Open(t.Context(), sqlite.Config{
+		Path:        filepath.Join(t.TempDir(), "queue.db"),
+		Synchronous: "normal",
+		Now:         now,
+	})
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("close store: %v", err)
+		}
+	})
+	return s
+}
+
+// enqueue stores one event for target and returns its job's id.
+func enqueue(t *testing.T, s queue.Store, delivery, target string) int64 {
+	t.Helper()
+	ctx := context.WithoutCancel(t.Context())
+	res, err := s.Enqueue(ctx, queue.Event{
+		Source:     "src",
+		DeliveryID: delivery,
+		EventType:  "test",
+		Payload:    []byte(`{"n":1}`),
+		Targets:    []string{target},
+	})
+	if err != nil {
+		t.Fatalf("enqueue %s: %v", delivery, err)
+	}
+	if res.Jobs != 1 {
+		t.Fatalf("enqueue %s: %d jobs, want 1", delivery, res.Jobs)
+	}
+	page, err := s.ListJobs(ctx, queue.ListParams{Filter: queue.Filter{Source: "src", Target: target}, Limit: 1})
+	if err != nil || len(page.Jobs) != 1 || page.Jobs[0].EventID != res.EventID {
+		t.Fatalf("find job of %s: %v, %+v", delivery, err, page)
+	}
+	return page.Jobs[0].ID
+}
+
+// getJob returns the stored job id.
+func getJob(t *testing.T, s queue.Store, id int64) queue.JobDetail {
+	t.Helper()
+	j, err := s.GetJob(context.WithoutCancel(t.Context()), id)
+	if err != nil {
+		t.Fatalf("get job %d: %v", id, err)
+	}
+	return j
+}
+
+// finished is one JobFinished call.
+type finished struct {
+	job      *queue.Job
+	c        queue.Completion
+	recorded bool
+	err      error
+}
+
+// recorder is an Observer that forwards every event to a channel and fails
+// the test on a store error.
+type recorder struct {
+	t          *testing.T
+	started    chan *queue.Job
+	finished   chan finished
+	handedBack chan *queue.Job
+	lost       chan *queue.Job
+}
+
+func newRecorder(t *testing.T, capacity int) *recorder {
+	return &recorder{
+		t:          t,
+		started:    make(chan *queue.Job, capacity),
+		finished:   make(chan finished, capacity),
+		handedBack: make(chan *queue.Job, capacity),
+		lost:       make(chan *queue.Job, capacity),
+	}
+}
+
+func (r *recorder) JobStarted(job *queue.Job) { r.started <- job }
+func (r *recorder) JobFinished(job *queue.Job, c queue.Completion, recorded bool, err error) {
+	r.finished <- finished{job, c, recorded, err}
+}
+func (r *recorder) JobHandedBack(job *queue.Job)       { r.handedBack <- job }
+func (r *recorder) LeaseLost(job *queue.Job)           { r.lost <- job }
+func (r *recorder) StoreError(op string, err error)    { r.t.Errorf("store error in %s: %v", op, err) }
+func (r *recorder) nextFinished(t *testing.T) finished { t.Helper(); return receive(t, r.finished) }
+
+// receive waits for one value on ch.
+func receive[T any](t *testing.T, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(waitFor):
+		t.Fatalf("nothing received in %s", waitFor)
+		panic("unreachable")
+	}
+}
+
+// newPool builds a pool whose Stop runs at cleanup.
+func newPool(t *testing.T, cfg queue.PoolConfig) *queue.Pool {
+	t.Helper()
+	p, err := queue.NewPool(cfg)
+	if err != nil {
+		t.Fatalf("new pool: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), waitFor)
+		defer cancel()
+		if err := p.Stop(ctx); err != nil {
+			t.Errorf("stop pool: %v", err)
+		}
+	})
+	return p
+}
+
+func start(t *testing.T, p *queue.Pool) {
+	t.Helper()
+	if err := p.Start(t.Context()); err != nil {
+		t.Fatalf("start pool: %v", err)
+	}
+}
+
+func runOnce(t *testing.T, p *queue.Pool, want int) {
+	t.Helper()
+	n, err := p.RunOnce(t.Context())
+	if err != nil {
+		t.Fatalf("runOnce: %v", err)
+	}
+	if n != want {
+		t.Fatalf("runOnce claimed %d jobs, want %d", n, want)
+	}
+}
+
+func TestNewPoolValidates(t *testing.T) {
+	s := setup(t, nil)
+	h := queue.HandlerFunc(func(context.Context, *queue.Job) error { return nil })
+	tests := []struct {
+		name  string
+		cfg   queue.PoolConfig
+		field string // named in the error; empty for a valid config
+	}{
+		{"defaults", queue.PoolConfig{Store: s, Handler: h}, ""},
+		{"no store", queue.PoolConfig{Handler: h}, "Store"},
+		{"no handler", queue.PoolConfig{Store: s}, "Handler"},
+		{"negative workers", queue.PoolConfig{Store: s, Handler: h, Workers: -1}, "Workers"},
+		{"negative lease", queue.PoolConfig{Store: s, Handler: h, Lease: -time.Second}, "Lease"},
+		{"lease too short to extend", queue.PoolConfig{Store: s, Handler: h, Lease: time.Millisecond}, "Lease"},
+		{"negative poll", queue.PoolConfig{Store: s, Handler: h, PollInterval: -1}, "PollInterval"},
+		{"negative max attempts", queue.PoolConfig{Store: s, Handler: h, MaxAttempts: -1}, "MaxAttempts"},
+		{"negative max retry-after", queue.PoolConfig{Store: s, Handler: h, MaxRetryAfter: -1}, "MaxRetryAfter"},
+		{"negative grace", queue.PoolConfig{Store: s, Handler: h, ShutdownGrace: -1}, "ShutdownGrace"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := queue.NewPool(tt.cfg)
+			if tt.field == "" {
+				if err != nil || p == nil {
+					t.Fatalf("NewPool = %v, want a pool", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.field) {
+				t.Fatalf("NewPool error = %v, want one naming %s", err, tt.field)
+			}
+		})
+	}
+}
+
+func TestPoolOwnersDiffer(t *testing.T) {
+	s := setup(t, nil)
+	h := queue.HandlerFunc(func(context.Context, *queue.Job) error { return nil })
+	a := newPool(t, queue.PoolConfig{Store: s, Handler: h})
+	b := newPool(t, queue.PoolConfig{Store: s, Handler: h})
+	if a.Owner() == "" || a.Owner() == b.Owner() {
+		t.Fatalf("owners %q and %q, want two distinct non-empty owners", a.Owner(), b.Owner())
+	}
+	c := newPool(t, queue.PoolConfig{Store: s, Handler: h, Owner: "caddy-1"})
+	if c.Owner() != "caddy-1" {
+		t.Fatalf("Owner() = %q, want the configured caddy-1", c.Owner())
+	}
+}
+
+func TestPoolStopIsIdempotent(t *testing.T) {
+	s := setup(t, nil)
+	p := newPool(t, queue.PoolConfig{Store: s, Handler: queue.HandlerFunc(func(context.Context, *queue.Job) error { return nil })})
+	if err := p.Stop(t.Context()); err != nil {
+		t.Fatalf("Stop before Start = %v, want nil", err)
+	}
+	start(t, p)
+	if err := p.Start(t.Context()); err == nil {
+		t.Fatal("second Start = nil, want an error")
+	}
+	for i := range 2 {
+		if err := p.Stop(t.Context()); err != nil {
+			t.Fatalf("Stop #%d = %v, want nil", i+1, err)
+		}
+	}
+}
+
+// TestPoolManyWorkers runs thousands of jobs through 16 workers, some failing
+// once: each job must end done exactly once and never run in two workers at
+// once, and the handler calls must add up.
+func TestPoolManyWorkers(t *testing.T) {
+	// The race detector slows the pure-Go SQLite about fortyfold.
+	events := 2000
+	if raceEnabled {
+		events = 500
+	}
+	const targetsPer = 2
+	jobs := events * targetsPer
+	s := setup(t, nil)
+
+	var inFlight, calls sync.Map // job id -> *atomic.Int32
+	var totalCalls, failures atomic.Int64
+	counter := func(m *sync.Map, id int64) *atomic.Int32 {
+		v, _ := m.LoadOrStore(id, new(atomic.Int32))
+		return v.(*atomic.Int32)
+	}
+	rec := newRecorder(t, 2*jobs)
+	p := newPool(t, queue.PoolConfig{
+		Store:   s,
+		Workers: 16,
+		Retry:   fixedRetry(0),
+		Handler: queue.HandlerFunc(func(ctx context.Context, job *queue.Job) error {
+			running := counter(&inFlight, job.ID)
+			if n := running.Add(1); n != 1 {
+				t.Errorf("job %d runs in %d workers at once", job.ID, n)
+			}
+			defer running.Add(-1)
+			counter(&calls, job.ID).Add(1)
+			totalCalls.Add(1)
+			if job.ID%7 == 0 && job.Attempt == 1 {
+				failures.Add(1)
+				return errors.New("first attempt fails")
+			}
+			return nil
+		}),
+		Observer: rec,
+	})
+	start(t, p)
+
+	// Enqueue from several producers while the pool runs.
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := w; i < events; i += 8 {
+				_, err := s.Enqueue(t.Context(), queue.Event{
+					Source:     "src",
+					DeliveryID: fmt.Sprintf("evt-%d", i),
+					Payload:    []byte("{}"),
+					Targets:    []string{"a", "b"},
+				})
+				if err != nil {
+					t.Errorf("enqueue %d: %v", i, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+
+	done := map[int64]int{}
+	for len(done) < jobs {
+		f := rec.nextFinished(t)
+		if !f.recorded {
+			t.Fatalf("job %d: completion %s not recorded", f.job.ID, f.c.Status)
+		}
+		if f.c.Status == queue.StatusDone {
+			done[f.job.ID]++
+		}
+	}
+	for id, n := range done {
+		if n != 1 {
+			t.Errorf("job %d finished done %d times", id, n)
+		}
+	}
+	if got, want := totalCalls.Load(), int64(jobs)+failures.Load(); got != want {
+		t.Errorf("handler calls = %d, want %d jobs + %d retries", got, jobs, failures.Load())
+	}
+	if failures.Load() == 0 {
+		t.Error("no job failed once; the retry path was not exercised")
+	}
+	calls.Range(func(k, v any) bool {
+		id, n := k.(int64), v.(*atomic.Int32).Load()
+		if want := int32(1 + btoi(id%7 == 0)); n != want {
+			t.Errorf("job %d handled %d times, want %d", id, n, want)
+		}
+		return true
+	})
+
+	st, err := s.Stats(t.Context(), time.Now())
+	if err != nil {
+		t.Fatalf("stats: %v", err)
+	}
+	var doneRows int64
+	for _, c := range st.Counts {
+		if c.Status != queue.StatusDone {
+			t.Errorf("stats: %d jobs %s for %s/%s, want all done", c.Jobs, c.Status, c.Source, c.Target)
+		}
+		doneRows += c.Jobs
+	}
+	if doneRows != int64(jobs) {
+		t.Errorf("stats: %d done jobs, want %d", doneRows, jobs)
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// TestPoolWakesOnEnqueue: with an hour's poll interval, only the store's
+// ready signal can get an enqueued job handled promptly.
+func TestPoolWakesOnEnqueue(t *testing.T) {
+	s := setup(t, nil)
+	handled := make(chan int64, 2)
+	p := newPool(t, queue.PoolConfig{
+		Store:        s,
+		PollInterval: time.Hour,
+		Handler: queue.HandlerFunc(func(ctx context.Context, job *queue.Job) error {
+			handled <- job.ID
+			return nil
+		}),
+	})
+	start(t, p)
+	// The first job may be found by the pool's first claim; the second
+	// arrives while the pool idles.
+	for _, name := range []string{"first", "second"} {
+		id := enqueue(t, s, name, "t")
+		if got := receive(t, handled); got != id {
+			t.Fatalf("handled job %d, want %d", got, id)
+		}
+	}
+}
+
+// TestPoolLeaseExtension drives the clock by hand: a job whose lease was
+// extended is not taken over after its first lease would have ended; once the
+// extension stops, a second pool takes it over, and the first pool's late
+// handler is cancelled and recorded nowhere.
+func TestPoolLeaseExtension(t *testing.T) {
+	tests := []struct {
+		name string
+		// extend: the first pool learns of the loss from ExtendLeases and
+		// cancels its handler; otherwise its finish hits the fence.
+		extend bool
+	}{
+		{"loss found by extension", true},
+		{"loss found by the finish fence", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := newClock()
+			s := setup(t, clk.Now)
+			releaseA, releaseB := make(chan struct{}), make(chan struct{})
+			ctxErrA := make(chan error, 1)
+			recA, recB := newRecorder(t, 10), newRecorder(t, 10)
+			a := newPool(t, queue.PoolConfig{
+				Store: s, Lease: time.Minute, Now: clk.Now, Observer: recA,
+				Handler: queue.HandlerFunc(func(ctx context.Context, job *queue.Job) error {
+					select {
+					case <-releaseA:
+					case <-ctx.Done():
+					}
+					ctxErrA <- ctx.Err()
+					return nil // claims success either way: must not count after a loss
+				}),
+			})
+			b := newPool(t, queue.PoolConfig{
+				Store: s, Lease: time.Minute, Now: clk.Now, Observer: recB,
+				Handler: queue.HandlerFunc(func(ctx context.Context, job *queue.Job) error {
+					<-releaseB
+					return nil
+				}),
+			})
+			id := enqueue(t, s, "evt", "t")
+			claimedAt := clk.Now()
+			runOnce(t, a, 1)
+			receive(t, recA.started)
+
+			// Extended 50s in, the lease now runs to 1m50s.
+			clk.Advance(50 * time.Second)
+			a.ExtendOnce(t.Context())
+			clk.Advance(30 * time.Second)
+			runOnce(t, b, 0) // 1m20s: past the first lease, not taken over
+			j := getJob(t, s, id)
+			if j.LeaseOwner != a.Owner() || !j.LeaseUntil.Equal(claimedAt.Add(50*time.Second+time.Minute)) {
+				t.Fatalf("after extension: owner %q until %s, want %q until %s", j.LeaseOwner, j.LeaseUntil, a.Owner(), claimedAt.Add(110*time.Second))
+			}
+
+			// No extension for over a minute: the lease ends and b takes over.
+			clk.Advance(31 * time.Second)
+			runOnce(t, b, 1)
+			receive(t, recB.started)
+			if tt.extend {
+				a.ExtendOnce(t.Context())
+				if lost := receive(t, recA.lost); lost.ID != id {
+					t.Fatalf("lease lost for job %d, want %d", lost.ID, id)
+				}
+				if err := receive(t, ctxErrA); !errors.Is(err, context.Canceled) {
+					t.Fatalf("a's handler ctx error = %v, want canceled", err)
+				}
+			} else {
+				close(releaseA)
+				if err := receive(t, ctxErrA); err != nil {
+					t.Fatalf("a's handler ctx error = %v, want nil", err)
+				}
+			}
+			if f := recA.nextFinished(t); f.recorded {
+				t.Fatalf("a's completion after losing the lease was recorded: %+v", f.c)
+			}
+			j = getJob(t, s, id)
+			if j.Status != queue.StatusRunning || j.LeaseOwner != b.Owner() || j.Attempts != 2 {
+				t.Fatalf("after a's late result: %s under %q with %d attempts, want running under b with 2", j.Status, j.LeaseOwner, j.Attempts)
+			}
+
+			close(releaseB)
+			if f := recB.nextFinished(t); !f.recorded || f.c.Status != queue.StatusDone {
+				t.Fatalf("b's completion: recorded %v status %s, want recorded done", f.recorded, f.c.Status)
+			}
+			if j := getJob(t, s, id); j.Status != queue.StatusDone {
+				t.Fatalf("status %s, want done", j.Status)
+			}
+		})
+	}
+}
+
+// TestPoolExtendsWhileRunning uses the real clock and the pool's own
+// extension timer: a handler that works for four lease lengths keeps its job,
+// while a second pool polls every 10ms for jobs whose lease ran out.
+func TestPoolExtendsWhileRunning(t *testing.T) {
+	const lease = 150 * time.Millisecond
+	s := setup(t, nil)
+	recA := newRecorder(t, 10)
+	a := newPool(t, queue.PoolConfig{
+		Store: s, Lease: lease, Observer: recA,
+		Handler: queue.HandlerFunc(func(ctx context.Context, job *queue.Job) error {
+			// The work itself: four leases long.
+			select {
+			case <-time.After(4 * lease):
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}),
+	})
+	b := newPool(t, queue.PoolConfig{
+		Store: s, Lease: lease, PollInterval: 10 * time.Millisecond,
+		Handler: queue.HandlerFunc(func(ctx context.Context, job *queue.Job) error {
+			t.Errorf("second pool took over job %d", job.ID)
+			return nil
+		}),
+	})
+	id := enqueue(t, s, "evt", "t")
+	start(t, a)
+	receive(t, recA.started)
+	start(t, b)
+	f := recA.nextFinished(t)
+	if !f.recorded || f.c.Status != queue.StatusDone || f.err != nil {
+		t.Fatalf("completion: recorded %v, %s, err %v; want recorded done", f.recorded, f.c.Status, f.err)
+	}
+	if j := getJob(t, s, id); j.Status != queue.StatusDone || j.Attempts != 1 {
+		t.Fatalf("job: %s with %d attempts, want done with 1", j.Status, j.Attempts)
+	}
+}
+
+// TestPoolShutdown covers Stop with a handler running: one that ignores the
+// stop until its context is cancelled is handed back uncharged; one that ends
+// within the grace is recorded.
+func TestPoolShutdown(t *testing.T) {
+	tests := []struct {
+		name     string
+		grace    time.Duration
+		finishes bool // the handler finishes on its own once Stop has begun
+		status   queue.Status
+		attempts int
+	}{
+		{"past the grace: handed back", 50 * time.Millisecond, false, queue.StatusPending, 0},
+		{"within the grace: recorded", waitFor, true, queue.StatusDone, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := setup(t, nil)
+			rec := newRecorder(t, 10)
+			release := make(chan struct{})
+			ctxErr := make(chan error, 1)
+			p := newPool(t, queue.PoolConfig{
+				Store: s, ShutdownGrace: tt.grace, Observer: rec,
+				Handler: queue.HandlerFunc(func(ctx context.Context, job *queue.Job) error {
+					select {
+					case <-release:
+					case <-ctx.Done():
+					}
+					ctxErr <- ctx.Err()
+					return ctx.Err()
+				}),
+			})
+			id := enqueue(t, s, "evt", "t")
+			start(t, p)
+			receive(t, rec.started)
+
+			stopped := make(chan error, 1)
+			go func() { stopped <- p.Stop(context.WithoutCancel(t.Context())) }()
+			<-p.Stopping()
+			if tt.finishes {
+				close(release)
+			}
+			if err := receive(t, stopped); err != nil {
+				t.Fatalf("Stop = %v", err)
+			}
+			err := receive(t, ctxErr)
+			if tt.finishes {
+				if err != nil {
+					t.Errorf("handler ctx error = %v, want nil within the grace", err)
+				}
+				if f := rec.nextFinished(t); !f.recorded || f.c.Status != queue.StatusDone {
+					t.Errorf("completion recorded %v %s, want recorded done", f.recorded, f.c.Status)
+				}
+			} else {
+				if !errors.Is(err, context.Canceled) {
+					t.Errorf("handler ctx error = %v, want canceled after the grace", err)
+				}
+				if job := receive(t, rec.handedBack); job.ID != id {
+					t.Errorf("handed back job %d, want %d", job.ID, id)
+				}
+				select {
+				case f := <-rec.finished:
+					t.Errorf("handed-back job also finished: %+v", f.c)
+				default:
+				}
+			}
+			j := getJob(t, s, id)
+			if j.Status != tt.status || j.Attempts != tt.attempts || j.LeaseOwner != "" {
+				t.Fatalf("job: %s, %d attempts, owner %q; want %s, %d attempts, no owner", j.Status, j.Attempts, j.LeaseOwner, tt.status, tt.attempts)
+			}
+		})
+	}
+}
+
+// TestPoolStopDeadlineHandsBackStuckHandler: a handler that ignores its
+// context keeps Stop waiting only until Stop's own deadline; its job is
+// handed back and its late result is not recorded.
+func TestPoolStopDeadlineHandsBackStuckHandler(t *testing.T) {
+	s := setup(t, nil)
+	rec := newRecorder(t, 10)
+	release := make(chan struct{})
+	p, err := queue.NewPool(queue.PoolConfig{
+		Store: s, ShutdownGrace: 10 * time.Millisecond, Observer: rec,
+		Handler: queue.HandlerFunc(func(ctx context.Context, job *queue.Job) error {
+			<-release // ignores ctx
+			return nil
+		}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := enqueue(t, s, "evt", "t")
+	start(t, p)
+	receive(t, rec.started)
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	if err := p.Stop(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Stop = %v, want deadline exceeded", err)
+	}
+	receive(t, rec.handedBack)
+	if j := getJob(t, s, id); j.Status != queue.StatusPending || j.Attempts != 0 {
+		t.Fatalf("job: %s with %d attempts, want pending with 0", j.Status, j.Attempts)
+	}
+	close(release)
+	if err := p.Stop(context.WithoutCancel(t.Context())); err != nil {
+		t.Fatalf("Stop after the handler returned = %v", err)
+	}
+	if j := getJob(t, s, id); j.Status != queue.StatusPending {
+		t.Fatalf("late result recorded: job %s, want pending", j.Status)
+	}
+}
+
+// TestPoolFailures runs a job through a pool that keeps failing it.
+func TestPoolFailures(t *testing.T) {
+	tests := []struct {
+		name     string
+		handler  func() error
+		attempts int
+		lastErr  string
+	}{
+		{"panics every time: dead after MaxAttempts", func() error { panic("nil map write") }, 3, "handler panic: nil map write"},
+		{"permanent: dead at once", func() error { return queue.Permanent(errors.New("400 bad request")) }, 1, "400 bad request"},
+		{"transient every time: dead after MaxAttempts", func() error { return errors.New("503") }, 3, "503"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := setup(t, nil)
+			rec := newRecorder(t, 10)
+			var calls atomic.Int32
+			p := newPool(t, queue.PoolConfig{
+				Store: s, MaxAttempts: 3, Observer: rec,
+				// Retries due soon, and a poll interval of an hour: the
+				// pool must wake for its own scheduled retries.
+				Retry: fixedRetry(20 * time.Millisecond), PollInterval: time.Hour,
+				Handler: queue.HandlerFunc(func(ctx context.Context, job *queue.Job) error {
+					calls.Add(1)
+					return tt.handler()
+				}),
+			})
+			id := enqueue(t, s, "evt", "t")
+			start(t, p)
+			for i := 1; ; i++ {
+				f := rec.nextFinished(t)
+				if !f.recorded {
+					t.Fatalf("attempt %d not recorded", i)
+				}
+				if f.c.Status == queue.StatusDead {
+					break
+				}
+				if i >= tt.attempts {
+					t.Fatalf("attempt %d: %s, want dead", i, f.c.Status)
+				}
+			}
+			j := getJob(t, s, id)
+			if j.Status != queue.StatusDead || j.Attempts != tt.attempts || int(calls.Load()) != tt.attempts {
+				t.Fatalf("job: %s after %d attempts, %d calls; want dead after %d", j.Status, j.Attempts, calls.Load(), tt.attempts)
+			}
+			if !strings.Contains(j.LastError, tt.lastErr) {
+				t.Fatalf("last error %q, want it to contain %q", j.LastError, tt.lastErr)
+			}
+		})
+	}
+}
+
+// TestPoolRetryAfter: a Retry-After longer than the backoff sets run_at, and
+// the job is not claimed before it.
+func TestPoolRetryAfter(t *testing.T) {
+	clk := newClock()
+	s := setup(t, clk.Now)
+	rec := newRecorder(t, 10)
+	p := newPool(t, queue.PoolConfig{
+		Store: s, Now: clk.Now, Observer: rec, Retry: fixedRetry(time.Second),
+		Handler: queue.HandlerFunc(func(ctx context.Context, job *queue.Job) error {
+			if job.Attempt == 1 {
+				return queue.RetryAfter(errors.New("429 too many requests"), 10*time.Minute)
+			}
+			return nil
+		}),
+	})
+	id := enqueue(t, s, "evt", "t")
+	failedAt := clk.Now()
+	runOnce(t, p, 1)
+	if f := rec.nextFinished(t); !f.recorded || f.c.Status != queue.StatusPending {
+		t.Fatalf("first attempt: recorded %v %s, want recorded pending", f.recorded, f.c.Status)
+	}
+	if j := getJob(t, s, id); j.RunAt.Before(failedAt.Add(10 * time.Minute)) {
+		t.Fatalf("run_at %s, want ≥ %s", j.RunAt, failedAt.Add(10*time.Minute))
+	}
+	clk.Advance(10*time.Minute - time.Second)
+	runOnce(t, p, 0)
+	clk.Advance(time.Second)
+	runOnce(t, p, 1)
+	if f := rec.nextFinished(t); !f.recorded || f.c.Status != queue.StatusDone {
+		t.Fatalf("second attempt: recorded %v %s, want recorded done", f.recorded, f.c.Status)
+	}
+}
+
+// TestPoolPicksUpReplay: a replayed dead job is handled promptly by a
+// running pool that would otherwise not poll for an hour.
+func TestPoolPicksUpReplay(t *testing.T) {
+	s := setup(t, nil)
+	rec := newRecorder(t, 10)
+	var calls atomic.Int32
+	p := newPool(t, queue.PoolConfig{
+		Store: s, PollInterval: time.Hour, Observer: rec,
+		Handler: queue.HandlerFunc(func(ctx context.Context, job *queue.Job) error {
+			if calls.Add(1) == 1 {
+				return queue.Permanent(errors.New("410 gone"))
+			}
+			return nil
+		}),
+	})
+	id := enqueue(t, s, "evt", "t")
+	start(t, p)
+	if f := rec.nextFinished(t); f.c.Status != queue.StatusDead {
+		t.Fatalf("first attempt: %s, want dead", f.c.Status)
+	}
+	if err := s.Replay(t.Context(), id); err != nil {
+		t.Fatalf("replay: %v", err)
+	}
+	f := rec.nextFinished(t)
+	if !f.recorded || f.c.Status != queue.StatusDone {
+		t.Fatalf("after replay: recorded %v %s, want recorded done", f.recorded, f.c.Status)
+	}
+	if f.job.Attempt != 1 {
+		t.Errorf("replayed job ran as attempt %d, want 1 (a fresh budget)", f.job.Attempt)
+	}
+	if j := getJob(t, s, id); j.Status != queue.StatusDone {
+		t.Fatalf("job %s, want done", j.Status)
+	}
+}
+
+// TestPoolReload mimics a Caddy reload: a second pool starts on the same
+// store before the first stops. Every job is handled once; the one job the
+// old pool could not finish within its grace is handed back uncharged and
+// handled by the new pool.
+func TestPoolReload(t *testing.T) {
+	jobs := 600
+	if raceEnabled {
+		jobs = 200
+	}
+	s := setup(t, nil)
+	var calls sync.Map // job id -> *atomic.Int32
+	handle := func(ctx context.Context, job *queue.Job) error {
+		v, _ := calls.LoadOrStore(job.ID, new(atomic.Int32))
+		v.(*atomic.Int32).Add(1)
+		return nil
+	}
+	recA, recB := newRecorder(t, 2*jobs), newRecorder(t, 2*jobs)
+	a := newPool(t, queue.PoolConfig{
+		Store: s, Workers: 8, ShutdownGrace: 50 * time.Millisecond, Observer: recA,
+		Handler: queue.HandlerFunc(func(ctx context.Context, job *queue.Job) error {
+			if job.Target == "slow" {
+				<-ctx.Done() // outlives the grace
+				return ctx.Err()
+			}
+			return handle(ctx, job)
+		}),
+	})
+	b := newPool(t, queue.PoolConfig{Store: s, Workers: 8, Observer: recB, Handler: queue.HandlerFunc(handle)})
+
+	enqueueRange := func(from, to int) {
+		for i := from; i < to; i++ {
+			if _, err := s.Enqueue(t.Context(), queue.Event{Source: "src", DeliveryID: fmt.Sprint(i), Payload: []byte("{}"), Targets: []string{"t"}}); err != nil {
+				t.Fatalf("enqueue %d: %v", i, err)
+			}
+		}
+	}
+	slow := enqueue(t, s, "slow", "slow")
+	enqueueRange(0, jobs/2)
+	start(t, a)
+	for range 50 {
+		if f := recA.nextFinished(t); !f.recorded {
+			t.Fatalf("a: job %d not recorded", f.job.ID)
+		}
+	}
+	start(t, b)
+	if err := a.Stop(t.Context()); err != nil {
+		t.Fatalf("stop a: %v", err)
+	}
+	if job := receive(t, recA.handedBack); job.ID != slow {
+		t.Fatalf("a handed back job %d, want the slow job %d", job.ID, slow)
+	}
+	enqueueRange(jobs/2, jobs)
+
+	// a's completions are all reported by the time Stop returns.
+	doneA := 50
+	for len(recA.finished) > 0 {
+		if f := <-recA.finished; f.recorded && f.c.Status == queue.StatusDone {
+			doneA++
+		}
+	}
+	doneB := 0
+	for doneA+doneB < jobs+1 {
+		f := recB.nextFinished(t)
+		if !f.recorded || f.c.Status != queue.StatusDone {
+			t.Fatalf("b: job %d recorded %v %s", f.job.ID, f.recorded, f.c.Status)
+		}
+		doneB++
+	}
+	if doneB == 0 {
+		t.Error("the new pool handled nothing")
+	}
+	n := 0
+	calls.Range(func(k, v any) bool {
+		n++
+		if c := v.(*atomic.Int32).Load(); c != 1 {
+			t.Errorf("job %d handled %d times", k, c)
+		}
+		return true
+	})
+	if n != jobs+1 {
+		t.Errorf("%d jobs handled, want %d", n, jobs+1)
+	}
+	if j := getJob(t, s, slow); j.Status != queue.StatusDone || j.Attempts != 1 {
+		t.Errorf("slow job: %s with %d attempts, want done with 1 (the hand-back uncharged)", j.Status, j.Attempts)
+	}
+}
