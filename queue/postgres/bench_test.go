@@ -1,0 +1,141 @@
+package postgres
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/caddywebhook/caddywebhook/queue"
+)
+
+// BenchmarkEnqueue measures accepted events per second, each with one job,
+// at 1, 32 and 256 concurrent producers. Every enqueue is its own commit
+// on a server with fsync on; concurrent commits share WAL flushes.
+func BenchmarkEnqueue(b *testing.B) {
+	for _, producers := range []int{1, 32, 256} {
+		b.Run(fmt.Sprint("producers=", producers), func(b *testing.B) {
+			dsn := testDSN(b)
+			s := openStore(b, Config{DSN: dsn, Schema: testSchema(b, dsn), MaxConns: min(producers, 32)})
+			payload := make([]byte, 512)
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			var failed atomic.Value
+			b.ResetTimer()
+			start := time.Now()
+			for p := range producers {
+				wg.Go(func() {
+					for {
+						i := next.Add(1)
+						if i > int64(b.N) {
+							return
+						}
+						e := queue.Event{Source: "bench", DeliveryID: fmt.Sprint("p", p, "-", i), EventType: "order.paid",
+							Headers: []queue.Header{{Name: "Content-Type", Value: "application/json"}},
+							Payload: payload, Targets: []string{"mail"}}
+						if _, err := s.Enqueue(b.Context(), e); err != nil {
+							failed.Store(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			elapsed := time.Since(start)
+			b.StopTimer()
+			if err := failed.Load(); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "events/s")
+		})
+	}
+}
+
+// BenchmarkClaimFinish measures jobs per second through claim and finish
+// with a no-op handler: 4 claimers, each claiming up to 32 jobs and
+// finishing them as done in one call. The jobs are inserted beforehand, in
+// front of a backlog of due jobs that stay pending: a claim's cost must
+// not grow with the backlog.
+func BenchmarkClaimFinish(b *testing.B) {
+	for _, backlog := range []int{0, 200_000} {
+		b.Run(fmt.Sprint("backlog=", backlog), func(b *testing.B) {
+			benchClaimFinish(b, backlog)
+		})
+	}
+}
+
+func benchClaimFinish(b *testing.B, backlog int) {
+	const claimers, batch = 4, 32
+	dsn := testDSN(b)
+	s := openStore(b, Config{DSN: dsn, Schema: testSchema(b, dsn)})
+	admin := adminConn(b)
+	schema := s.cfg.Schema
+	// The benchmark's jobs are due a minute ago, the backlog's a second
+	// ago: claims take the benchmark's first, and walk past none.
+	_, err := admin.Exec(b.Context(), `
+INSERT INTO `+schema+`.events (source, delivery_id, headers, payload, targets, created_at)
+SELECT 'bench', 'd' || g, '', convert_to(repeat('x', 512), 'UTF8'), 1, now()
+FROM generate_series(1, $1::int + $2::int) AS g`, b.N, backlog)
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, err = admin.Exec(b.Context(), `
+INSERT INTO `+schema+`.jobs (event_id, source, target, run_at, created_at)
+SELECT id, 'bench', 'mail', now() - CASE WHEN id <= $1 THEN interval '1 minute' ELSE interval '1 second' END, now()
+FROM `+schema+`.events`, b.N)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := admin.Exec(b.Context(), "ANALYZE "+schema+".jobs; ANALYZE "+schema+".events"); err != nil {
+		b.Fatal(err)
+	}
+	var claimed, done atomic.Int64
+	var failed atomic.Value
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	start := time.Now()
+	for c := range claimers {
+		owner := fmt.Sprint("claimer-", c)
+		wg.Go(func() {
+			for {
+				// Take only what is left of b.N, so the backlog stays.
+				limit := min(batch, int64(b.N)-claimed.Load())
+				if limit <= 0 {
+					return
+				}
+				now := time.Now()
+				jobs, err := s.Claim(b.Context(), queue.ClaimParams{Owner: owner, Limit: int(limit), Lease: time.Minute, Now: now})
+				if err != nil {
+					failed.Store(err)
+					return
+				}
+				claimed.Add(int64(len(jobs)))
+				cs := make([]queue.Completion, len(jobs))
+				for i, j := range jobs {
+					cs[i] = queue.Completion{JobID: j.ID, Owner: owner, Status: queue.StatusDone, Started: now, Now: time.Now()}
+				}
+				rec, err := s.Finish(b.Context(), cs)
+				if err != nil {
+					failed.Store(err)
+					return
+				}
+				for _, ok := range rec {
+					if ok {
+						done.Add(1)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	if err := failed.Load(); err != nil {
+		b.Fatal(err)
+	}
+	if got := done.Load(); got < int64(b.N) {
+		b.Fatalf("finished %d jobs, want %d", got, b.N)
+	}
+	b.ReportMetric(float64(done.Load())/elapsed.Seconds(), "jobs/s")
+}

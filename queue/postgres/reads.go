@@ -1,0 +1,202 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/caddywebhook/caddywebhook/queue"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// Reads run in one read-only REPEATABLE READ transaction each, so their
+// parts agree with each other; they take no row locks and never wait for
+// the writers.
+
+const (
+	sqlCounts = `SELECT source, target, status, count(*) FROM jobs
+GROUP BY source, target, status ORDER BY source, target, status`
+
+	// The first due entry of the pending index is the oldest.
+	sqlOldestPending = `SELECT min(run_at) FROM jobs WHERE status = 'pending' AND run_at <= $1`
+
+	sqlEventCount = `SELECT count(*) FROM events`
+
+	sqlList = `SELECT j.id, j.event_id, j.source, e.delivery_id, e.event_type, j.target, j.status,
+	j.attempts, j.run_at, j.last_error, j.created_at, j.finished_at
+FROM jobs AS j JOIN events AS e ON e.id = j.event_id
+WHERE ($1 = '' OR j.status = $1) AND ($2 = '' OR j.source = $2) AND ($3 = '' OR j.target = $3)
+	AND ($4 = 0 OR j.id < $4)
+ORDER BY j.id DESC LIMIT $5`
+
+	sqlGet = `SELECT j.id, j.event_id, j.source, e.delivery_id, e.event_type, j.target, j.status,
+	j.attempts, j.run_at, j.last_error, j.created_at, j.finished_at,
+	e.headers, e.payload, coalesce(j.lease_owner, ''), j.lease_until
+FROM jobs AS j JOIN events AS e ON e.id = j.event_id
+WHERE j.id = $1`
+
+	sqlHistory = `SELECT attempt, started_at, duration_ns, outcome, error FROM attempts
+WHERE job_id = $1 ORDER BY id`
+)
+
+// List limits, as in the SQLite store.
+const (
+	defaultListLimit = 50
+	maxListLimit     = 1000
+)
+
+// readTx runs f in a read-only transaction.
+func (s *Store) readTx(ctx context.Context, f func(tx pgx.Tx) error) error {
+	if s.isClosed() {
+		return queue.ErrClosed
+	}
+	return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, f)
+}
+
+// Stats counts jobs by source, target and status, and measures how long
+// the oldest due pending job has waited since it became due.
+func (s *Store) Stats(ctx context.Context, now time.Time) (queue.Stats, error) {
+	var st queue.Stats
+	err := s.readTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, sqlCounts)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var c queue.Count
+			if err := rows.Scan(&c.Source, &c.Target, &c.Status, &c.Jobs); err != nil {
+				return err
+			}
+			st.Counts = append(st.Counts, c)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		var oldest pgtype.Timestamptz
+		if err := tx.QueryRow(ctx, sqlOldestPending, ms(now)).Scan(&oldest); err != nil {
+			return err
+		}
+		if oldest.Valid {
+			st.OldestPending = max(now.Sub(oldest.Time), 0)
+		}
+		return tx.QueryRow(ctx, sqlEventCount).Scan(&st.Events)
+	})
+	if err != nil {
+		return queue.Stats{}, s.readFail("read stats", err)
+	}
+	return st, nil
+}
+
+// readFail wraps a read's error; ErrNotFound and ErrClosed stay
+// recognisable.
+func (s *Store) readFail(op string, err error) error {
+	if errors.Is(err, queue.ErrNotFound) || errors.Is(err, queue.ErrClosed) {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return s.fail(op, err)
+}
+
+// ListJobs pages through jobs matching p, newest first.
+func (s *Store) ListJobs(ctx context.Context, p queue.ListParams) (queue.JobPage, error) {
+	if p.Status != "" && !p.Status.Valid() {
+		return queue.JobPage{}, fmt.Errorf("list jobs: unknown status %q", p.Status)
+	}
+	limit := p.Limit
+	if limit <= 0 {
+		limit = defaultListLimit
+	}
+	limit = min(limit, maxListLimit)
+	var page queue.JobPage
+	err := s.readTx(ctx, func(tx pgx.Tx) error {
+		// One row more than the page tells whether another page follows.
+		rows, err := tx.Query(ctx, sqlList, string(p.Status), p.Source, p.Target, p.Cursor, limit+1)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		page.Jobs = make([]queue.JobSummary, 0, limit)
+		for rows.Next() {
+			var j queue.JobSummary
+			if err := scanSummary(rows, &j); err != nil {
+				return err
+			}
+			page.Jobs = append(page.Jobs, j)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return queue.JobPage{}, s.readFail("list jobs", err)
+	}
+	if len(page.Jobs) > limit {
+		page.Jobs = page.Jobs[:limit]
+		page.NextCursor = page.Jobs[limit-1].ID
+	}
+	return page, nil
+}
+
+// scanSummary scans the columns shared by sqlList and sqlGet, followed by
+// extra destinations.
+func scanSummary(row pgx.Row, j *queue.JobSummary, extra ...any) error {
+	var finished pgtype.Timestamptz
+	dest := append([]any{&j.ID, &j.EventID, &j.Source, &j.DeliveryID, &j.EventType, &j.Target, &j.Status,
+		&j.Attempts, &j.RunAt, &j.LastError, &j.CreatedAt, &finished}, extra...)
+	if err := row.Scan(dest...); err != nil {
+		return err
+	}
+	j.FinishedAt = timeOf(finished)
+	return nil
+}
+
+// timeOf is t's time, the zero time for NULL.
+func timeOf(t pgtype.Timestamptz) time.Time {
+	if !t.Valid {
+		return time.Time{}
+	}
+	return t.Time
+}
+
+// GetJob returns one job with its payload, headers and history.
+func (s *Store) GetJob(ctx context.Context, id int64) (queue.JobDetail, error) {
+	var d queue.JobDetail
+	err := s.readTx(ctx, func(tx pgx.Tx) error {
+		var headers []byte
+		var leaseUntil pgtype.Timestamptz
+		err := scanSummary(tx.QueryRow(ctx, sqlGet, id), &d.JobSummary, &headers, &d.Payload, &d.LeaseOwner, &leaseUntil)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return queue.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		d.LeaseUntil = timeOf(leaseUntil)
+		if d.Headers, err = decodeHeaders(headers); err != nil {
+			return err
+		}
+		if d.Payload == nil {
+			d.Payload = []byte{}
+		}
+		rows, err := tx.Query(ctx, sqlHistory, id)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		d.History = []queue.Attempt{}
+		for rows.Next() {
+			var a queue.Attempt
+			var dur int64
+			if err := rows.Scan(&a.Attempt, &a.Started, &dur, &a.Outcome, &a.Error); err != nil {
+				return err
+			}
+			a.Duration = time.Duration(dur)
+			d.History = append(d.History, a)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return queue.JobDetail{}, s.readFail(fmt.Sprintf("get job %d", id), err)
+	}
+	return d, nil
+}

@@ -1,0 +1,578 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/caddywebhook/caddywebhook/queue"
+	"github.com/jackc/pgx/v5"
+)
+
+// The write statements. Each is one statement, so one implicit
+// transaction and one round trip; pgx prepares each once per connection
+// and reuses it, so nothing is re-parsed on the hot path.
+const (
+	// sqlEnqueue inserts the event and, only if it is new, one job per
+	// target. A duplicate returns no row. $6 is the targets in order.
+	sqlEnqueue = `WITH ev AS (
+	INSERT INTO events (source, delivery_id, event_type, headers, payload, targets, created_at)
+	VALUES ($1, $2, $3, $4, $5, cardinality($6::text[]), $7)
+	ON CONFLICT (source, delivery_id) DO NOTHING
+	RETURNING id
+), jb AS (
+	INSERT INTO jobs (event_id, source, target, run_at, created_at)
+	SELECT ev.id, $1, t.target, $7, $7
+	FROM ev, unnest($6::text[]) WITH ORDINALITY AS t (target, n)
+	ORDER BY t.n
+	RETURNING 1
+)
+SELECT id, (SELECT count(*) FROM jb) FROM ev`
+
+	sqlEventID = `SELECT id FROM events WHERE source = $1 AND delivery_id = $2`
+
+	// sqlClaim leases the first $4 ready jobs in (run_at, id) order:
+	// pending and due, or running with an expired lease. Each branch walks
+	// its own partial index in order and locks up to $4 rows as it goes,
+	// skipping rows another claimer holds (SKIP LOCKED), so concurrent
+	// claimers in any process take different jobs without waiting and the
+	// cost does not depend on the backlog. The merge keeps $4 of the at
+	// most 2x$4 locked rows; the rest are released at commit, a moment
+	// later. The update finds the picked rows through the primary key (an
+	// array, so the planner cannot choose to scan the table for a join).
+	// $5 is true when $6/$7 hold the (source, target) routes to limit the
+	// claim to. Payload and headers come from the events in the same
+	// statement.
+	sqlClaim = `WITH due AS (
+	SELECT id, run_at FROM jobs
+	WHERE status = 'pending' AND run_at <= $3` + routeFilter + `
+	ORDER BY run_at, id
+	LIMIT $4
+	FOR UPDATE SKIP LOCKED
+), expired AS (
+	SELECT id, run_at FROM jobs
+	WHERE status = 'running' AND lease_until <= $3` + routeFilter + `
+	ORDER BY lease_until, id
+	LIMIT $4
+	FOR UPDATE SKIP LOCKED
+), pick AS (
+	SELECT id FROM (SELECT id, run_at FROM due UNION ALL SELECT id, run_at FROM expired) AS c
+	ORDER BY run_at, id
+	LIMIT $4
+), claimed AS (
+	UPDATE jobs AS j
+	SET status = 'running', attempts = j.attempts + 1, lease_owner = $1, lease_until = $2
+	WHERE j.id = ANY (ARRAY(SELECT id FROM pick))
+	RETURNING j.id, j.event_id, j.source, j.target, j.attempts, j.run_at, j.created_at
+)
+SELECT c.id, c.event_id, c.source, e.delivery_id, e.event_type, c.target, e.headers, e.payload, c.attempts, c.created_at
+FROM claimed AS c JOIN events AS e ON e.id = c.event_id
+ORDER BY c.run_at, c.id`
+
+	routeFilter = `
+	AND (NOT $5 OR (source, target) IN (SELECT * FROM unnest($6::text[], $7::text[])))`
+
+	sqlExtend = `UPDATE jobs SET lease_until = $3
+WHERE id = ANY ($1::bigint[]) AND lease_owner = $2 AND status = 'running'
+RETURNING id`
+
+	sqlReplay = `UPDATE jobs
+SET status = 'pending', attempts = 0, run_at = $2, lease_owner = NULL, lease_until = NULL, finished_at = NULL
+WHERE id = $1 AND status = 'dead'`
+
+	sqlJobStatus = `SELECT status FROM jobs WHERE id = $1`
+
+	sqlReplayDead = `UPDATE jobs
+SET status = 'pending', attempts = 0, run_at = $1, lease_owner = NULL, lease_until = NULL, finished_at = NULL
+WHERE status = 'dead' AND ($2 = '' OR source = $2) AND ($3 = '' OR target = $3)`
+
+	// sqlDiscard deletes a job that is not running, then its event if no
+	// other job is left; the statement's snapshot still sees the deleted
+	// job, hence the id <> $1. The job's attempts go by ON DELETE CASCADE.
+	sqlDiscard = `WITH d AS (
+	DELETE FROM jobs WHERE id = $1 AND status <> 'running' RETURNING event_id
+), e AS (
+	DELETE FROM events WHERE id IN (SELECT event_id FROM d)
+	AND NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.event_id = events.id AND jobs.id <> $1)
+)
+SELECT count(*) FROM d`
+
+	// sqlPurgeJobs deletes the oldest done jobs through their partial
+	// index, then the events left without a job, reaching both by index
+	// (arrays, so the planner cannot choose to scan a table for a join).
+	// Rows locked by another purger are skipped, so two instances purging
+	// at once split the work.
+	sqlPurgeJobs = `WITH pick AS (
+	SELECT id FROM jobs WHERE status = 'done' AND finished_at < $1
+	ORDER BY finished_at LIMIT $2
+	FOR UPDATE SKIP LOCKED
+), d AS (
+	DELETE FROM jobs WHERE id = ANY (ARRAY(SELECT id FROM pick))
+	RETURNING id, event_id
+), e AS (
+	DELETE FROM events WHERE id = ANY (ARRAY(SELECT event_id FROM d))
+	AND NOT EXISTS (SELECT 1 FROM jobs
+		WHERE jobs.event_id = events.id AND jobs.id <> ALL (ARRAY(SELECT id FROM d)))
+)
+SELECT count(*) FROM d`
+
+	// sqlPurgeBareEvents deletes events stored without any job once they
+	// are older than the cutoff: until then they are dedupe memory.
+	sqlPurgeBareEvents = `DELETE FROM events WHERE id IN (
+	SELECT id FROM events WHERE targets = 0 AND created_at < $1 LIMIT $2 FOR UPDATE SKIP LOCKED)`
+)
+
+// sqlHandBack returns the jobs to pending without the attempt they were
+// claimed with, and records the interrupted attempt as "running": it did
+// not end, and it was not charged.
+var sqlHandBack = `WITH back AS (
+	UPDATE jobs
+	SET status = 'pending', run_at = $3, attempts = greatest(attempts - 1, 0), lease_owner = NULL, lease_until = NULL
+	WHERE id = ANY ($1::bigint[]) AND lease_owner = $2 AND status = 'running'
+	RETURNING id, attempts
+), hist AS (
+	INSERT INTO attempts (job_id, attempt, started_at, duration_ns, outcome, error)
+	SELECT id, attempts + 1, $3, 0, 'running', 'handed back' FROM back
+)` + trimHistory("back") + `
+SELECT count(*) FROM back`
+
+// sqlFinish records a batch of outcomes under the fence, one row of the
+// arrays per completion. A retry (pending) gets its run_at and no
+// finished_at; done and dead are stamped finished. The statement returns
+// the ids it recorded. Ids must be distinct within one call.
+var sqlFinish = `WITH c AS (
+	SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::timestamptz[], $5::text[],
+		$6::timestamptz[], $7::timestamptz[], $8::bigint[])
+		AS c (id, owner, status, run_at, err, at, started, duration_ns)
+), upd AS (
+	UPDATE jobs AS j
+	SET status = c.status,
+		run_at = CASE WHEN c.status = 'pending' THEN c.run_at ELSE j.run_at END,
+		last_error = c.err,
+		lease_owner = NULL, lease_until = NULL,
+		finished_at = CASE WHEN c.status = 'pending' THEN NULL ELSE c.at END
+	FROM c
+	WHERE j.id = c.id AND j.lease_owner = c.owner AND j.status = 'running'
+	RETURNING j.id, j.attempts, c.started, c.duration_ns, c.status, c.err
+), hist AS (
+	INSERT INTO attempts (job_id, attempt, started_at, duration_ns, outcome, error)
+	SELECT id, attempts, started, duration_ns, status, err FROM upd
+)` + trimHistory("upd") + `
+SELECT id FROM upd`
+
+// trimHistory returns a CTE that drops, for each job in the CTE jobs (with
+// an id column), the history entries beyond the newest queue.MaxHistory
+// once the one inserted by the same statement is counted: the statement's
+// snapshot does not show that one, so it keeps MaxHistory-1 of the rows it
+// sees.
+func trimHistory(jobs string) string {
+	return `, trim AS (
+	DELETE FROM attempts AS a USING ` + jobs + ` AS t
+	WHERE a.job_id = t.id AND a.id <= (
+		SELECT h.id FROM attempts AS h WHERE h.job_id = t.id
+		ORDER BY h.id DESC OFFSET ` + strconv.Itoa(queue.MaxHistory-1) + ` LIMIT 1)
+)`
+}
+
+// Enqueue stores ev and one pending job per target, due now, in one
+// statement: the event is acknowledged only once its commit has returned.
+func (s *Store) Enqueue(ctx context.Context, ev queue.Event) (queue.EnqueueResult, error) {
+	if ev.Source == "" || ev.DeliveryID == "" {
+		return queue.EnqueueResult{}, errors.New("enqueue: event needs a source and a delivery id")
+	}
+	if s.isClosed() {
+		return queue.EnqueueResult{}, queue.ErrClosed
+	}
+	payload := ev.Payload
+	if payload == nil {
+		payload = []byte{} // the column is NOT NULL
+	}
+	targets := ev.Targets
+	if targets == nil {
+		targets = []string{}
+	}
+	now := ms(s.cfg.Now())
+	// A non-nil slice, so no headers is an empty value, not NULL.
+	headers := appendHeaders(make([]byte, 0, 128), ev.Headers)
+	// A duplicate's event may be purged between the insert that found it
+	// and the read of its id; then the next round inserts it anew.
+	for range 3 {
+		var res queue.EnqueueResult
+		var jobs int64
+		err := s.pool.QueryRow(ctx, sqlEnqueue, ev.Source, ev.DeliveryID, ev.EventType, headers, payload, targets, now).
+			Scan(&res.EventID, &jobs)
+		if err == nil {
+			res.Jobs = int(jobs)
+			if res.Jobs > 0 {
+				s.madeReady()
+			}
+			return res, nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return queue.EnqueueResult{}, s.fail("enqueue", err)
+		}
+		err = s.pool.QueryRow(ctx, sqlEventID, ev.Source, ev.DeliveryID).Scan(&res.EventID)
+		if err == nil {
+			res.Duplicate = true
+			return res, nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return queue.EnqueueResult{}, s.fail("enqueue: find duplicate", err)
+		}
+	}
+	return queue.EnqueueResult{}, errors.New("enqueue: find duplicate: its event keeps being purged")
+}
+
+// Claim leases up to p.Limit ready jobs in (run_at, id) order, in one
+// statement.
+func (s *Store) Claim(ctx context.Context, p queue.ClaimParams) ([]*queue.Job, error) {
+	switch {
+	case p.Owner == "":
+		return nil, errors.New("claim: ClaimParams.Owner is required")
+	case p.Lease <= 0:
+		return nil, fmt.Errorf("claim: ClaimParams.Lease must be positive, got %s", p.Lease)
+	case p.Limit <= 0 || (p.Routes != nil && len(p.Routes) == 0):
+		return nil, nil
+	}
+	if s.isClosed() {
+		return nil, queue.ErrClosed
+	}
+	now := p.Now
+	if now.IsZero() {
+		now = s.cfg.Now()
+	}
+	now = ms(now)
+	until := ms(now.Add(p.Lease))
+	filter := p.Routes != nil
+	sources := make([]string, len(p.Routes))
+	targets := make([]string, len(p.Routes))
+	for i, r := range p.Routes {
+		sources[i], targets[i] = r.Source, r.Target
+	}
+	rows, err := s.pool.Query(ctx, sqlClaim, p.Owner, until, now, p.Limit, filter, sources, targets)
+	if err != nil {
+		return nil, s.fail("claim", err)
+	}
+	defer rows.Close()
+	var jobs []*queue.Job
+	for rows.Next() {
+		j := &queue.Job{LeaseOwner: p.Owner, LeaseUntil: until}
+		var headers []byte
+		if err := rows.Scan(&j.ID, &j.EventID, &j.Source, &j.DeliveryID, &j.EventType, &j.Target,
+			&headers, &j.Payload, &j.Attempt, &j.CreatedAt); err != nil {
+			return nil, s.fail("claim", err)
+		}
+		if j.Headers, err = decodeHeaders(headers); err != nil {
+			return nil, fmt.Errorf("claim: read event %d: %w", j.EventID, err)
+		}
+		if j.Payload == nil {
+			j.Payload = []byte{}
+		}
+		jobs = append(jobs, j)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.fail("claim", err)
+	}
+	return jobs, nil
+}
+
+// ExtendLeases moves the lease of each job still running under owner to
+// until, in one statement, and returns the ids it could not extend.
+func (s *Store) ExtendLeases(ctx context.Context, owner string, ids []int64, until time.Time) ([]int64, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	if s.isClosed() {
+		return nil, queue.ErrClosed
+	}
+	rows, err := s.pool.Query(ctx, sqlExtend, ids, owner, ms(until))
+	if err != nil {
+		return nil, s.fail("extend leases", err)
+	}
+	kept, err := idSet(rows)
+	if err != nil {
+		return nil, s.fail("extend leases", err)
+	}
+	var lost []int64
+	for _, id := range ids {
+		if !kept[id] {
+			lost = append(lost, id)
+		}
+	}
+	return lost, nil
+}
+
+// Finish records completions under the fence, the whole batch in one
+// statement.
+func (s *Store) Finish(ctx context.Context, cs []queue.Completion) ([]bool, error) {
+	for _, c := range cs {
+		switch c.Status {
+		case queue.StatusDone, queue.StatusPending, queue.StatusDead:
+		default:
+			return nil, fmt.Errorf("finish job %d: Completion.Status must be done, pending or dead, got %q", c.JobID, c.Status)
+		}
+	}
+	if len(cs) == 0 {
+		return nil, nil
+	}
+	if s.isClosed() {
+		return nil, queue.ErrClosed
+	}
+	now := ms(s.cfg.Now())
+	recorded := make([]bool, len(cs))
+	ready := false
+	// One statement updates each job once, so a batch naming a job twice
+	// runs in rounds of distinct ids, in order, as the SQLite store runs
+	// them one by one: the second completion of a job meets the fence the
+	// first left behind. The pool never sends such a batch; one round is
+	// the rule.
+	todo := make([]int, len(cs))
+	for i := range todo {
+		todo[i] = i
+	}
+	for len(todo) > 0 {
+		var round, later []int
+		seen := make(map[int64]bool, len(todo))
+		for _, i := range todo {
+			if seen[cs[i].JobID] {
+				later = append(later, i)
+				continue
+			}
+			seen[cs[i].JobID] = true
+			round = append(round, i)
+		}
+		a := finishArgs{}
+		for _, i := range round {
+			a.add(&cs[i], now)
+		}
+		rows, err := s.pool.Query(ctx, sqlFinish, a.ids, a.owners, a.statuses, a.runAts, a.errs, a.ats, a.starteds, a.durations)
+		if err != nil {
+			return nil, s.fail("finish jobs", err)
+		}
+		done, err := idSet(rows)
+		if err != nil {
+			return nil, s.fail("finish jobs", err)
+		}
+		for k, i := range round {
+			if done[cs[i].JobID] {
+				recorded[i] = true
+				if cs[i].Status == queue.StatusPending && !a.runAts[k].After(now) {
+					ready = true
+				}
+			}
+		}
+		todo = later
+	}
+	if ready {
+		s.madeReady()
+	}
+	return recorded, nil
+}
+
+// idSet reads a column of ids into a set.
+func idSet(rows pgx.Rows) (map[int64]bool, error) {
+	set := make(map[int64]bool)
+	var id int64
+	_, err := pgx.ForEachRow(rows, []any{&id}, func() error {
+		set[id] = true
+		return nil
+	})
+	return set, err
+}
+
+// finishArgs holds one round of completions as the arrays sqlFinish
+// unnests.
+type finishArgs struct {
+	ids       []int64
+	owners    []string
+	statuses  []string
+	runAts    []time.Time
+	errs      []string
+	ats       []time.Time
+	starteds  []time.Time
+	durations []int64
+}
+
+// add appends c, filling its times as the SQLite store does: the outcome
+// is stamped at c.Now (or now), and a retry without RunAt is due then.
+func (a *finishArgs) add(c *queue.Completion, now time.Time) {
+	at := c.Now
+	if at.IsZero() {
+		at = now
+	}
+	runAt := c.RunAt
+	if runAt.IsZero() {
+		runAt = at
+	}
+	a.ids = append(a.ids, c.JobID)
+	a.owners = append(a.owners, c.Owner)
+	a.statuses = append(a.statuses, string(c.Status))
+	a.runAts = append(a.runAts, ms(runAt))
+	a.errs = append(a.errs, cleanError(c.Error))
+	a.ats = append(a.ats, ms(at))
+	a.starteds = append(a.starteds, ms(c.Started))
+	a.durations = append(a.durations, int64(c.Duration))
+}
+
+// cleanError makes an error text storable in a text column and bounds
+// it: PostgreSQL's text holds neither NUL nor invalid UTF-8, and an error
+// may carry anything (an exec target's output tail). Such bytes become
+// U+FFFD; the result is cut to queue.MaxErrorLen bytes without splitting
+// a character.
+func cleanError(s string) string {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	if strings.IndexByte(s, 0) >= 0 {
+		s = strings.ReplaceAll(s, "\x00", "\uFFFD")
+	}
+	n := queue.MaxErrorLen
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// HandBack returns jobs running under owner to pending, due now, without
+// charging their attempt, in one statement.
+func (s *Store) HandBack(ctx context.Context, owner string, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if s.isClosed() {
+		return queue.ErrClosed
+	}
+	var n int64
+	if err := s.pool.QueryRow(ctx, sqlHandBack, ids, owner, ms(s.cfg.Now())).Scan(&n); err != nil {
+		return s.fail("hand back jobs", err)
+	}
+	if n > 0 {
+		s.madeReady()
+	}
+	return nil
+}
+
+// Replay gives the dead job id a fresh attempt budget, due now.
+func (s *Store) Replay(ctx context.Context, id int64) error {
+	if s.isClosed() {
+		return queue.ErrClosed
+	}
+	tag, err := s.pool.Exec(ctx, sqlReplay, id, ms(s.cfg.Now()))
+	if err != nil {
+		return s.fail(fmt.Sprintf("replay job %d", id), err)
+	}
+	if tag.RowsAffected() == 1 {
+		s.madeReady()
+		return nil
+	}
+	if _, err := s.jobStatus(ctx, id); err != nil {
+		return s.fail(fmt.Sprintf("replay job %d", id), err)
+	}
+	return fmt.Errorf("replay job %d: %w", id, queue.ErrNotDead)
+}
+
+// jobStatus reads a job's status, queue.ErrNotFound if there is no such
+// job.
+func (s *Store) jobStatus(ctx context.Context, id int64) (queue.Status, error) {
+	var status queue.Status
+	err := s.pool.QueryRow(ctx, sqlJobStatus, id).Scan(&status)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", queue.ErrNotFound
+	}
+	return status, err
+}
+
+// ReplayDead replays every dead job matching f; f.Status is ignored.
+func (s *Store) ReplayDead(ctx context.Context, f queue.Filter) (int, error) {
+	if s.isClosed() {
+		return 0, queue.ErrClosed
+	}
+	tag, err := s.pool.Exec(ctx, sqlReplayDead, ms(s.cfg.Now()), f.Source, f.Target)
+	if err != nil {
+		return 0, s.fail("replay dead jobs", err)
+	}
+	n := int(tag.RowsAffected())
+	if n > 0 {
+		s.madeReady()
+	}
+	return n, nil
+}
+
+// Discard deletes the job, unless it is running, and its event if no job
+// is left.
+func (s *Store) Discard(ctx context.Context, id int64) error {
+	if s.isClosed() {
+		return queue.ErrClosed
+	}
+	var n int64
+	if err := s.pool.QueryRow(ctx, sqlDiscard, id).Scan(&n); err != nil {
+		return s.fail(fmt.Sprintf("discard job %d", id), err)
+	}
+	if n == 1 {
+		return nil
+	}
+	status, err := s.jobStatus(ctx, id)
+	if err != nil {
+		return s.fail(fmt.Sprintf("discard job %d", id), err)
+	}
+	if status == queue.StatusRunning {
+		return fmt.Errorf("discard job %d: %w", id, queue.ErrRunning)
+	}
+	// It was running a moment ago and has just finished: try once more.
+	if err := s.pool.QueryRow(ctx, sqlDiscard, id).Scan(&n); err != nil {
+		return s.fail(fmt.Sprintf("discard job %d", id), err)
+	}
+	if n == 0 {
+		return fmt.Errorf("discard job %d: %w", id, queue.ErrRunning)
+	}
+	return nil
+}
+
+// purgeChunk bounds the rows one purge statement deletes, so a large purge
+// is many short transactions rather than one long one that holds locks
+// and keeps vacuum from cleaning up behind it.
+const purgeChunk = 256
+
+// Purge deletes up to limit done jobs finished before cutoff and the
+// events left without a job, then up to limit events that were stored
+// without any job and are older than cutoff. It works in chunks of
+// purgeChunk rows, each its own transaction, and returns the number of
+// jobs deleted.
+func (s *Store) Purge(ctx context.Context, cutoff time.Time, limit int) (int, error) {
+	if s.isClosed() {
+		return 0, queue.ErrClosed
+	}
+	cutoff = ms(cutoff)
+	jobs := 0
+	for jobs < limit {
+		want := min(purgeChunk, limit-jobs)
+		var n int64
+		if err := s.pool.QueryRow(ctx, sqlPurgeJobs, cutoff, want).Scan(&n); err != nil {
+			return jobs, s.fail("purge jobs", err)
+		}
+		jobs += int(n)
+		if int(n) < want {
+			break
+		}
+	}
+	for events := 0; events < limit; {
+		want := min(purgeChunk, limit-events)
+		tag, err := s.pool.Exec(ctx, sqlPurgeBareEvents, cutoff, want)
+		if err != nil {
+			return jobs, s.fail("purge events", err)
+		}
+		n := int(tag.RowsAffected())
+		events += n
+		if n < want {
+			break
+		}
+	}
+	return jobs, nil
+}
