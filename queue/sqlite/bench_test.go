@@ -1,0 +1,290 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/caddywebhook/caddywebhook/queue"
+)
+
+// The benchmarks run with synchronous=FULL, the default: every commit is
+// an fsync. Run them with, for example:
+//
+//	go test -run '^$' -bench . -benchtime 3s ./queue/sqlite/
+//
+// Each reports its rate as a custom metric (events/s, jobs/s) so ratios
+// can be read off one run, and heap in use after a GC (heap-MiB).
+
+func benchStore(b *testing.B, maxBatch int) *Store {
+	b.Helper()
+	s, err := Open(context.Background(), Config{Path: filepath.Join(b.TempDir(), "bench.db"), MaxBatch: maxBatch})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s
+}
+
+var benchPayload = make([]byte, 512)
+
+var benchHeaders = []queue.Header{{Name: "Content-Type", Value: "application/json"}, {Name: "X-GitHub-Event", Value: "push"}}
+
+// enqueueN enqueues n events from producers goroutines and returns the
+// elapsed time. ids continue from *next, so one store can take several
+// rounds.
+func enqueueN(b *testing.B, s *Store, producers, n int, next *atomic.Int64) {
+	b.Helper()
+	var left atomic.Int64
+	left.Store(int64(n))
+	var wg sync.WaitGroup
+	errs := make(chan error, producers)
+	for range producers {
+		wg.Go(func() {
+			ev := queue.Event{Source: "bench", EventType: "push", Headers: benchHeaders, Payload: benchPayload, Targets: []string{"http"}}
+			for left.Add(-1) >= 0 {
+				ev.DeliveryID = "d" + strconv.FormatInt(next.Add(1), 10)
+				if _, err := s.Enqueue(context.Background(), ev); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+}
+
+func reportRate(b *testing.B, unit string) {
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), unit)
+}
+
+// reportBatch reports the mean requests per committed transaction.
+func reportBatch(b *testing.B, s *Store) {
+	var batches, requests int64
+	s.onWriter(context.Background(), func(w *writer) error {
+		batches, requests = w.batches, w.requests
+		return nil
+	})
+	if batches > 0 {
+		b.ReportMetric(float64(requests)/float64(batches), "reqs/commit")
+	}
+}
+
+func reportHeap(b *testing.B) {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	b.ReportMetric(float64(m.HeapInuse)/(1<<20), "heap-MiB")
+}
+
+// BenchmarkEnqueue compares group commit with one request per transaction
+// (MaxBatch=1, the seed's design) at 1, 32 and 256 producers.
+func BenchmarkEnqueue(b *testing.B) {
+	for _, mode := range []struct {
+		name     string
+		maxBatch int
+	}{{"group", 0}, {"serial", 1}} {
+		for _, producers := range []int{1, 32, 256} {
+			b.Run(fmt.Sprintf("mode=%s/producers=%d", mode.name, producers), func(b *testing.B) {
+				s := benchStore(b, mode.maxBatch)
+				var next atomic.Int64
+				b.ResetTimer()
+				enqueueN(b, s, producers, b.N, &next)
+				b.StopTimer()
+				reportRate(b, "events/s")
+				reportBatch(b, s)
+			})
+		}
+	}
+}
+
+// seed inserts n pending jobs (one per event, due long ago) in one
+// transaction, far faster than n enqueues; the rows are what Enqueue
+// writes.
+func seed(b *testing.B, s *Store, n int, prefix string) {
+	b.Helper()
+	at := time.Now().Add(-time.Hour).UnixMilli()
+	err := s.onWriter(context.Background(), func(w *writer) error {
+		ctx := context.Background()
+		var first int64
+		if err := w.conn.QueryRowContext(ctx, "SELECT coalesce(max(id), 0) FROM events").Scan(&first); err != nil {
+			return err
+		}
+		if _, err := w.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+			return err
+		}
+		_, err := w.conn.ExecContext(ctx, `
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?1)
+INSERT INTO events (id, source, delivery_id, event_type, headers, payload, targets, created_at)
+SELECT ?2 + i, 'bench', ?3 || i, 'push', ?4, ?5, 1, ?6 FROM n`,
+			n, first, prefix, appendHeaders(nil, benchHeaders), benchPayload, at)
+		if err == nil {
+			_, err = w.conn.ExecContext(ctx, `
+INSERT INTO jobs (event_id, source, target, run_at, created_at)
+SELECT id, 'bench', 'http', ?2, ?2 FROM events WHERE id > ?1 ORDER BY id`, first, at)
+		}
+		if err != nil {
+			w.conn.ExecContext(ctx, "ROLLBACK")
+			return err
+		}
+		if _, err = w.conn.ExecContext(ctx, "COMMIT"); err != nil {
+			return err
+		}
+		// Move the seed out of the WAL now, not in the measured time.
+		return w.checkpoint("TRUNCATE")
+	})
+	if err != nil {
+		b.Fatalf("seed %d jobs: %v", n, err)
+	}
+}
+
+// claimFinishN claims and finishes n jobs with workers concurrent loops,
+// each claiming up to batch jobs and finishing them done in one call, as
+// the pool does with no handler work.
+func claimFinishN(b *testing.B, s *Store, workers, batch, n int) {
+	b.Helper()
+	var left atomic.Int64
+	left.Store(int64(n))
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Go(func() {
+			owner := fmt.Sprint("bench-", w)
+			cs := make([]queue.Completion, 0, batch)
+			for {
+				// Reserve up to batch of the jobs left, so that the
+				// workers together claim exactly n.
+				after := left.Add(-int64(batch))
+				want := min(int64(batch), after+int64(batch))
+				if want <= 0 {
+					return
+				}
+				now := time.Now()
+				jobs, err := s.Claim(context.Background(), queue.ClaimParams{Owner: owner, Limit: int(want), Lease: time.Minute, Now: now})
+				if err != nil {
+					errs <- err
+					return
+				}
+				if int64(len(jobs)) != want {
+					errs <- fmt.Errorf("claimed %d jobs, want %d", len(jobs), want)
+					return
+				}
+				cs = cs[:0]
+				for _, j := range jobs {
+					cs = append(cs, queue.Completion{JobID: j.ID, Owner: owner, Status: queue.StatusDone, Started: now, Duration: time.Millisecond, Now: now})
+				}
+				if _, err := s.Finish(context.Background(), cs); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+}
+
+// The backlog store is seeded once per process and shared by the backlog
+// benchmarks: seeding a million rows takes seconds.
+var (
+	backlogOnce  sync.Once
+	backlogStore *Store
+	backlogNext  atomic.Int64
+	backlogDir   string
+)
+
+// TestMain removes the shared backlog store after the benchmarks.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if backlogStore != nil {
+		backlogStore.Close()
+	}
+	if backlogDir != "" {
+		os.RemoveAll(backlogDir)
+	}
+	os.Exit(code)
+}
+
+const backlog = 1_000_000
+
+func backlogged(b *testing.B) *Store {
+	backlogOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "queue-sqlite-bench-")
+		if err != nil {
+			b.Fatal(err)
+		}
+		backlogDir = dir
+		s, err := Open(context.Background(), Config{Path: filepath.Join(dir, "backlog.db")})
+		if err != nil {
+			b.Fatal(err)
+		}
+		seed(b, s, backlog, "backlog-")
+		backlogStore = s
+	})
+	if backlogStore == nil {
+		b.Fatal("backlog store failed to open")
+	}
+	return backlogStore
+}
+
+// BenchmarkClaimFinish measures claim + finish throughput with no handler,
+// on a queue holding just the jobs claimed and on one with a backlog of a
+// million pending jobs.
+func BenchmarkClaimFinish(b *testing.B) {
+	const workers, batch = 4, 64
+	b.Run("backlog=0", func(b *testing.B) {
+		s := benchStore(b, 0)
+		seed(b, s, b.N, "d")
+		b.ResetTimer()
+		claimFinishN(b, s, workers, batch, b.N)
+		b.StopTimer()
+		reportRate(b, "jobs/s")
+		reportHeap(b)
+	})
+	b.Run(fmt.Sprintf("backlog=%d", backlog), func(b *testing.B) {
+		s := backlogged(b)
+		// Claims take from the head of the backlog; the rest stay pending.
+		b.ResetTimer()
+		claimFinishN(b, s, workers, batch, b.N)
+		b.StopTimer()
+		reportRate(b, "jobs/s")
+		reportHeap(b)
+	})
+}
+
+// BenchmarkEnqueueBacklog measures enqueue at 32 producers on an empty
+// queue and on one with a million pending jobs.
+func BenchmarkEnqueueBacklog(b *testing.B) {
+	const producers = 32
+	b.Run("backlog=0", func(b *testing.B) {
+		s := benchStore(b, 0)
+		var next atomic.Int64
+		b.ResetTimer()
+		enqueueN(b, s, producers, b.N, &next)
+		b.StopTimer()
+		reportRate(b, "events/s")
+		reportHeap(b)
+	})
+	b.Run(fmt.Sprintf("backlog=%d", backlog), func(b *testing.B) {
+		s := backlogged(b)
+		b.ResetTimer()
+		enqueueN(b, s, producers, b.N, &backlogNext)
+		b.StopTimer()
+		reportRate(b, "events/s")
+		reportHeap(b)
+	})
+}

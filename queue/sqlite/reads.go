@@ -1,0 +1,191 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/caddywebhook/caddywebhook/queue"
+)
+
+// Reads run on the read-only pool, beside the writer. Each is one read
+// transaction, so its parts agree with each other.
+
+const (
+	sqlCounts = `SELECT source, target, status, count(*) FROM jobs
+GROUP BY source, target, status ORDER BY source, target, status`
+
+	// The first due entry of the pending index is the oldest.
+	sqlOldestPending = `SELECT min(run_at) FROM jobs WHERE status = 'pending' AND run_at <= ?1`
+
+	sqlEventCount = `SELECT count(*) FROM events`
+
+	sqlList = `SELECT j.id, j.event_id, j.source, e.delivery_id, e.event_type, j.target, j.status,
+	j.attempts, j.run_at, j.last_error, j.created_at, coalesce(j.finished_at, 0)
+FROM jobs AS j JOIN events AS e ON e.id = j.event_id
+WHERE (?1 = '' OR j.status = ?1) AND (?2 = '' OR j.source = ?2) AND (?3 = '' OR j.target = ?3)
+	AND (?4 = 0 OR j.id < ?4)
+ORDER BY j.id DESC LIMIT ?5`
+
+	sqlGet = `SELECT j.id, j.event_id, j.source, e.delivery_id, e.event_type, j.target, j.status,
+	j.attempts, j.run_at, j.last_error, j.created_at, coalesce(j.finished_at, 0),
+	e.headers, e.payload, coalesce(j.lease_owner, ''), coalesce(j.lease_until, 0)
+FROM jobs AS j JOIN events AS e ON e.id = j.event_id
+WHERE j.id = ?1`
+
+	sqlHistory = `SELECT attempt, started_at, duration_ns, outcome, error FROM attempts
+WHERE job_id = ?1 ORDER BY seq`
+)
+
+// List limits.
+const (
+	defaultListLimit = 50
+	maxListLimit     = 1000
+)
+
+// readTx runs f in a read transaction on the read pool.
+func (s *Store) readTx(ctx context.Context, f func(tx *sql.Tx) error) error {
+	if s.isClosed() {
+		return queue.ErrClosed
+	}
+	tx, err := s.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := f(tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// Stats counts jobs by source, target and status, and measures how long
+// the oldest due pending job has waited since it became due.
+func (s *Store) Stats(ctx context.Context, now time.Time) (queue.Stats, error) {
+	var st queue.Stats
+	err := s.readTx(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, sqlCounts)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var c queue.Count
+			if err := rows.Scan(&c.Source, &c.Target, &c.Status, &c.Jobs); err != nil {
+				return err
+			}
+			st.Counts = append(st.Counts, c)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		var oldest sql.NullInt64
+		if err := tx.QueryRowContext(ctx, sqlOldestPending, ms(now)).Scan(&oldest); err != nil {
+			return err
+		}
+		if oldest.Valid {
+			st.OldestPending = max(now.Sub(fromMS(oldest.Int64)), 0)
+		}
+		return tx.QueryRowContext(ctx, sqlEventCount).Scan(&st.Events)
+	})
+	if err != nil {
+		return queue.Stats{}, fmt.Errorf("read stats: %w", err)
+	}
+	return st, nil
+}
+
+// ListJobs pages through jobs matching p, newest first.
+func (s *Store) ListJobs(ctx context.Context, p queue.ListParams) (queue.JobPage, error) {
+	if p.Status != "" && !p.Status.Valid() {
+		return queue.JobPage{}, fmt.Errorf("list jobs: unknown status %q", p.Status)
+	}
+	limit := p.Limit
+	if limit <= 0 {
+		limit = defaultListLimit
+	}
+	limit = min(limit, maxListLimit)
+	var page queue.JobPage
+	err := s.readTx(ctx, func(tx *sql.Tx) error {
+		// One row more than the page tells whether another page follows.
+		rows, err := tx.QueryContext(ctx, sqlList, string(p.Status), p.Source, p.Target, p.Cursor, limit+1)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		page.Jobs = make([]queue.JobSummary, 0, limit)
+		for rows.Next() {
+			var j queue.JobSummary
+			if err := scanSummary(rows, &j); err != nil {
+				return err
+			}
+			page.Jobs = append(page.Jobs, j)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return queue.JobPage{}, fmt.Errorf("list jobs: %w", err)
+	}
+	if len(page.Jobs) > limit {
+		page.Jobs = page.Jobs[:limit]
+		page.NextCursor = page.Jobs[limit-1].ID
+	}
+	return page, nil
+}
+
+// scanSummary scans the columns shared by sqlList and sqlGet, followed by
+// extra destinations.
+func scanSummary(sc interface{ Scan(...any) error }, j *queue.JobSummary, extra ...any) error {
+	var runAt, created, finished int64
+	dest := append([]any{&j.ID, &j.EventID, &j.Source, &j.DeliveryID, &j.EventType, &j.Target, &j.Status,
+		&j.Attempts, &runAt, &j.LastError, &created, &finished}, extra...)
+	if err := sc.Scan(dest...); err != nil {
+		return err
+	}
+	j.RunAt, j.CreatedAt, j.FinishedAt = fromMS(runAt), fromMS(created), fromMS(finished)
+	return nil
+}
+
+// GetJob returns one job with its payload, headers and history.
+func (s *Store) GetJob(ctx context.Context, id int64) (queue.JobDetail, error) {
+	var d queue.JobDetail
+	err := s.readTx(ctx, func(tx *sql.Tx) error {
+		var hdr []byte
+		var leaseUntil int64
+		err := scanSummary(tx.QueryRowContext(ctx, sqlGet, id), &d.JobSummary, &hdr, &d.Payload, &d.LeaseOwner, &leaseUntil)
+		if errors.Is(err, sql.ErrNoRows) {
+			return queue.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		d.LeaseUntil = fromMS(leaseUntil)
+		if d.Headers, err = decodeHeaders(hdr); err != nil {
+			return err
+		}
+		if d.Payload == nil {
+			d.Payload = []byte{}
+		}
+		rows, err := tx.QueryContext(ctx, sqlHistory, id)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		d.History = []queue.Attempt{}
+		for rows.Next() {
+			var a queue.Attempt
+			var started, dur int64
+			if err := rows.Scan(&a.Attempt, &started, &dur, &a.Outcome, &a.Error); err != nil {
+				return err
+			}
+			a.Started, a.Duration = fromMS(started), time.Duration(dur)
+			d.History = append(d.History, a)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return queue.JobDetail{}, fmt.Errorf("get job %d: %w", id, err)
+	}
+	return d, nil
+}

@@ -1,0 +1,108 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// migrations[i] brings the schema from version i to i+1. Versions are kept
+// in PRAGMA user_version; a migration is never edited once released, only
+// appended to.
+//
+// Times are unix milliseconds. The partial indexes hold only the rows a
+// hot query looks for, so claim and purge cost does not grow with the
+// number of done or dead jobs, and pending jobs cost one small index entry.
+var migrations = []string{
+	`
+CREATE TABLE events (
+	id          INTEGER PRIMARY KEY,
+	source      TEXT    NOT NULL,
+	delivery_id TEXT    NOT NULL,
+	event_type  TEXT    NOT NULL DEFAULT '',
+	headers     BLOB    NOT NULL, -- see headers.go
+	payload     BLOB    NOT NULL,
+	targets     INTEGER NOT NULL, -- jobs made at enqueue; 0: kept only as dedupe memory
+	created_at  INTEGER NOT NULL,
+	UNIQUE (source, delivery_id)
+);
+-- Events stored without a job are purged by age alone.
+CREATE INDEX events_no_jobs ON events (created_at) WHERE targets = 0;
+
+CREATE TABLE jobs (
+	id          INTEGER PRIMARY KEY,
+	event_id    INTEGER NOT NULL REFERENCES events (id),
+	source      TEXT    NOT NULL, -- the event's, copied for filters and claims
+	target      TEXT    NOT NULL,
+	status      TEXT    NOT NULL DEFAULT 'pending'
+	            CHECK (status IN ('pending', 'running', 'done', 'dead')),
+	attempts    INTEGER NOT NULL DEFAULT 0,
+	run_at      INTEGER NOT NULL,
+	lease_owner TEXT,
+	lease_until INTEGER,
+	last_error  TEXT    NOT NULL DEFAULT '',
+	created_at  INTEGER NOT NULL,
+	finished_at INTEGER,
+	history     INTEGER NOT NULL DEFAULT 0 -- attempts entries ever written
+);
+CREATE INDEX jobs_pending ON jobs (run_at, id) WHERE status = 'pending';
+CREATE INDEX jobs_leased ON jobs (lease_until) WHERE status = 'running';
+CREATE INDEX jobs_done ON jobs (finished_at) WHERE status = 'done';
+CREATE INDEX jobs_dead ON jobs (source, target) WHERE status = 'dead';
+CREATE INDEX jobs_event ON jobs (event_id);
+
+-- The last queue.MaxHistory attempts of each job, as a ring: entry seq
+-- goes to slot seq % MaxHistory (see jobs.history), replacing the oldest,
+-- so keeping the bound costs no extra statement.
+CREATE TABLE attempts (
+	job_id      INTEGER NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+	slot        INTEGER NOT NULL,
+	seq         INTEGER NOT NULL,
+	attempt     INTEGER NOT NULL,
+	started_at  INTEGER NOT NULL,
+	duration_ns INTEGER NOT NULL,
+	outcome     TEXT    NOT NULL,
+	error       TEXT    NOT NULL DEFAULT '',
+	PRIMARY KEY (job_id, slot)
+) WITHOUT ROWID;
+`,
+}
+
+// schemaVersion is the version this build writes.
+var schemaVersion = len(migrations)
+
+// migrate brings the database to schemaVersion in one transaction. An
+// up-to-date database is left untouched, so opening twice, or opening
+// beside a running Store, is harmless. BEGIN IMMEDIATE (the write DSN's
+// _txlock) takes the write lock before reading the version, so two
+// processes cannot both migrate.
+func migrate(ctx context.Context, db *sql.DB) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("open db: %w", err)
+	}
+	defer tx.Rollback()
+	var version int
+	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	if version > schemaVersion {
+		return fmt.Errorf("read schema version: database is at version %d, newer than this build's %d", version, schemaVersion)
+	}
+	if version == schemaVersion {
+		return nil
+	}
+	for v := version; v < schemaVersion; v++ {
+		if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
+			return fmt.Errorf("migrate schema to version %d: %w", v+1, err)
+		}
+	}
+	// PRAGMA takes no bound parameters; the version is our own integer.
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {
+		return fmt.Errorf("write schema version: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("migrate schema: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,170 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"strconv"
+
+	"github.com/caddywebhook/caddywebhook/queue"
+)
+
+// The write statements, prepared once per write connection: the writer
+// never re-parses SQL on the hot path.
+const (
+	sqlInsertEvent = `INSERT INTO events (source, delivery_id, event_type, headers, payload, targets, created_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+ON CONFLICT (source, delivery_id) DO NOTHING`
+
+	sqlEventID = `SELECT id FROM events WHERE source = ?1 AND delivery_id = ?2`
+
+	sqlInsertJob = `INSERT INTO jobs (event_id, source, target, run_at, created_at) VALUES (?1, ?2, ?3, ?4, ?4)`
+
+	// sqlClaim takes the first ?4 ready jobs in (run_at, id) order: pending
+	// and due, or running with an expired lease. Each branch reads its own
+	// partial index up to ?4 rows, so the cost does not depend on the
+	// backlog; the outer ORDER BY sorts at most 2×?4 rows. ?5 is a JSON
+	// array of [source, target] pairs, or NULL for any route.
+	sqlClaim = `UPDATE jobs
+SET status = 'running', attempts = attempts + 1, lease_owner = ?1, lease_until = ?2
+WHERE id IN (
+	SELECT id FROM (
+		SELECT id, run_at FROM (
+			SELECT id, run_at FROM jobs INDEXED BY jobs_pending
+			WHERE status = 'pending' AND run_at <= ?3` + routeFilter + `
+			ORDER BY run_at, id LIMIT ?4)
+		UNION ALL
+		SELECT id, run_at FROM (
+			SELECT id, run_at FROM jobs INDEXED BY jobs_leased
+			WHERE status = 'running' AND lease_until <= ?3` + routeFilter + `
+			ORDER BY lease_until LIMIT ?4)
+	)
+	ORDER BY run_at, id LIMIT ?4
+)
+RETURNING id, event_id, source, target, attempts, run_at, created_at`
+
+	routeFilter = `
+			AND (?5 IS NULL OR EXISTS (SELECT 1 FROM json_each(?5) AS r
+				WHERE r.value ->> 0 = jobs.source AND r.value ->> 1 = jobs.target))`
+
+	// sqlClaimEvents reads the events of the claimed jobs, ?1 a JSON array
+	// of their ids: one statement however many jobs were claimed.
+	sqlClaimEvents = `SELECT id, delivery_id, event_type, headers, payload FROM events
+WHERE id IN (SELECT value FROM json_each(?1))`
+
+	sqlExtend = `UPDATE jobs SET lease_until = ?1 WHERE id = ?2 AND lease_owner = ?3 AND status = 'running'`
+
+	// sqlFinish records an outcome under the fence. A retry (pending) gets
+	// its run_at and no finished_at; done and dead are stamped finished.
+	sqlFinish = `UPDATE jobs
+SET status = ?1,
+	run_at = CASE WHEN ?1 = 'pending' THEN ?2 ELSE run_at END,
+	last_error = ?3,
+	lease_owner = NULL, lease_until = NULL,
+	finished_at = CASE WHEN ?1 = 'pending' THEN NULL ELSE ?4 END,
+	history = history + 1
+WHERE id = ?5 AND lease_owner = ?6 AND status = 'running'`
+
+	sqlHandBack = `UPDATE jobs
+SET status = 'pending', run_at = ?1, attempts = max(attempts - 1, 0), lease_owner = NULL, lease_until = NULL,
+	history = history + 1
+WHERE id = ?2 AND lease_owner = ?3 AND status = 'running'`
+
+	sqlReplay = `UPDATE jobs
+SET status = 'pending', attempts = 0, run_at = ?1, lease_owner = NULL, lease_until = NULL, finished_at = NULL
+WHERE id = ?2 AND status = 'dead'`
+
+	sqlJobState = `SELECT status, event_id FROM jobs WHERE id = ?1`
+
+	sqlReplayDead = `UPDATE jobs
+SET status = 'pending', attempts = 0, run_at = ?1, lease_owner = NULL, lease_until = NULL, finished_at = NULL
+WHERE status = 'dead' AND (?2 = '' OR source = ?2) AND (?3 = '' OR target = ?3)`
+
+	sqlDeleteJob = `DELETE FROM jobs WHERE id = ?1`
+
+	sqlDeleteEventIfEmpty = `DELETE FROM events WHERE id = ?1 AND NOT EXISTS (SELECT 1 FROM jobs WHERE event_id = ?1)`
+
+	// sqlPurgeJobs deletes the oldest done jobs through their partial
+	// index; their attempts go by ON DELETE CASCADE.
+	sqlPurgeJobs = `DELETE FROM jobs WHERE id IN (
+	SELECT id FROM jobs INDEXED BY jobs_done
+	WHERE status = 'done' AND finished_at < ?1 ORDER BY finished_at LIMIT ?2)
+RETURNING event_id`
+
+	// sqlPurgeBareEvents deletes events stored without any job once they
+	// are older than the cutoff: until then they are dedupe memory.
+	sqlPurgeBareEvents = `DELETE FROM events WHERE id IN (
+	SELECT id FROM events INDEXED BY events_no_jobs WHERE targets = 0 AND created_at < ?1 LIMIT ?2)`
+)
+
+// sqlInsertAttempt writes entry history-1 (the update just counted it)
+// into its ring slot, replacing the entry queue.MaxHistory before it.
+var sqlInsertAttempt = `INSERT OR REPLACE INTO attempts (job_id, slot, seq, attempt, started_at, duration_ns, outcome, error)
+SELECT id, (history - 1) % ` + strconv.Itoa(queue.MaxHistory) + `, history - 1, attempts + ?2, ?3, ?4, ?5, ?6
+FROM jobs WHERE id = ?1`
+
+// stmts are the writer's prepared statements.
+type stmts struct {
+	begin, commit, rollback, savepoint, release, rollbackTo *sql.Stmt
+
+	insertEvent, eventID, insertJob        *sql.Stmt
+	claim, claimEvents, extend             *sql.Stmt
+	finish, insertAttempt                  *sql.Stmt
+	handBack, replay, jobState, replayDead *sql.Stmt
+	deleteJob, deleteEventIfEmpty          *sql.Stmt
+	purgeJobs, purgeBareEvents             *sql.Stmt
+}
+
+func (st *stmts) list() []struct {
+	p   **sql.Stmt
+	sql string
+} {
+	return []struct {
+		p   **sql.Stmt
+		sql string
+	}{
+		{&st.begin, "BEGIN IMMEDIATE"},
+		{&st.commit, "COMMIT"},
+		{&st.rollback, "ROLLBACK"},
+		{&st.savepoint, "SAVEPOINT request"},
+		{&st.release, "RELEASE request"},
+		{&st.rollbackTo, "ROLLBACK TO request"},
+		{&st.insertEvent, sqlInsertEvent},
+		{&st.eventID, sqlEventID},
+		{&st.insertJob, sqlInsertJob},
+		{&st.claim, sqlClaim},
+		{&st.claimEvents, sqlClaimEvents},
+		{&st.extend, sqlExtend},
+		{&st.finish, sqlFinish},
+		{&st.insertAttempt, sqlInsertAttempt},
+		{&st.handBack, sqlHandBack},
+		{&st.replay, sqlReplay},
+		{&st.jobState, sqlJobState},
+		{&st.replayDead, sqlReplayDead},
+		{&st.deleteJob, sqlDeleteJob},
+		{&st.deleteEventIfEmpty, sqlDeleteEventIfEmpty},
+		{&st.purgeJobs, sqlPurgeJobs},
+		{&st.purgeBareEvents, sqlPurgeBareEvents},
+	}
+}
+
+// prepare prepares every statement on conn.
+func (st *stmts) prepare(ctx context.Context, conn *sql.Conn) error {
+	for _, s := range st.list() {
+		p, err := conn.PrepareContext(ctx, s.sql)
+		if err != nil {
+			return err
+		}
+		*s.p = p
+	}
+	return nil
+}
+
+// close closes the prepared statements; their connection is going away.
+func (st *stmts) close() {
+	for _, s := range st.list() {
+		if *s.p != nil {
+			(*s.p).Close()
+			*s.p = nil
+		}
+	}
+}

@@ -1,0 +1,473 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/caddywebhook/caddywebhook/queue"
+)
+
+// reqKind says which write a request carries.
+type reqKind uint8
+
+const (
+	kindEnqueue reqKind = iota
+	kindClaim
+	kindExtend
+	kindFinish
+	kindHandBack
+	kindReplay
+	kindReplayDead
+	kindDiscard
+	kindPurge
+	kindPurgeEvents
+)
+
+// Request states. The writer moves a queued request to taken just before it
+// runs it; a caller whose context ends moves it to abandoned instead, and
+// then the writer skips it. Whoever wins the swap decides the outcome, so
+// a caller never reports a failure for a write that was committed.
+const (
+	stateQueued int32 = iota
+	stateTaken
+	stateAbandoned
+)
+
+// request is one write sent to the writer. It is a single flat struct,
+// recycled through reqPool, so a request costs no allocation beyond its
+// results.
+type request struct {
+	kind  reqKind
+	ctx   context.Context
+	state atomic.Int32
+	done  chan struct{} // buffered: the writer never waits for a caller
+
+	// Inputs; each kind uses a few.
+	ev     queue.Event
+	claim  queue.ClaimParams
+	routes string // claim.Routes as JSON, encoded by the caller
+	owner  string
+	ids    []int64
+	until  time.Time
+	cs     []queue.Completion
+	id     int64
+	filter queue.Filter
+	cutoff time.Time
+	limit  int
+
+	// Outputs, valid once done has fired and err is nil.
+	res      queue.EnqueueResult
+	jobs     []*queue.Job
+	lost     []int64
+	recorded []bool
+	n        int
+	ready    bool // the write made work ready: signal Ready after commit
+	err      error
+}
+
+var reqPool = sync.Pool{New: func() any { return &request{done: make(chan struct{}, 1)} }}
+
+// newRequest returns a clean request from the pool.
+func newRequest(ctx context.Context, kind reqKind) *request {
+	r := reqPool.Get().(*request)
+	r.kind, r.ctx = kind, ctx
+	r.state.Store(stateQueued)
+	return r
+}
+
+// release clears r and returns it to the pool. Only a caller that received
+// r's answer may call it: an abandoned request may still be in the writer's
+// hands and is left to the garbage collector.
+func (r *request) release() {
+	done := r.done
+	*r = request{done: done}
+	reqPool.Put(r)
+}
+
+// clearOutputs drops what a request produced when its work was rolled back.
+func (r *request) clearOutputs() {
+	r.res, r.jobs, r.lost, r.recorded, r.n, r.ready = queue.EnqueueResult{}, nil, nil, nil, 0, false
+}
+
+// do sends r to the writer and waits for its answer.
+func (s *Store) do(ctx context.Context, r *request) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return queue.ErrClosed
+	}
+	select {
+	case s.reqs <- r:
+		s.mu.RUnlock()
+	case <-ctx.Done():
+		s.mu.RUnlock()
+		return ctx.Err()
+	}
+	select {
+	case <-r.done:
+		return r.err
+	case <-ctx.Done():
+		if r.state.CompareAndSwap(stateQueued, stateAbandoned) {
+			return ctx.Err()
+		}
+		// The writer has it: its outcome is the truth.
+		<-r.done
+		return r.err
+	}
+}
+
+// Checkpoint policy. SQLite's own autocheckpoint (PASSIVE, every 1000 WAL
+// pages, at commit) bounds the WAL under steady load, but only while it can
+// finish: readers that come and go, each holding an older snapshot, keep a
+// PASSIVE checkpoint from ever copying the whole WAL, so the WAL is never
+// reset and grows for as long as they overlap. So the writer also
+//   - checks the WAL file's size every statEvery commits and, past
+//     walTruncateAt, runs a TRUNCATE checkpoint, which waits (at most
+//     truncateWait, so a long read cannot stall writes for the whole busy
+//     timeout) for the readers of old snapshots to finish and then empties
+//     the file;
+//   - when idle (no request waiting at a tick), copies what the WAL holds
+//     (PASSIVE), so the autocheckpoint seldom lands on a caller's commit,
+//     and truncates now and then.
+const (
+	checkpointEvery = time.Second
+	truncateEvery   = 5 * time.Minute
+	statEvery       = 64
+	walTruncateAt   = 16 << 20
+	walSizeLimit    = walTruncateAt // journal_size_limit: the size kept after a reset
+	truncateWait    = time.Second
+	truncateRetry   = 2 * time.Second
+)
+
+// writer owns the write connection and its prepared statements.
+type writer struct {
+	s     *Store
+	conn  *sql.Conn
+	st    stmts
+	batch []*request
+	live  []*request
+	hbuf  []byte // headers encoding, reused across enqueues
+	ids   []byte // claimed event ids as JSON, reused across claims
+
+	batches  int64 // committed batches, for the benchmarks' requests per commit
+	requests int64 // requests in committed batches
+
+	commits        int // since the last checkpoint
+	sinceStat      int // commits since the WAL size was last looked at
+	lastTruncate   time.Time
+	truncateFailed time.Time
+}
+
+func (w *writer) init(s *Store) {
+	w.s = s
+	w.batch = make([]*request, 0, s.cfg.MaxBatch)
+	w.live = make([]*request, 0, s.cfg.MaxBatch)
+	w.hbuf = make([]byte, 0, 512)
+	w.lastTruncate = time.Now()
+}
+
+// connect takes a connection from the write pool and prepares every
+// statement on it once.
+func (w *writer) connect(ctx context.Context) error {
+	conn, err := w.s.wdb.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("open write connection: %w", err)
+	}
+	if err := w.st.prepare(ctx, conn); err != nil {
+		w.st.close()
+		discard(conn)
+		return fmt.Errorf("prepare statements: %w", err)
+	}
+	w.conn = conn
+	return nil
+}
+
+// disconnect closes the statements and the connection, discarding the
+// driver connection so that the next connect opens a fresh one: after a
+// failure we do not trust its state.
+func (w *writer) disconnect() error {
+	if w.conn == nil {
+		return nil
+	}
+	w.st.close()
+	err := discard(w.conn)
+	w.conn = nil
+	return err
+}
+
+// discard closes conn and makes database/sql drop the driver connection
+// instead of pooling it.
+func discard(conn *sql.Conn) error {
+	conn.Raw(func(any) error { return driver.ErrBadConn })
+	if err := conn.Close(); err != nil && !errors.Is(err, sql.ErrConnDone) {
+		return err
+	}
+	return nil
+}
+
+// run is the writer goroutine: take what is waiting, run it as one
+// transaction, repeat; checkpoint when idle; on quit, drain and exit.
+func (w *writer) run() {
+	defer close(w.s.done)
+	tick := time.NewTicker(checkpointEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case r := <-w.s.reqs:
+			w.batch = append(w.batch[:0], r)
+			w.fill()
+			w.runBatch()
+		case c := <-w.s.ctl:
+			c.err = w.control(c.f)
+			c.done <- struct{}{}
+		case <-tick.C:
+			if len(w.s.reqs) == 0 {
+				w.idle()
+			}
+		case <-w.s.quit:
+			// Close holds the lock while it marks the store closed, so
+			// nothing more can arrive: run what is queued and stop.
+			for len(w.s.reqs) > 0 {
+				w.batch = w.batch[:0]
+				w.fill()
+				w.runBatch()
+			}
+			if w.conn != nil && w.commits > 0 {
+				w.checkpoint("TRUNCATE")
+			}
+			return
+		}
+	}
+}
+
+// fill adds waiting requests to the batch, up to MaxBatch, without waiting.
+func (w *writer) fill() {
+	for len(w.batch) < w.s.cfg.MaxBatch {
+		select {
+		case r := <-w.s.reqs:
+			w.batch = append(w.batch, r)
+		default:
+			return
+		}
+	}
+}
+
+// runBatch runs the batch as one transaction and answers every request.
+func (w *writer) runBatch() {
+	s := w.s
+	w.live = w.live[:0]
+	for i, r := range w.batch {
+		w.batch[i] = nil
+		if !r.state.CompareAndSwap(stateQueued, stateTaken) {
+			continue // abandoned by its caller before it ran
+		}
+		if err := r.ctx.Err(); err != nil {
+			r.err = err
+			r.done <- struct{}{}
+			continue
+		}
+		w.live = append(w.live, r)
+	}
+	if len(w.live) == 0 {
+		return
+	}
+	reset, err := w.transact()
+	if err != nil {
+		for _, r := range w.live {
+			r.clearOutputs()
+			r.err = err
+		}
+	} else if !reset {
+		w.batches++
+		w.requests += int64(len(w.live))
+		w.commits++
+		if w.sinceStat++; w.sinceStat >= statEvery {
+			w.sinceStat = 0
+			if w.walSize() > walTruncateAt {
+				w.checkpoint("TRUNCATE")
+			}
+		}
+	}
+	if reset {
+		// A failed BEGIN, COMMIT or rollback (disk full, read-only file,
+		// I/O error) may leave the connection in a state we cannot see;
+		// start the next batch on a fresh one. The driver reopens the
+		// file, so the store recovers by itself once the cause is gone.
+		w.disconnect()
+	}
+	// Signal before answering, so a caller that returns from its write
+	// already finds Ready signalled.
+	for _, r := range w.live {
+		if r.err == nil && r.ready {
+			s.signalReady()
+			break
+		}
+	}
+	for i, r := range w.live {
+		w.live[i] = nil
+		r.done <- struct{}{}
+	}
+}
+
+// transact runs w.live in one transaction, each request in its own
+// savepoint, and commits. A request's own failure is stored in it; err
+// fails the whole batch. reset asks for a fresh connection.
+func (w *writer) transact() (reset bool, err error) {
+	if w.conn == nil {
+		if err := w.connect(context.Background()); err != nil {
+			return true, err
+		}
+	}
+	now := w.s.cfg.Now()
+	if _, err := w.st.begin.Exec(); err != nil {
+		return true, fmt.Errorf("begin: %w", err)
+	}
+	// A lone request needs no savepoint: its failure rolls the whole
+	// transaction back, and the request keeps its own error.
+	if len(w.live) == 1 {
+		r := w.live[0]
+		if r.err = w.exec(r, now); r.err != nil {
+			r.clearOutputs()
+			// After some errors (SQLITE_FULL, SQLITE_IOERR) SQLite has
+			// already rolled back; a ROLLBACK then fails, harmlessly, but
+			// the connection is renewed to be sure.
+			if _, err := w.st.rollback.Exec(); err != nil {
+				return true, nil
+			}
+			return false, nil
+		}
+	} else {
+		for _, r := range w.live {
+			if _, err := w.st.savepoint.Exec(); err != nil {
+				w.st.rollback.Exec()
+				return true, fmt.Errorf("savepoint: %w", err)
+			}
+			if r.err = w.exec(r, now); r.err != nil {
+				r.clearOutputs()
+				if _, err := w.st.rollbackTo.Exec(); err != nil {
+					// The error took the whole transaction with it
+					// (SQLite rolls back by itself after SQLITE_FULL,
+					// SQLITE_IOERR): every request in the batch is lost,
+					// and each is told why.
+					w.st.rollback.Exec()
+					return true, fmt.Errorf("transaction aborted: %w", r.err)
+				}
+			}
+			if _, err := w.st.release.Exec(); err != nil {
+				w.st.rollback.Exec()
+				return true, fmt.Errorf("release savepoint: %w", err)
+			}
+		}
+	}
+	if _, err := w.st.commit.Exec(); err != nil {
+		// SQLite may already have rolled back; this makes sure.
+		w.st.rollback.Exec()
+		return true, fmt.Errorf("commit: %w", err)
+	}
+	return false, nil
+}
+
+// ctlReq runs f on the writer between batches, outside any transaction.
+type ctlReq struct {
+	f    func(w *writer) error
+	err  error
+	done chan struct{}
+}
+
+// onWriter runs f on the writer goroutine between batches, for checkpoints
+// and for tests that need the write connection.
+func (s *Store) onWriter(ctx context.Context, f func(w *writer) error) error {
+	c := &ctlReq{f: f, done: make(chan struct{}, 1)}
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return queue.ErrClosed
+	}
+	select {
+	case s.ctl <- c:
+		s.mu.RUnlock()
+	case <-ctx.Done():
+		s.mu.RUnlock()
+		return ctx.Err()
+	}
+	<-c.done
+	return c.err
+}
+
+// control runs f with a connection.
+func (w *writer) control(f func(w *writer) error) error {
+	if w.conn == nil {
+		if err := w.connect(context.Background()); err != nil {
+			return err
+		}
+	}
+	return f(w)
+}
+
+// idle runs between batches when no request waits.
+func (w *writer) idle() {
+	if w.conn == nil || w.commits == 0 {
+		return
+	}
+	mode := "PASSIVE"
+	if time.Since(w.lastTruncate) >= truncateEvery || w.walSize() > walTruncateAt {
+		mode = "TRUNCATE"
+	}
+	w.checkpoint(mode)
+}
+
+// checkpoint copies the WAL into the database. A failed checkpoint loses
+// nothing (the pages stay in the WAL, durable) and a later one retries, so
+// its error only goes to the internal callers that ask.
+//
+// TRUNCATE waits for readers of old snapshots through the busy handler.
+// The writer must not stall behind a long read for the whole busy
+// timeout, so the wait is capped at truncateWait; a TRUNCATE that could
+// not finish is not retried before truncateRetry.
+func (w *writer) checkpoint(mode string) error {
+	ctx := context.Background()
+	if mode == "TRUNCATE" {
+		if time.Since(w.truncateFailed) < truncateRetry {
+			mode = "PASSIVE"
+		} else {
+			if _, err := w.conn.ExecContext(ctx, "PRAGMA busy_timeout = "+strconv.FormatInt(truncateWait.Milliseconds(), 10)); err != nil {
+				return fmt.Errorf("checkpoint: %w", err)
+			}
+			defer w.conn.ExecContext(ctx, "PRAGMA busy_timeout = "+strconv.FormatInt(w.s.cfg.BusyTimeout.Milliseconds(), 10))
+		}
+	}
+	var busy, log, done int64
+	err := w.conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint("+mode+")").Scan(&busy, &log, &done)
+	if err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	w.commits = 0
+	if mode == "TRUNCATE" {
+		if busy != 0 {
+			w.truncateFailed = time.Now()
+			return fmt.Errorf("checkpoint: readers kept the WAL from being truncated")
+		}
+		w.lastTruncate = time.Now()
+	}
+	return nil
+}
+
+// walSize is the size of the WAL file, 0 if it cannot be read.
+func (w *writer) walSize() int64 {
+	fi, err := os.Stat(w.s.path + "-wal")
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}

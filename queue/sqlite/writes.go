@@ -1,0 +1,543 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/caddywebhook/caddywebhook/queue"
+)
+
+// purgeChunk bounds the rows one purge request deletes, so a large purge
+// is many short transactions that other writes interleave with rather
+// than one that stalls the writer.
+const purgeChunk = 256
+
+// recycle returns r to the pool once its caller has read its answer. A
+// request its caller abandoned may still sit in the writer's channel and
+// is left to the garbage collector.
+func recycle(r *request) {
+	if r.state.Load() != stateAbandoned {
+		r.release()
+	}
+}
+
+// Enqueue stores ev and one pending job per target, due now.
+func (s *Store) Enqueue(ctx context.Context, ev queue.Event) (queue.EnqueueResult, error) {
+	if ev.Source == "" || ev.DeliveryID == "" {
+		return queue.EnqueueResult{}, errors.New("enqueue: event needs a source and a delivery id")
+	}
+	r := newRequest(ctx, kindEnqueue)
+	r.ev = ev
+	err := s.do(ctx, r)
+	res := r.res
+	recycle(r)
+	if err != nil {
+		return queue.EnqueueResult{}, err
+	}
+	return res, nil
+}
+
+// Claim leases up to p.Limit ready jobs in (run_at, id) order.
+func (s *Store) Claim(ctx context.Context, p queue.ClaimParams) ([]*queue.Job, error) {
+	switch {
+	case p.Owner == "":
+		return nil, errors.New("claim: ClaimParams.Owner is required")
+	case p.Lease <= 0:
+		return nil, fmt.Errorf("claim: ClaimParams.Lease must be positive, got %s", p.Lease)
+	case p.Limit <= 0 || (p.Routes != nil && len(p.Routes) == 0):
+		return nil, nil
+	}
+	r := newRequest(ctx, kindClaim)
+	r.claim = p
+	if p.Routes != nil {
+		pairs := make([][2]string, len(p.Routes))
+		for i, rt := range p.Routes {
+			pairs[i] = [2]string{rt.Source, rt.Target}
+		}
+		b, err := json.Marshal(pairs)
+		if err != nil {
+			return nil, fmt.Errorf("claim: encode routes: %w", err)
+		}
+		r.routes = string(b)
+	}
+	err := s.do(ctx, r)
+	jobs := r.jobs
+	recycle(r)
+	if err != nil {
+		return nil, err
+	}
+	return jobs, nil
+}
+
+// ExtendLeases moves the lease of each job still running under owner.
+func (s *Store) ExtendLeases(ctx context.Context, owner string, ids []int64, until time.Time) ([]int64, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	r := newRequest(ctx, kindExtend)
+	r.owner, r.ids, r.until = owner, ids, until
+	err := s.do(ctx, r)
+	lost := r.lost
+	recycle(r)
+	if err != nil {
+		return nil, err
+	}
+	return lost, nil
+}
+
+// Finish records completions under the fence.
+func (s *Store) Finish(ctx context.Context, cs []queue.Completion) ([]bool, error) {
+	for _, c := range cs {
+		switch c.Status {
+		case queue.StatusDone, queue.StatusPending, queue.StatusDead:
+		default:
+			return nil, fmt.Errorf("finish job %d: Completion.Status must be done, pending or dead, got %q", c.JobID, c.Status)
+		}
+	}
+	if len(cs) == 0 {
+		return nil, nil
+	}
+	r := newRequest(ctx, kindFinish)
+	r.cs = cs
+	err := s.do(ctx, r)
+	recorded := r.recorded
+	recycle(r)
+	if err != nil {
+		return nil, err
+	}
+	return recorded, nil
+}
+
+// HandBack returns jobs running under owner to pending, due now, without
+// charging their attempt.
+func (s *Store) HandBack(ctx context.Context, owner string, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	r := newRequest(ctx, kindHandBack)
+	r.owner, r.ids = owner, ids
+	err := s.do(ctx, r)
+	recycle(r)
+	return err
+}
+
+// Replay gives the dead job id a fresh attempt budget, due now.
+func (s *Store) Replay(ctx context.Context, id int64) error {
+	r := newRequest(ctx, kindReplay)
+	r.id = id
+	err := s.do(ctx, r)
+	recycle(r)
+	return err
+}
+
+// ReplayDead replays every dead job matching f; f.Status is ignored.
+func (s *Store) ReplayDead(ctx context.Context, f queue.Filter) (int, error) {
+	r := newRequest(ctx, kindReplayDead)
+	r.filter = f
+	err := s.do(ctx, r)
+	n := r.n
+	recycle(r)
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// Discard deletes the job, unless it is running, and its event if no job
+// is left.
+func (s *Store) Discard(ctx context.Context, id int64) error {
+	r := newRequest(ctx, kindDiscard)
+	r.id = id
+	err := s.do(ctx, r)
+	recycle(r)
+	return err
+}
+
+// Purge deletes up to limit done jobs finished before cutoff and the
+// events left without a job, then up to limit events that were stored
+// without any job and are older than cutoff. It works in chunks of
+// purgeChunk rows, each its own transaction.
+func (s *Store) Purge(ctx context.Context, cutoff time.Time, limit int) (int, error) {
+	chunks := func(kind reqKind) (int, error) {
+		total := 0
+		for total < limit {
+			r := newRequest(ctx, kind)
+			r.cutoff, r.limit = cutoff, min(purgeChunk, limit-total)
+			want := r.limit
+			err := s.do(ctx, r)
+			n := r.n
+			recycle(r)
+			if err != nil {
+				return total, err
+			}
+			total += n
+			if n < want {
+				break
+			}
+		}
+		return total, nil
+	}
+	jobs, err := chunks(kindPurge)
+	if err != nil {
+		return jobs, err
+	}
+	_, err = chunks(kindPurgeEvents)
+	return jobs, err
+}
+
+// exec runs one request inside the writer's transaction. now is the
+// batch's clock reading, taken once for all its requests.
+func (w *writer) exec(r *request, now time.Time) error {
+	switch r.kind {
+	case kindEnqueue:
+		return w.enqueue(r, now)
+	case kindClaim:
+		return w.claim(r, now)
+	case kindExtend:
+		return w.extend(r)
+	case kindFinish:
+		return w.finish(r, now)
+	case kindHandBack:
+		return w.handBack(r, now)
+	case kindReplay:
+		return w.replay(r, now)
+	case kindReplayDead:
+		res, err := w.st.replayDead.Exec(ms(now), r.filter.Source, r.filter.Target)
+		if err != nil {
+			return fmt.Errorf("replay dead jobs: %w", err)
+		}
+		n, _ := res.RowsAffected()
+		r.n, r.ready = int(n), n > 0
+		return nil
+	case kindDiscard:
+		return w.discard(r)
+	case kindPurge:
+		return w.purge(r)
+	case kindPurgeEvents:
+		res, err := w.st.purgeBareEvents.Exec(ms(r.cutoff), r.limit)
+		if err != nil {
+			return fmt.Errorf("purge events: %w", err)
+		}
+		n, _ := res.RowsAffected()
+		r.n = int(n)
+		return nil
+	}
+	return fmt.Errorf("unknown request kind %d", r.kind)
+}
+
+// empty stands in for a nil payload: the column is NOT NULL.
+var empty = []byte{}
+
+func (w *writer) enqueue(r *request, now time.Time) error {
+	ev := &r.ev
+	nowMS := ms(now)
+	w.hbuf = appendHeaders(w.hbuf[:0], ev.Headers)
+	payload := ev.Payload
+	if payload == nil {
+		payload = empty
+	}
+	res, err := w.st.insertEvent.Exec(ev.Source, ev.DeliveryID, ev.EventType, w.hbuf, payload, len(ev.Targets), nowMS)
+	if err != nil {
+		return fmt.Errorf("enqueue: insert event: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("enqueue: insert event: %w", err)
+	} else if n == 0 {
+		r.res.Duplicate = true
+		if err := w.st.eventID.QueryRow(ev.Source, ev.DeliveryID).Scan(&r.res.EventID); err != nil {
+			return fmt.Errorf("enqueue: find duplicate: %w", err)
+		}
+		return nil
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return fmt.Errorf("enqueue: insert event: %w", err)
+	}
+	for _, t := range ev.Targets {
+		if _, err := w.st.insertJob.Exec(id, ev.Source, t, nowMS); err != nil {
+			return fmt.Errorf("enqueue: insert job: %w", err)
+		}
+	}
+	r.res.EventID, r.res.Jobs = id, len(ev.Targets)
+	r.ready = len(ev.Targets) > 0
+	return nil
+}
+
+func (w *writer) claim(r *request, now time.Time) error {
+	p := &r.claim
+	if p.Now.IsZero() {
+		p.Now = now
+	}
+	until := p.Now.Add(p.Lease)
+	var routes any
+	if r.routes != "" {
+		routes = r.routes
+	}
+	rows, err := w.st.claim.Query(p.Owner, ms(until), ms(p.Now), p.Limit, routes)
+	if err != nil {
+		return fmt.Errorf("claim: %w", err)
+	}
+	type claimed struct {
+		job   *queue.Job
+		runAt int64
+	}
+	var got []claimed
+	for rows.Next() {
+		j := &queue.Job{LeaseOwner: p.Owner, LeaseUntil: fromMS(ms(until))}
+		var created, runAt int64
+		if err := rows.Scan(&j.ID, &j.EventID, &j.Source, &j.Target, &j.Attempt, &runAt, &created); err != nil {
+			rows.Close()
+			return fmt.Errorf("claim: %w", err)
+		}
+		j.CreatedAt = fromMS(created)
+		got = append(got, claimed{j, runAt})
+	}
+	if err := rows.Close(); err != nil {
+		return fmt.Errorf("claim: %w", err)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("claim: %w", err)
+	}
+	if len(got) == 0 {
+		return nil
+	}
+	slices.SortFunc(got, func(a, b claimed) int {
+		if a.runAt != b.runAt {
+			return cmpInt(a.runAt, b.runAt)
+		}
+		return cmpInt(a.job.ID, b.job.ID)
+	})
+	// One read for the events of all the jobs; jobs of one event (fan-out)
+	// share its payload and headers.
+	w.ids = w.ids[:0]
+	w.ids = append(w.ids, '[')
+	for i, c := range got {
+		if i > 0 {
+			w.ids = append(w.ids, ',')
+		}
+		w.ids = strconv.AppendInt(w.ids, c.job.EventID, 10)
+	}
+	w.ids = append(w.ids, ']')
+	type event struct {
+		deliveryID, eventType string
+		headers               []queue.Header
+		payload               []byte
+	}
+	events := make(map[int64]*event, len(got))
+	rows, err = w.st.claimEvents.Query(string(w.ids))
+	if err != nil {
+		return fmt.Errorf("claim: read events: %w", err)
+	}
+	for rows.Next() {
+		var id int64
+		var hdr []byte
+		e := &event{}
+		if err := rows.Scan(&id, &e.deliveryID, &e.eventType, &hdr, &e.payload); err != nil {
+			rows.Close()
+			return fmt.Errorf("claim: read events: %w", err)
+		}
+		if e.headers, err = decodeHeaders(hdr); err != nil {
+			rows.Close()
+			return fmt.Errorf("claim: read event %d: %w", id, err)
+		}
+		if e.payload == nil {
+			e.payload = []byte{}
+		}
+		events[id] = e
+	}
+	if err := rows.Close(); err != nil {
+		return fmt.Errorf("claim: read events: %w", err)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("claim: read events: %w", err)
+	}
+	r.jobs = make([]*queue.Job, len(got))
+	for i, c := range got {
+		j := c.job
+		e, ok := events[j.EventID]
+		if !ok {
+			return fmt.Errorf("claim: event %d of job %d is missing", j.EventID, j.ID)
+		}
+		j.DeliveryID, j.EventType, j.Headers, j.Payload = e.deliveryID, e.eventType, e.headers, e.payload
+		r.jobs[i] = j
+	}
+	return nil
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func (w *writer) extend(r *request) error {
+	until := ms(r.until)
+	for _, id := range r.ids {
+		res, err := w.st.extend.Exec(until, id, r.owner)
+		if err != nil {
+			return fmt.Errorf("extend lease of job %d: %w", id, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			r.lost = append(r.lost, id)
+		}
+	}
+	return nil
+}
+
+func (w *writer) finish(r *request, now time.Time) error {
+	r.recorded = make([]bool, len(r.cs))
+	for i := range r.cs {
+		c := &r.cs[i]
+		at := c.Now
+		if at.IsZero() {
+			at = now
+		}
+		runAt := c.RunAt
+		if runAt.IsZero() {
+			runAt = at
+		}
+		msg := truncate(c.Error, queue.MaxErrorLen)
+		res, err := w.st.finish.Exec(string(c.Status), ms(runAt), msg, ms(at), c.JobID, c.Owner)
+		if err != nil {
+			return fmt.Errorf("finish job %d: %w", c.JobID, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			continue // fenced off: another owner has it, or it is gone
+		}
+		if err := w.addAttempt(c.JobID, 0, c.Started, c.Duration, c.Status, msg); err != nil {
+			return fmt.Errorf("finish job %d: %w", c.JobID, err)
+		}
+		r.recorded[i] = true
+		if c.Status == queue.StatusPending && !runAt.After(now) {
+			r.ready = true
+		}
+	}
+	return nil
+}
+
+// addAttempt writes a job's newest history entry, which the update before
+// it counted, over its oldest. offset is added to the job's attempts
+// column to get the attempt's number (1 after a hand-back uncharged it).
+func (w *writer) addAttempt(id int64, offset int, started time.Time, d time.Duration, outcome queue.Status, msg string) error {
+	if _, err := w.st.insertAttempt.Exec(id, offset, ms(started), int64(d), string(outcome), msg); err != nil {
+		return fmt.Errorf("record attempt: %w", err)
+	}
+	return nil
+}
+
+func (w *writer) handBack(r *request, now time.Time) error {
+	for _, id := range r.ids {
+		res, err := w.st.handBack.Exec(ms(now), id, r.owner)
+		if err != nil {
+			return fmt.Errorf("hand back job %d: %w", id, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			continue
+		}
+		// The interrupted attempt is shown as "running": it did not end,
+		// and it was not charged.
+		if err := w.addAttempt(id, 1, now, 0, queue.StatusRunning, "handed back"); err != nil {
+			return fmt.Errorf("hand back job %d: %w", id, err)
+		}
+		r.ready = true
+	}
+	return nil
+}
+
+func (w *writer) replay(r *request, now time.Time) error {
+	res, err := w.st.replay.Exec(ms(now), r.id)
+	if err != nil {
+		return fmt.Errorf("replay job %d: %w", r.id, err)
+	}
+	if n, _ := res.RowsAffected(); n == 1 {
+		r.ready = true
+		return nil
+	}
+	if _, _, err := w.jobState(r.id); err != nil {
+		return fmt.Errorf("replay job %d: %w", r.id, err)
+	}
+	return fmt.Errorf("replay job %d: %w", r.id, queue.ErrNotDead)
+}
+
+// jobState reads a job's status and event, queue.ErrNotFound if none.
+func (w *writer) jobState(id int64) (queue.Status, int64, error) {
+	var status queue.Status
+	var eventID int64
+	err := w.st.jobState.QueryRow(id).Scan(&status, &eventID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", 0, queue.ErrNotFound
+	}
+	return status, eventID, err
+}
+
+func (w *writer) discard(r *request) error {
+	status, eventID, err := w.jobState(r.id)
+	if err != nil {
+		return fmt.Errorf("discard job %d: %w", r.id, err)
+	}
+	if status == queue.StatusRunning {
+		return fmt.Errorf("discard job %d: %w", r.id, queue.ErrRunning)
+	}
+	if _, err := w.st.deleteJob.Exec(r.id); err != nil {
+		return fmt.Errorf("discard job %d: %w", r.id, err)
+	}
+	if _, err := w.st.deleteEventIfEmpty.Exec(eventID); err != nil {
+		return fmt.Errorf("discard job %d: delete event: %w", r.id, err)
+	}
+	return nil
+}
+
+func (w *writer) purge(r *request) error {
+	rows, err := w.st.purgeJobs.Query(ms(r.cutoff), r.limit)
+	if err != nil {
+		return fmt.Errorf("purge jobs: %w", err)
+	}
+	var events []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return fmt.Errorf("purge jobs: %w", err)
+		}
+		r.n++
+		if !slices.Contains(events, id) {
+			events = append(events, id)
+		}
+	}
+	if err := rows.Close(); err != nil {
+		return fmt.Errorf("purge jobs: %w", err)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("purge jobs: %w", err)
+	}
+	// Only the events whose jobs were purged here: an event stored without
+	// jobs is dedupe memory until it is older than the cutoff.
+	for _, id := range events {
+		if _, err := w.st.deleteEventIfEmpty.Exec(id); err != nil {
+			return fmt.Errorf("purge event %d: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// truncate cuts s to at most n bytes without splitting a UTF-8 sequence.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
