@@ -1,0 +1,557 @@
+package caddywebhook_test
+
+// The end-to-end harness: a real Caddy with the plugin, built once per test
+// binary from ./cmd/caddy and run as a separate process per test, with its own
+// ports, data directories, SQLite file and captured log.
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// suiteDir holds what outlives a single test: the Caddy binary and every
+// instance's log, which the log audit reads at the end. TestMain removes it.
+var suiteDir string
+
+// e2eBin is the Caddy binary the suite runs, built lazily on first use so that
+// `go test -run TestSomeUnit` in this package does not pay for the build.
+var e2eBin struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// Deadlines of the harness. They bound the suite when something hangs; no
+// test waits for them on its happy path.
+const (
+	startTimeout = 30 * time.Second
+	stopTimeout  = 30 * time.Second
+	waitTimeout  = 20 * time.Second
+	// pollInterval spaces the polls of another process's state (the admin
+	// API, the database, a log file), the only things the suite polls.
+	pollInterval = 20 * time.Millisecond
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "caddywebhook-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "create suite dir:", err)
+		os.Exit(1)
+	}
+	suiteDir = dir
+	code := m.Run()
+	// Keep the logs of a failed run (or on request) for a post-mortem.
+	if code != 0 || os.Getenv("CADDYWEBHOOK_E2E_KEEP") == "1" {
+		fmt.Fprintln(os.Stderr, "e2e: Caddy logs kept in", dir)
+	} else {
+		os.RemoveAll(dir)
+	}
+	os.Exit(code)
+}
+
+// caddyBinary returns the path of the dev binary, building it on first call.
+// It is built without -race on purpose: the race detector slows Caddy down
+// several times and the plugin's races are the unit tests' business. Set
+// CADDYWEBHOOK_E2E_RACE=1 to build it with -race anyway, or
+// CADDYWEBHOOK_E2E_CADDY=/path/to/caddy to run the suite against a binary
+// built elsewhere, such as with xcaddy.
+func caddyBinary(t *testing.T) string {
+	t.Helper()
+	e2eBin.once.Do(func() {
+		if p := os.Getenv("CADDYWEBHOOK_E2E_CADDY"); p != "" {
+			e2eBin.path, e2eBin.err = filepath.Abs(p)
+			return
+		}
+		e2eBin.path, e2eBin.err = buildCaddy()
+	})
+	if e2eBin.err != nil {
+		t.Fatalf("build caddy: %v", e2eBin.err)
+	}
+	return e2eBin.path
+}
+
+func buildCaddy() (string, error) {
+	// go test puts its own toolchain's bin directory first in PATH.
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		return "", fmt.Errorf("find the go command: %w", err)
+	}
+	out, err := exec.Command(goTool, "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		return "", errors.New("not inside the module")
+	}
+	bin := filepath.Join(suiteDir, "caddy")
+	args := []string{"build", "-o", bin}
+	if os.Getenv("CADDYWEBHOOK_E2E_RACE") == "1" {
+		args = append(args, "-race")
+	}
+	args = append(args, "./cmd/caddy")
+	cmd := exec.Command(goTool, args...)
+	cmd.Dir = filepath.Dir(gomod)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/caddy: %w\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// freePort returns a loopback TCP port nobody listens on right now.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("listen: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// caddyConfig is the variable part of a test's Caddyfile. The harness adds
+// the global options that isolate the instance (admin address, storage, the
+// database path, no HTTPS) and the site address.
+type caddyConfig struct {
+	// Webhook holds extra lines for the global `webhook { }` block.
+	Webhook string
+	// Site is the body of the site block on the instance's HTTP address.
+	Site string
+}
+
+// siteLog is the access log of every test site: the one README.md
+// recommends. Caddy's access log records request headers, from a copy of the
+// request taken before any handler runs, so the receiver cannot remove the
+// sender's signature (for gitlab, the secret itself) from it; the filter
+// does. The log audit checks that with it nothing secret is left.
+const siteLog = `	log {
+		format filter {
+			request>headers>X-Hub-Signature-256 delete
+			request>headers>X-Hub-Signature delete
+			request>headers>Stripe-Signature delete
+			request>headers>Webhook-Signature delete
+			request>headers>Svix-Signature delete
+			request>headers>X-Slack-Signature delete
+			request>headers>X-Shopify-Hmac-Sha256 delete
+			request>headers>X-Gitlab-Token delete
+			wrap json
+		}
+	}`
+
+// caddyInstance is one Caddy process (and its restarts) with fixed ports and
+// directories.
+type caddyInstance struct {
+	name      string
+	dir       string // config, data and the exec targets' output
+	AdminAddr string // host:port of the admin API
+	HTTPAddr  string // host:port of the site
+	DBPath    string // the webhook app's SQLite file
+	WorkDir   string // Caddy's working directory; default: dir
+	logPath   string
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{} // closed when cmd has exited
+	err  error         // cmd.Wait's result, valid after done
+	runs int
+}
+
+// newCaddy prepares an instance; start runs it. Its log goes to the suite's
+// log directory so the audit can read it after the test is gone.
+func newCaddy(t *testing.T) *caddyInstance {
+	t.Helper()
+	dir := t.TempDir()
+	c := &caddyInstance{
+		name:      strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()),
+		dir:       dir,
+		AdminAddr: fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		HTTPAddr:  fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		DBPath:    filepath.Join(dir, "queue.db"),
+	}
+	c.logPath = auditLogPath(t, c.name)
+	if err := os.Mkdir(c.TmpDir(), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.kill)
+	return c
+}
+
+// TmpDir is the instance's TMPDIR, which exec targets inherit.
+func (c *caddyInstance) TmpDir() string { return filepath.Join(c.dir, "tmp") }
+
+// URL returns the site URL for path.
+func (c *caddyInstance) URL(path string) string { return "http://" + c.HTTPAddr + path }
+
+// AdminURL returns the admin API URL for path.
+func (c *caddyInstance) AdminURL(path string) string { return "http://" + c.AdminAddr + path }
+
+// Caddyfile renders cfg with the instance's isolation options.
+func (c *caddyInstance) Caddyfile(cfg caddyConfig) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "{\n\tadmin %s\n\tpersist_config off\n\tauto_https off\n", c.AdminAddr)
+	fmt.Fprintf(&b, "\tstorage file_system %s\n", filepath.Join(c.dir, "caddy-storage"))
+	fmt.Fprintf(&b, "\twebhook {\n\t\tstorage sqlite %s\n", c.DBPath)
+	for _, line := range strings.Split(strings.TrimSpace(cfg.Webhook), "\n") {
+		if line = strings.TrimSpace(line); line != "" {
+			fmt.Fprintf(&b, "\t\t%s\n", line)
+		}
+	}
+	b.WriteString("\t}\n}\n\n")
+	fmt.Fprintf(&b, "http://%s {\n%s\n%s\n}\n", c.HTTPAddr, siteLog, cfg.Site)
+	return b.String()
+}
+
+// writeConfig writes the Caddyfile and returns its path. The name starts with
+// "Caddyfile" so that Caddy picks the caddyfile adapter by itself, as it does
+// for the demo's Caddyfile.example.
+func (c *caddyInstance) writeConfig(t *testing.T, cfg caddyConfig) string {
+	t.Helper()
+	return c.writeCaddyfile(t, c.Caddyfile(cfg))
+}
+
+// writeCaddyfile writes a complete Caddyfile and returns its path.
+func (c *caddyInstance) writeCaddyfile(t *testing.T, text string) string {
+	t.Helper()
+	return c.writeFile(t, "Caddyfile.%d", text)
+}
+
+// writeJSON writes a JSON config and returns its path; the .json extension
+// tells Caddy to use no adapter.
+func (c *caddyInstance) writeJSON(t *testing.T, text string) string {
+	t.Helper()
+	return c.writeFile(t, "config.%d.json", text)
+}
+
+func (c *caddyInstance) writeFile(t *testing.T, pattern, text string) string {
+	t.Helper()
+	c.mu.Lock()
+	c.runs++
+	n := c.runs
+	c.mu.Unlock()
+	path := filepath.Join(c.dir, fmt.Sprintf(pattern, n))
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatalf("write config: %v", err)
+	}
+	return path
+}
+
+// env isolates Caddy's data and config directories from the machine's and
+// hands Caddy the suite's secrets, which configs read as {env.E2E_*}.
+func (c *caddyInstance) env() []string {
+	return append(os.Environ(),
+		"HOME="+c.dir,
+		"XDG_DATA_HOME="+filepath.Join(c.dir, "data"),
+		"XDG_CONFIG_HOME="+filepath.Join(c.dir, "config"),
+		"TMPDIR="+c.TmpDir(),
+		"E2E_GITHUB_SECRET="+githubSecret,
+		"E2E_STRIPE_SECRET="+stripeSecret,
+		"E2E_STANDARD_SECRET="+standardSecret,
+		"E2E_GITLAB_SECRET="+gitlabSecret,
+	)
+}
+
+// start runs `caddy run` on cfg and returns once the admin API and the site
+// both answer.
+func (c *caddyInstance) start(t *testing.T, cfg caddyConfig) {
+	t.Helper()
+	c.run(t, c.writeConfig(t, cfg))
+}
+
+// run runs `caddy run` on the config file at path and returns once the
+// admin API and the site both answer.
+func (c *caddyInstance) run(t *testing.T, path string) {
+	t.Helper()
+	logf, err := os.OpenFile(c.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatalf("open log: %v", err)
+	}
+	cmd := exec.Command(caddyBinary(t), "run", "--config", path)
+	cmd.Dir = cmp.Or(c.WorkDir, c.dir)
+	cmd.Env = c.env()
+	cmd.Stdout = logf
+	cmd.Stderr = logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		t.Fatalf("start caddy: %v", err)
+	}
+	done := make(chan struct{})
+	c.mu.Lock()
+	c.cmd, c.done = cmd, done
+	c.mu.Unlock()
+	go func() {
+		err := cmd.Wait()
+		logf.Close()
+		c.mu.Lock()
+		c.err = err
+		c.mu.Unlock()
+		close(done)
+	}()
+	c.waitReady(t, done)
+}
+
+// waitReady polls the admin API and the site's port until both answer, the
+// process exits, or startTimeout passes.
+func (c *caddyInstance) waitReady(t *testing.T, done <-chan struct{}) {
+	t.Helper()
+	deadline := time.After(startTimeout)
+	tick := time.NewTicker(pollInterval)
+	defer tick.Stop()
+	client := &http.Client{Timeout: time.Second}
+	for !c.probe(client) {
+		select {
+		case <-done:
+			t.Fatalf("caddy exited during start: %v\n%s", c.exitErr(), c.logTail())
+		case <-deadline:
+			t.Fatalf("caddy not ready after %s\n%s", startTimeout, c.logTail())
+		case <-tick.C:
+		}
+	}
+}
+
+func (c *caddyInstance) probe(client *http.Client) bool {
+	resp, err := client.Get(c.AdminURL("/config/"))
+	if err != nil {
+		return false
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return false
+	}
+	conn, err := net.DialTimeout("tcp", c.HTTPAddr, time.Second)
+	if err != nil {
+		return false
+	}
+	conn.Close()
+	return true
+}
+
+func (c *caddyInstance) exitErr() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// running reports whether the current process has not exited.
+func (c *caddyInstance) running() bool {
+	c.mu.Lock()
+	done := c.done
+	c.mu.Unlock()
+	if done == nil {
+		return false
+	}
+	select {
+	case <-done:
+		return false
+	default:
+		return true
+	}
+}
+
+// signal sends sig to the running process.
+func (c *caddyInstance) signal(t *testing.T, sig os.Signal) {
+	t.Helper()
+	c.mu.Lock()
+	cmd := c.cmd
+	c.mu.Unlock()
+	if cmd == nil || cmd.Process == nil {
+		t.Fatal("caddy is not running")
+	}
+	if err := cmd.Process.Signal(sig); err != nil {
+		t.Fatalf("signal caddy: %v", err)
+	}
+}
+
+// wait waits for the running process to exit and returns its error.
+func (c *caddyInstance) wait(t *testing.T, timeout time.Duration) error {
+	t.Helper()
+	c.mu.Lock()
+	done := c.done
+	c.mu.Unlock()
+	select {
+	case <-done:
+		return c.exitErr()
+	case <-time.After(timeout):
+		t.Fatalf("caddy did not exit within %s\n%s", timeout, c.logTail())
+		return nil
+	}
+}
+
+// stop sends SIGTERM (Caddy's graceful stop: apps are stopped, the pool gets
+// its grace period) and waits for a clean exit.
+func (c *caddyInstance) stop(t *testing.T) {
+	t.Helper()
+	c.signal(t, syscall.SIGTERM)
+	if err := c.wait(t, stopTimeout); err != nil {
+		t.Fatalf("caddy exited with %v\n%s", err, c.logTail())
+	}
+}
+
+// kill ends a process that is still running at the end of the test: first
+// gracefully, so the log is complete for the audit, then with SIGKILL.
+func (c *caddyInstance) kill() {
+	c.mu.Lock()
+	cmd, done := c.cmd, c.done
+	c.mu.Unlock()
+	if cmd == nil || cmd.Process == nil {
+		return
+	}
+	select {
+	case <-done:
+		return
+	default:
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(stopTimeout):
+		cmd.Process.Kill()
+		<-done
+	}
+}
+
+// caddyCmd runs the dev binary with args (a CLI subcommand) in the
+// instance's environment and returns its combined output.
+func (c *caddyInstance) caddyCmd(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, caddyBinary(t), args...)
+	cmd.Dir = c.dir
+	cmd.Env = c.env()
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// reload applies cfg to the running instance with `caddy reload`.
+func (c *caddyInstance) reload(t *testing.T, cfg caddyConfig) {
+	t.Helper()
+	path := c.writeConfig(t, cfg)
+	out, err := c.caddyCmd(t, "reload", "--config", path, "--address", c.AdminAddr)
+	if err != nil {
+		t.Fatalf("caddy reload: %v\n%s\n%s", err, out, c.logTail())
+	}
+}
+
+// logTail returns the end of the instance's log, for failure messages.
+func (c *caddyInstance) logTail() string {
+	b, err := os.ReadFile(c.logPath)
+	if err != nil {
+		return "(no log: " + err.Error() + ")"
+	}
+	const max = 6000
+	if len(b) > max {
+		b = b[len(b)-max:]
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			b = b[i+1:]
+		}
+	}
+	return "--- caddy log (tail) ---\n" + string(b)
+}
+
+// adminDo sends a request to the admin API and returns the status and body.
+func (c *caddyInstance) adminDo(t *testing.T, method, path string, body io.Reader) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, c.AdminURL(path), body)
+	if err != nil {
+		t.Fatalf("new request: %v", err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("read %s %s: %v", method, path, err)
+	}
+	return resp.StatusCode, b
+}
+
+// eventually polls cond against an external process until it holds or
+// waitTimeout passes; it fails the test with what() on timeout.
+func eventually(t *testing.T, cond func() bool, what func() string) {
+	t.Helper()
+	deadline := time.After(waitTimeout)
+	tick := time.NewTicker(pollInterval)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("timed out after %s: %s", waitTimeout, what())
+		}
+	}
+}
+
+// accessEntry is one line of the site's access log, with the fields the
+// receiver adds.
+type accessEntry struct {
+	URI        string
+	Status     int
+	Outcome    string
+	DeliveryID string
+	Source     string
+}
+
+// accessLog returns the access log entries for uri, oldest first.
+func (c *caddyInstance) accessLog(t *testing.T, uri string) []accessEntry {
+	t.Helper()
+	b, err := os.ReadFile(c.logPath)
+	if err != nil {
+		t.Fatalf("read log: %v", err)
+	}
+	var out []accessEntry
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		var e struct {
+			Logger  string `json:"logger"`
+			Status  int    `json:"status"`
+			Request struct {
+				URI string `json:"uri"`
+			} `json:"request"`
+			Webhook struct {
+				Outcome    string `json:"outcome"`
+				DeliveryID string `json:"delivery_id"`
+				Source     string `json:"source"`
+			} `json:"webhook"`
+		}
+		if json.Unmarshal(line, &e) != nil || !strings.HasPrefix(e.Logger, "http.log.access") || e.Request.URI != uri {
+			continue
+		}
+		out = append(out, accessEntry{URI: e.Request.URI, Status: e.Status, Outcome: e.Webhook.Outcome,
+			DeliveryID: e.Webhook.DeliveryID, Source: e.Webhook.Source})
+	}
+	return out
+}
+
+// waitAccessLog polls the log until it has at least n access entries for
+// uri: Caddy writes an entry after the response has gone out.
+func (c *caddyInstance) waitAccessLog(t *testing.T, uri string, n int) []accessEntry {
+	t.Helper()
+	var es []accessEntry
+	eventually(t, func() bool {
+		es = c.accessLog(t, uri)
+		return len(es) >= n
+	}, func() string {
+		return fmt.Sprintf("%d access log entries for %s, have %d\n%s", n, uri, len(es), c.logTail())
+	})
+	return es
+}
