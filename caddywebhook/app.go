@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -17,7 +15,6 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/caddywebhook/caddywebhook/queue"
-	"github.com/caddywebhook/caddywebhook/queue/sqlite"
 )
 
 func init() {
@@ -29,14 +26,17 @@ func init() {
 // configured by the global option `webhook { … }`; without one, the first
 // webhook_receiver loads it with its defaults.
 //
-// The store is shared across config reloads (one per database file), since
-// Caddy starts the new config before it stops the old one. Each config load
-// gets its own pool: for a moment two pools share the store, and the leases
-// and fences of the queue, not luck, keep every job in one worker at a time.
-// The old pool hands its unfinished jobs back when it stops.
+// The store is shared across config reloads (one per SQLite file, or per
+// PostgreSQL DSN and schema), since Caddy starts the new config before it
+// stops the old one. Each config load gets its own pool: for a moment two
+// pools share the store, and the leases and fences of the queue, not luck,
+// keep every job in one worker at a time. The old pool hands its
+// unfinished jobs back when it stops. With PostgreSQL, pools in other
+// Caddy instances share it too, on the same terms.
 type App struct {
-	// Storage says where the queue lives. Default: SQLite at
-	// <caddy data dir>/webhook/queue.db with synchronous=full.
+	// Storage says where the queue lives: a SQLite file for one Caddy, or
+	// a PostgreSQL database that several Caddy instances share. Default:
+	// SQLite at <caddy data dir>/webhook/queue.db with synchronous=full.
 	Storage *StorageConfig `json:"storage,omitempty"`
 
 	// Workers is the number of deliveries run at once. 0 means receive
@@ -96,23 +96,6 @@ type App struct {
 	keeper  *queue.Housekeeper
 }
 
-// StorageConfig selects the queue's database.
-type StorageConfig struct {
-	// Backend is the database kind. Only "sqlite" exists for now.
-	// Default: sqlite.
-	Backend string `json:"backend,omitempty"`
-
-	// Path is the SQLite file; placeholders such as {env.X} are expanded.
-	// Default: <caddy data dir>/webhook/queue.db.
-	Path string `json:"path,omitempty"`
-
-	// Synchronous is SQLite's durability: "full" makes an accepted event
-	// (answered 202) survive power loss, "normal" only a crash of Caddy.
-	// The database handle is shared across reloads, so a change takes
-	// effect when Caddy restarts. Default: full.
-	Synchronous string `json:"synchronous,omitempty"`
-}
-
 // BackoffConfig is the retry backoff of failing jobs.
 type BackoffConfig struct {
 	// Base is the longest wait after the first failed attempt; it doubles
@@ -131,14 +114,15 @@ func (*App) CaddyModule() caddy.ModuleInfo {
 }
 
 // stores shares open stores across config loads, keyed by backend and
-// location ("sqlite:" + absolute path).
+// location: "sqlite:" + absolute path, or "postgres:" + a fingerprint of
+// the DSN (never the DSN) + "/" + schema.
 var stores = caddy.NewUsagePool()
 
 // sharedStore is a store in the usage pool; it closes when the last app
 // holding it is cleaned up.
 type sharedStore struct {
 	queue.Store
-	synchronous string
+	settings string // the storeSpec settings it was opened with
 }
 
 // Destruct implements caddy.Destructor.
@@ -156,59 +140,32 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if a.Storage == nil {
 		a.Storage = new(StorageConfig)
 	}
-	st := a.Storage
-	st.Backend = cmp.Or(st.Backend, "sqlite")
-	st.Synchronous = cmp.Or(st.Synchronous, sqlite.DefaultSynchronous)
-	switch st.Backend {
-	case "sqlite":
-	case "postgres":
-		return errors.New("webhook: storage: postgres storage is not available yet")
-	default:
-		return fmt.Errorf("webhook: storage: unknown backend %q (want sqlite)", st.Backend)
-	}
-	if st.Synchronous != "full" && st.Synchronous != "normal" {
-		return fmt.Errorf("webhook: storage: synchronous %q is not full or normal", st.Synchronous)
-	}
-	path := st.Path
-	if path == "" {
-		path = filepath.Join(caddy.AppDataDir(), "webhook", "queue.db")
-	} else {
-		var err error
-		if path, err = caddy.NewReplacer().ReplaceOrErr(path, true, true); err != nil {
-			return fmt.Errorf("webhook: storage path: %w", err)
-		}
-	}
-	path, err := filepath.Abs(path)
+	spec, err := a.Storage.spec()
 	if err != nil {
-		return fmt.Errorf("webhook: storage path: %w", err)
+		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return fmt.Errorf("webhook: create storage directory: %w", err)
-	}
-
 	if err := a.validate(); err != nil {
 		return err
 	}
 
-	key := "sqlite:" + path
-	val, _, err := stores.LoadOrNew(key, func() (caddy.Destructor, error) {
-		s, err := sqlite.Open(ctx, sqlite.Config{Path: path, Synchronous: st.Synchronous})
+	val, _, err := stores.LoadOrNew(spec.key, func() (caddy.Destructor, error) {
+		s, err := spec.open(ctx)
 		if err != nil {
 			return nil, err
 		}
-		return &sharedStore{Store: s, synchronous: st.Synchronous}, nil
+		return &sharedStore{Store: s, settings: spec.settings}, nil
 	})
 	if err != nil {
-		return fmt.Errorf("webhook: open store %s: %w", path, err)
+		return fmt.Errorf("webhook: open store %s: %w", spec.name, err)
 	}
-	a.storeKey = key
+	a.storeKey = spec.key
 	shared := val.(*sharedStore)
 	a.store = shared.Store
-	if shared.synchronous != st.Synchronous {
-		a.logger.Warn("synchronous changes when Caddy restarts: the open database is shared across reloads",
-			zap.String("path", path),
-			zap.String("configured", st.Synchronous),
-			zap.String("in_effect", shared.synchronous))
+	if shared.settings != spec.settings {
+		a.logger.Warn("storage settings change when Caddy restarts: the open store is shared across reloads",
+			zap.String("store", spec.name),
+			zap.String("configured", spec.settings),
+			zap.String("in_effect", shared.settings))
 	}
 
 	if err := registerMetrics(ctx.GetMetricsRegistry(), a); err != nil {

@@ -40,6 +40,10 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 //	webhook {
 //		storage sqlite <path>          # default: <caddy data dir>/webhook/queue.db
 //		synchronous full|normal        # SQLite durability; default full
+//		storage postgres <dsn> {       # instead of sqlite: instances share the queue
+//			schema <name>              # default caddywebhook
+//			max_conns <n>              # per instance, plus one for LISTEN; default 10
+//		}
 //		workers <n>                    # default 4; 0 = receive and store only, deliver nothing
 //		lease <duration>               # default 1m
 //		poll_interval <duration>       # default 1s
@@ -50,8 +54,10 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 //		shutdown_grace <duration>      # default 10s
 //	}
 //
-// `storage postgres <dsn>` is reserved for the Postgres backend and is
-// refused until it exists.
+// The DSN holds a password: write a placeholder, such as
+// {env.WEBHOOK_PG_DSN}, resolved when the config loads. Messages never
+// quote it. storage is given at most once, and synchronous applies to
+// sqlite only.
 func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // the option name
 	if d.NextArg() {
@@ -61,21 +67,8 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		opt := d.Val()
 		switch opt {
 		case "storage":
-			var backend, target string
-			if !d.AllArgs(&backend, &target) {
-				return d.Errf("webhook: storage needs a backend and its location: storage sqlite <path>")
-			}
-			switch backend {
-			case "sqlite":
-				if a.Storage == nil {
-					a.Storage = new(StorageConfig)
-				}
-				a.Storage.Backend = "sqlite"
-				a.Storage.Path = target
-			case "postgres":
-				return d.Errf("webhook: storage: postgres storage is not available yet")
-			default:
-				return d.Errf("webhook: storage: unknown backend %q (want sqlite)", backend)
+			if err := a.unmarshalStorage(d); err != nil {
+				return err
 			}
 		case "synchronous":
 			var mode string
@@ -144,6 +137,56 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		default:
 			return d.Errf("webhook: unknown option %q", opt)
 		}
+	}
+	if st := a.Storage; st != nil && st.Backend == backendPostgres && st.Synchronous != "" {
+		return d.Errf("webhook: synchronous applies to sqlite storage only, not postgres")
+	}
+	return nil
+}
+
+// unmarshalStorage parses one storage line (the dispenser is on its
+// option name) and, for postgres, its block. It never quotes the DSN.
+func (a *App) unmarshalStorage(d *caddyfile.Dispenser) error {
+	if a.Storage != nil && a.Storage.Backend != "" {
+		return d.Errf("webhook: storage is given twice")
+	}
+	var backend, location string
+	if !d.AllArgs(&backend, &location) {
+		return d.Errf("webhook: storage needs a backend and its location: storage sqlite <path> or storage postgres <dsn>")
+	}
+	if a.Storage == nil {
+		a.Storage = new(StorageConfig)
+	}
+	st := a.Storage
+	switch backend {
+	case backendSQLite:
+		st.Backend, st.Path = backendSQLite, location
+		if d.NextBlock(d.Nesting()) {
+			return d.Errf("webhook: storage sqlite takes no block")
+		}
+	case backendPostgres:
+		st.Backend, st.DSN = backendPostgres, location
+		for nesting := d.Nesting(); d.NextBlock(nesting); {
+			switch opt := d.Val(); opt {
+			case "schema":
+				if !d.AllArgs(&st.Schema) {
+					return d.Errf("webhook: storage postgres: schema needs one name")
+				}
+			case "max_conns":
+				n, err := intArg(d, "storage postgres: max_conns")
+				if err != nil {
+					return err
+				}
+				if n < 1 {
+					return d.Errf("webhook: storage postgres: max_conns must be at least 1")
+				}
+				st.MaxConns = n
+			default:
+				return d.Errf("webhook: storage postgres: unknown option %q", opt)
+			}
+		}
+	default:
+		return d.Errf("webhook: storage: unknown backend %q (want sqlite or postgres)", backend)
 	}
 	return nil
 }

@@ -88,8 +88,14 @@ func TestAdaptErrors(t *testing.T) {
 	}{
 		{"global/unknown option", global("\t\tworkerz 4"), []string{"webhook", `unknown option "workerz"`}},
 		{"global/argument on the option line", "{\n\twebhook fast\n}\n", []string{"webhook", `unexpected argument "fast"`}},
-		{"global/postgres reserved", global("\t\tstorage postgres postgres://x"), []string{"webhook", "postgres storage is not available yet"}},
-		{"global/unknown backend", global("\t\tstorage redis /x"), []string{"webhook", `unknown backend "redis"`}},
+		{"global/unknown backend", global("\t\tstorage redis /x"), []string{"webhook", `unknown backend "redis"`, "want sqlite or postgres"}},
+		{"global/storage twice", global("\t\tstorage sqlite /a.db\n\t\tstorage postgres {env.PG}"), []string{"webhook", "storage is given twice"}},
+		{"global/sqlite with a block", global("\t\tstorage sqlite /a.db {\n\t\t\tschema x\n\t\t}"), []string{"webhook", "storage sqlite takes no block"}},
+		{"global/postgres with synchronous", global("\t\tsynchronous normal\n\t\tstorage postgres {env.PG}"), []string{"webhook", "synchronous applies to sqlite storage only"}},
+		{"global/postgres unknown option", global("\t\tstorage postgres {env.PG} {\n\t\t\tpool 3\n\t\t}"), []string{"webhook", "storage postgres", `unknown option "pool"`}},
+		{"global/postgres schema without name", global("\t\tstorage postgres {env.PG} {\n\t\t\tschema\n\t\t}"), []string{"webhook", "storage postgres", "schema needs one name"}},
+		{"global/postgres max_conns zero", global("\t\tstorage postgres {env.PG} {\n\t\t\tmax_conns 0\n\t\t}"), []string{"webhook", "storage postgres", "max_conns must be at least 1"}},
+		{"global/postgres dsn split in two", global("\t\tstorage postgres host=h password=canary-pw"), []string{"webhook", "storage needs a backend and its location"}},
 		{"global/storage without path", global("\t\tstorage sqlite"), []string{"webhook", "storage needs a backend and its location"}},
 		{"global/workers not a number", global("\t\tworkers many"), []string{"webhook", "workers", `"many"`}},
 		{"global/workers negative", global("\t\tworkers -1"), []string{"webhook", "workers", `"-1"`}},
@@ -126,6 +132,9 @@ func TestAdaptErrors(t *testing.T) {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q does not contain %q", err, w)
 				}
+			}
+			if strings.Contains(err.Error(), "canary-pw") {
+				t.Errorf("error %q quotes the DSN's password", err)
 			}
 		})
 	}

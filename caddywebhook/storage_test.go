@@ -1,0 +1,333 @@
+package caddywebhook
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/caddywebhook/caddywebhook/queue"
+)
+
+// pgDSNEnv names the variable that points the Postgres tests at a server.
+const pgDSNEnv = "CADDYWEBHOOK_TEST_POSTGRES_DSN"
+
+// testPostgresDSN returns the test server's DSN. Without one the test is
+// skipped with the way to get one, except in CI, where it fails: there the
+// Postgres tests must run.
+func testPostgresDSN(t *testing.T) string {
+	t.Helper()
+	if dsn := os.Getenv(pgDSNEnv); dsn != "" {
+		return dsn
+	}
+	const how = pgDSNEnv + ` is not set; start a local PostgreSQL and run the tests with: eval "$(.ci/start-postgres)" && go test ./caddywebhook/ -run Postgres`
+	if os.Getenv("CI") == "true" {
+		t.Fatal(how + " (CI=true: the Postgres tests must run, not skip)")
+	}
+	t.Skip(how)
+	return ""
+}
+
+// freshPostgresSchema returns a schema name no test has used, and drops
+// the schema with everything in it when t ends (after Caddy has stopped:
+// cleanups run last in, first out, and the harness registers its stop
+// before this is called).
+func freshPostgresSchema(t *testing.T, dsn string) string {
+	t.Helper()
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	schema := "cw_app_" + hex.EncodeToString(b[:])
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			t.Errorf("drop schema %s: connect: %v", schema, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE"); err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+	})
+	return schema
+}
+
+// postgresStorage is the app's storage JSON for the test server: the DSN
+// by placeholder, as the README recommends.
+func postgresStorage(schema string) map[string]any {
+	return map[string]any{"backend": "postgres", "dsn": "{env." + pgDSNEnv + "}", "schema": schema}
+}
+
+func TestPostgresScrubText(t *testing.T) {
+	const dsn = "postgres://hookuser:s3cr3t-pw@db.internal:5432/hooksdb?sslmode=require"
+	tests := []struct {
+		name string
+		in   string
+		want string
+	}{
+		{
+			"connect error with server message",
+			"failed to connect to `user=hookuser database=hooksdb`: 10.1.2.3:5432 (db.internal): server error: FATAL: password authentication failed for user \"hookuser\" (SQLSTATE 28P01)",
+			"connect to database: server error: FATAL: password authentication failed for user \"<redacted>\" (SQLSTATE 28P01)",
+		},
+		{
+			"dial error",
+			"failed to connect to `user=hookuser database=hooksdb`: [fd00::1]:5432 (db.internal): dial error: dial tcp [fd00::1]:5432: connect: connection refused",
+			"connect to database: dial error: dial tcp <redacted>:5432: connect: connection refused",
+		},
+		{
+			"several addresses",
+			"failed to connect to `user=hookuser database=hooksdb`:\n\t10.1.2.3:5432 (db.internal): timeout\n\t10.1.2.4:5432 (db.internal): timeout",
+			"connect to database:\n\ttimeout\n\ttimeout",
+		},
+		{
+			"database name in a server message",
+			`claim: FATAL: database "hooksdb" does not exist (SQLSTATE 3D000)`,
+			`claim: FATAL: database "<redacted>" does not exist (SQLSTATE 3D000)`,
+		},
+		{"the DSN itself", "open: bad dsn " + dsn, "open: bad dsn <redacted>"},
+		{"password anywhere", "x s3cr3t-pw y", "x <redacted> y"},
+		{"parts of words stay", "hookusers and hooksdb_old", "hookusers and hooksdb_old"},
+		{"nothing to scrub", "get job: job not found", "get job: job not found"},
+	}
+	s := newDSNScrubber(dsn)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := s.scrubText(tt.in); got != tt.want {
+				t.Errorf("scrubText(%q)\n got %q\nwant %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestPostgresScrubRealConnectError scrubs what pgx really says when it
+// cannot connect: nothing of the DSN is left, and errors.Is still sees
+// through the scrubbed error.
+func TestPostgresScrubRealConnectError(t *testing.T) {
+	const dsn = "postgres://leakuser:leak-pass-7@127.0.0.1:1/leakdb?connect_timeout=5"
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := pgconn.Connect(ctx, dsn)
+	if err == nil {
+		t.Fatal("connected to port 1")
+	}
+	if !strings.Contains(err.Error(), "leakuser") {
+		t.Fatalf("pgx's error %q does not name the user; the test proves nothing", err)
+	}
+	scrubbed := newDSNScrubber(dsn).scrub(err)
+	for _, leak := range []string{"leakuser", "leak-pass-7", "leakdb", "127.0.0.1"} {
+		if strings.Contains(scrubbed.Error(), leak) {
+			t.Errorf("scrubbed error %q contains %q", scrubbed, leak)
+		}
+	}
+	if !strings.Contains(scrubbed.Error(), "connection refused") {
+		t.Errorf("scrubbed error %q lost the cause", scrubbed)
+	}
+	var ce *pgconn.ConnectError
+	if !errors.As(scrubbed, &ce) {
+		t.Error("the scrubbed error does not unwrap to pgx's error")
+	}
+	if newDSNScrubber(dsn).scrub(nil) != nil {
+		t.Error("scrub(nil) is not nil")
+	}
+}
+
+func TestPostgresDSNFingerprint(t *testing.T) {
+	const a = "postgres://u:pw-one@h/db"
+	const b = "postgres://u:pw-two@h/db"
+	if dsnFingerprint(a) != dsnFingerprint(a) {
+		t.Error("one DSN has two fingerprints")
+	}
+	if dsnFingerprint(a) == dsnFingerprint(b) {
+		t.Error("two DSNs share a fingerprint")
+	}
+	spec, err := (&StorageConfig{Backend: "postgres", DSN: a, Schema: "s1"}).spec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(spec.key, "postgres:") || !strings.HasSuffix(spec.key, "/s1") {
+		t.Errorf("key %q is not postgres:<fingerprint>/<schema>", spec.key)
+	}
+	for _, part := range []string{"pw-one", "u:", "@h"} {
+		if strings.Contains(spec.key, part) || strings.Contains(spec.name, part) {
+			t.Errorf("key %q or name %q reveals %q", spec.key, spec.name, part)
+		}
+	}
+}
+
+// TestPostgresAppConfigErrors loads configs whose Postgres storage cannot
+// open; no message may reveal the DSN.
+func TestPostgresAppConfigErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		dsn  string
+		want string
+	}{
+		{"unreachable server", "postgres://leakuser:leak-pass-7@127.0.0.1:1/leakdb?connect_timeout=5", "webhook: open store postgres schema caddywebhook: "},
+		{"unparsable dsn", "postgres://leakuser:leak-pass-7@127.0.0.1:notaport/leakdb", "does not parse"},
+		{"unknown placeholder", "postgres://leakuser:leak-pass-7@{env.CADDYWEBHOOK_UNSET_VARIABLE}/leakdb", "webhook: storage: dsn: a placeholder in it is unknown or empty"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			err := h.loadErr(t, map[string]any{"storage": map[string]any{"backend": "postgres", "dsn": tt.dsn}})
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %q does not contain %q", err, tt.want)
+			}
+			for _, leak := range []string{"leakuser", "leak-pass-7", "leakdb", "127.0.0.1"} {
+				if strings.Contains(err.Error(), leak) {
+					t.Errorf("error %q reveals %q", err, leak)
+				}
+			}
+			t.Logf("error: %v", err)
+			h.stop(t)
+			if raw, rerr := os.ReadFile(h.logPath); rerr == nil && strings.Contains(string(raw), "leak-pass-7") {
+				t.Error("the log reveals the DSN's password")
+			}
+		})
+	}
+}
+
+// TestPostgresAppWrongPassword connects to the test server with a wrong
+// password: the server's refusal reaches the config error, scrubbed of the
+// user, the password and the address.
+func TestPostgresAppWrongPassword(t *testing.T) {
+	dsn := testPostgresDSN(t)
+	u, err := url.Parse(dsn)
+	if err != nil || u.User == nil || u.Scheme == "" {
+		t.Skipf("%s is not a URL with a user; this test rewrites its password", pgDSNEnv)
+	}
+	u.User = url.UserPassword(u.User.Username(), "wrong-pass-canary")
+	t.Setenv("CADDYWEBHOOK_TEST_WRONG_DSN", u.String())
+	h := newHarness(t)
+	// A schema named unlike the user (the test server's user is named
+	// like the default schema), so the check below can see the user.
+	// Nothing is created: the connection is refused.
+	err = h.loadErr(t, map[string]any{"storage": map[string]any{"backend": "postgres", "dsn": "{env.CADDYWEBHOOK_TEST_WRONG_DSN}", "schema": "cw_wrong_password"}})
+	t.Logf("error: %v", err)
+	if !strings.Contains(err.Error(), "password authentication failed") {
+		t.Errorf("error %q does not say why", err)
+	}
+	for _, leak := range []string{"wrong-pass-canary", u.User.Username(), u.Hostname()} {
+		if strings.Contains(err.Error(), leak) {
+			t.Errorf("error %q reveals %q", err, leak)
+		}
+	}
+}
+
+// TestPostgresAppSharesStoreAcrossReloads runs the app in this process on
+// the test server: events are received and delivered, a reload keeps the
+// one store (same object, one reference per running config), a second
+// schema gets a store of its own, and the last Cleanup releases it.
+func TestPostgresAppSharesStoreAcrossReloads(t *testing.T) {
+	dsn := testPostgresDSN(t)
+	h := newHarness(t)
+	schema := freshPostgresSchema(t, dsn)
+	up := newUpstream(t)
+	app := func(schema string) map[string]any {
+		return map[string]any{"workers": 2, "storage": postgresStorage(schema)}
+	}
+	h.load(t, app(schema), githubReceiver("gh", httpTarget("", up.url)))
+
+	spec, err := (&StorageConfig{Backend: "postgres", DSN: dsn, Schema: schema}).spec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := h.store(t)
+	if _, ok := first.(*scrubbedStore); !ok {
+		t.Fatalf("the app's store is a %T, want the scrubbing wrapper of the Postgres store", first)
+	}
+	if refs, ok := stores.References(spec.key); !ok || refs != 1 {
+		t.Fatalf("usage pool: %d references (loaded %v), want 1", refs, ok)
+	}
+	if got := h.post(t, "gh", "pg-1", "push", testBody(1)); got != http.StatusAccepted {
+		t.Fatalf("status %d, want 202", got)
+	}
+	if r := up.next(t); r.deliveryID != "pg-1" {
+		t.Fatalf("upstream got %q, want pg-1", r.deliveryID)
+	}
+
+	// Reload: the new config shares the open store.
+	h.load(t, app(schema), githubReceiver("gh", httpTarget("", up.url)))
+	if h.store(t) != first {
+		t.Error("the reload opened a second store for the same DSN and schema")
+	}
+	if got := h.post(t, "gh", "pg-2", "push", testBody(2)); got != http.StatusAccepted {
+		t.Fatalf("status %d, want 202", got)
+	}
+	if r := up.next(t); r.deliveryID != "pg-2" {
+		t.Fatalf("upstream got %q, want pg-2", r.deliveryID)
+	}
+	if got := h.post(t, "gh", "pg-1", "push", testBody(1)); got != http.StatusAccepted {
+		t.Fatalf("duplicate: status %d, want 202", got)
+	}
+	s := h.store(t)
+	js := jobs(t, s)
+	if len(js) != 2 {
+		t.Fatalf("%d jobs, want 2 (the duplicate adds none): %+v", len(js), js)
+	}
+	for _, j := range js {
+		waitStatus(t, s, j.ID, queue.StatusDone)
+	}
+
+	// Another schema is another queue, so another store.
+	other := freshPostgresSchema(t, dsn)
+	h.load(t, app(other), githubReceiver("gh", httpTarget("", up.url)))
+	if h.store(t) == first {
+		t.Error("a config with another schema got the first schema's store")
+	}
+	if _, ok := stores.References(spec.key); ok {
+		t.Error("the first schema's store is still in the usage pool after no config uses it")
+	}
+	if n := len(jobs(t, h.store(t))); n != 0 {
+		t.Errorf("the new schema has %d jobs, want 0", n)
+	}
+
+	lines := h.logs(t)
+	if !hasLog(lines, func(m map[string]any) bool { return m["msg"] == "delivered" && m["delivery_id"] == "pg-2" }) {
+		t.Error("no delivered log line for pg-2")
+	}
+	raw := h.rawLogs(t)
+	assertNoCanaries(t, raw)
+	if cfg, err := pgconn.ParseConfig(dsn); err == nil && cfg.Password != "" && strings.Contains(string(raw), cfg.Password) {
+		t.Error("the log reveals the DSN's password")
+	}
+}
+
+// TestPostgresScrubbedStoreKeepsSentinels opens the store as the app does
+// and checks that the queue's sentinel errors survive the scrubbing
+// wrapper, which the admin API relies on for its status codes.
+func TestPostgresScrubbedStoreKeepsSentinels(t *testing.T) {
+	dsn := testPostgresDSN(t)
+	schema := freshPostgresSchema(t, dsn)
+	spec, err := (&StorageConfig{Backend: "postgres", DSN: dsn, Schema: schema}).spec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := spec.open(t.Context())
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	if _, err := s.GetJob(t.Context(), 424242); !errors.Is(err, queue.ErrNotFound) {
+		t.Errorf("GetJob of a missing job: %v, want queue.ErrNotFound", err)
+	}
+	if err := s.Replay(t.Context(), 424242); !errors.Is(err, queue.ErrNotFound) {
+		t.Errorf("Replay of a missing job: %v, want queue.ErrNotFound", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if _, err := s.Stats(t.Context(), time.Now()); !errors.Is(err, queue.ErrClosed) {
+		t.Errorf("Stats after Close: %v, want queue.ErrClosed", err)
+	}
+}
