@@ -452,7 +452,7 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhtt
 		Source:     rc.Source,
 		DeliveryID: res.DeliveryID,
 		EventType:  res.EventType,
-		Headers:    rc.headers(r.Header),
+		Headers:    rc.headers(info.headers[:0], r.Header),
 		Payload:    body,
 		Targets:    rc.targetsFor(res.EventType),
 	}
@@ -529,16 +529,15 @@ func readBody(body io.Reader, buf []byte, limit, hint int64) ([]byte, error) {
 	}
 }
 
-// headers copies the forwarded headers present in h.
-func (rc *Receiver) headers(h http.Header) []queue.Header {
-	var out []queue.Header
+// headers appends to out the forwarded headers present in h; nil if none.
+func (rc *Receiver) headers(out []queue.Header, h http.Header) []queue.Header {
 	for _, f := range rc.forward {
 		if v := h[f.canon]; len(v) > 0 && v[0] != "" {
-			if out == nil {
-				out = make([]queue.Header, 0, len(rc.forward))
-			}
 			out = append(out, queue.Header{Name: f.name, Value: v[0]})
 		}
+	}
+	if len(out) == 0 {
+		return nil
 	}
 	return out
 }
@@ -637,12 +636,16 @@ var outcomeStatus = [numOutcomes]int{
 func (o outcome) String() string { return outcomeWords[o] }
 
 // requestInfo is what one request told us, for the access log and the
-// placeholders. One allocation serves both; it is not changed after answer.
+// placeholders. One allocation serves both, and the event's forwarded
+// headers; it is not changed after answer.
 type requestInfo struct {
 	source     string
 	deliveryID string
 	eventType  string
 	outcome    outcome
+	// headers backs the event's Headers: at most three are forwarded
+	// (content type, the scheme's event header, an event_type header).
+	headers [3]queue.Header
 }
 
 // MarshalLogObject implements zapcore.ObjectMarshaler.

@@ -21,11 +21,17 @@ import (
 //	go test -run '^$' -bench . -benchtime 3s ./queue/sqlite/
 //
 // Each reports its rate as a custom metric (events/s, jobs/s) so ratios
-// can be read off one run, and heap in use after a GC (heap-MiB).
+// can be read off one run, heap in use after a GC (heap-MiB), and the
+// process's CPU time per event or job (cpu-us), which unlike the rates
+// does not follow the shared disk's fsync latency.
 
-func benchStore(b *testing.B, maxBatch int) *Store {
+func benchStore(b *testing.B, maxBatch int, opts ...func(*Config)) *Store {
 	b.Helper()
-	s, err := Open(context.Background(), Config{Path: filepath.Join(b.TempDir(), "bench.db"), MaxBatch: maxBatch})
+	cfg := Config{Path: filepath.Join(b.TempDir(), "bench.db"), MaxBatch: maxBatch}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	s, err := Open(context.Background(), cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -69,6 +75,15 @@ func reportRate(b *testing.B, unit string) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), unit)
 }
 
+// reportCPU reports the process's CPU time per operation since start
+// (a processCPU reading), producers and writer together.
+func reportCPU(b *testing.B, start time.Duration) {
+	if start == 0 {
+		return
+	}
+	b.ReportMetric(float64(processCPU()-start)/float64(time.Microsecond)/float64(b.N), "cpu-us/op")
+}
+
 // reportBatch reports the mean requests per committed transaction.
 func reportBatch(b *testing.B, s *Store) {
 	var batches, requests int64
@@ -89,19 +104,24 @@ func reportHeap(b *testing.B) {
 }
 
 // BenchmarkEnqueue compares group commit with one request per transaction
-// (MaxBatch=1, the seed's design) at 1, 32 and 256 producers.
+// (MaxBatch=1, the seed's design) at 1, 32 and 256 producers. Mode
+// group-normal is group commit with synchronous=normal, no fsync per
+// commit: the writer's CPU is then the limit, not the disk.
 func BenchmarkEnqueue(b *testing.B) {
 	for _, mode := range []struct {
-		name     string
-		maxBatch int
-	}{{"group", 0}, {"serial", 1}} {
+		name        string
+		maxBatch    int
+		synchronous string
+	}{{"group", 0, ""}, {"serial", 1, ""}, {"group-normal", 0, "normal"}} {
 		for _, producers := range []int{1, 32, 256} {
 			b.Run(fmt.Sprintf("mode=%s/producers=%d", mode.name, producers), func(b *testing.B) {
-				s := benchStore(b, mode.maxBatch)
+				s := benchStore(b, mode.maxBatch, func(c *Config) { c.Synchronous = mode.synchronous })
 				var next atomic.Int64
 				b.ResetTimer()
+				cpu := processCPU()
 				enqueueN(b, s, producers, b.N, &next)
 				b.StopTimer()
+				reportCPU(b, cpu)
 				reportRate(b, "events/s")
 				reportBatch(b, s)
 			})
@@ -250,8 +270,10 @@ func BenchmarkClaimFinish(b *testing.B) {
 		s := benchStore(b, 0)
 		seed(b, s, b.N, "d")
 		b.ResetTimer()
+		cpu := processCPU()
 		claimFinishN(b, s, workers, batch, b.N)
 		b.StopTimer()
+		reportCPU(b, cpu)
 		reportRate(b, "jobs/s")
 		reportHeap(b)
 	})
@@ -259,8 +281,10 @@ func BenchmarkClaimFinish(b *testing.B) {
 		s := backlogged(b)
 		// Claims take from the head of the backlog; the rest stay pending.
 		b.ResetTimer()
+		cpu := processCPU()
 		claimFinishN(b, s, workers, batch, b.N)
 		b.StopTimer()
+		reportCPU(b, cpu)
 		reportRate(b, "jobs/s")
 		reportHeap(b)
 	})
@@ -274,16 +298,20 @@ func BenchmarkEnqueueBacklog(b *testing.B) {
 		s := benchStore(b, 0)
 		var next atomic.Int64
 		b.ResetTimer()
+		cpu := processCPU()
 		enqueueN(b, s, producers, b.N, &next)
 		b.StopTimer()
+		reportCPU(b, cpu)
 		reportRate(b, "events/s")
 		reportHeap(b)
 	})
 	b.Run(fmt.Sprintf("backlog=%d", backlog), func(b *testing.B) {
 		s := backlogged(b)
 		b.ResetTimer()
+		cpu := processCPU()
 		enqueueN(b, s, producers, b.N, &backlogNext)
 		b.StopTimer()
+		reportCPU(b, cpu)
 		reportRate(b, "events/s")
 		reportHeap(b)
 	})

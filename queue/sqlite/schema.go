@@ -13,6 +13,12 @@ import (
 // Times are unix milliseconds. The partial indexes hold only the rows a
 // hot query looks for, so claim and purge cost does not grow with the
 // number of done or dead jobs, and pending jobs cost one small index entry.
+//
+// The status CHECK is written as comparisons, not as status IN (…): SQLite
+// builds an IN list of more than two values into a temporary table on
+// every row it checks, which cost about a sixth of the CPU of an enqueue
+// (and is paid again by every claim and finish). Both forms accept the same
+// values; the first build wrote the IN form, and no release carries it.
 var migrations = []string{
 	`
 CREATE TABLE events (
@@ -35,7 +41,7 @@ CREATE TABLE jobs (
 	source      TEXT    NOT NULL, -- the event's, copied for filters and claims
 	target      TEXT    NOT NULL,
 	status      TEXT    NOT NULL DEFAULT 'pending'
-	            CHECK (status IN ('pending', 'running', 'done', 'dead')),
+	            CHECK (status = 'pending' OR status = 'running' OR status = 'done' OR status = 'dead'),
 	attempts    INTEGER NOT NULL DEFAULT 0,
 	run_at      INTEGER NOT NULL,
 	lease_owner TEXT,

@@ -219,6 +219,11 @@ func (s *Store) dsn(readOnly bool) string {
 		// On reset after a checkpoint, cut the WAL back to this size so one
 		// burst does not leave a large file behind.
 		q.Add("_pragma", "journal_size_limit("+strconv.Itoa(walSizeLimit)+")")
+		// SQLite's autocheckpoint runs inside a caller's commit and costs
+		// it two fsyncs and a copy of every page the WAL holds. A longer
+		// interval means fewer of them, and hot pages (the tails of the
+		// tables and indexes) copied once for many commits.
+		q.Add("_pragma", "wal_autocheckpoint("+strconv.Itoa(autocheckpointPages)+")")
 		q.Add("_txlock", "immediate")
 	}
 	return "file:" + (&url.URL{Path: s.path}).EscapedPath() + "?" + q.Encode()

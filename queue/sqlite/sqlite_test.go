@@ -329,49 +329,78 @@ func TestCancelled(t *testing.T) {
 }
 
 // TestBatchIsolation checks that a request failing in the middle of a
-// batch is rolled back to its savepoint alone, event and all, and gets
-// its own error, while its neighbours commit.
+// batch is rolled back alone, event and all, and gets its own error, while
+// its neighbours commit: the batch first runs without savepoints, and after
+// a failure the others run again each in its own savepoint, where a second
+// failure must not sink them either.
 func TestBatchIsolation(t *testing.T) {
-	s := setup(t)
-	// A job insert that fails after its event row was written.
-	if err := s.onWriterNow(t, `CREATE TEMP TRIGGER refuse BEFORE INSERT ON jobs WHEN NEW.target = 'refused'
-		BEGIN SELECT RAISE(ABORT, 'refused target'); END`); err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name  string
+		batch []string // delivery ids; "bad…" ones fail after their event row
+		want  string   // stored jobs, newest first
+	}{
+		{name: "one failure", batch: []string{"ok1", "bad", "ok2"}, want: "ok2,ok1"},
+		{name: "failure first", batch: []string{"bad", "ok1", "ok2"}, want: "ok2,ok1"},
+		{name: "two failures", batch: []string{"ok1", "bad1", "ok2", "bad2", "ok3"}, want: "ok3,ok2,ok1"},
+		{name: "lone failure", batch: []string{"bad"}, want: ""},
+		{name: "all fail", batch: []string{"bad1", "bad2"}, want: ""},
 	}
-	var reqs []*request
-	for _, ev := range []queue.Event{testEvent("ok1", "mail"), testEvent("bad", "mail", "refused"), testEvent("ok2", "mail")} {
-		r := newRequest(t.Context(), kindEnqueue)
-		r.ev = ev
-		reqs = append(reqs, r)
-	}
-	if err := s.onWriter(t.Context(), func(w *writer) error {
-		w.batch = append(w.batch[:0], reqs...)
-		w.runBatch()
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range reqs {
-		if (r.err != nil) != (r.ev.DeliveryID == "bad") {
-			t.Errorf("%s: err = %v", r.ev.DeliveryID, r.err)
-		}
-	}
-	if !strings.Contains(reqs[1].err.Error(), "refused target") || reqs[1].res != (queue.EnqueueResult{}) {
-		t.Errorf("bad request: %+v, %v; want its own error and no result", reqs[1].res, reqs[1].err)
-	}
-	page, err := s.ListJobs(t.Context(), queue.ListParams{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, j := range page.Jobs {
-		got = append(got, j.DeliveryID)
-	}
-	if strings.Join(got, ",") != "ok2,ok1" {
-		t.Errorf("stored jobs of %v, want ok2,ok1", got)
-	}
-	if st, _ := s.Stats(t.Context(), time.Now()); st.Events != 2 {
-		t.Errorf("events = %d, want 2: the bad event must roll back with its job", st.Events)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := setup(t)
+			// A job insert that fails after its event row was written.
+			if err := s.onWriterNow(t, `CREATE TEMP TRIGGER refuse BEFORE INSERT ON jobs WHEN NEW.target = 'refused'
+				BEGIN SELECT RAISE(ABORT, 'refused target'); END`); err != nil {
+				t.Fatal(err)
+			}
+			var reqs []*request
+			for _, id := range tt.batch {
+				ev := testEvent(id, "mail")
+				if strings.HasPrefix(id, "bad") {
+					ev = testEvent(id, "mail", "refused")
+				}
+				r := newRequest(t.Context(), kindEnqueue)
+				r.ev = ev
+				reqs = append(reqs, r)
+			}
+			if err := s.onWriter(t.Context(), func(w *writer) error {
+				w.batch = append(w.batch[:0], reqs...)
+				w.runBatch()
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			var events int64
+			for _, r := range reqs {
+				bad := strings.HasPrefix(r.ev.DeliveryID, "bad")
+				switch {
+				case bad && (r.err == nil || !strings.Contains(r.err.Error(), "refused target") || r.res != (queue.EnqueueResult{})):
+					t.Errorf("%s: %+v, %v; want its own error and no result", r.ev.DeliveryID, r.res, r.err)
+				case !bad && (r.err != nil || r.res.Jobs != 1 || r.res.EventID == 0):
+					t.Errorf("%s: %+v, %v; want stored with one job", r.ev.DeliveryID, r.res, r.err)
+				case !bad:
+					events++
+				}
+			}
+			page, err := s.ListJobs(t.Context(), queue.ListParams{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, j := range page.Jobs {
+				got = append(got, j.DeliveryID)
+			}
+			if strings.Join(got, ",") != tt.want {
+				t.Errorf("stored jobs of %v, want %s", got, tt.want)
+			}
+			if st, _ := s.Stats(t.Context(), time.Now()); st.Events != events {
+				t.Errorf("events = %d, want %d: a bad event must roll back with its job", st.Events, events)
+			}
+			// The store goes on: the failures left no transaction open.
+			if _, err := s.Enqueue(t.Context(), testEvent("after", "mail")); err != nil {
+				t.Errorf("Enqueue after the batch: %v", err)
+			}
+		})
 	}
 }
 

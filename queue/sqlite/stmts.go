@@ -2,22 +2,25 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
+	"database/sql/driver"
+	"fmt"
 	"strconv"
 
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
 // The write statements, prepared once per write connection: the writer
-// never re-parses SQL on the hot path.
+// never re-parses SQL on the hot path. The two of every enqueue take
+// anonymous parameters: the driver reads a numbered parameter's name into
+// a new Go string on every bind.
 const (
 	sqlInsertEvent = `INSERT INTO events (source, delivery_id, event_type, headers, payload, targets, created_at)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+VALUES (?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (source, delivery_id) DO NOTHING`
 
 	sqlEventID = `SELECT id FROM events WHERE source = ?1 AND delivery_id = ?2`
 
-	sqlInsertJob = `INSERT INTO jobs (event_id, source, target, run_at, created_at) VALUES (?1, ?2, ?3, ?4, ?4)`
+	sqlInsertJob = `INSERT INTO jobs (event_id, source, target, run_at, created_at) VALUES (?, ?, ?, ?, ?)`
 
 	// sqlClaim takes the first ?4 ready jobs in (run_at, id) order: pending
 	// and due, or running with an expired lease. Each branch reads its own
@@ -104,22 +107,22 @@ FROM jobs WHERE id = ?1`
 
 // stmts are the writer's prepared statements.
 type stmts struct {
-	begin, commit, rollback, savepoint, release, rollbackTo *sql.Stmt
+	begin, commit, rollback, savepoint, release, rollbackTo *stmt
 
-	insertEvent, eventID, insertJob        *sql.Stmt
-	claim, claimEvents, extend             *sql.Stmt
-	finish, insertAttempt                  *sql.Stmt
-	handBack, replay, jobState, replayDead *sql.Stmt
-	deleteJob, deleteEventIfEmpty          *sql.Stmt
-	purgeJobs, purgeBareEvents             *sql.Stmt
+	insertEvent, eventID, insertJob        *stmt
+	claim, claimEvents, extend             *stmt
+	finish, insertAttempt                  *stmt
+	handBack, replay, jobState, replayDead *stmt
+	deleteJob, deleteEventIfEmpty          *stmt
+	purgeJobs, purgeBareEvents             *stmt
 }
 
 func (st *stmts) list() []struct {
-	p   **sql.Stmt
+	p   **stmt
 	sql string
 } {
 	return []struct {
-		p   **sql.Stmt
+		p   **stmt
 		sql string
 	}{
 		{&st.begin, "BEGIN IMMEDIATE"},
@@ -147,24 +150,68 @@ func (st *stmts) list() []struct {
 	}
 }
 
-// prepare prepares every statement on conn.
-func (st *stmts) prepare(ctx context.Context, conn *sql.Conn) error {
+// prepare prepares every statement on the driver connection c.
+func (st *stmts) prepare(ctx context.Context, c driver.ConnPrepareContext) error {
 	for _, s := range st.list() {
-		p, err := conn.PrepareContext(ctx, s.sql)
+		ds, err := c.PrepareContext(ctx, s.sql)
 		if err != nil {
 			return err
 		}
-		*s.p = p
+		d, ok := ds.(driverStmt)
+		if !ok {
+			ds.Close()
+			return fmt.Errorf("driver statement %T cannot run with a context", ds)
+		}
+		*s.p = &stmt{ds: d}
 	}
 	return nil
 }
 
 // close closes the prepared statements; their connection is going away.
+// Like every use of a stmt, it runs inside the connection's Raw.
 func (st *stmts) close() {
 	for _, s := range st.list() {
 		if *s.p != nil {
-			(*s.p).Close()
+			(*s.p).ds.Close()
 			*s.p = nil
 		}
 	}
+}
+
+// driverStmt is what the writer needs of a driver's prepared statement.
+type driverStmt interface {
+	driver.Stmt
+	driver.StmtExecContext
+	driver.StmtQueryContext
+}
+
+// stmt is a statement prepared on the write connection's driver
+// connection. The writer runs it through the driver directly, inside
+// sql.Conn.Raw, rather than through database/sql, whose argument
+// conversion, locking and result wrappers cost about 10 allocations and
+// a fifteenth of the writer's CPU per enqueue. Only the writer goroutine
+// uses it, and only while it holds the connection in Raw.
+type stmt struct {
+	ds   driverStmt
+	args []driver.NamedValue // reused by every call
+}
+
+// Exec runs the statement. Arguments must be driver values the driver
+// binds as they are: int64, string, []byte or nil.
+func (s *stmt) Exec(args ...driver.Value) (driver.Result, error) {
+	return s.ds.ExecContext(context.Background(), s.bind(args))
+}
+
+// Query runs the statement and returns its rows; the caller closes them
+// before the statement is used again.
+func (s *stmt) Query(args ...driver.Value) (driver.Rows, error) {
+	return s.ds.QueryContext(context.Background(), s.bind(args))
+}
+
+func (s *stmt) bind(args []driver.Value) []driver.NamedValue {
+	s.args = s.args[:0]
+	for i, a := range args {
+		s.args = append(s.args, driver.NamedValue{Ordinal: i + 1, Value: a})
+	}
+	return s.args
 }

@@ -2,10 +2,11 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
+	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"time"
@@ -221,7 +222,7 @@ func (w *writer) exec(r *request, now time.Time) error {
 	case kindPurge:
 		return w.purge(r)
 	case kindPurgeEvents:
-		res, err := w.st.purgeBareEvents.Exec(ms(r.cutoff), r.limit)
+		res, err := w.st.purgeBareEvents.Exec(ms(r.cutoff), int64(r.limit))
 		if err != nil {
 			return fmt.Errorf("purge events: %w", err)
 		}
@@ -243,7 +244,7 @@ func (w *writer) enqueue(r *request, now time.Time) error {
 	if payload == nil {
 		payload = empty
 	}
-	res, err := w.st.insertEvent.Exec(ev.Source, ev.DeliveryID, ev.EventType, w.hbuf, payload, len(ev.Targets), nowMS)
+	res, err := w.st.insertEvent.Exec(ev.Source, ev.DeliveryID, ev.EventType, w.hbuf, payload, int64(len(ev.Targets)), nowMS)
 	if err != nil {
 		return fmt.Errorf("enqueue: insert event: %w", err)
 	}
@@ -251,9 +252,11 @@ func (w *writer) enqueue(r *request, now time.Time) error {
 		return fmt.Errorf("enqueue: insert event: %w", err)
 	} else if n == 0 {
 		r.res.Duplicate = true
-		if err := w.st.eventID.QueryRow(ev.Source, ev.DeliveryID).Scan(&r.res.EventID); err != nil {
+		row := w.row[:1]
+		if err := queryRow(w.st.eventID, row, ev.Source, ev.DeliveryID); err != nil {
 			return fmt.Errorf("enqueue: find duplicate: %w", err)
 		}
+		r.res.EventID = asInt(row[0])
 		return nil
 	}
 	id, err := res.LastInsertId()
@@ -261,7 +264,7 @@ func (w *writer) enqueue(r *request, now time.Time) error {
 		return fmt.Errorf("enqueue: insert event: %w", err)
 	}
 	for _, t := range ev.Targets {
-		if _, err := w.st.insertJob.Exec(id, ev.Source, t, nowMS); err != nil {
+		if _, err := w.st.insertJob.Exec(id, ev.Source, t, nowMS, nowMS); err != nil {
 			return fmt.Errorf("enqueue: insert job: %w", err)
 		}
 	}
@@ -280,7 +283,7 @@ func (w *writer) claim(r *request, now time.Time) error {
 	if r.routes != "" {
 		routes = r.routes
 	}
-	rows, err := w.st.claim.Query(p.Owner, ms(until), ms(p.Now), p.Limit, routes)
+	rows, err := w.st.claim.Query(p.Owner, ms(until), ms(p.Now), int64(p.Limit), routes)
 	if err != nil {
 		return fmt.Errorf("claim: %w", err)
 	}
@@ -289,20 +292,20 @@ func (w *writer) claim(r *request, now time.Time) error {
 		runAt int64
 	}
 	var got []claimed
-	for rows.Next() {
-		j := &queue.Job{LeaseOwner: p.Owner, LeaseUntil: fromMS(ms(until))}
-		var created, runAt int64
-		if err := rows.Scan(&j.ID, &j.EventID, &j.Source, &j.Target, &j.Attempt, &runAt, &created); err != nil {
-			rows.Close()
-			return fmt.Errorf("claim: %w", err)
-		}
-		j.CreatedAt = fromMS(created)
-		got = append(got, claimed{j, runAt})
-	}
-	if err := rows.Close(); err != nil {
-		return fmt.Errorf("claim: %w", err)
-	}
-	if err := rows.Err(); err != nil {
+	err = each(rows, w.row[:7], func(row []driver.Value) error {
+		got = append(got, claimed{&queue.Job{
+			ID:         asInt(row[0]),
+			EventID:    asInt(row[1]),
+			Source:     asString(row[2]),
+			Target:     asString(row[3]),
+			Attempt:    int(asInt(row[4])),
+			LeaseOwner: p.Owner,
+			LeaseUntil: fromMS(ms(until)),
+			CreatedAt:  fromMS(asInt(row[6])),
+		}, asInt(row[5])})
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("claim: %w", err)
 	}
 	if len(got) == 0 {
@@ -335,27 +338,21 @@ func (w *writer) claim(r *request, now time.Time) error {
 	if err != nil {
 		return fmt.Errorf("claim: read events: %w", err)
 	}
-	for rows.Next() {
-		var id int64
-		var hdr []byte
-		e := &event{}
-		if err := rows.Scan(&id, &e.deliveryID, &e.eventType, &hdr, &e.payload); err != nil {
-			rows.Close()
-			return fmt.Errorf("claim: read events: %w", err)
+	err = each(rows, w.row[:5], func(row []driver.Value) error {
+		id := asInt(row[0])
+		e := &event{deliveryID: asString(row[1]), eventType: asString(row[2])}
+		var err error
+		if e.headers, err = decodeHeaders(asBytes(row[3])); err != nil {
+			return fmt.Errorf("event %d: %w", id, err)
 		}
-		if e.headers, err = decodeHeaders(hdr); err != nil {
-			rows.Close()
-			return fmt.Errorf("claim: read event %d: %w", id, err)
-		}
-		if e.payload == nil {
+		// The driver copied the blob out of SQLite: the job may keep it.
+		if e.payload = asBytes(row[4]); e.payload == nil {
 			e.payload = []byte{}
 		}
 		events[id] = e
-	}
-	if err := rows.Close(); err != nil {
-		return fmt.Errorf("claim: read events: %w", err)
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("claim: read events: %w", err)
 	}
 	r.jobs = make([]*queue.Job, len(got))
@@ -430,7 +427,7 @@ func (w *writer) finish(r *request, now time.Time) error {
 // it counted, over its oldest. offset is added to the job's attempts
 // column to get the attempt's number (1 after a hand-back uncharged it).
 func (w *writer) addAttempt(id int64, offset int, started time.Time, d time.Duration, outcome queue.Status, msg string) error {
-	if _, err := w.st.insertAttempt.Exec(id, offset, ms(started), int64(d), string(outcome), msg); err != nil {
+	if _, err := w.st.insertAttempt.Exec(id, int64(offset), ms(started), int64(d), string(outcome), msg); err != nil {
 		return fmt.Errorf("record attempt: %w", err)
 	}
 	return nil
@@ -472,13 +469,15 @@ func (w *writer) replay(r *request, now time.Time) error {
 
 // jobState reads a job's status and event, queue.ErrNotFound if none.
 func (w *writer) jobState(id int64) (queue.Status, int64, error) {
-	var status queue.Status
-	var eventID int64
-	err := w.st.jobState.QueryRow(id).Scan(&status, &eventID)
-	if errors.Is(err, sql.ErrNoRows) {
+	row := w.row[:2]
+	err := queryRow(w.st.jobState, row, id)
+	if errors.Is(err, errNoRows) {
 		return "", 0, queue.ErrNotFound
 	}
-	return status, eventID, err
+	if err != nil {
+		return "", 0, err
+	}
+	return queue.Status(asString(row[0])), asInt(row[1]), nil
 }
 
 func (w *writer) discard(r *request) error {
@@ -499,26 +498,19 @@ func (w *writer) discard(r *request) error {
 }
 
 func (w *writer) purge(r *request) error {
-	rows, err := w.st.purgeJobs.Query(ms(r.cutoff), r.limit)
+	rows, err := w.st.purgeJobs.Query(ms(r.cutoff), int64(r.limit))
 	if err != nil {
 		return fmt.Errorf("purge jobs: %w", err)
 	}
 	var events []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return fmt.Errorf("purge jobs: %w", err)
-		}
+	err = each(rows, w.row[:1], func(row []driver.Value) error {
 		r.n++
-		if !slices.Contains(events, id) {
+		if id := asInt(row[0]); !slices.Contains(events, id) {
 			events = append(events, id)
 		}
-	}
-	if err := rows.Close(); err != nil {
-		return fmt.Errorf("purge jobs: %w", err)
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("purge jobs: %w", err)
 	}
 	// Only the events whose jobs were purged here: an event stored without
@@ -540,4 +532,72 @@ func truncate(s string, n int) string {
 		n--
 	}
 	return s[:n]
+}
+
+// errNoRows is queryRow's answer when the statement returned no row.
+var errNoRows = errors.New("no row")
+
+// queryRow runs st and reads its first row into row.
+func queryRow(st *stmt, row []driver.Value, args ...driver.Value) error {
+	rows, err := st.Query(args...)
+	if err != nil {
+		return err
+	}
+	err = rows.Next(row)
+	if err == io.EOF {
+		err = errNoRows
+	}
+	if cerr := rows.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// each calls f with every row of rows, read into row, and closes rows.
+// It stops at f's first error.
+func each(rows driver.Rows, row []driver.Value, f func(row []driver.Value) error) error {
+	var err error
+	for {
+		if err = rows.Next(row); err != nil {
+			break
+		}
+		if err = f(row); err != nil {
+			break
+		}
+	}
+	if err == io.EOF {
+		err = nil
+	}
+	if cerr := rows.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// The schema fixes each column's type, so a driver value is the type its
+// column stores (int64, string, []byte) or nil for NULL, read as zero.
+
+func asInt(v driver.Value) int64 {
+	n, _ := v.(int64)
+	return n
+}
+
+func asString(v driver.Value) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case []byte:
+		return string(x)
+	}
+	return ""
+}
+
+func asBytes(v driver.Value) []byte {
+	switch x := v.(type) {
+	case []byte:
+		return x
+	case string:
+		return []byte(x)
+	}
+	return nil
 }
