@@ -35,7 +35,7 @@ type adminAPI struct {
 	// now is the clock for stats and purge cutoffs; nil means time.Now.
 	now func() time.Time
 	// purgeBatch is how many jobs one Purge call deletes; 0 means
-	// defaultPurgeBatch.
+	// queue.DefaultPurgeBatch, the housekeeper's batch.
 	purgeBatch int
 }
 
@@ -62,10 +62,6 @@ const (
 
 	// adminMaxLimit bounds one page of a listing, as queue.ListParams does.
 	adminMaxLimit = 1000
-
-	// defaultPurgeBatch is how many jobs one Purge call deletes, so that a
-	// large purge holds the writer for short transactions only.
-	defaultPurgeBatch = 1000
 )
 
 // adminRoute is one endpoint: the handler for each allowed method and the
@@ -305,7 +301,7 @@ func (a *adminAPI) handlePurge(w http.ResponseWriter, r *http.Request, q *active
 		return badParam("older_than", "is required: the webhook app has no retention configured")
 	}
 	cutoff := a.clock().Add(-olderThan)
-	total, err := purgeAll(r.Context(), q.Store, cutoff, cmp.Or(a.purgeBatch, defaultPurgeBatch))
+	total, err := purgeAll(r.Context(), q.Store, cutoff, cmp.Or(a.purgeBatch, queue.DefaultPurgeBatch))
 	if err != nil {
 		// Batches already committed stay purged; say how many.
 		return storeError(fmt.Sprintf("purge done jobs (%d purged before the error)", total), 0, err)

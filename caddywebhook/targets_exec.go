@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -87,7 +88,10 @@ type ExecTarget struct {
 	// {webhook.attempt} and {webhook.job_id}, and Caddy's global
 	// placeholders such as {env.*}; they expand within their argument, so
 	// an argument stays exactly one argument whatever a sender put in the
-	// event type or delivery id, and nothing is interpreted by a shell.
+	// event type or delivery id, and nothing is interpreted by a shell. An
+	// argument that is only a placeholder can still begin with "-" and look
+	// like an option to the program: write "--event={webhook.event_type}",
+	// or put "--" before such arguments, when the program parses options.
 	// Default: none.
 	Args []string `json:"args,omitempty"`
 
@@ -100,7 +104,9 @@ type ExecTarget struct {
 
 	// Extra environment variables; placeholders in values are resolved
 	// when the config loads. Names starting with WEBHOOK_ are reserved for
-	// the metadata. Default: none.
+	// the metadata. A value of 8 bytes or more is replaced by [redacted]
+	// where the program's output repeats it in the job's last error.
+	// Default: none.
 	Env map[string]string `json:"env,omitempty"`
 
 	// Exit statuses (1 to 255) that mean no retry can help, such as 65
@@ -113,8 +119,9 @@ type ExecTarget struct {
 	// TMPDIR from Caddy's environment, plus env and the metadata.
 	InheritEnv bool `json:"inherit_env,omitempty"`
 
-	path string   // the resolved program
-	env  []string // the environment before the metadata
+	path   string   // the resolved program
+	env    []string // the environment before the metadata
+	redact []string // env values never to repeat in an error
 }
 
 // CaddyModule returns the Caddy module information.
@@ -158,15 +165,18 @@ func (t *ExecTarget) Provision(ctx caddy.Context) error {
 			}
 		}
 	}
+	t.redact = nil
 	// Sorted so the environment does not depend on map order.
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for k := range t.Env {
-			if !yield(k) {
-				return
-			}
+	for _, name := range slices.Sorted(maps.Keys(t.Env)) {
+		v := repl.ReplaceKnown(t.Env[name], "")
+		env = append(env, name+"="+v)
+		// env is where a program's token lives, often from {env.*}; a
+		// script that traces its commands (set -x) or dumps its
+		// environment on failure must not get it into the job's last
+		// error. Short values are left alone, as the http target does.
+		if len(v) >= 8 {
+			t.redact = append(t.redact, v)
 		}
-	}) {
-		env = append(env, name+"="+repl.ReplaceKnown(t.Env[name], ""))
 	}
 	t.env = env
 	return nil
@@ -242,6 +252,15 @@ func execReplacer(job *queue.Job) *caddy.Replacer {
 
 // Deliver runs the program once (see ExecTarget).
 func (t *ExecTarget) Deliver(ctx context.Context, job *queue.Job) error {
+	// A delivery id or event type read from a JSON body may hold a NUL,
+	// which no argument or environment variable can carry: every start
+	// would fail, so say so once instead of retrying for hours.
+	if strings.IndexByte(job.DeliveryID, 0) >= 0 {
+		return queue.Permanent(errors.New("start program: delivery id has a NUL byte and cannot be passed to a program"))
+	}
+	if strings.IndexByte(job.EventType, 0) >= 0 {
+		return queue.Permanent(errors.New("start program: event type has a NUL byte and cannot be passed to a program"))
+	}
 	repl := execReplacer(job)
 	args := make([]string, len(t.Args))
 	for i, arg := range t.Args {
@@ -331,7 +350,7 @@ func (t *ExecTarget) Deliver(ctx context.Context, job *queue.Job) error {
 // from the front so the whole text fits in a job's last error and the
 // program's last words survive.
 func (t *ExecTarget) failure(what string, out *execTail) error {
-	tail := execPrintable(out.Bytes())
+	tail := redactSecrets(execPrintable(out.Bytes()), t.redact)
 	if tail == "" {
 		return errors.New(what)
 	}
@@ -366,9 +385,9 @@ func execEnv(job *queue.Job) []string {
 }
 
 // execTail keeps the last execTailLen bytes written to it, in a fixed ring,
-// however much a program prints. os/exec calls Write from one goroutine at a
-// time when Stdout and Stderr are the same writer, and Bytes is read after
-// Wait, so it needs no lock.
+// however much a program prints. Deliver's one copying goroutine is its only
+// writer, and Bytes is read after that goroutine has ended, so it needs no
+// lock.
 type execTail struct {
 	buf  [execTailLen]byte
 	next int  // where the next byte goes

@@ -271,6 +271,35 @@ func TestExecTargetArgsCannotInject(t *testing.T) {
 	}
 }
 
+// TestExecTargetNULInMetadata: a delivery id or event type with a NUL (a
+// JSON "\u0000") cannot reach a program as an argument or a variable. The
+// job is parked at once, with the reason, instead of failing every retry.
+func TestExecTargetNULInMetadata(t *testing.T) {
+	tests := []struct {
+		name       string
+		deliveryID string
+		eventType  string
+		wantErr    string
+	}{
+		{"NUL in the delivery id", "evt\x001", "push", "delivery id"},
+		{"NUL in the event type", "evt-1", "push\x00--help", "event type"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tgt, dir := execTestRecorder(t, "{webhook.delivery_id}", "{webhook.event_type}")
+			job := execTestJob()
+			job.DeliveryID, job.EventType = tt.deliveryID, tt.eventType
+			err := tgt.Deliver(t.Context(), job)
+			if !queue.IsPermanent(err) || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("Deliver = %v, want a permanent error naming the %s", err, tt.wantErr)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "args")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the program ran (stat args: %v)", err)
+			}
+		})
+	}
+}
+
 func TestExecTargetExitStatus(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -303,6 +332,30 @@ func TestExecTargetExitStatus(t *testing.T) {
 				t.Errorf("error = %q, want prefix %q", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestExecTargetOutputRedactsEnv: a failing program that prints its
+// token (a script with set -x, an env dump) must not get it into the job's
+// last error, which the admin API shows.
+func TestExecTargetOutputRedactsEnv(t *testing.T) {
+	const token = "tok-0123456789abcdef"
+	t.Setenv("CADDYWEBHOOK_TEST_EXEC_TOKEN", token)
+	tgt := execTestSetup(t, &ExecTarget{
+		Command: "sh",
+		Args:    []string{"-c", `echo "curl -H Authorization: $API_TOKEN failed; mode=$MODE" >&2; exit 1`},
+		Env: map[string]string{
+			"API_TOKEN": "{env.CADDYWEBHOOK_TEST_EXEC_TOKEN}",
+			"MODE":      "fast", // short: left alone
+		},
+	})
+	err := tgt.Deliver(t.Context(), execTestJob())
+	if err == nil {
+		t.Fatal("Deliver succeeded; the program exits 1")
+	}
+	want := "exit status 1: curl -H Authorization: [redacted] failed; mode=fast"
+	if err.Error() != want || strings.Contains(err.Error(), token) {
+		t.Errorf("error = %q, want %q", err, want)
 	}
 }
 

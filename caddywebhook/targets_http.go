@@ -79,7 +79,10 @@ const (
 // change that no retry fixes.
 type HTTPTarget struct {
 	// The upstream's absolute http:// or https:// URL. Placeholders such as
-	// {env.HOOK_URL} are resolved once, when the config loads. Required.
+	// {env.HOOK_URL} are resolved once, when the config loads. Its query
+	// string, query values and userinfo password (each of 8 bytes or more)
+	// are replaced by [redacted] where the upstream's answer echoes them
+	// into a job's last error. Required.
 	URL string `json:"url,omitempty"`
 
 	// How long one attempt may take, from connecting until the response
@@ -129,7 +132,7 @@ func (t *HTTPTarget) Provision(ctx caddy.Context) error {
 		t.Timeout = caddy.Duration(httpDefaultTimeout)
 	}
 	t.headers = make(http.Header, len(t.Headers))
-	t.redact = nil
+	t.redact = httpURLSecrets(u)
 	for name, values := range t.Headers {
 		for _, v := range values {
 			v = repl.ReplaceKnown(v, "")
@@ -218,6 +221,16 @@ func (t *HTTPTarget) Cleanup() error {
 // Deliver POSTs the job's payload to the upstream once and classifies the
 // outcome (see HTTPTarget).
 func (t *HTTPTarget) Deliver(ctx context.Context, job *queue.Job) error {
+	// A delivery id or event type read from a JSON body may hold a control
+	// character that no header can carry; the transport would refuse every
+	// attempt, so say so once instead of retrying for hours.
+	if !httpValidHeaderValue(job.DeliveryID) {
+		return queue.Permanent(errors.New("build request: delivery id has a control character and cannot be sent as a header"))
+	}
+	if !httpValidHeaderValue(job.EventType) {
+		return queue.Permanent(errors.New("build request: event type has a control character and cannot be sent as a header"))
+	}
+
 	attemptCtx, cancel := context.WithTimeout(ctx, time.Duration(t.Timeout))
 	defer cancel()
 
@@ -301,10 +314,45 @@ func (t *HTTPTarget) networkError(parent, attempt context.Context, err error) er
 	return fmt.Errorf("post to upstream: %s", t.scrub(httpPrintable([]byte(err.Error()))))
 }
 
-// scrub removes the signing secret and long static header values from text
-// an upstream chose to send back.
-func (t *HTTPTarget) scrub(s string) string {
-	for _, v := range t.redact {
+// httpURLSecrets returns the parts of the upstream URL that may be
+// credentials (the query string, its values, the userinfo password), so
+// that an upstream echoing the request line in its error body ("Cannot POST
+// /hook?token=…") does not store them in the job's last error. Like static
+// header values, parts shorter than 8 bytes are left alone. An unparsable
+// URL yields nothing here; Validate refuses it.
+func httpURLSecrets(rawURL string) []string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil
+	}
+	var secrets []string
+	add := func(v string) {
+		if len(v) >= 8 {
+			secrets = append(secrets, v)
+		}
+	}
+	if pw, ok := u.User.Password(); ok {
+		add(pw)
+	}
+	add(u.RawQuery)
+	for _, values := range u.Query() {
+		for _, v := range values {
+			add(v)
+			add(url.QueryEscape(v))
+		}
+	}
+	return secrets
+}
+
+// scrub removes the signing secret, long static header values and the
+// URL's credentials from text an upstream chose to send back.
+func (t *HTTPTarget) scrub(s string) string { return redactSecrets(s, t.redact) }
+
+// redactSecrets replaces every occurrence of each of secrets in s. The
+// targets use it on text a program or an upstream wrote, which is stored as
+// a job's last error and shown by the admin API.
+func redactSecrets(s string, secrets []string) string {
+	for _, v := range secrets {
 		if v != "" {
 			s = strings.ReplaceAll(s, v, "[redacted]")
 		}
@@ -407,6 +455,17 @@ func httpValidHeaderName(name string) bool {
 		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
 		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
 		default:
+			return false
+		}
+	}
+	return true
+}
+
+// httpValidHeaderValue reports whether v can be sent as a header value, by
+// the rule net/http's transport applies: no control character but tab.
+func httpValidHeaderValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; (c < ' ' && c != '\t') || c == 0x7f {
 			return false
 		}
 	}

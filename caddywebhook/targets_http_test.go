@@ -163,6 +163,51 @@ func TestHTTPTargetClassifiesStatus(t *testing.T) {
 	}
 }
 
+// TestHTTPTargetUnsendableMetadata: a delivery id or event type taken from
+// a JSON body may hold a control character no header can carry. The job is
+// parked at once, with the reason, instead of failing every retry.
+func TestHTTPTargetUnsendableMetadata(t *testing.T) {
+	tests := []struct {
+		name       string
+		deliveryID string
+		eventType  string
+		want       string // outcome
+		wantErr    string // in the error, for a failure
+	}{
+		{"plain values sent", "evt-1", "order.paid", "done", ""},
+		{"tab is allowed", "evt\t1", "push", "done", ""},
+		{"newline in the delivery id", "evt\r\nX-Injected: 1", "push", "permanent", "delivery id"},
+		{"NUL in the event type", "evt-1", "push\x00", "permanent", "event type"},
+		{"DEL in the delivery id", "evt\x7f", "push", "permanent", "delivery id"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var calls atomic.Int32
+			tgt, _ := httpTestSetup(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				calls.Add(1)
+				if r.Header.Get("X-Injected") != "" {
+					t.Errorf("header injected through the delivery id")
+				}
+			}), nil)
+			job := httpTestJob()
+			job.DeliveryID, job.EventType = tt.deliveryID, tt.eventType
+			err := tgt.Deliver(t.Context(), job)
+			if got := httpTestOutcome(err); got != tt.want {
+				t.Fatalf("outcome = %s (%v), want %s", got, err, tt.want)
+			}
+			if tt.want == "done" {
+				return
+			}
+			if !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("error = %q, want it to name the %s", err, tt.wantErr)
+			}
+			if n := calls.Load(); n != 0 {
+				t.Errorf("upstream called %d times, want 0", n)
+			}
+		})
+	}
+}
+
 func TestHTTPTargetErrorText(t *testing.T) {
 	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 	const token = "Bearer tok-0123456789"
@@ -232,6 +277,44 @@ func TestHTTPTargetErrorText(t *testing.T) {
 			}
 			if !utf8.ValidString(msg) {
 				t.Errorf("error = %q is not valid UTF-8", msg)
+			}
+		})
+	}
+}
+
+// TestHTTPTargetErrorRedactsURLCredentials: an upstream that echoes the
+// request line, as many frameworks' 404 pages do, must not get the URL's
+// token or password into the job's last error.
+func TestHTTPTargetErrorRedactsURLCredentials(t *testing.T) {
+	const token, password = "hunter2-query-secret", "pa55word-in-userinfo"
+	tests := []struct {
+		name  string
+		query string
+	}{
+		{"plain token", "token=" + token},
+		{"escaped token", "token=" + token + "%2Fx&n=1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tgt, _ := httpTestSetup(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(http.StatusNotFound)
+				user, pw, _ := r.BasicAuth()
+				fmt.Fprintf(w, "Cannot POST %s (user %s, password %s, decoded %q)", r.URL.RequestURI(), user, pw, r.URL.Query().Get("token"))
+			}), func(tgt *HTTPTarget) {
+				tgt.URL = strings.Replace(tgt.URL, "http://", "http://user:"+password+"@", 1) + "?" + tt.query
+			})
+			err := tgt.Deliver(t.Context(), httpTestJob())
+			if got := httpTestOutcome(err); got != "permanent" {
+				t.Fatalf("outcome = %s (%v), want permanent", got, err)
+			}
+			msg := err.Error()
+			if !strings.HasPrefix(msg, "upstream answered 404: Cannot POST /hook?") {
+				t.Errorf("error = %q, want the echoed request line", msg)
+			}
+			for _, s := range []string{token, password} {
+				if strings.Contains(msg, s) {
+					t.Errorf("error = %q contains %q", msg, s)
+				}
 			}
 		})
 	}

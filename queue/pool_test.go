@@ -831,3 +831,112 @@ func TestPoolReload(t *testing.T) {
 		t.Errorf("slow job: %s with %d attempts, want done with 1 (the hand-back uncharged)", j.Status, j.Attempts)
 	}
 }
+
+// hookedStore is the real store with a hook run after a write: the tests
+// use it to cancel a claim's caller at the worst moment, or to fail a Finish
+// that did reach the database as if its commit had failed.
+type hookedStore struct {
+	*sqlite.Store
+	afterClaim  func()
+	finishError func() error // non-nil error: Finish writes nothing and fails
+}
+
+func (s *hookedStore) Claim(ctx context.Context, p queue.ClaimParams) ([]*queue.Job, error) {
+	jobs, err := s.Store.Claim(ctx, p)
+	if s.afterClaim != nil {
+		s.afterClaim()
+	}
+	return jobs, err
+}
+
+func (s *hookedStore) Finish(ctx context.Context, cs []queue.Completion) ([]bool, error) {
+	if s.finishError != nil {
+		if err := s.finishError(); err != nil {
+			return nil, err
+		}
+	}
+	return s.Store.Finish(ctx, cs)
+}
+
+// TestPoolClaimRacingStopHandsBack: jobs whose claim commits after the pool
+// began to stop are handed back uncharged, never started and never left
+// leased to a pool that is gone.
+func TestPoolClaimRacingStopHandsBack(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	s := &hookedStore{Store: setup(t, nil), afterClaim: cancel}
+	p := newPool(t, queue.PoolConfig{
+		Store: s,
+		Handler: queue.HandlerFunc(func(context.Context, *queue.Job) error {
+			t.Error("a job claimed after the stop was handled")
+			return nil
+		}),
+	})
+	id := enqueue(t, s, "evt", "t")
+	n, err := p.RunOnce(ctx)
+	if err != nil || n != 0 {
+		t.Fatalf("RunOnce = %d, %v; want 0 jobs started", n, err)
+	}
+	j := getJob(t, s, id)
+	if j.Status != queue.StatusPending || j.Attempts != 0 || j.LeaseOwner != "" {
+		t.Fatalf("job: %s, %d attempts, owner %q; want pending, 0 attempts, no owner", j.Status, j.Attempts, j.LeaseOwner)
+	}
+}
+
+// TestPoolFinishFailureLosesNothing: when Finish fails (a full disk, a lost
+// database), the completion is reported unrecorded and the job stays leased;
+// once the lease runs out another pool delivers it again.
+func TestPoolFinishFailureLosesNothing(t *testing.T) {
+	clk := newClock()
+	finishErr := errors.New("disk full")
+	var failing atomic.Bool
+	failing.Store(true)
+	s := &hookedStore{Store: setup(t, clk.Now), finishError: func() error {
+		if failing.Load() {
+			return finishErr
+		}
+		return nil
+	}}
+	storeErrs := make(chan error, 1)
+	obs := &storeErrorObserver{recorder: newRecorder(t, 10), errs: storeErrs}
+	a := newPool(t, queue.PoolConfig{
+		Store: s, Lease: time.Minute, Now: clk.Now, Observer: obs,
+		Handler: queue.HandlerFunc(func(context.Context, *queue.Job) error { return nil }),
+	})
+	recB := newRecorder(t, 10)
+	b := newPool(t, queue.PoolConfig{
+		Store: s, Lease: time.Minute, Now: clk.Now, Observer: recB,
+		Handler: queue.HandlerFunc(func(context.Context, *queue.Job) error { return nil }),
+	})
+	id := enqueue(t, s, "evt", "t")
+	runOnce(t, a, 1)
+	if f := obs.nextFinished(t); f.recorded {
+		t.Fatalf("completion reported recorded although Finish failed: %+v", f.c)
+	}
+	if err := receive(t, storeErrs); !errors.Is(err, finishErr) {
+		t.Fatalf("store error = %v, want %v", err, finishErr)
+	}
+	if j := getJob(t, s, id); j.Status != queue.StatusRunning {
+		t.Fatalf("job after the failed finish: %s, want still running under its lease", j.Status)
+	}
+
+	failing.Store(false)
+	runOnce(t, b, 0) // the lease still holds
+	clk.Advance(time.Minute)
+	runOnce(t, b, 1)
+	if f := recB.nextFinished(t); !f.recorded || f.c.Status != queue.StatusDone {
+		t.Fatalf("redelivery: recorded %v %s, want recorded done", f.recorded, f.c.Status)
+	}
+	if j := getJob(t, s, id); j.Status != queue.StatusDone || j.Attempts != 2 {
+		t.Fatalf("job: %s with %d attempts, want done with 2", j.Status, j.Attempts)
+	}
+}
+
+// storeErrorObserver is a recorder that expects store errors and forwards
+// them instead of failing the test.
+type storeErrorObserver struct {
+	*recorder
+	errs chan error
+}
+
+func (o *storeErrorObserver) StoreError(op string, err error) { o.errs <- err }

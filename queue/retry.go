@@ -63,8 +63,9 @@ const (
 // records. The zero value uses the defaults.
 type Decider struct {
 	// MaxAttempts is the number of attempts after which a failing job is
-	// parked as dead. Default: 12 (with the default Backoff, about an hour
-	// and a half of retries).
+	// parked as dead. With the default Backoff, the 11 waits between 12
+	// attempts add up to between about 24 and 47 minutes: an upstream down for
+	// longer needs a replay, or a larger MaxAttempts. Default: 12.
 	MaxAttempts int
 	// Retry spaces transient failures. Default: Backoff{}.
 	Retry RetryPolicy

@@ -136,6 +136,32 @@ func TestDecideDefaults(t *testing.T) {
 	}
 }
 
+// TestDefaultRetryBudget pins the span Decider.MaxAttempts documents: the
+// waits between the default 12 attempts of the default Backoff.
+func TestDefaultRetryBudget(t *testing.T) {
+	tests := []struct {
+		name string
+		rand float64
+		min  time.Duration
+		max  time.Duration
+	}{
+		{"shortest draws", 0, 23 * time.Minute, 24 * time.Minute},
+		{"longest draws", 0.999999, 47 * time.Minute, 48 * time.Minute},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := queue.Backoff{Rand: func() float64 { return tt.rand }}
+			var total time.Duration
+			for attempt := 1; attempt < queue.DefaultMaxAttempts; attempt++ {
+				total += b.NextRetry(attempt)
+			}
+			if total < tt.min || total > tt.max {
+				t.Errorf("waits between %d attempts = %s, want in [%s, %s]", queue.DefaultMaxAttempts, total, tt.min, tt.max)
+			}
+		})
+	}
+}
+
 func TestPanicErrorText(t *testing.T) {
 	err := &queue.PanicError{Value: errors.New("nil map"), Stack: []byte("goroutine 1 [running]:")}
 	if got := err.Error(); got != "handler panic: nil map" || strings.Contains(got, "goroutine") {

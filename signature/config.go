@@ -42,8 +42,9 @@ type Config struct {
 	// verifies wins and its index is Result.SecretIndex. Several secrets let
 	// an endpoint rotate without downtime; each secret tried before the one
 	// that matches costs one MAC of the body, so list the current one first.
-	// At least one is required, none may be empty. For stripe the secret is used as given, "whsec_"
-	// included; for standard see SecretMode; for gitlab it is the token.
+	// For stripe the secret is used as given, "whsec_" included; for
+	// standard see SecretMode; for gitlab it is the token. Required: at
+	// least one, none empty.
 	Secrets []string
 
 	// SecretMode applies to the standard scheme only: base64, raw or both.
@@ -51,8 +52,8 @@ type Config struct {
 	SecretMode SecretMode
 
 	// Tolerance is how far a signed timestamp (stripe, standard, slack) may
-	// be from Now, in the past or the future. Zero means DefaultTolerance
-	// (5 minutes); negative is an error. Schemes without a timestamp ignore it.
+	// be from Now, in the past or the future; negative is an error. Schemes
+	// without a timestamp ignore it. Default: 5m (DefaultTolerance).
 	Tolerance time.Duration
 
 	// IgnoreTimestamp turns the tolerance check off: an explicit choice, for
@@ -79,7 +80,7 @@ type Config struct {
 	EventTypeField  string
 
 	// SignatureHeader names the header that carries the MAC. hmac scheme
-	// only, where it is required.
+	// only. Required for hmac.
 	SignatureHeader string
 
 	// Algorithm is sha256, sha1 or sha512. hmac scheme only. Default: sha256.
