@@ -172,7 +172,7 @@ func (s *Store) GetJob(ctx context.Context, id int64) (queue.JobDetail, error) {
 			return err
 		}
 		d.LeaseUntil = timeOf(leaseUntil)
-		if d.Headers, err = decodeHeaders(headers); err != nil {
+		if d.Headers, err = queue.DecodeHeaders(headers); err != nil {
 			return err
 		}
 		if d.Payload == nil {

@@ -197,7 +197,7 @@ func (s *Store) Enqueue(ctx context.Context, ev queue.Event) (queue.EnqueueResul
 	}
 	now := ms(s.cfg.Now())
 	// A non-nil slice, so no headers is an empty value, not NULL.
-	headers := appendHeaders(make([]byte, 0, 128), ev.Headers)
+	headers := queue.AppendHeaders(make([]byte, 0, 128), ev.Headers)
 	// A duplicate's event may be purged between the insert that found it
 	// and the read of its id; then the next round inserts it anew.
 	for range 3 {
@@ -266,7 +266,7 @@ func (s *Store) Claim(ctx context.Context, p queue.ClaimParams) ([]*queue.Job, e
 			&headers, &j.Payload, &j.Attempt, &j.CreatedAt); err != nil {
 			return nil, s.fail("claim", err)
 		}
-		if j.Headers, err = decodeHeaders(headers); err != nil {
+		if j.Headers, err = queue.DecodeHeaders(headers); err != nil {
 			return nil, fmt.Errorf("claim: read event %d: %w", j.EventID, err)
 		}
 		if j.Payload == nil {

@@ -161,7 +161,7 @@ func (s *Store) GetJob(ctx context.Context, id int64) (queue.JobDetail, error) {
 			return err
 		}
 		d.LeaseUntil = fromMS(leaseUntil)
-		if d.Headers, err = decodeHeaders(hdr); err != nil {
+		if d.Headers, err = queue.DecodeHeaders(hdr); err != nil {
 			return err
 		}
 		if d.Payload == nil {

@@ -27,6 +27,12 @@ ON CONFLICT (source, delivery_id) DO NOTHING`
 	// partial index up to ?4 rows, so the cost does not depend on the
 	// backlog; the outer ORDER BY sorts at most 2×?4 rows. ?5 is a JSON
 	// array of [source, target] pairs, or NULL for any route.
+	//
+	// The limits are written "?4 + 0", not "?4": SQLite's planner reads a
+	// bare bound LIMIT and then re-prepares the statement whenever its
+	// value changes, and the pool's limit (its idle workers) changes on
+	// nearly every claim. That re-prepare cost more than the claim itself
+	// (312 µs against 68 µs a claim, measured for docs/BENCHMARKS.md).
 	sqlClaim = `UPDATE jobs
 SET status = 'running', attempts = attempts + 1, lease_owner = ?1, lease_until = ?2
 WHERE id IN (
@@ -34,14 +40,14 @@ WHERE id IN (
 		SELECT id, run_at FROM (
 			SELECT id, run_at FROM jobs INDEXED BY jobs_pending
 			WHERE status = 'pending' AND run_at <= ?3` + routeFilter + `
-			ORDER BY run_at, id LIMIT ?4)
+			ORDER BY run_at, id LIMIT ?4 + 0)
 		UNION ALL
 		SELECT id, run_at FROM (
 			SELECT id, run_at FROM jobs INDEXED BY jobs_leased
 			WHERE status = 'running' AND lease_until <= ?3` + routeFilter + `
-			ORDER BY lease_until LIMIT ?4)
+			ORDER BY lease_until LIMIT ?4 + 0)
 	)
-	ORDER BY run_at, id LIMIT ?4
+	ORDER BY run_at, id LIMIT ?4 + 0
 )
 RETURNING id, event_id, source, target, attempts, run_at, created_at`
 

@@ -239,7 +239,7 @@ var empty = []byte{}
 func (w *writer) enqueue(r *request, now time.Time) error {
 	ev := &r.ev
 	nowMS := ms(now)
-	w.hbuf = appendHeaders(w.hbuf[:0], ev.Headers)
+	w.hbuf = queue.AppendHeaders(w.hbuf[:0], ev.Headers)
 	payload := ev.Payload
 	if payload == nil {
 		payload = empty
@@ -342,7 +342,7 @@ func (w *writer) claim(r *request, now time.Time) error {
 		id := asInt(row[0])
 		e := &event{deliveryID: asString(row[1]), eventType: asString(row[2])}
 		var err error
-		if e.headers, err = decodeHeaders(asBytes(row[3])); err != nil {
+		if e.headers, err = queue.DecodeHeaders(asBytes(row[3])); err != nil {
 			return fmt.Errorf("event %d: %w", id, err)
 		}
 		// The driver copied the blob out of SQLite: the job may keep it.

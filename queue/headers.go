@@ -1,0 +1,54 @@
+package queue
+
+import (
+	"encoding/binary"
+	"errors"
+)
+
+// The stores keep an event's headers as one compact byte string rather
+// than JSON: for each header, a uvarint length and the name, then a uvarint
+// length and the value. It is written on the hot path of every enqueue,
+// where JSON's reflection and escaping would cost more than the rest of the
+// request, and it keeps any bytes a header value may hold (Postgres' jsonb
+// and text reject NUL and invalid UTF-8). Every backend uses this encoding,
+// so a stored event reads the same whichever store wrote it.
+
+// AppendHeaders appends the storage encoding of hs to b.
+func AppendHeaders(b []byte, hs []Header) []byte {
+	for _, h := range hs {
+		b = binary.AppendUvarint(b, uint64(len(h.Name)))
+		b = append(b, h.Name...)
+		b = binary.AppendUvarint(b, uint64(len(h.Value)))
+		b = append(b, h.Value...)
+	}
+	return b
+}
+
+// ErrBadHeaders reports a stored header encoding that does not decode.
+var ErrBadHeaders = errors.New("decode headers: malformed encoding")
+
+// DecodeHeaders reverses AppendHeaders; an empty encoding is nil.
+func DecodeHeaders(b []byte) ([]Header, error) {
+	var hs []Header
+	next := func() (string, bool) {
+		n, k := binary.Uvarint(b)
+		if k <= 0 || n > uint64(len(b)-k) {
+			return "", false
+		}
+		s := string(b[k : k+int(n)])
+		b = b[k+int(n):]
+		return s, true
+	}
+	for len(b) > 0 {
+		name, ok := next()
+		if !ok {
+			return nil, ErrBadHeaders
+		}
+		value, ok := next()
+		if !ok {
+			return nil, ErrBadHeaders
+		}
+		hs = append(hs, Header{Name: name, Value: value})
+	}
+	return hs, nil
+}
