@@ -10,6 +10,7 @@ package queue
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -123,6 +124,38 @@ type ListParams struct {
 	Filter
 	Limit  int   // default 50, at most 1000
 	Cursor int64 // return jobs with ID < Cursor; 0 starts at the newest
+}
+
+// Page sizes of ListJobs.
+const (
+	DefaultListLimit = 50
+	MaxListLimit     = 1000
+)
+
+// PageSize checks p and returns the number of jobs a page holds: Limit,
+// DefaultListLimit when it is 0 or less, at most MaxListLimit. Every Store's
+// ListJobs starts with it.
+func (p ListParams) PageSize() (int, error) {
+	if p.Status != "" && !p.Status.Valid() {
+		return 0, fmt.Errorf("list jobs: unknown status %q", p.Status)
+	}
+	if p.Limit <= 0 {
+		return DefaultListLimit, nil
+	}
+	return min(p.Limit, MaxListLimit), nil
+}
+
+// CheckCompletions returns an error for the first completion whose status
+// Finish cannot record. Every Store's Finish starts with it.
+func CheckCompletions(cs []Completion) error {
+	for _, c := range cs {
+		switch c.Status {
+		case StatusDone, StatusPending, StatusDead:
+		default:
+			return fmt.Errorf("finish job %d: Completion.Status must be done, pending or dead, got %q", c.JobID, c.Status)
+		}
+	}
+	return nil
 }
 
 // JobSummary is one row of a listing.

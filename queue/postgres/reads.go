@@ -41,12 +41,6 @@ WHERE j.id = $1`
 WHERE job_id = $1 ORDER BY id`
 )
 
-// List limits, as in the SQLite store.
-const (
-	defaultListLimit = 50
-	maxListLimit     = 1000
-)
-
 // readTx runs f in a read-only transaction.
 func (s *Store) readTx(ctx context.Context, f func(tx pgx.Tx) error) error {
 	if s.isClosed() {
@@ -101,16 +95,12 @@ func (s *Store) readFail(op string, err error) error {
 
 // ListJobs pages through jobs matching p, newest first.
 func (s *Store) ListJobs(ctx context.Context, p queue.ListParams) (queue.JobPage, error) {
-	if p.Status != "" && !p.Status.Valid() {
-		return queue.JobPage{}, fmt.Errorf("list jobs: unknown status %q", p.Status)
+	limit, err := p.PageSize()
+	if err != nil {
+		return queue.JobPage{}, err
 	}
-	limit := p.Limit
-	if limit <= 0 {
-		limit = defaultListLimit
-	}
-	limit = min(limit, maxListLimit)
 	var page queue.JobPage
-	err := s.readTx(ctx, func(tx pgx.Tx) error {
+	err = s.readTx(ctx, func(tx pgx.Tx) error {
 		// One row more than the page tells whether another page follows.
 		rows, err := tx.Query(ctx, sqlList, string(p.Status), p.Source, p.Target, p.Cursor, limit+1)
 		if err != nil {

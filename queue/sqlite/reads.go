@@ -39,12 +39,6 @@ WHERE j.id = ?1`
 WHERE job_id = ?1 ORDER BY seq`
 )
 
-// List limits.
-const (
-	defaultListLimit = 50
-	maxListLimit     = 1000
-)
-
 // readTx runs f in a read transaction on the read pool.
 func (s *Store) readTx(ctx context.Context, f func(tx *sql.Tx) error) error {
 	if s.isClosed() {
@@ -98,16 +92,12 @@ func (s *Store) Stats(ctx context.Context, now time.Time) (queue.Stats, error) {
 
 // ListJobs pages through jobs matching p, newest first.
 func (s *Store) ListJobs(ctx context.Context, p queue.ListParams) (queue.JobPage, error) {
-	if p.Status != "" && !p.Status.Valid() {
-		return queue.JobPage{}, fmt.Errorf("list jobs: unknown status %q", p.Status)
+	limit, err := p.PageSize()
+	if err != nil {
+		return queue.JobPage{}, err
 	}
-	limit := p.Limit
-	if limit <= 0 {
-		limit = defaultListLimit
-	}
-	limit = min(limit, maxListLimit)
 	var page queue.JobPage
-	err := s.readTx(ctx, func(tx *sql.Tx) error {
+	err = s.readTx(ctx, func(tx *sql.Tx) error {
 		// One row more than the page tells whether another page follows.
 		rows, err := tx.QueryContext(ctx, sqlList, string(p.Status), p.Source, p.Target, p.Cursor, limit+1)
 		if err != nil {

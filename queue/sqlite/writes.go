@@ -95,12 +95,8 @@ func (s *Store) ExtendLeases(ctx context.Context, owner string, ids []int64, unt
 
 // Finish records completions under the fence.
 func (s *Store) Finish(ctx context.Context, cs []queue.Completion) ([]bool, error) {
-	for _, c := range cs {
-		switch c.Status {
-		case queue.StatusDone, queue.StatusPending, queue.StatusDead:
-		default:
-			return nil, fmt.Errorf("finish job %d: Completion.Status must be done, pending or dead, got %q", c.JobID, c.Status)
-		}
+	if err := queue.CheckCompletions(cs); err != nil {
+		return nil, err
 	}
 	if len(cs) == 0 {
 		return nil, nil
