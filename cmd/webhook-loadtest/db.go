@@ -1,0 +1,283 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/caddywebhook/caddywebhook/queue/sqlite"
+	_ "modernc.org/sqlite" // the driver queue/sqlite uses, for the seed and the checks
+)
+
+// seedResult says what seed wrote.
+type seedResult struct {
+	jobs    int
+	lastID  int64 // the highest event id seeded; later events are the phase's
+	took    time.Duration
+	dbBytes int64
+}
+
+// seed pre-fills the queue database at path with n events, each with one
+// pending job for (source, target) that is already due, before Caddy opens
+// the file. The delivery ids are idPrefix-0000000001 and up.
+//
+// queue/sqlite has no bulk-insert API (its writer is built for many small
+// concurrent requests), so the schema comes from the package itself
+// (sqlite.Open migrates a new file to the schema this build writes) and the
+// rows are written here with plain SQL against that schema, in one
+// transaction, generated inside SQLite by a recursive CTE so a million rows
+// take seconds rather than a million round trips. The columns filled match
+// what Enqueue writes: headers in the store's blob encoding (uvarint
+// length, bytes, for each name and value), payload, targets = 1, and a job
+// row per event with status pending.
+func seed(ctx context.Context, path, idPrefix string, n, bodySize int, source, target string) (seedResult, error) {
+	t0 := time.Now()
+	st, err := sqlite.Open(ctx, sqlite.Config{Path: path})
+	if err != nil {
+		return seedResult{}, fmt.Errorf("seed %s: create schema: %w", path, err)
+	}
+	if err := st.Close(); err != nil {
+		return seedResult{}, fmt.Errorf("seed %s: create schema: %w", path, err)
+	}
+	// synchronous=OFF: the file is ours alone until Caddy starts, and a
+	// crash here just means running the load test again.
+	db, err := sql.Open("sqlite", dsn(path, false)+"&_pragma=synchronous(off)&_pragma=cache_size(-131072)")
+	if err != nil {
+		return seedResult{}, fmt.Errorf("seed %s: %w", path, err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return seedResult{}, fmt.Errorf("seed %s: begin: %w", path, err)
+	}
+	defer tx.Rollback()
+	var before int64
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM events`).Scan(&before); err != nil {
+		return seedResult{}, fmt.Errorf("seed %s: %w", path, err)
+	}
+	// Due a minute ago, so the first claim takes them.
+	now := time.Now().Add(-time.Minute).UnixMilli()
+	prefix := `{"seed":` // then 10 digits, `,"pad":"`, x…, `"}`
+	padLen := bodySize - len(prefix) - 10 - len(`,"pad":"`) - len(`"}`)
+	if padLen < 0 {
+		return seedResult{}, fmt.Errorf("seed %s: body size %d is too small", path, bodySize)
+	}
+	if _, err := tx.ExecContext(ctx, `
+INSERT INTO events (source, delivery_id, event_type, headers, payload, targets, created_at)
+WITH RECURSIVE seq(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM seq WHERE i < ?1)
+SELECT ?2, printf('%s-%010d', ?6, i), 'push', ?3,
+	CAST(printf('{"seed":%010d,"pad":"%s"}', i, ?4) AS BLOB), 1, ?5
+FROM seq`,
+		n, source, seedHeaders(), strings.Repeat("x", padLen), now, idPrefix); err != nil {
+		return seedResult{}, fmt.Errorf("seed %s: insert events: %w", path, err)
+	}
+	res, err := tx.ExecContext(ctx, `
+INSERT INTO jobs (event_id, source, target, run_at, created_at)
+SELECT id, source, ?1, ?2, ?2 FROM events WHERE id > ?3 ORDER BY id`, target, now, before)
+	if err != nil {
+		return seedResult{}, fmt.Errorf("seed %s: insert jobs: %w", path, err)
+	}
+	jobs, _ := res.RowsAffected()
+	var last int64
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM events`).Scan(&last); err != nil {
+		return seedResult{}, fmt.Errorf("seed %s: %w", path, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return seedResult{}, fmt.Errorf("seed %s: commit: %w", path, err)
+	}
+	if _, err := db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		return seedResult{}, fmt.Errorf("seed %s: checkpoint: %w", path, err)
+	}
+	out := seedResult{jobs: int(jobs), lastID: last}
+	if err := db.QueryRowContext(ctx, `SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()`).Scan(&out.dbBytes); err != nil {
+		return seedResult{}, fmt.Errorf("seed %s: %w", path, err)
+	}
+	if err := db.Close(); err != nil {
+		return seedResult{}, fmt.Errorf("seed %s: %w", path, err)
+	}
+	// synchronous=OFF left the pages to the kernel's writeback; flush them
+	// now, or the backlog phase would pay for the seed's I/O in its own
+	// fsyncs.
+	if err := syncFile(path); err != nil {
+		return seedResult{}, fmt.Errorf("seed %s: %w", path, err)
+	}
+	out.took = time.Since(t0)
+	return out, nil
+}
+
+// syncFile flushes path to the disk.
+func syncFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// seedHeaders is what the GitHub receiver stores with each event
+// (Content-Type and X-GitHub-Event), in queue/sqlite's blob encoding.
+func seedHeaders() []byte {
+	var b []byte
+	for _, s := range []string{"Content-Type", "application/json", "X-GitHub-Event", "push"} {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
+	}
+	return b
+}
+
+// dsn is the modernc driver's name for the file at path.
+func dsn(path string, readOnly bool) string {
+	q := "_pragma=busy_timeout(10000)"
+	if readOnly {
+		q += "&mode=ro&_pragma=query_only(1)"
+	}
+	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q
+}
+
+// queueDB reads a queue database beside the Caddy that writes it (WAL lets
+// readers run beside the writer). Every query uses an index whose size does
+// not grow with the pending backlog, so reading during a phase does not
+// disturb it; the EXPLAIN QUERY PLAN test holds them to that.
+type queueDB struct{ db *sql.DB }
+
+func openQueueDB(path string) (*queueDB, error) {
+	db, err := sql.Open("sqlite", dsn(path, true))
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(1)
+	return &queueDB{db: db}, nil
+}
+
+func (q *queueDB) close() error { return q.db.Close() }
+
+const (
+	// sqlDone counts done jobs through the partial index jobs_done.
+	sqlDone = `SELECT count(*) FROM jobs WHERE status = 'done'`
+	// sqlStatusAfter counts the jobs of events after ?1 by status.
+	sqlStatusAfter = `SELECT status, count(*) FROM jobs WHERE event_id > ?1 GROUP BY status`
+	// sqlEventsAfter lists the delivery ids of events after ?1.
+	sqlEventsAfter = `SELECT delivery_id FROM events WHERE id > ?1`
+	// sqlDoneIDs lists the delivery ids of the done jobs.
+	sqlDoneIDs = `SELECT e.delivery_id FROM jobs AS j JOIN events AS e ON e.id = j.event_id WHERE j.status = 'done'`
+)
+
+// lastEvent returns the highest event id, 0 for none: the events of a
+// phase are those above the value read before it.
+func (q *queueDB) lastEvent(ctx context.Context) (int64, error) {
+	var id int64
+	if err := q.db.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM events`).Scan(&id); err != nil {
+		return 0, fmt.Errorf("read last event id: %w", err)
+	}
+	return id, nil
+}
+
+// done counts the done jobs.
+func (q *queueDB) done(ctx context.Context) (int64, error) {
+	var n int64
+	if err := q.db.QueryRowContext(ctx, sqlDone).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count done jobs: %w", err)
+	}
+	return n, nil
+}
+
+// statusAfter counts, by status, the jobs of the events with an id above
+// after, in one read transaction.
+func (q *queueDB) statusAfter(ctx context.Context, after int64) (map[string]int64, error) {
+	rows, err := q.db.QueryContext(ctx, sqlStatusAfter, after)
+	if err != nil {
+		return nil, fmt.Errorf("count jobs: %w", err)
+	}
+	defer rows.Close()
+	out := make(map[string]int64)
+	for rows.Next() {
+		var s string
+		var n int64
+		if err := rows.Scan(&s, &n); err != nil {
+			return nil, fmt.Errorf("count jobs: %w", err)
+		}
+		out[s] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("count jobs: %w", err)
+	}
+	return out, nil
+}
+
+// matchEvents compares the delivery ids of the events after the given id
+// with want: found are in both, missing only in want (answered 202 but not
+// stored: the invariant broken), extra only in the database (stored, but
+// the load test saw no 202, e.g. a connection that broke before the
+// answer).
+func (q *queueDB) matchEvents(ctx context.Context, after int64, want map[string]struct{}) (found, missing, extra int64, err error) {
+	rows, err := q.db.QueryContext(ctx, sqlEventsAfter, after)
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("read events: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return 0, 0, 0, fmt.Errorf("read events: %w", err)
+		}
+		if _, ok := want[id]; ok {
+			found++
+		} else {
+			extra++
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return 0, 0, 0, fmt.Errorf("read events: %w", err)
+	}
+	return found, int64(len(want)) - found, extra, nil
+}
+
+// doneIDs calls f with the delivery id of every done job.
+func (q *queueDB) doneIDs(ctx context.Context, f func(id string)) error {
+	rows, err := q.db.QueryContext(ctx, sqlDoneIDs)
+	if err != nil {
+		return fmt.Errorf("read done jobs: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return fmt.Errorf("read done jobs: %w", err)
+		}
+		f(id)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read done jobs: %w", err)
+	}
+	return nil
+}
+
+// plan returns SQLite's EXPLAIN QUERY PLAN for query, one detail per line.
+func (q *queueDB) plan(ctx context.Context, query string, args ...any) (string, error) {
+	rows, err := q.db.QueryContext(ctx, "EXPLAIN QUERY PLAN "+query, args...)
+	if err != nil {
+		return "", fmt.Errorf("explain: %w", err)
+	}
+	defer rows.Close()
+	var b strings.Builder
+	for rows.Next() {
+		var id, parent, notused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+			return "", fmt.Errorf("explain: %w", err)
+		}
+		b.WriteString(detail)
+		b.WriteByte('\n')
+	}
+	return b.String(), rows.Err()
+}

@@ -1,0 +1,346 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/caddywebhook/caddywebhook/signature"
+)
+
+// load describes one phase's traffic: where it goes and what it sends.
+type load struct {
+	addr     string        // host:port of Caddy's HTTP server
+	path     string        // request path
+	secret   string        // GitHub scheme secret the requests are signed with
+	tag      string        // prefix of the delivery ids, unique per phase
+	bodySize int           // bytes per body
+	conns    int           // keep-alive connections, one request in flight each
+	warmup   time.Duration // traffic before the measured window
+	duration time.Duration // the measured window
+	want     int           // the status that counts as a success
+}
+
+// loadResult is what the connections of one phase saw.
+type loadResult struct {
+	window time.Duration // the measured window, as it really ran
+
+	sent      int64         // requests answered, warmup included
+	ok        int64         // answered with the wanted status, warmup included
+	okWindow  int64         // the same, inside the window
+	statuses  map[int]int64 // every status, warmup included
+	transport int64         // requests that got no answer (connection errors)
+	lastErr   string        // the last connection error, for the report
+	lat       []time.Duration
+
+	// accepted[c] lists the sequence numbers that connection c sent and got
+	// the wanted status for; deliveryID(tag, c, seq) rebuilds the id.
+	accepted [][]uint32
+}
+
+// okRate is the wanted answers per second inside the window.
+func (r *loadResult) okRate() float64 {
+	if r.window <= 0 {
+		return 0
+	}
+	return float64(r.okWindow) / r.window.Seconds()
+}
+
+// percentile returns the q-quantile (0 < q ≤ 1) of the window's latencies,
+// by the nearest-rank method; lat must be sorted.
+func percentile(lat []time.Duration, q float64) time.Duration {
+	if len(lat) == 0 {
+		return 0
+	}
+	rank := int(q*float64(len(lat)) + 0.999999999)
+	rank = min(max(rank, 1), len(lat))
+	return lat[rank-1]
+}
+
+// deliveryID is the X-GitHub-Delivery of request seq on connection c.
+func deliveryID(tag string, c int, seq uint32) string {
+	return tag + "-" + strconv.Itoa(c) + "-" + strconv.FormatUint(uint64(seq), 10)
+}
+
+// acceptedIDs returns the set of delivery ids answered with the wanted
+// status.
+func (r *loadResult) acceptedIDs(tag string) map[string]struct{} {
+	ids := make(map[string]struct{}, r.ok)
+	for c, seqs := range r.accepted {
+		for _, seq := range seqs {
+			ids[deliveryID(tag, c, seq)] = struct{}{}
+		}
+	}
+	return ids
+}
+
+// run drives the phase: conns connections, each sending its next request
+// as soon as the previous one is answered (a closed loop, as wrk does),
+// for warmup+duration. Every request is signed with signature.Sign and
+// carries a unique delivery id; the body embeds the id too, so no two
+// bodies are alike.
+func (l load) run(ctx context.Context) (*loadResult, error) {
+	start := time.Now()
+	measureFrom := start.Add(l.warmup)
+	end := measureFrom.Add(l.duration)
+	results := make([]*connStats, l.conns)
+	errs := make([]error, l.conns)
+	var wg sync.WaitGroup
+	for c := range l.conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[c], errs[c] = l.connLoop(ctx, c, measureFrom, end)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	res := &loadResult{
+		window:   end.Sub(measureFrom),
+		statuses: make(map[int]int64),
+		accepted: make([][]uint32, l.conns),
+	}
+	for c, cs := range results {
+		res.sent += cs.sent
+		res.ok += int64(len(cs.accepted))
+		res.okWindow += cs.okWindow
+		res.transport += cs.transport
+		if cs.lastErr != "" {
+			res.lastErr = cs.lastErr
+		}
+		for s, n := range cs.statuses {
+			res.statuses[s] += n
+		}
+		res.lat = append(res.lat, cs.lat...)
+		res.accepted[c] = cs.accepted
+	}
+	slices.Sort(res.lat)
+	return res, nil
+}
+
+// connStats is one connection's share of a phase.
+type connStats struct {
+	sent, okWindow, transport int64
+	lastErr                   string
+	statuses                  map[int]int64
+	lat                       []time.Duration
+	accepted                  []uint32
+}
+
+// maxReconnects bounds how often one connection may be re-dialled in a
+// phase before the phase fails: a server that keeps dropping connections
+// is a finding, not noise to retry through.
+const maxReconnects = 20
+
+func (l load) connLoop(ctx context.Context, c int, measureFrom, end time.Time) (*connStats, error) {
+	cs := &connStats{statuses: make(map[int]int64)}
+	var (
+		conn      net.Conn
+		br        *bufio.Reader
+		bw        *bufio.Writer
+		reconnect int
+		body      = make([]byte, l.bodySize)
+		req       = make([]byte, 0, l.bodySize+512)
+		seq       uint32
+	)
+	defer func() {
+		if conn != nil {
+			conn.Close()
+		}
+	}()
+	dialer := net.Dialer{Timeout: 5 * time.Second}
+	for ctx.Err() == nil {
+		if conn == nil {
+			var err error
+			if conn, err = dialer.DialContext(ctx, "tcp", l.addr); err != nil {
+				return cs, fmt.Errorf("connection %d: dial: %w", c, err)
+			}
+			br = bufio.NewReaderSize(conn, 4096)
+			bw = bufio.NewWriterSize(conn, len(req)+l.bodySize)
+		}
+		now := time.Now()
+		if !now.Before(end) {
+			break
+		}
+		seq++
+		id := deliveryID(l.tag, c, seq)
+		fillBody(body, id)
+		var err error
+		if req, err = l.appendRequest(req[:0], id, body); err != nil {
+			return cs, err
+		}
+		t0 := time.Now()
+		_, err = bw.Write(req)
+		if err == nil {
+			err = bw.Flush()
+		}
+		var status int
+		var closeAfter bool
+		if err == nil {
+			status, closeAfter, err = readResponse(br)
+		}
+		took := time.Since(t0)
+		if err != nil {
+			cs.transport++
+			cs.lastErr = fmt.Sprintf("connection %d, request %d after %s: %v", c, seq, took.Round(time.Microsecond), err)
+			conn.Close()
+			conn = nil
+			if reconnect++; reconnect > maxReconnects {
+				return cs, fmt.Errorf("connection %d: %d connection errors, the last: %w", c, reconnect, err)
+			}
+			continue
+		}
+		cs.sent++
+		cs.statuses[status]++
+		inWindow := !t0.Before(measureFrom)
+		if inWindow {
+			cs.lat = append(cs.lat, took)
+		}
+		if status == l.want {
+			cs.accepted = append(cs.accepted, seq)
+			if inWindow {
+				cs.okWindow++
+			}
+		}
+		if closeAfter {
+			conn.Close()
+			conn = nil
+		}
+	}
+	return cs, nil
+}
+
+// fillBody writes a JSON object of exactly len(b) bytes that names id:
+// {"delivery":"<id>","pad":"xxxx"}. b must be large enough for the id.
+func fillBody(b []byte, id string) {
+	n := copy(b, `{"delivery":"`)
+	n += copy(b[n:], id)
+	n += copy(b[n:], `","pad":"`)
+	for ; n < len(b)-2; n++ {
+		b[n] = 'x'
+	}
+	copy(b[n:], `"}`)
+}
+
+// minBodySize is the smallest body fillBody can build around our ids.
+const minBodySize = 96
+
+// appendRequest appends a complete HTTP/1.1 request for body to dst,
+// signed as GitHub signs it.
+func (l load) appendRequest(dst []byte, id string, body []byte) ([]byte, error) {
+	h, err := signature.Sign(signature.SchemeGitHub, l.secret, body, signature.SignOptions{ID: id, EventType: "push"})
+	if err != nil {
+		return dst, fmt.Errorf("sign: %w", err)
+	}
+	dst = append(dst, "POST "...)
+	dst = append(dst, l.path...)
+	dst = append(dst, " HTTP/1.1\r\nHost: "...)
+	dst = append(dst, l.addr...)
+	dst = append(dst, "\r\nUser-Agent: webhook-loadtest\r\nContent-Type: application/json\r\n"...)
+	for name, values := range h {
+		for _, v := range values {
+			dst = append(dst, name...)
+			dst = append(dst, ": "...)
+			dst = append(dst, v...)
+			dst = append(dst, "\r\n"...)
+		}
+	}
+	dst = append(dst, "Content-Length: "...)
+	dst = strconv.AppendInt(dst, int64(len(body)), 10)
+	dst = append(dst, "\r\n\r\n"...)
+	return append(dst, body...), nil
+}
+
+// readResponse reads one HTTP/1.1 response and discards its body. It
+// understands what Caddy sends: Content-Length or chunked bodies, and
+// Connection: close.
+func readResponse(br *bufio.Reader) (status int, closeAfter bool, err error) {
+	line, err := br.ReadSlice('\n')
+	if err != nil {
+		return 0, false, fmt.Errorf("read status line: %w", err)
+	}
+	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) {
+		return 0, false, fmt.Errorf("read status line: malformed %q", line)
+	}
+	status, err = strconv.Atoi(string(line[9:12]))
+	if err != nil {
+		return 0, false, fmt.Errorf("read status line: malformed %q", line)
+	}
+	length, chunked := int64(-1), false
+	for {
+		line, err = br.ReadSlice('\n')
+		if err != nil {
+			return 0, false, fmt.Errorf("read headers: %w", err)
+		}
+		line = bytes.TrimRight(line, "\r\n")
+		if len(line) == 0 {
+			break
+		}
+		name, value, ok := bytes.Cut(line, []byte(":"))
+		if !ok {
+			return 0, false, fmt.Errorf("read headers: malformed %q", line)
+		}
+		value = bytes.TrimSpace(value)
+		switch {
+		case bytes.EqualFold(name, []byte("Content-Length")):
+			if length, err = strconv.ParseInt(string(value), 10, 64); err != nil || length < 0 {
+				return 0, false, fmt.Errorf("read headers: bad Content-Length %q", value)
+			}
+		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
+			chunked = bytes.EqualFold(value, []byte("chunked"))
+		case bytes.EqualFold(name, []byte("Connection")):
+			closeAfter = bytes.EqualFold(value, []byte("close"))
+		}
+	}
+	switch {
+	case chunked:
+		err = discardChunked(br)
+	case length > 0:
+		_, err = br.Discard(int(length))
+	case length < 0 && status >= 200 && status != 204 && status != 304:
+		// No length and not chunked: the body runs to the connection's end.
+		closeAfter = true
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("read body: %w", err)
+	}
+	return status, closeAfter, nil
+}
+
+// discardChunked reads and drops a chunked body and its trailer.
+func discardChunked(br *bufio.Reader) error {
+	for {
+		line, err := br.ReadSlice('\n')
+		if err != nil {
+			return err
+		}
+		sizeText, _, _ := bytes.Cut(bytes.TrimRight(line, "\r\n"), []byte(";"))
+		size, err := strconv.ParseInt(string(bytes.TrimSpace(sizeText)), 16, 64)
+		if err != nil || size < 0 {
+			return fmt.Errorf("bad chunk size %q", line)
+		}
+		if size == 0 {
+			for {
+				line, err := br.ReadSlice('\n')
+				if err != nil {
+					return err
+				}
+				if len(bytes.TrimRight(line, "\r\n")) == 0 {
+					return nil
+				}
+			}
+		}
+		if _, err := br.Discard(int(size) + 2); err != nil {
+			return err
+		}
+	}
+}

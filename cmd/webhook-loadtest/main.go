@@ -1,0 +1,191 @@
+// Command webhook-loadtest measures the webhook receiver against Caddy's own
+// ceiling, on one Caddy process, and checks that the counts add up.
+//
+// It builds Caddy with the plugin (or takes -caddy), writes its own JSON
+// config into a temporary directory, starts Caddy on loopback, and drives it
+// with a load generator of its own: keep-alive connections, each sending its
+// next request as soon as the last is answered, 512-byte bodies signed with
+// the GitHub scheme, a unique delivery id per request. The phases, in order,
+// each loading its own config into the same Caddy through the admin API:
+//
+//	static          a respond route: Caddy's ceiling on this machine
+//	ingest          signed events to webhook_receiver, workers 0, synchronous=full
+//	baseline        ingest with one commit per request (storage.max_batch 1)
+//	e2e             ingest with 32 workers delivering to a respond route
+//	slow1, slow32   1 and 32 workers delivering to an upstream that takes 5 ms
+//	backlog         ingest, then e2e, with a million jobs already pending
+//
+// Every 202 is looked up in the SQLite file afterwards, and every job the
+// database calls done in the slow phases must have reached the recording
+// upstream; the program exits 1 when a count does not add up (and with
+// -strict when a target is missed). Run it on a quiet machine:
+//
+//	go run ./cmd/webhook-loadtest
+//	go run ./cmd/webhook-loadtest -smoke       # seconds, small counts (CI)
+//	go run ./cmd/webhook-loadtest -phases ingest,e2e -d 20s -profile e2e -keep
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// allPhases are the phases in the order they run.
+var allPhases = []string{"static", "ingest", "baseline", "e2e", "slow1", "slow32", "backlog"}
+
+// options are the command's flags.
+type options struct {
+	caddy       string        // Caddy binary; empty: build ./cmd/caddy
+	dir         string        // work directory; empty: a temporary one
+	keep        bool          // keep the work directory
+	duration    time.Duration // measured window per phase
+	warmup      time.Duration // traffic before each window
+	rounds      int           // the phases run this many times, each with a share of the window
+	conns       int           // load connections
+	bodySize    int           // bytes per body
+	phases      []string      // which phases, in allPhases order
+	backlog     int           // jobs pending before the backlog phase
+	workers     int           // workers of the e2e and backlog phases
+	delay       time.Duration // the slow upstream's answer time
+	smoke       bool          // small and short, for CI
+	profile     []string      // phases whose window is CPU-profiled
+	trace       []string      // phases whose window is traced
+	logLevel    string        // Caddy's log level
+	synchronous string        // storage.synchronous of every phase
+	strict      bool          // a missed target fails the run
+	args        []string      // the command line, for the report
+}
+
+// parseFlags reads the command line. -smoke changes the defaults of the
+// sizes and times, not values given explicitly.
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	o := options{args: args}
+	fs := flag.NewFlagSet("webhook-loadtest", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.caddy, "caddy", "", "Caddy binary with the plugin (default: go build ./cmd/caddy into the work directory)")
+	fs.StringVar(&o.dir, "dir", "", "work directory for the binary, configs, databases and logs (default: a new temporary directory)")
+	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (databases, caddy.log, profiles)")
+	fs.DurationVar(&o.duration, "d", 10*time.Second, "measured window of each phase")
+	fs.DurationVar(&o.warmup, "warmup", time.Second, "load before each phase's window, not measured")
+	fs.IntVar(&o.rounds, "rounds", 3, "run the phases this many times in turn, each with a 1/rounds share of the window, so the machine's changing load weighs on every phase alike")
+	fs.IntVar(&o.conns, "c", 32, "connections of the load generator")
+	fs.IntVar(&o.bodySize, "body", 512, "body size in bytes")
+	phases := fs.String("phases", strings.Join(allPhases, ","), "phases to run, comma-separated: "+strings.Join(allPhases, ", "))
+	fs.IntVar(&o.backlog, "backlog", 1_000_000, "jobs already pending in the backlog phase, seeded into the database before Caddy starts")
+	fs.IntVar(&o.workers, "workers", 32, "workers in the e2e and backlog phases")
+	fs.DurationVar(&o.delay, "delay", 5*time.Millisecond, "how long the slow upstream takes to answer")
+	fs.BoolVar(&o.smoke, "smoke", false, "CI mode: 1s windows, 8 connections, a 20,000-job backlog; fails when a count does not add up")
+	profile := fs.String("profile", "", "comma-separated phases to CPU-profile through Caddy's /debug/pprof (implies -keep); e.g. ingest,e2e,backlog-e2e")
+	trace := fs.String("trace", "", "comma-separated phases to capture an execution trace of through /debug/pprof/trace (implies -keep)")
+	fs.StringVar(&o.logLevel, "log-level", "INFO", "Caddy's log level (its log goes to caddy.log in the work directory)")
+	fs.StringVar(&o.synchronous, "synchronous", "full", "storage.synchronous of the queue: full (the default, and the figures' condition) or normal, to see what fsync costs")
+	fs.BoolVar(&o.strict, "strict", false, "exit 1 when a target is missed, not only when a count is wrong")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if o.smoke {
+		defaults := []struct {
+			name string
+			f    func()
+		}{
+			{"d", func() { o.duration = time.Second }},
+			{"warmup", func() { o.warmup = 200 * time.Millisecond }},
+			{"c", func() { o.conns = 8 }},
+			{"backlog", func() { o.backlog = 20_000 }},
+			{"rounds", func() { o.rounds = 1 }},
+		}
+		for _, d := range defaults {
+			if !set[d.name] {
+				d.f()
+			}
+		}
+	}
+	for p := range strings.SplitSeq(*phases, ",") {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		if !slices.Contains(allPhases, p) {
+			return o, fmt.Errorf("-phases: unknown phase %q (want %s)", p, strings.Join(allPhases, ", "))
+		}
+		o.phases = append(o.phases, p)
+	}
+	if len(o.phases) == 0 {
+		return o, fmt.Errorf("-phases: no phase given")
+	}
+	if *profile != "" {
+		o.profile = strings.Split(*profile, ",")
+		o.keep = true
+	}
+	if *trace != "" {
+		o.trace = strings.Split(*trace, ",")
+		o.keep = true
+	}
+	switch {
+	case o.duration < 100*time.Millisecond:
+		return o, fmt.Errorf("-d %s: at least 100ms", o.duration)
+	case o.warmup < 0:
+		return o, fmt.Errorf("-warmup %s: must not be negative", o.warmup)
+	case o.rounds < 1:
+		return o, fmt.Errorf("-rounds %d: at least 1", o.rounds)
+	case o.duration/time.Duration(max(o.rounds, 1)) < 100*time.Millisecond:
+		return o, fmt.Errorf("-d %s in %d rounds: at least 100ms a round", o.duration, o.rounds)
+	case o.conns < 1:
+		return o, fmt.Errorf("-c %d: at least 1", o.conns)
+	case o.bodySize < minBodySize:
+		return o, fmt.Errorf("-body %d: at least %d bytes", o.bodySize, minBodySize)
+	case o.backlog < 1:
+		return o, fmt.Errorf("-backlog %d: at least 1", o.backlog)
+	case o.workers < 1:
+		return o, fmt.Errorf("-workers %d: at least 1", o.workers)
+	case o.synchronous != "full" && o.synchronous != "normal":
+		return o, fmt.Errorf("-synchronous %q: full or normal", o.synchronous)
+	case o.delay < 0:
+		return o, fmt.Errorf("-delay %s: must not be negative", o.delay)
+	}
+	return o, nil
+}
+
+func main() {
+	o, err := parseFlags(os.Args[1:], os.Stderr)
+	if err != nil {
+		if err == flag.ErrHelp {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "webhook-loadtest:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rep, err := run(ctx, o, os.Stderr)
+	if rep != nil {
+		rep.print(os.Stdout)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "webhook-loadtest:", err)
+		os.Exit(1)
+	}
+	if bad := rep.failedChecks(); len(bad) > 0 {
+		fmt.Fprintf(os.Stderr, "webhook-loadtest: %d count check(s) failed\n", len(bad))
+		os.Exit(1)
+	}
+	if o.strict {
+		if missed := rep.missedTargets(); len(missed) > 0 {
+			fmt.Fprintf(os.Stderr, "webhook-loadtest: missed: %s\n", strings.Join(missed, "; "))
+			os.Exit(1)
+		}
+	}
+}

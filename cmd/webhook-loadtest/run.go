@@ -1,0 +1,692 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/caddywebhook/caddywebhook/queue"
+)
+
+// Reference rates of the slow-upstream phases: what N workers could reach
+// if each delivery cost exactly the upstream's 5 ms.
+const (
+	slowRef1  = 200.0
+	slowRef32 = 6400.0
+)
+
+// runner holds what the phases share.
+type runner struct {
+	o     options
+	log   io.Writer // progress lines
+	dir   string
+	caddy *caddyProc
+	up    *upstream
+	rep   *report
+
+	adminAddr, httpAddr string
+	seeds               map[string]seedResult // by database name
+
+	round  int           // 1-based, the round running now
+	window time.Duration // each phase's window in one round
+}
+
+// run executes the selected phases and returns their report. An error
+// means the run could not be carried out; failed count checks are in the
+// report.
+func run(ctx context.Context, o options, logw io.Writer) (rep *report, err error) {
+	r := &runner{o: o, log: logw, seeds: make(map[string]seedResult)}
+	r.rep = newReport(o)
+
+	if r.dir = o.dir; r.dir == "" {
+		if r.dir, err = os.MkdirTemp("", "webhook-loadtest-"); err != nil {
+			return nil, fmt.Errorf("create work directory: %w", err)
+		}
+		// A failed run keeps its directory: the error points into it.
+		defer func() {
+			if err == nil && !o.keep && len(r.rep.failedChecks()) == 0 {
+				os.RemoveAll(r.dir)
+			} else {
+				r.rep.dir = r.dir
+				r.logf("work directory kept: %s", r.dir)
+			}
+		}()
+	} else if err := os.MkdirAll(r.dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create work directory: %w", err)
+	}
+	r.rep.dir = r.dir
+
+	bin := o.caddy
+	if bin == "" {
+		r.logf("building ./cmd/caddy")
+		if bin, err = buildCaddy(ctx, r.dir); err != nil {
+			return nil, err
+		}
+	}
+
+	if err := r.seedAll(ctx); err != nil {
+		return nil, err
+	}
+
+	if r.up, err = startUpstream(); err != nil {
+		return nil, err
+	}
+	defer r.up.close()
+	if r.adminAddr, err = freeAddr(); err != nil {
+		return nil, err
+	}
+	if r.httpAddr, err = freeAddr(); err != nil {
+		return nil, err
+	}
+	cfg, err := caddyJSON(r.phaseConfig("idle.db", 0, "", 0))
+	if err != nil {
+		return nil, err
+	}
+	r.logf("starting caddy (admin %s, http %s)", r.adminAddr, r.httpAddr)
+	if r.caddy, err = startCaddy(ctx, bin, r.dir, cfg, r.adminAddr); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if r.caddy != nil {
+			r.caddy.kill()
+		}
+	}()
+
+	// The phases run in rounds, each with a share of the window, so that
+	// a change in the shared machine's load during the run weighs on every
+	// phase alike and the ratios stay comparable.
+	r.window = o.duration / time.Duration(o.rounds)
+	r.up.reset(o.delay)
+	for r.round = 1; r.round <= o.rounds; r.round++ {
+		for _, p := range allPhases {
+			if !slices.Contains(o.phases, p) {
+				continue
+			}
+			if err := r.runPhase(ctx, p); err != nil {
+				return r.rep, fmt.Errorf("phase %s, round %d: %w (caddy log: %s)", p, r.round, err, filepath.Join(r.dir, "caddy.log"))
+			}
+		}
+	}
+	for _, pr := range r.rep.phases {
+		pr.finish()
+	}
+	c := r.caddy
+	r.caddy = nil
+	if err := c.stop(context.WithoutCancel(ctx)); err != nil {
+		return r.rep, err
+	}
+	return r.rep, nil
+}
+
+func (r *runner) logf(format string, args ...any) {
+	fmt.Fprintf(r.log, "%s  %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+// jobsFor is how many jobs a delivery phase needs so that its queue cannot
+// run dry before its last window ends, at rate per second and a margin.
+func (r *runner) jobsFor(rate float64) int {
+	total := time.Duration(r.o.rounds)*r.o.warmup + r.o.duration
+	return int(rate*total.Seconds()*2) + 200
+}
+
+// seedAll pre-fills the databases of the phases that start with pending
+// jobs, before Caddy starts.
+func (r *runner) seedAll(ctx context.Context) error {
+	todo := []struct {
+		phase, db string
+		n         int
+	}{
+		{"slow1", "slow1.db", r.jobsFor(slowRef1)},
+		{"slow32", "slow32.db", r.jobsFor(slowRef32)},
+		{"backlog", "backlog.db", r.o.backlog},
+	}
+	for _, t := range todo {
+		if !slices.Contains(r.o.phases, t.phase) {
+			continue
+		}
+		path := filepath.Join(r.dir, t.db)
+		for _, suffix := range []string{"", "-wal", "-shm"} {
+			if err := os.Remove(path + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("remove old %s: %w", t.db, err)
+			}
+		}
+		r.logf("seeding %s with %d pending jobs", t.db, t.n)
+		s, err := seed(ctx, path, t.phase, t.n, r.o.bodySize, source, targetName)
+		if err != nil {
+			return err
+		}
+		r.logf("seeded %s: %d jobs in %s, %.0f MiB", t.db, s.jobs, s.took.Round(time.Millisecond), float64(s.dbBytes)/(1<<20))
+		r.seeds[t.db] = s
+		r.rep.seeds = append(r.rep.seeds, fmt.Sprintf("%s: %d jobs in %s (%.0f MiB)", t.db, s.jobs, s.took.Round(100*time.Millisecond), float64(s.dbBytes)/(1<<20)))
+	}
+	return nil
+}
+
+func (r *runner) phaseConfig(db string, workers int, upstream string, maxBatch int) phaseConfig {
+	if upstream == "" {
+		upstream = "http://" + r.httpAddr + pathNoop
+	}
+	return phaseConfig{
+		db:        filepath.Join(r.dir, db),
+		workers:   workers,
+		upstream:  upstream,
+		maxBatch:  maxBatch,
+		sync:      r.o.synchronous,
+		logLevel:  r.o.logLevel,
+		adminAddr: r.adminAddr,
+		httpAddr:  r.httpAddr,
+	}
+}
+
+// loadConfig loads the config of a phase into the running Caddy. Each
+// config listens on a new port: Caddy returns from a reload once the old
+// servers have begun to shut down, not once they have, and an old server
+// still accepting on a shared listener would take some of the next phase's
+// connections, serve them with the old config, then close them.
+func (r *runner) loadConfig(ctx context.Context, db string, workers int, upstream string, maxBatch int) error {
+	addr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	r.httpAddr = addr
+	cfg, err := caddyJSON(r.phaseConfig(db, workers, upstream, maxBatch))
+	if err != nil {
+		return err
+	}
+	return r.caddy.load(ctx, cfg)
+}
+
+// runPhase runs one round of phase p. The ingest and e2e phases get a
+// fresh database each round, so each round starts from an empty queue.
+func (r *runner) runPhase(ctx context.Context, p string) error {
+	fresh := func(name string) string { return fmt.Sprintf("%s-%d.db", name, r.round) }
+	switch p {
+	case "static":
+		return r.static(ctx)
+	case "ingest":
+		return r.ingest(ctx, "ingest", fresh("ingest"), 0)
+	case "baseline":
+		return r.ingest(ctx, "baseline", fresh("baseline"), 1)
+	case "e2e":
+		return r.e2e(ctx, "e2e", fresh("e2e"))
+	case "slow1":
+		return r.slow(ctx, "slow1", "slow1.db", 1, slowRef1)
+	case "slow32":
+		return r.slow(ctx, "slow32", "slow32.db", 32, slowRef32)
+	case "backlog":
+		if err := r.ingest(ctx, "backlog-ingest", "backlog.db", 0); err != nil {
+			return err
+		}
+		return r.e2e(ctx, "backlog-e2e", "backlog.db")
+	}
+	return fmt.Errorf("unknown phase %q", p)
+}
+
+// newLoad is one round of the phase's traffic to path; the round is in
+// the delivery ids.
+func (r *runner) newLoad(name, path string, want int) load {
+	return load{
+		addr:     r.httpAddr,
+		path:     path,
+		secret:   secret,
+		tag:      fmt.Sprintf("%s-%d", name, r.round),
+		bodySize: r.o.bodySize,
+		conns:    r.o.conns,
+		warmup:   r.o.warmup,
+		duration: r.window,
+		want:     want,
+	}
+}
+
+// drive runs l while the monitor watches Caddy, and profiles the window
+// when asked.
+func (r *runner) drive(ctx context.Context, pr *phaseResult, l load, during func(windowStart time.Time)) (*loadResult, error) {
+	mon := startMonitor(r.caddy)
+	start := time.Now()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if !sleepCtx(ctx, time.Until(start.Add(l.warmup))) {
+			return
+		}
+		mon.windowStart()
+		wait := r.capture(ctx, pr, l.duration)
+		if during != nil {
+			during(start.Add(l.warmup))
+		}
+		wait()
+	}()
+	res, err := l.run(ctx)
+	mon.windowEnd()
+	wg.Wait()
+	mon.stop(pr)
+	if err != nil {
+		return nil, err
+	}
+	pr.addLoad(res)
+	pr.check(res.transport == 0, "round %d: %d requests got no answer; the last: %s", r.round, res.transport, res.lastErr)
+	for status, n := range res.statuses {
+		pr.check(status == l.want, "%d requests answered %d, want %d", n, status, l.want)
+	}
+	return res, nil
+}
+
+// capture starts the CPU profile and the execution trace of the next d
+// that -profile and -trace ask for in this phase, and returns a function
+// that waits for them. A failed capture is logged, not fatal: the
+// figures do not depend on it.
+func (r *runner) capture(ctx context.Context, pr *phaseResult, d time.Duration) (wait func()) {
+	var wg sync.WaitGroup
+	kinds := []struct {
+		on   bool
+		kind string
+		dst  *string
+	}{
+		{slices.Contains(r.o.profile, pr.name), "profile", &pr.profile},
+		{slices.Contains(r.o.trace, pr.name), "trace", &pr.trace},
+	}
+	for _, k := range kinds {
+		if !k.on {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			path := filepath.Join(r.dir, pr.name+"."+k.kind)
+			if err := r.caddy.capture(ctx, k.kind, d, path); err != nil {
+				r.logf("%s: %s: %v", pr.name, k.kind, err)
+				return
+			}
+			*k.dst = path
+		}()
+	}
+	return wg.Wait
+}
+
+// sleepCtx waits d or until ctx ends; it reports whether d passed.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (r *runner) static(ctx context.Context) error {
+	pr := r.rep.phase("static")
+	if err := r.loadConfig(ctx, "static.db", 0, "", 0); err != nil {
+		return err
+	}
+	r.logf("static: POST %s, %d connections", pathStatic, r.o.conns)
+	res, err := r.drive(ctx, pr, r.newLoad("static", pathStatic, 200), nil)
+	if err != nil {
+		return err
+	}
+	r.logf("static: %.0f/s", res.okRate())
+	return nil
+}
+
+// ingest drives the receiver with the pool paused (workers 0), then checks
+// that every 202 is in the database with its pending job.
+func (r *runner) ingest(ctx context.Context, name, db string, maxBatch int) error {
+	pr := r.rep.phase(name)
+	if pr.skipped != "" {
+		return nil
+	}
+	err := r.loadConfig(ctx, db, 0, "", maxBatch)
+	if err != nil && maxBatch > 0 && strings.Contains(err.Error(), "max_batch") {
+		pr.skipped = "the webhook app has no storage.max_batch option, so one commit per request cannot be configured: " +
+			"add max_batch to StorageConfig (caddywebhook/storage.go) and pass it to sqlite.Config.MaxBatch"
+		r.logf("%s: skipped: %s", name, pr.skipped)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	q, err := openQueueDB(filepath.Join(r.dir, db))
+	if err != nil {
+		return err
+	}
+	defer q.close()
+	after, err := q.lastEvent(ctx)
+	if err != nil {
+		return err
+	}
+	r.logf("%s: POST %s, workers 0, %d connections", name, pathHook, r.o.conns)
+	l := r.newLoad(name, pathHook, 202)
+	res, err := r.drive(ctx, pr, l, nil)
+	if err != nil {
+		return err
+	}
+	r.logf("%s: %.0f accepted/s, p50 %s, p99 %s", name, res.okRate(), ms(percentile(res.lat, 0.5)), ms(percentile(res.lat, 0.99)))
+	found, err := r.checkStored(ctx, pr, res, q, after, l.tag)
+	if err != nil {
+		return err
+	}
+	byStatus, err := q.statusAfter(ctx, after)
+	if err != nil {
+		return err
+	}
+	pr.check(byStatus[string(queue.StatusPending)] >= found && len(byStatus) <= 1,
+		"jobs of the phase's events by status %v, want %d pending and nothing else", byStatus, found)
+	return nil
+}
+
+// checkStored looks up every delivery id answered 202 in the events after
+// the given id and returns how many events the phase stored.
+func (r *runner) checkStored(ctx context.Context, pr *phaseResult, res *loadResult, q *queueDB, after int64, tag string) (int64, error) {
+	want := res.acceptedIDs(tag)
+	found, missing, extra, err := q.matchEvents(ctx, after, want)
+	if err != nil {
+		return 0, err
+	}
+	pr.check(missing == 0, "%d of %d events answered 202 are not in the database", missing, len(want))
+	// An event stored but not seen answered is possible only when a
+	// connection broke before its answer arrived.
+	pr.check(extra <= res.transport, "%d events in the database were never answered 202", extra)
+	pr.counts = append(pr.counts, fmt.Sprintf("round %d: %d answered 202, %d of them in the database", r.round, len(want), found))
+	return found + extra, nil
+}
+
+// e2e drives the receiver while the pool delivers to the no-op upstream,
+// a respond route on the same Caddy. Delivered/s is the growth of the done
+// jobs across the window, read from the database; the backlog of the
+// phase's own events is sampled every second.
+func (r *runner) e2e(ctx context.Context, name, db string) error {
+	pr := r.rep.phase(name)
+	if err := r.loadConfig(ctx, db, r.o.workers, "", 0); err != nil {
+		return err
+	}
+	q, err := openQueueDB(filepath.Join(r.dir, db))
+	if err != nil {
+		return err
+	}
+	defer q.close()
+	after, err := q.lastEvent(ctx)
+	if err != nil {
+		return err
+	}
+	r.logf("%s: POST %s, %d workers delivering to %s, %d connections", name, pathHook, r.o.workers, pathNoop, r.o.conns)
+	l := r.newLoad(name, pathHook, 202)
+	var (
+		done0, done1 int64
+		samples      []backlogSample
+		sampleErr    error
+	)
+	during := func(windowStart time.Time) {
+		end := windowStart.Add(l.duration)
+		if done0, sampleErr = q.done(ctx); sampleErr != nil {
+			return
+		}
+		for {
+			next := time.Now().Add(time.Second)
+			if next.After(end) {
+				next = end
+			}
+			if !sleepCtx(ctx, time.Until(next)) {
+				return
+			}
+			byStatus, err := q.statusAfter(ctx, after)
+			if err != nil {
+				sampleErr = err
+				return
+			}
+			samples = append(samples, backlogSample{
+				at:      time.Since(windowStart),
+				backlog: byStatus[string(queue.StatusPending)] + byStatus[string(queue.StatusRunning)],
+			})
+			if !next.Before(end) {
+				done1, sampleErr = q.done(ctx)
+				return
+			}
+		}
+	}
+	res, err := r.drive(ctx, pr, l, during)
+	if err != nil {
+		return err
+	}
+	if sampleErr != nil {
+		return sampleErr
+	}
+	pr.delivered += done1 - done0
+	pr.deliveredWindow += l.duration
+	pr.slopes = append(pr.slopes, slope(samples))
+
+	st, err := r.caddy.stats(ctx)
+	if err != nil {
+		return err
+	}
+	pr.backlogEnd = 0
+	for _, c := range st.Counts {
+		if c.Status == queue.StatusPending || c.Status == queue.StatusRunning {
+			pr.backlogEnd += c.Jobs
+		}
+	}
+	r.logf("%s: %.0f accepted/s, %.0f delivered/s, backlog %d at the end", name, res.okRate(), float64(done1-done0)/l.duration.Seconds(), pr.backlogEnd)
+
+	found, err := r.checkStored(ctx, pr, res, q, after, l.tag)
+	if err != nil {
+		return err
+	}
+	byStatus, err := q.statusAfter(ctx, after)
+	if err != nil {
+		return err
+	}
+	var total int64
+	for _, n := range byStatus {
+		total += n
+	}
+	pr.check(total == found && byStatus[string(queue.StatusDead)] == 0,
+		"jobs of the phase's events by status %v, want %d in all and none dead", byStatus, found)
+	pr.counts = append(pr.counts, fmt.Sprintf("round %d: the round's jobs: %d done, %d pending, %d running", r.round,
+		byStatus[string(queue.StatusDone)], byStatus[string(queue.StatusPending)], byStatus[string(queue.StatusRunning)]))
+	return nil
+}
+
+// slow lets workers deliver pre-seeded jobs to the recording upstream,
+// which answers after the delay, and counts deliveries at the upstream.
+// It then pauses the pool and checks that every done job arrived there.
+func (r *runner) slow(ctx context.Context, name, db string, workers int, ref float64) error {
+	pr := r.rep.phase(name)
+	pr.ref = ref
+	mon := startMonitor(r.caddy)
+	if err := r.loadConfig(ctx, db, workers, r.up.url(), 0); err != nil {
+		return err
+	}
+	r.logf("%s: %d worker(s) delivering to an upstream that answers in %s", name, workers, r.o.delay)
+	if !sleepCtx(ctx, r.o.warmup) {
+		return ctx.Err()
+	}
+	mon.windowStart()
+	a0 := r.up.answered.Load()
+	wait := r.capture(ctx, pr, r.window)
+	if !sleepCtx(ctx, r.window) {
+		return ctx.Err()
+	}
+	a1 := r.up.answered.Load()
+	mon.windowEnd()
+	wait()
+	// Pause the pool: the same database with no workers. The reload stops
+	// the pool, which lets running deliveries finish and records them.
+	if err := r.loadConfig(ctx, db, 0, r.up.url(), 0); err != nil {
+		return err
+	}
+	mon.stop(pr)
+	pr.delivered += a1 - a0
+	pr.deliveredWindow += r.window
+	r.logf("%s: %.0f delivered/s", name, float64(a1-a0)/r.window.Seconds())
+
+	q, err := openQueueDB(filepath.Join(r.dir, db))
+	if err != nil {
+		return err
+	}
+	defer q.close()
+	// The upstream keeps every id of the run; the seeded ids of each
+	// database start with its phase's name.
+	seen, repeats := r.up.snapshot()
+	var mine int64
+	for id := range seen {
+		if strings.HasPrefix(id, name+"-") {
+			mine++
+		}
+	}
+	var done, notArrived int64
+	if err := q.doneIDs(ctx, func(id string) {
+		done++
+		if seen[id] == 0 {
+			notArrived++
+		}
+	}); err != nil {
+		return err
+	}
+	seeded := int64(r.seeds[db].jobs)
+	pr.check(notArrived == 0, "%d of %d jobs done in the database never arrived at the upstream", notArrived, done)
+	pr.check(mine <= seeded, "the upstream saw %d ids, more than the %d jobs seeded", mine, seeded)
+	pr.check(done < seeded, "all %d seeded jobs were delivered: the queue ran dry, so the rate is a floor; raise the seed", seeded)
+	pr.counts = append(pr.counts, fmt.Sprintf("round %d: %d jobs done so far, all at the upstream: %d unique ids there, %d repeated deliveries in the run", r.round, done, mine, repeats))
+	return nil
+}
+
+// backlogSample is the phase's backlog some time into the window.
+type backlogSample struct {
+	at      time.Duration
+	backlog int64
+}
+
+// slope is the least-squares growth of the backlog, in jobs per second.
+func slope(s []backlogSample) float64 {
+	if len(s) < 2 {
+		return 0
+	}
+	var sx, sy, sxx, sxy float64
+	for _, p := range s {
+		x, y := p.at.Seconds(), float64(p.backlog)
+		sx += x
+		sy += y
+		sxx += x * x
+		sxy += x * y
+	}
+	n := float64(len(s))
+	den := n*sxx - sx*sx
+	if den == 0 {
+		return 0
+	}
+	return (n*sxy - sx*sy) / den
+}
+
+// monitor samples Caddy's memory during a phase and its CPU time across
+// the window.
+type monitor struct {
+	c        *caddyProc
+	quit     chan struct{}
+	done     chan struct{}
+	startRSS int64
+	peak     int64 // sampled VmRSS
+	mu       sync.Mutex
+	cpu0     time.Duration
+	self0    time.Duration
+	t0       time.Time
+	took     time.Duration // the window, as it ran
+	cores    float64       // Caddy's
+	selfCore float64       // this process's: the load generator and upstream
+	hwmOK    bool
+}
+
+// monitorEvery is the memory sampling interval, a fallback for kernels
+// that do not let us reset VmHWM.
+const monitorEvery = 100 * time.Millisecond
+
+func startMonitor(c *caddyProc) *monitor {
+	m := &monitor{c: c, quit: make(chan struct{}), done: make(chan struct{})}
+	m.hwmOK = c.resetPeak() == nil
+	m.startRSS, _, _ = c.memory()
+	m.peak = m.startRSS
+	go func() {
+		defer close(m.done)
+		t := time.NewTicker(monitorEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-m.quit:
+				return
+			case <-t.C:
+				if rss, _, err := c.memory(); err == nil {
+					m.mu.Lock()
+					m.peak = max(m.peak, rss)
+					m.mu.Unlock()
+				}
+			}
+		}
+	}()
+	return m
+}
+
+func (m *monitor) windowStart() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.t0 = time.Now()
+	m.cpu0, _ = m.c.cpuTime()
+	m.self0 = selfCPU()
+}
+
+func (m *monitor) windowEnd() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.t0.IsZero() {
+		return
+	}
+	m.took = time.Since(m.t0)
+	if cpu, err := m.c.cpuTime(); err == nil {
+		m.cores = (cpu - m.cpu0).Seconds() / m.took.Seconds()
+	}
+	m.selfCore = (selfCPU() - m.self0).Seconds() / m.took.Seconds()
+}
+
+// selfCPU is the CPU time this process has used, user and system.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// stop ends sampling and adds the round's memory and CPU figures to the
+// phase's.
+func (m *monitor) stop(pr *phaseResult) {
+	close(m.quit)
+	<-m.done
+	rss, hwm, _ := m.c.memory()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if pr.startRSS == 0 {
+		pr.startRSS = m.startRSS
+	}
+	pr.endRSS = rss
+	pr.peakRSS = max(pr.peakRSS, m.peak, rss)
+	if m.hwmOK {
+		pr.peakRSS = max(pr.peakRSS, hwm)
+	}
+	pr.cpuSeconds += m.cores * m.took.Seconds()
+	pr.selfSeconds += m.selfCore * m.took.Seconds()
+	pr.cpuWindow += m.took
+}
+
+// nproc is the number of CPUs this process may use.
+func nproc() int { return runtime.NumCPU() }

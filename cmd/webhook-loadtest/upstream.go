@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// upstream is the recording upstream of the slow-upstream phases: an HTTP
+// server in this process that answers each delivery 200 after a delay and
+// remembers every delivery id it answered, so the load test can check that
+// each job the database calls done really arrived.
+type upstream struct {
+	delay atomic.Int64 // time.Duration before answering
+
+	answered atomic.Int64 // requests answered 200, duplicates included
+
+	mu   sync.Mutex
+	seen map[string]int // delivery id → times answered
+
+	srv *http.Server
+	ln  net.Listener
+}
+
+// startUpstream listens on a loopback port and serves until close.
+func startUpstream() (*upstream, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("listen for upstream: %w", err)
+	}
+	u := &upstream{seen: make(map[string]int), ln: ln}
+	u.srv = &http.Server{Handler: u, ReadHeaderTimeout: 10 * time.Second}
+	go u.srv.Serve(ln)
+	return u, nil
+}
+
+// url is where targets should deliver.
+func (u *upstream) url() string { return "http://" + u.ln.Addr().String() + "/deliver" }
+
+// ServeHTTP reads the delivery, waits the delay (the upstream's own work),
+// then records the id and answers 200. A request without a delivery id is
+// refused with 400, so a target that stops sending it is noticed.
+func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	id := r.Header.Get("X-Webhook-Delivery-Id")
+	if _, err := io.Copy(io.Discard, r.Body); err != nil {
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	if id == "" {
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	if d := time.Duration(u.delay.Load()); d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+			return
+		}
+	}
+	u.mu.Lock()
+	u.seen[id]++
+	u.mu.Unlock()
+	u.answered.Add(1)
+	w.WriteHeader(http.StatusOK)
+}
+
+// reset forgets what was recorded and sets the delay for the next phase.
+func (u *upstream) reset(delay time.Duration) {
+	u.mu.Lock()
+	clear(u.seen)
+	u.mu.Unlock()
+	u.answered.Store(0)
+	u.delay.Store(int64(delay))
+}
+
+// snapshot returns the recorded ids and how many deliveries repeated one.
+func (u *upstream) snapshot() (ids map[string]int, repeats int) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	ids = make(map[string]int, len(u.seen))
+	for id, n := range u.seen {
+		ids[id] = n
+		repeats += n - 1
+	}
+	return ids, repeats
+}
+
+// close stops the server.
+func (u *upstream) close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := u.srv.Shutdown(ctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("stop upstream: %w", err)
+	}
+	return nil
+}
