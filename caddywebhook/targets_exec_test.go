@@ -3,7 +3,6 @@ package caddywebhook
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -13,18 +12,9 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/caddywebhook/caddywebhook/queue"
 )
-
-// execTestCaddyContext is a Caddy context for Provision.
-func execTestCaddyContext(t *testing.T) caddy.Context {
-	t.Helper()
-	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
-	t.Cleanup(cancel)
-	return ctx
-}
 
 // execTestProgram is the absolute path of a test program in testdata.
 func execTestProgram(t *testing.T, name string) string {
@@ -39,7 +29,7 @@ func execTestProgram(t *testing.T, name string) string {
 // execTestSetup provisions and validates tgt.
 func execTestSetup(t *testing.T, tgt *ExecTarget) *ExecTarget {
 	t.Helper()
-	if err := tgt.Provision(execTestCaddyContext(t)); err != nil {
+	if err := tgt.Provision(targetTestContext(t)); err != nil {
 		t.Fatalf("provision: %v", err)
 	}
 	if err := tgt.Validate(); err != nil {
@@ -457,7 +447,7 @@ func TestExecTargetProgramResolution(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tgt := &ExecTarget{Command: tt.command}
-			err := tgt.Provision(execTestCaddyContext(t))
+			err := tgt.Provision(targetTestContext(t))
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)
@@ -498,7 +488,7 @@ func TestExecTargetConfigErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tgt := tt.target
-			err := tgt.Provision(execTestCaddyContext(t))
+			err := tgt.Provision(targetTestContext(t))
 			if err == nil {
 				err = tgt.Validate()
 			}
@@ -550,12 +540,7 @@ func TestExecTargetTailBuffer(t *testing.T) {
 }
 
 func TestExecTargetUnmarshalCaddyfile(t *testing.T) {
-	tests := []struct {
-		name    string
-		input   string
-		want    ExecTarget
-		wantErr string
-	}{
+	checkTargetCaddyfile(t, []targetCaddyfileCase[ExecTarget]{
 		{
 			name:  "command only",
 			input: `exec /usr/local/bin/deploy`,
@@ -592,25 +577,5 @@ func TestExecTargetUnmarshalCaddyfile(t *testing.T) {
 		{name: "exit code not a number", input: "exec /bin/true {\n permanent_exit_codes 65 abc\n}", wantErr: `permanent_exit_codes: "abc" is not`},
 		{name: "exit code 0", input: "exec /bin/true {\n permanent_exit_codes 0\n}", wantErr: `permanent_exit_codes: "0" is not`},
 		{name: "inherit_env with argument", input: "exec /bin/true {\n inherit_env yes\n}", wantErr: "inherit_env: takes no arguments"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var got ExecTarget
-			err := got.UnmarshalCaddyfile(caddyfile.NewTestDispenser(tt.input))
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("UnmarshalCaddyfile: %v", err)
-			}
-			gotJSON, _ := json.Marshal(&got)
-			wantJSON, _ := json.Marshal(&tt.want)
-			if !bytes.Equal(gotJSON, wantJSON) {
-				t.Errorf("got %s\nwant %s", gotJSON, wantJSON)
-			}
-		})
-	}
+	})
 }

@@ -20,7 +20,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/caddywebhook/caddywebhook/queue"
 	"github.com/caddywebhook/caddywebhook/signature"
@@ -28,14 +27,6 @@ import (
 
 // httpTestNow is the clock of the targets under test.
 var httpTestNow = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-
-// httpTestCaddyContext is a Caddy context for Provision.
-func httpTestCaddyContext(t *testing.T) caddy.Context {
-	t.Helper()
-	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
-	t.Cleanup(cancel)
-	return ctx
-}
 
 // httpTestSetup starts handler as the upstream and returns a provisioned,
 // validated target pointing at it. configure may adjust the target before
@@ -48,7 +39,7 @@ func httpTestSetup(t *testing.T, handler http.Handler, configure func(*HTTPTarge
 	if configure != nil {
 		configure(tgt)
 	}
-	if err := tgt.Provision(httpTestCaddyContext(t)); err != nil {
+	if err := tgt.Provision(targetTestContext(t)); err != nil {
 		t.Fatalf("provision: %v", err)
 	}
 	if err := tgt.Validate(); err != nil {
@@ -602,7 +593,7 @@ func TestHTTPTargetConfigErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tgt := tt.target
-			err := tgt.Provision(httpTestCaddyContext(t))
+			err := tgt.Provision(targetTestContext(t))
 			if err == nil {
 				err = tgt.Validate()
 			}
@@ -617,12 +608,7 @@ func TestHTTPTargetConfigErrors(t *testing.T) {
 }
 
 func TestHTTPTargetUnmarshalCaddyfile(t *testing.T) {
-	tests := []struct {
-		name    string
-		input   string
-		want    HTTPTarget
-		wantErr string
-	}{
+	checkTargetCaddyfile(t, []targetCaddyfileCase[HTTPTarget]{
 		{
 			name:  "url only",
 			input: `http http://127.0.0.1:9000/build`,
@@ -653,27 +639,7 @@ func TestHTTPTargetUnmarshalCaddyfile(t *testing.T) {
 		{name: "header without value", input: "http http://h/ {\n header X-Origin\n}", wantErr: "header: takes a name and a value"},
 		{name: "sign without secret", input: "http http://h/ {\n sign\n}", wantErr: "sign: takes one secret"},
 		{name: "sign two secrets", input: "http http://h/ {\n sign a b\n}", wantErr: "sign: takes one secret"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var got HTTPTarget
-			err := got.UnmarshalCaddyfile(caddyfile.NewTestDispenser(tt.input))
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("UnmarshalCaddyfile: %v", err)
-			}
-			gotJSON, _ := json.Marshal(&got)
-			wantJSON, _ := json.Marshal(&tt.want)
-			if !bytes.Equal(gotJSON, wantJSON) {
-				t.Errorf("got %s\nwant %s", gotJSON, wantJSON)
-			}
-		})
-	}
+	})
 }
 
 func TestHTTPTargetParseRetryAfter(t *testing.T) {
