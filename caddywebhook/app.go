@@ -292,6 +292,12 @@ func (a *App) Start() error {
 			Routes:        routes,
 			Observer:      obs,
 		}
+		if a.Storage.Backend == backendSQLite {
+			// One Caddy owns its SQLite file, so jobs claimed ahead wait
+			// for no one but this pool's workers; with Postgres they would
+			// keep jobs from idle instances while these workers are busy.
+			cfg.ClaimAhead = n
+		}
 		if a.Backoff != nil {
 			cfg.Retry = queue.Backoff{Base: time.Duration(a.Backoff.Base), Max: time.Duration(a.Backoff.Max)}
 		}
@@ -463,8 +469,9 @@ func (o *observer) JobHandedBack(job *queue.Job) {
 	o.logger.Info(deliveryHandedBack, jobFields(job, zap.String("outcome", deliveryHandedBack))...)
 }
 
-// LeaseLost implements queue.Observer. The attempt's JobFinished follows
-// and counts it.
+// LeaseLost implements queue.Observer. For a job whose delivery started,
+// the attempt's JobFinished follows and counts it; a job claimed ahead and
+// lost before it started was never delivered, and is only logged.
 func (o *observer) LeaseLost(job *queue.Job) {
 	o.logger.Warn("lease lost; delivery cancelled", jobFields(job, zap.String("outcome", deliveryLeaseLost))...)
 }

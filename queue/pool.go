@@ -36,8 +36,11 @@ func (f HandlerFunc) Handle(ctx context.Context, job *Job) error { return f(ctx,
 // Observer receives the pool's events, for metrics and logs: the queue
 // package logs nothing itself. Methods are called from many goroutines at
 // once and must not block. Every JobStarted is followed by exactly one
-// JobFinished or JobHandedBack for that job. Embed NopObserver to implement
-// only some methods and stay compatible when methods are added.
+// JobFinished or JobHandedBack for that job. A job claimed ahead, waiting
+// for a worker, has no events until it starts: if its lease is lost first it
+// gets LeaseLost only, and if Stop hands it back first it gets none. Embed
+// NopObserver to implement only some methods and stay compatible when
+// methods are added.
 type Observer interface {
 	// JobStarted is called before the handler runs.
 	JobStarted(job *Job)
@@ -48,10 +51,15 @@ type Observer interface {
 	// (reported by StoreError too). c.Error holds err's text.
 	JobFinished(job *Job, c Completion, recorded bool, err error)
 	// JobHandedBack is called when the pool stopped while the handler ran
-	// and the job went back to pending without a charged attempt.
+	// and the job went back to pending without a charged attempt. Jobs
+	// claimed ahead and not yet started are handed back too, but not
+	// reported: no delivery was attempted.
 	JobHandedBack(job *Job)
 	// LeaseLost is called when the pool can no longer prove it holds the
 	// job's lease while its handler runs; the handler's ctx is cancelled.
+	// It is also called for a job claimed ahead whose lease is lost before
+	// it started: that job is dropped, never started, and no JobFinished
+	// follows.
 	LeaseLost(job *Job)
 	// StoreError is called when a store operation fails; op is one of
 	// "claim", "extend leases", "finish", "hand back".
@@ -118,6 +126,15 @@ type PoolConfig struct {
 	// never mistake each other's leases for their own. Default: 16 random
 	// hex digits.
 	Owner string
+	// ClaimAhead is how many claimed jobs the pool may hold in a buffer
+	// besides those its workers run, at most Workers, so that a worker that
+	// finishes starts its next job at once instead of waiting for a claim's
+	// commit. A buffered job waits behind the running ones, leased: while
+	// every worker is busy with a slow delivery, another process sharing
+	// the store cannot take it. Use it where the pool is the store's only
+	// consumer (one Caddy on its own SQLite file), not where several
+	// processes share a queue. Default: 0, no buffer.
+	ClaimAhead int
 	// Routes, when not nil, limits claims to these (source, target) pairs;
 	// see ClaimParams.Routes. Default: nil, any job.
 	Routes []Route
@@ -129,8 +146,12 @@ type PoolConfig struct {
 }
 
 // Pool runs a Handler over the jobs of a Store with a fixed number of
-// workers. It claims as many jobs as it has idle workers in one Claim call,
-// extends their leases in one call while they run, and finishes them in
+// workers. It may claim ahead (PoolConfig.ClaimAhead): besides the jobs its
+// workers run, it then holds claimed jobs in a buffer, so a worker that
+// finishes starts the next job at once instead of waiting for a claim's
+// commit. One Claim call
+// fills the idle workers and the buffer; one ExtendLeases call extends the
+// leases of running and buffered jobs alike; completions are finished in
 // batches. Several pools may share a store, in one process or several:
 // leases and the fence in Finish keep each job in one worker at a time.
 //
@@ -143,6 +164,7 @@ type Pool struct {
 	now     func() time.Time
 	owner   string
 	workers int
+	ahead   int // ClaimAhead: the buffer's capacity
 	lease   time.Duration
 	poll    time.Duration
 	grace   time.Duration
@@ -150,7 +172,8 @@ type Pool struct {
 
 	mu        sync.Mutex
 	busy      int            // handlers running
-	running   map[int64]*run // claimed and neither finished nor handed back
+	running   map[int64]*run // claimed and neither finished nor handed back, buffered too
+	buffered  []*run         // claimed ahead, not started, oldest first; at most ahead
 	nextRetry time.Time      // earliest retry this pool scheduled, zero if none
 	finQ      []finishing    // completions waiting for the next Finish
 	flushing  bool           // a worker is sending finQ
@@ -168,8 +191,11 @@ type Pool struct {
 // run is one claimed job. Its flags are guarded by Pool.mu.
 type run struct {
 	job        *Job
+	ctx        context.Context // the handler's, cancelled by cancel
 	cancel     context.CancelFunc
+	wctx       context.Context // never cancelled: the bookkeeping writes
 	leaseUntil time.Time
+	waiting    bool // claimed ahead, in Pool.buffered, not started
 	handled    bool // the handler has returned
 	lost       bool // the lease is gone; record nothing
 	shutdown   bool // cancelled by Stop after the grace
@@ -205,6 +231,8 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 		return nil, fmt.Errorf("new pool: MaxRetryAfter is %s, must not be negative", cfg.MaxRetryAfter)
 	case cfg.ShutdownGrace < 0:
 		return nil, fmt.Errorf("new pool: ShutdownGrace is %s, must not be negative", cfg.ShutdownGrace)
+	case cfg.ClaimAhead < 0:
+		return nil, fmt.Errorf("new pool: ClaimAhead is %d, must not be negative", cfg.ClaimAhead)
 	}
 	owner := cfg.Owner
 	if owner == "" {
@@ -224,6 +252,7 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 		now:      cfg.Now,
 		owner:    owner,
 		workers:  cmp.Or(cfg.Workers, DefaultWorkers),
+		ahead:    min(cfg.ClaimAhead, cmp.Or(cfg.Workers, DefaultWorkers)),
 		lease:    cmp.Or(cfg.Lease, DefaultLease),
 		poll:     cmp.Or(cfg.PollInterval, DefaultPollInterval),
 		grace:    cmp.Or(cfg.ShutdownGrace, DefaultShutdownGrace),
@@ -280,7 +309,7 @@ func (p *Pool) Start(ctx context.Context) error {
 		unwatch()
 		cancelLoop()
 		<-loopDone // no claim after this
-		p.drain()
+		p.drain(base)
 		// Leases are extended until the last handler has returned, so a
 		// handler in its grace period keeps its job.
 		cancelLease()
@@ -290,12 +319,13 @@ func (p *Pool) Start(ctx context.Context) error {
 	return nil
 }
 
-// Stop stops claiming, lets running handlers finish for ShutdownGrace, then
-// cancels them and hands their jobs back to pending without charging an
-// attempt, and waits for every goroutine of the pool. If ctx ends first,
-// Stop hands back the jobs whose handlers are still running (their results
-// will not be recorded) and returns ctx's error. Stop is idempotent, and
-// harmless on a pool that was never started.
+// Stop stops claiming, hands the jobs claimed ahead back to pending at once,
+// lets running handlers finish for ShutdownGrace, then cancels them and hands
+// their jobs back to pending as well, none of them charged an attempt, and
+// waits for every goroutine of the pool. If ctx ends first, Stop hands back
+// the jobs whose handlers are still running (their results will not be
+// recorded) and returns ctx's error. Stop is idempotent, and harmless on a
+// pool that was never started.
 func (p *Pool) Stop(ctx context.Context) error {
 	p.life.Lock()
 	started := p.started
@@ -315,13 +345,14 @@ func (p *Pool) Stop(ctx context.Context) error {
 
 func (p *Pool) beginStop() { p.stopOnce.Do(func() { close(p.stopping) }) }
 
-// loop claims work whenever a worker is idle and work may be ready.
+// loop claims work whenever a worker or the buffer has room and work may be
+// ready.
 func (p *Pool) loop(ctx context.Context) {
 	timer := time.NewTimer(p.poll)
 	defer timer.Stop()
-	more := true // work may be ready: claim as soon as a worker is idle
+	more := true // work may be ready: claim as soon as there is room
 	for ctx.Err() == nil {
-		if more && p.idle() > 0 {
+		if more && p.room() > 0 {
 			n, limit, err := p.claim(ctx)
 			if err != nil && ctx.Err() == nil {
 				p.obs.StoreError("claim", err)
@@ -363,27 +394,29 @@ func (p *Pool) wait() time.Duration {
 	return max(min(p.poll, p.nextRetry.Sub(p.now())), 0)
 }
 
-// settle yields to the handlers just started while they keep freeing
-// workers, a few times at most. Quick handlers return at once, and the next
-// claim then takes their places too: without it, one claim in flight while
-// the rest return splits the pool into two half-size claims, each costing a
+// settle yields to the handlers just started while they keep making room,
+// a few times at most. Quick handlers return at once, and the next claim
+// then takes their places too: without it, one claim in flight while the
+// rest return splits the pool into two half-size claims, each costing a
 // commit.
 func (p *Pool) settle() {
-	idle := p.idle()
+	room := p.room()
 	for range 8 {
 		runtime.Gosched()
-		now := p.idle()
-		if now == idle {
+		now := p.room()
+		if now == room {
 			return
 		}
-		idle = now
+		room = now
 	}
 }
 
-func (p *Pool) idle() int {
+// room returns how many jobs the next claim may take: the idle workers and
+// the free places in the buffer, 2×Workers − busy − buffered.
+func (p *Pool) room() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.workers - p.busy
+	return p.workers + p.ahead - p.busy - len(p.buffered)
 }
 
 // signalFreed wakes the loop (or the drain) without blocking.
@@ -394,15 +427,16 @@ func (p *Pool) signalFreed() {
 	}
 }
 
-// runOnce claims as many ready jobs as there are idle workers, in one Claim
-// call, and starts a handler for each. It returns the number claimed.
+// runOnce claims as many ready jobs as the pool has room for, in one Claim
+// call, starts a handler for each up to the idle workers and buffers the
+// rest. It returns the number claimed.
 func (p *Pool) runOnce(ctx context.Context) (int, error) {
 	n, _, err := p.claim(ctx)
 	return n, err
 }
 
 func (p *Pool) claim(ctx context.Context) (claimed, limit int, err error) {
-	limit = p.idle()
+	limit = p.room()
 	if limit <= 0 {
 		return 0, 0, nil
 	}
@@ -437,23 +471,35 @@ func (p *Pool) claim(ctx context.Context) (claimed, limit int, err error) {
 	defer p.mu.Unlock()
 	for _, job := range jobs {
 		hctx, cancel := context.WithCancel(wctx)
-		r := &run{job: job, cancel: cancel, leaseUntil: job.LeaseUntil}
+		r := &run{job: job, ctx: hctx, cancel: cancel, wctx: wctx, leaseUntil: job.LeaseUntil}
 		p.running[job.ID] = r
-		p.busy++
-		p.wg.Add(1)
-		go p.work(hctx, wctx, r)
+		if p.busy < p.workers {
+			p.startLocked(r)
+		} else {
+			r.waiting = true
+			p.buffered = append(p.buffered, r)
+		}
 	}
 	return len(jobs), limit, nil
 }
 
-// work runs one job's handler and records its result. hctx is the handler's
-// context; wctx, never cancelled, carries the bookkeeping writes.
-func (p *Pool) work(hctx, wctx context.Context, r *run) {
+// startLocked runs r's handler in a new worker goroutine. p.mu is held.
+func (p *Pool) startLocked(r *run) {
+	r.waiting = false
+	p.busy++
+	p.wg.Add(1)
+	go p.work(r)
+}
+
+// work runs one job's handler, starts the next buffered job in its place,
+// and records the result.
+func (p *Pool) work(r *run) {
 	defer p.wg.Done()
 	p.obs.JobStarted(r.job)
 	started := p.now()
-	err := p.call(hctx, r.job)
+	err := p.call(r.ctx, r.job)
 	r.cancel()
+	wctx := r.wctx
 
 	p.mu.Lock()
 	p.busy--
@@ -461,6 +507,15 @@ func (p *Pool) work(hctx, wctx context.Context, r *run) {
 	lost, shutdown, abandoned := r.lost, r.shutdown, r.abandoned
 	if lost {
 		delete(p.running, r.job.ID)
+	}
+	// The next job starts before this one's result is committed: the
+	// worker never waits for a commit between jobs. Once Stop has begun,
+	// buffered jobs are handed back instead.
+	if len(p.buffered) > 0 && !p.isStopping() {
+		next := p.buffered[0]
+		p.buffered[0] = nil
+		p.buffered = p.buffered[1:]
+		p.startLocked(next)
 	}
 	p.mu.Unlock()
 	p.signalFreed()
@@ -481,6 +536,48 @@ func (p *Pool) work(hctx, wctx context.Context, r *run) {
 	default:
 		p.finish(wctx, finishing{r: r, c: p.complete(r.job, err, started), err: err})
 	}
+}
+
+// isStopping reports whether Stop has begun.
+func (p *Pool) isStopping() bool {
+	select {
+	case <-p.stopping:
+		return true
+	default:
+		return false
+	}
+}
+
+// takeBuffered removes the jobs claimed ahead from the buffer and from
+// running, and returns their ids.
+func (p *Pool) takeBuffered() []int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.buffered) == 0 {
+		return nil
+	}
+	ids := make([]int64, len(p.buffered))
+	for i, r := range p.buffered {
+		ids[i] = r.job.ID
+		r.waiting = false
+		r.cancel()
+		delete(p.running, r.job.ID)
+	}
+	p.buffered = nil
+	return ids
+}
+
+// dropBufferedLocked removes r, claimed ahead, from the buffer and from
+// running. p.mu is held.
+func (p *Pool) dropBufferedLocked(r *run) {
+	for i, b := range p.buffered {
+		if b == r {
+			p.buffered = append(p.buffered[:i], p.buffered[i+1:]...)
+			break
+		}
+	}
+	r.waiting = false
+	delete(p.running, r.job.ID)
 }
 
 // complete decides the completion of an attempt that started at started.
@@ -560,8 +657,8 @@ func (p *Pool) finish(ctx context.Context, f finishing) {
 	}
 }
 
-// extendLoop extends the leases of running jobs every Lease/3, so a lease
-// survives two failed extensions before it runs out.
+// extendLoop extends the leases of running and buffered jobs every Lease/3,
+// so a lease survives two failed extensions before it runs out.
 func (p *Pool) extendLoop(ctx context.Context) {
 	t := time.NewTicker(p.lease / 3)
 	defer t.Stop()
@@ -575,8 +672,9 @@ func (p *Pool) extendLoop(ctx context.Context) {
 	}
 }
 
-// extendOnce extends the leases of all jobs this pool holds in one call and
-// cancels the handlers of jobs it has lost.
+// extendOnce extends the leases of all jobs this pool holds, running or
+// buffered, in one call; it cancels the handlers of running jobs it has lost
+// and drops lost jobs from the buffer.
 func (p *Pool) extendOnce(ctx context.Context) {
 	p.mu.Lock()
 	ids := make([]int64, 0, len(p.running))
@@ -601,6 +699,7 @@ func (p *Pool) extendOnce(ctx context.Context) {
 	}
 
 	var lost []*run
+	dropped := false
 	p.mu.Lock()
 	for _, id := range ids {
 		r := p.running[id]
@@ -620,13 +719,21 @@ func (p *Pool) extendOnce(ctx context.Context) {
 			}
 		}
 		// A job whose handler has returned is settled by the fence in
-		// Finish; only a running handler needs stopping.
+		// Finish; only a running handler needs stopping, and a buffered
+		// job must not start.
 		if gone && !r.handled && !r.lost {
 			r.lost = true
+			if r.waiting {
+				p.dropBufferedLocked(r)
+				dropped = true
+			}
 			lost = append(lost, r)
 		}
 	}
 	p.mu.Unlock()
+	if dropped {
+		p.signalFreed() // the buffer has room
+	}
 	if err != nil {
 		p.obs.StoreError("extend leases", err)
 	}
@@ -636,9 +743,11 @@ func (p *Pool) extendOnce(ctx context.Context) {
 	}
 }
 
-// drain waits for running handlers for the grace period, then cancels them,
-// and waits for every worker goroutine to record or hand back its job.
-func (p *Pool) drain() {
+// drain hands back the buffered jobs at once, waits for running handlers for
+// the grace period, then cancels them, and waits for every worker goroutine
+// to record or hand back its job. ctx carries the hand-back.
+func (p *Pool) drain(ctx context.Context) {
+	p.handBackBuffered(ctx)
 	grace := time.NewTimer(p.grace)
 	defer grace.Stop()
 wait:
@@ -666,6 +775,19 @@ wait:
 	p.wg.Wait()
 }
 
+// handBackBuffered hands the jobs claimed ahead back to pending, uncharged.
+// They never started, so the observer hears nothing of them.
+func (p *Pool) handBackBuffered(ctx context.Context) {
+	ids := p.takeBuffered()
+	if len(ids) == 0 {
+		return
+	}
+	p.signalFreed()
+	if err := p.store.HandBack(ctx, p.owner, ids); err != nil {
+		p.obs.StoreError("hand back", err)
+	}
+}
+
 // abandon hands back the jobs whose handlers ignore their cancelled context
 // past Stop's deadline. Their results will not be recorded: after the hand
 // back the fence rejects them.
@@ -674,7 +796,9 @@ func (p *Pool) abandon(ctx context.Context) {
 	var ids []int64
 	p.mu.Lock()
 	for id, r := range p.running {
-		if !r.handled && !r.abandoned && !r.lost {
+		// Buffered jobs are the drain's: it hands them back, with the
+		// pool's context, as soon as the loop has ended.
+		if !r.handled && !r.abandoned && !r.lost && !r.waiting {
 			r.abandoned = true
 			r.cancel()
 			delete(p.running, id)

@@ -198,6 +198,7 @@ func TestNewPoolValidates(t *testing.T) {
 		{"negative max attempts", queue.PoolConfig{Store: s, Handler: h, MaxAttempts: -1}, "MaxAttempts"},
 		{"negative max retry-after", queue.PoolConfig{Store: s, Handler: h, MaxRetryAfter: -1}, "MaxRetryAfter"},
 		{"negative grace", queue.PoolConfig{Store: s, Handler: h, ShutdownGrace: -1}, "ShutdownGrace"},
+		{"negative claim ahead", queue.PoolConfig{Store: s, Handler: h, ClaimAhead: -1}, "ClaimAhead"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -837,16 +838,29 @@ func TestPoolReload(t *testing.T) {
 // that did reach the database as if its commit had failed.
 type hookedStore struct {
 	*sqlite.Store
-	afterClaim  func()
-	finishError func() error // non-nil error: Finish writes nothing and fails
+	beforeClaim   func()
+	afterClaim    func()
+	finishError   func() error // non-nil error: Finish writes nothing and fails
+	afterHandBack func(ctx context.Context, ids []int64)
 }
 
 func (s *hookedStore) Claim(ctx context.Context, p queue.ClaimParams) ([]*queue.Job, error) {
+	if s.beforeClaim != nil {
+		s.beforeClaim()
+	}
 	jobs, err := s.Store.Claim(ctx, p)
 	if s.afterClaim != nil {
 		s.afterClaim()
 	}
 	return jobs, err
+}
+
+func (s *hookedStore) HandBack(ctx context.Context, owner string, ids []int64) error {
+	err := s.Store.HandBack(ctx, owner, ids)
+	if s.afterHandBack != nil {
+		s.afterHandBack(ctx, ids)
+	}
+	return err
 }
 
 func (s *hookedStore) Finish(ctx context.Context, cs []queue.Completion) ([]bool, error) {
@@ -940,3 +954,221 @@ type storeErrorObserver struct {
 }
 
 func (o *storeErrorObserver) StoreError(op string, err error) { o.errs <- err }
+
+// ctxKey marks the context a pool was started with.
+type ctxKey struct{}
+
+// TestPoolStopHandsBackBuffered: the jobs a pool claimed ahead are handed
+// back as soon as the stop begins, while a running handler still has its
+// grace: uncharged, never started, not reported, and through a context that
+// keeps the pool's values but not its cancellation.
+func TestPoolStopHandsBackBuffered(t *testing.T) {
+	tests := []struct {
+		name    string
+		workers int
+		cancel  bool // stop by cancelling Start's context instead of Stop
+	}{
+		{"Stop, one worker", 1, false},
+		{"Start's context cancelled, three workers", 3, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			type handBack struct {
+				ids   []int64
+				err   error
+				value any
+			}
+			handedBack := make(chan handBack, 1)
+			s := &hookedStore{Store: setup(t, nil), afterHandBack: func(ctx context.Context, ids []int64) {
+				handedBack <- handBack{ids, ctx.Err(), ctx.Value(ctxKey{})}
+			}}
+			rec := newRecorder(t, 10)
+			release := make(chan struct{})
+			var calls sync.Map // job id -> struct{}
+			p := newPool(t, queue.PoolConfig{
+				Store: s, Workers: tt.workers, ClaimAhead: tt.workers, ShutdownGrace: waitFor, Observer: rec,
+				PollInterval: time.Hour,
+				Handler: queue.HandlerFunc(func(ctx context.Context, job *queue.Job) error {
+					calls.Store(job.ID, struct{}{})
+					<-release // the grace is long: only release ends it
+					return nil
+				}),
+			})
+			// 2×Workers jobs, all claimed by the pool's first claim: one per
+			// worker, the rest buffered.
+			ids := make([]int64, 2*tt.workers)
+			for i := range ids {
+				ids[i] = enqueue(t, s, fmt.Sprint("evt-", i), "t")
+			}
+			ctx, cancel := context.WithCancel(context.WithValue(t.Context(), ctxKey{}, "pool"))
+			defer cancel()
+			if err := p.Start(ctx); err != nil {
+				t.Fatalf("start pool: %v", err)
+			}
+			started := map[int64]bool{}
+			for range tt.workers {
+				started[receive(t, rec.started).ID] = true
+			}
+			var buffered []int64
+			for _, id := range ids {
+				if started[id] {
+					continue
+				}
+				buffered = append(buffered, id)
+				if j := getJob(t, s, id); j.Status != queue.StatusRunning || j.LeaseOwner != p.Owner() {
+					t.Fatalf("job %d before the stop: %s under %q, want running under the pool (claimed ahead)", id, j.Status, j.LeaseOwner)
+				}
+			}
+
+			stopped := make(chan error, 1)
+			if tt.cancel {
+				cancel()
+				go func() { <-p.Stopping(); stopped <- p.Stop(context.WithoutCancel(t.Context())) }()
+			} else {
+				go func() { stopped <- p.Stop(context.WithoutCancel(t.Context())) }()
+			}
+			// The handlers still run: the hand-back came before the grace.
+			hb := receive(t, handedBack)
+			if fmt.Sprint(hb.ids) != fmt.Sprint(buffered) || hb.err != nil || hb.value != "pool" {
+				t.Fatalf("hand back of %v, ctx error %v, value %v; want %v, nil, the pool's value", hb.ids, hb.err, hb.value, buffered)
+			}
+			for _, id := range buffered {
+				if j := getJob(t, s, id); j.Status != queue.StatusPending || j.Attempts != 0 || j.LeaseOwner != "" {
+					t.Fatalf("buffered job %d: %s, %d attempts, owner %q; want pending, 0 attempts, no owner", id, j.Status, j.Attempts, j.LeaseOwner)
+				}
+			}
+			close(release)
+			if err := receive(t, stopped); err != nil {
+				t.Fatalf("Stop = %v", err)
+			}
+			for range tt.workers {
+				if f := rec.nextFinished(t); !f.recorded || f.c.Status != queue.StatusDone || !started[f.job.ID] {
+					t.Fatalf("completion of job %d: recorded %v %s; want a started job recorded done", f.job.ID, f.recorded, f.c.Status)
+				}
+			}
+			if len(rec.started) > 0 || len(rec.handedBack) > 0 || len(rec.finished) > 0 {
+				t.Fatalf("after the stop: %d more started, %d handed back, %d finished; want none", len(rec.started), len(rec.handedBack), len(rec.finished))
+			}
+			for _, id := range buffered {
+				if _, ok := calls.Load(id); ok {
+					t.Errorf("buffered job %d was handled", id)
+				}
+				if j := getJob(t, s, id); j.Status != queue.StatusPending || j.Attempts != 0 {
+					t.Errorf("buffered job %d after the stop: %s, %d attempts; want pending, 0", id, j.Status, j.Attempts)
+				}
+			}
+		})
+	}
+}
+
+// TestPoolStartsBufferedWithoutClaim: a worker that finishes starts the job
+// claimed ahead at once. Every Claim after the first is held at the gate, so
+// the second job can only start if the first claim brought it.
+func TestPoolStartsBufferedWithoutClaim(t *testing.T) {
+	var claims atomic.Int32
+	gate := make(chan struct{})
+	s := &hookedStore{Store: setup(t, nil), beforeClaim: func() {
+		if claims.Add(1) > 1 {
+			<-gate
+		}
+	}}
+	rec := newRecorder(t, 10)
+	releaseFirst := make(chan struct{})
+	var first atomic.Int64
+	p := newPool(t, queue.PoolConfig{
+		Store: s, Workers: 1, ClaimAhead: 1, Observer: rec, PollInterval: time.Hour,
+		Handler: queue.HandlerFunc(func(ctx context.Context, job *queue.Job) error {
+			if job.ID == first.Load() {
+				<-releaseFirst
+			}
+			return nil
+		}),
+	})
+	t.Cleanup(func() { close(gate) }) // runs before the pool's Stop
+	first.Store(enqueue(t, s, "first", "t"))
+	second := enqueue(t, s, "second", "t")
+	start(t, p)
+	if job := receive(t, rec.started); job.ID != first.Load() {
+		t.Fatalf("started job %d, want %d", job.ID, first.Load())
+	}
+	close(releaseFirst)
+	if job := receive(t, rec.started); job.ID != second {
+		t.Fatalf("started job %d, want %d", job.ID, second)
+	}
+	for range 2 {
+		if f := rec.nextFinished(t); !f.recorded || f.c.Status != queue.StatusDone {
+			t.Fatalf("job %d: recorded %v %s, want recorded done", f.job.ID, f.recorded, f.c.Status)
+		}
+	}
+	// Later claims may have begun, but none has returned a job.
+	for _, id := range []int64{first.Load(), second} {
+		if j := getJob(t, s, id); j.Status != queue.StatusDone || j.Attempts != 1 {
+			t.Fatalf("job %d: %s with %d attempts, want done with 1", id, j.Status, j.Attempts)
+		}
+	}
+}
+
+// TestPoolExtendsBufferedLeases drives the clock by hand: the lease of a job
+// claimed ahead is extended with the running ones, so a second pool cannot
+// take it after its first lease would have ended; once the extension stops
+// and the second pool takes it, the first pool drops it from its buffer,
+// reports the loss and never starts it.
+func TestPoolExtendsBufferedLeases(t *testing.T) {
+	clk := newClock()
+	s := setup(t, clk.Now)
+	releaseA := make(chan struct{})
+	var handledA sync.Map // job id -> struct{}
+	recA, recB := newRecorder(t, 10), newRecorder(t, 10)
+	a := newPool(t, queue.PoolConfig{
+		Store: s, Workers: 1, ClaimAhead: 1, Lease: time.Minute, Now: clk.Now, Observer: recA,
+		Handler: queue.HandlerFunc(func(ctx context.Context, job *queue.Job) error {
+			handledA.Store(job.ID, struct{}{})
+			<-releaseA
+			return nil
+		}),
+	})
+	// b may only claim the second job, so that the first stays a's.
+	b := newPool(t, queue.PoolConfig{
+		Store: s, Workers: 1, Lease: time.Minute, Now: clk.Now, Observer: recB,
+		Routes:  []queue.Route{{Source: "src", Target: "second"}},
+		Handler: queue.HandlerFunc(func(context.Context, *queue.Job) error { return nil }),
+	})
+	first := enqueue(t, s, "first", "first")
+	second := enqueue(t, s, "second", "second")
+	claimedAt := clk.Now()
+	runOnce(t, a, 2) // one running, one buffered
+	if job := receive(t, recA.started); job.ID != first {
+		t.Fatalf("a started job %d, want %d", job.ID, first)
+	}
+
+	clk.Advance(50 * time.Second)
+	a.ExtendOnce(t.Context())
+	clk.Advance(30 * time.Second)
+	runOnce(t, b, 0) // 1m20s: past the first lease, not taken over
+	j := getJob(t, s, second)
+	if j.Status != queue.StatusRunning || j.LeaseOwner != a.Owner() || !j.LeaseUntil.Equal(claimedAt.Add(110*time.Second)) {
+		t.Fatalf("buffered job after extension: %s under %q until %s, want running under %q until %s", j.Status, j.LeaseOwner, j.LeaseUntil, a.Owner(), claimedAt.Add(110*time.Second))
+	}
+
+	clk.Advance(31 * time.Second)
+	runOnce(t, b, 1)
+	if f := recB.nextFinished(t); !f.recorded || f.c.Status != queue.StatusDone || f.job.ID != second {
+		t.Fatalf("b: job %d recorded %v %s, want job %d recorded done", f.job.ID, f.recorded, f.c.Status, second)
+	}
+	a.ExtendOnce(t.Context()) // finds the buffered job lost, the running one kept
+	if job := receive(t, recA.lost); job.ID != second {
+		t.Fatalf("a lost job %d, want %d", job.ID, second)
+	}
+	close(releaseA)
+	if f := recA.nextFinished(t); !f.recorded || f.c.Status != queue.StatusDone || f.job.ID != first {
+		t.Fatalf("a: job %d recorded %v %s, want job %d recorded done", f.job.ID, f.recorded, f.c.Status, first)
+	}
+	// a's worker would have started the buffered job before recording the
+	// first one's completion.
+	if _, ok := handledA.Load(second); ok || len(recA.started) > 0 || len(recA.finished) > 0 {
+		t.Fatalf("a started the job it had lost (handled %v, %d started, %d finished)", ok, len(recA.started), len(recA.finished))
+	}
+	if j := getJob(t, s, second); j.Status != queue.StatusDone || j.Attempts != 2 {
+		t.Fatalf("job %d: %s with %d attempts, want done with 2 (a's claim, b's)", second, j.Status, j.Attempts)
+	}
+}
