@@ -490,14 +490,22 @@ func (c *caddyInstance) adminDo(t *testing.T, method, path string, body io.Reade
 // waitTimeout passes; it fails the test with what() on timeout.
 func eventually(t *testing.T, cond func() bool, what func() string) {
 	t.Helper()
-	deadline := time.After(waitTimeout)
+	pollUntil(t, waitTimeout, cond, what)
+}
+
+// pollUntil polls cond, which looks at an external process (Caddy, its
+// database, its log), every pollInterval until it holds, or fails t with
+// what() once timeout has passed.
+func pollUntil(t *testing.T, timeout time.Duration, cond func() bool, what func() string) {
+	t.Helper()
+	deadline := time.After(timeout)
 	tick := time.NewTicker(pollInterval)
 	defer tick.Stop()
 	for !cond() {
 		select {
 		case <-tick.C:
 		case <-deadline:
-			t.Fatalf("timed out after %s: %s", waitTimeout, what())
+			t.Fatalf("timed out after %s: %s", timeout, what())
 		}
 	}
 }

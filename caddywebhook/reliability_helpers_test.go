@@ -23,24 +23,6 @@ import (
 	"time"
 )
 
-// pollUntil is the harness's eventually with a deadline of its own: it
-// polls cond, which looks at an external process (Caddy, its database, its
-// log), every pollInterval until it holds, or fails t with what() once
-// timeout has passed.
-func pollUntil(t *testing.T, timeout time.Duration, cond func() bool, what func() string) {
-	t.Helper()
-	deadline := time.After(timeout)
-	tick := time.NewTicker(pollInterval)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-deadline:
-			t.Fatalf("timed out after %s: %s", timeout, what())
-		}
-	}
-}
-
 // tracker counts, per event key, the requests the upstream is answering
 // right now, and remembers every time a key was being answered twice at
 // once: the same job delivered by two workers while a lease holds.

@@ -9,6 +9,8 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	"github.com/caddywebhook/caddywebhook/queue"
 )
 
 // targetTestContext is a Caddy context for provisioning a target in a test.
@@ -17,6 +19,24 @@ func targetTestContext(t *testing.T) caddy.Context {
 	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// targetTestJob is a job for the named target as the pool hands it over.
+func targetTestJob(target string) *queue.Job {
+	return &queue.Job{
+		ID:         42,
+		EventID:    7,
+		Source:     "github",
+		DeliveryID: "72d3162e-cc78-11e3-81ab-4c9367dc0958",
+		EventType:  "push",
+		Target:     target,
+		Headers: []queue.Header{
+			{Name: "Content-Type", Value: "application/json"},
+			{Name: "X-GitHub-Event", Value: "push"},
+		},
+		Payload: []byte("{\"ref\":\"refs/heads/main\"}\n"),
+		Attempt: 1,
+	}
 }
 
 // targetCaddyfileCase is one row of a target's Caddyfile table: input

@@ -51,24 +51,6 @@ func execTestRecorder(t *testing.T, args ...string) (*ExecTarget, string) {
 	return tgt, dir
 }
 
-// execTestJob is a job as the pool hands it to a target.
-func execTestJob() *queue.Job {
-	return &queue.Job{
-		ID:         42,
-		EventID:    7,
-		Source:     "github",
-		DeliveryID: "72d3162e-cc78-11e3-81ab-4c9367dc0958",
-		EventType:  "push",
-		Target:     "exec",
-		Headers: []queue.Header{
-			{Name: "Content-Type", Value: "application/json"},
-			{Name: "X-GitHub-Event", Value: "push"},
-		},
-		Payload: []byte("{\"ref\":\"refs/heads/main\"}\n"),
-		Attempt: 1,
-	}
-}
-
 // execTestRead reads a file the test program wrote.
 func execTestRead(t *testing.T, path string) []byte {
 	t.Helper()
@@ -144,7 +126,7 @@ func execTestPid(t *testing.T, path string) int {
 
 func TestExecTargetPayloadOnStdin(t *testing.T) {
 	tgt, dir := execTestRecorder(t)
-	job := execTestJob()
+	job := targetTestJob("exec")
 	job.Payload = make([]byte, 1<<20) // more than a pipe holds
 	for i := range job.Payload {
 		job.Payload[i] = byte(i * 7)
@@ -179,7 +161,7 @@ func TestExecTargetEnvironment(t *testing.T) {
 				},
 				InheritEnv: tt.inheritEnv,
 			})
-			job := execTestJob()
+			job := targetTestJob("exec")
 			job.Attempt = 3
 			if err := tgt.Deliver(t.Context(), job); err != nil {
 				t.Fatalf("Deliver: %v", err)
@@ -222,7 +204,7 @@ func TestExecTargetArgsCannotInject(t *testing.T) {
 		"{env.CADDYWEBHOOK_TEST_GREETING_UNSET}",
 		"{webhook.event_type} {webhook.source}",
 	)
-	job := execTestJob()
+	job := targetTestJob("exec")
 	job.EventType = "--help"
 	job.DeliveryID = "x; touch " + pwned + " $(touch " + pwned + "2) `touch " + pwned + "3` && echo '\"' | sh"
 	job.Source = `src with spaces 'single' "double" $HOME`
@@ -277,7 +259,7 @@ func TestExecTargetNULInMetadata(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tgt, dir := execTestRecorder(t, "{webhook.delivery_id}", "{webhook.event_type}")
-			job := execTestJob()
+			job := targetTestJob("exec")
 			job.DeliveryID, job.EventType = tt.deliveryID, tt.eventType
 			err := tgt.Deliver(t.Context(), job)
 			if !queue.IsPermanent(err) || !strings.Contains(err.Error(), tt.wantErr) {
@@ -312,7 +294,7 @@ func TestExecTargetExitStatus(t *testing.T) {
 				Args:               []string{strconv.Itoa(tt.status)},
 				PermanentExitCodes: tt.permanent,
 			})
-			job := execTestJob()
+			job := targetTestJob("exec")
 			job.Payload = bytes.Repeat([]byte("unread "), 100_000) // the program never reads it
 			err := tgt.Deliver(t.Context(), job)
 			if got := httpTestOutcome(err); got != tt.want {
@@ -339,7 +321,7 @@ func TestExecTargetOutputRedactsEnv(t *testing.T) {
 			"MODE":      "fast", // short: left alone
 		},
 	})
-	err := tgt.Deliver(t.Context(), execTestJob())
+	err := tgt.Deliver(t.Context(), targetTestJob("exec"))
 	if err == nil {
 		t.Fatal("Deliver succeeded; the program exits 1")
 	}
@@ -351,7 +333,7 @@ func TestExecTargetOutputRedactsEnv(t *testing.T) {
 
 func TestExecTargetOutputTailBounded(t *testing.T) {
 	tgt := execTestSetup(t, &ExecTarget{Command: execTestProgram(t, "target_flood.sh")})
-	err := tgt.Deliver(t.Context(), execTestJob())
+	err := tgt.Deliver(t.Context(), targetTestJob("exec"))
 	if got := httpTestOutcome(err); got != "transient" {
 		t.Fatalf("outcome = %s (%v), want transient", got, err)
 	}
@@ -375,7 +357,7 @@ func TestExecTargetTimeoutKillsGroup(t *testing.T) {
 		Timeout: caddy.Duration(time.Second),
 	})
 	start := time.Now()
-	err := tgt.Deliver(t.Context(), execTestJob())
+	err := tgt.Deliver(t.Context(), targetTestJob("exec"))
 	elapsed := time.Since(start)
 	if got := httpTestOutcome(err); got != "transient" {
 		t.Fatalf("outcome = %s (%v), want transient", got, err)
@@ -397,7 +379,7 @@ func TestExecTargetCancelKillsGroup(t *testing.T) {
 	})
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
-	go func() { done <- tgt.Deliver(ctx, execTestJob()) }()
+	go func() { done <- tgt.Deliver(ctx, targetTestJob("exec")) }()
 	pid := execTestPid(t, pidFile)
 	cancel()
 	err := <-done
@@ -414,7 +396,7 @@ func TestExecTargetKillsLeftovers(t *testing.T) {
 		Args:    []string{pidFile, "exit"},
 	})
 	start := time.Now()
-	if err := tgt.Deliver(t.Context(), execTestJob()); err != nil {
+	if err := tgt.Deliver(t.Context(), targetTestJob("exec")); err != nil {
 		t.Fatalf("Deliver: %v", err)
 	}
 	// The leftover sleep holds the output pipe; Deliver must not wait for it.
@@ -466,7 +448,7 @@ func TestExecTargetProgramResolution(t *testing.T) {
 
 func TestExecTargetMissingProgramIsTransient(t *testing.T) {
 	tgt := execTestSetup(t, &ExecTarget{Command: "/nonexistent/deploy"})
-	err := tgt.Deliver(t.Context(), execTestJob())
+	err := tgt.Deliver(t.Context(), targetTestJob("exec"))
 	if got := httpTestOutcome(err); got != "transient" || !strings.HasPrefix(err.Error(), "start program: ") {
 		t.Fatalf("Deliver = %s (%v), want a transient start failure", got, err)
 	}

@@ -49,24 +49,6 @@ func httpTestSetup(t *testing.T, handler http.Handler, configure func(*HTTPTarge
 	return tgt, srv
 }
 
-// httpTestJob is a job as the pool hands it to a target.
-func httpTestJob() *queue.Job {
-	return &queue.Job{
-		ID:         42,
-		EventID:    7,
-		Source:     "github",
-		DeliveryID: "72d3162e-cc78-11e3-81ab-4c9367dc0958",
-		EventType:  "push",
-		Target:     "http",
-		Headers: []queue.Header{
-			{Name: "Content-Type", Value: "application/json"},
-			{Name: "X-GitHub-Event", Value: "push"},
-		},
-		Payload: []byte(`{"ref":"refs/heads/main"}`),
-		Attempt: 1,
-	}
-}
-
 // httpTestOutcome names what a Deliver error means to the pool.
 func httpTestOutcome(err error) string {
 	switch {
@@ -136,7 +118,7 @@ func TestHTTPTargetClassifiesStatus(t *testing.T) {
 			})
 			tgt, _ := httpTestSetup(t, mux, nil)
 
-			err := tgt.Deliver(t.Context(), httpTestJob())
+			err := tgt.Deliver(t.Context(), targetTestJob("http"))
 			if got := httpTestOutcome(err); got != tt.want {
 				t.Fatalf("outcome = %s (%v), want %s", got, err, tt.want)
 			}
@@ -180,7 +162,7 @@ func TestHTTPTargetUnsendableMetadata(t *testing.T) {
 					t.Errorf("header injected through the delivery id")
 				}
 			}), nil)
-			job := httpTestJob()
+			job := targetTestJob("http")
 			job.DeliveryID, job.EventType = tt.deliveryID, tt.eventType
 			err := tgt.Deliver(t.Context(), job)
 			if got := httpTestOutcome(err); got != tt.want {
@@ -243,7 +225,7 @@ func TestHTTPTargetErrorText(t *testing.T) {
 				tgt.SignSecret = secret
 				tgt.Headers = http.Header{"Authorization": {token}}
 			})
-			err := tgt.Deliver(t.Context(), httpTestJob())
+			err := tgt.Deliver(t.Context(), targetTestJob("http"))
 			if err == nil {
 				t.Fatal("Deliver succeeded on a 503")
 			}
@@ -294,7 +276,7 @@ func TestHTTPTargetErrorRedactsURLCredentials(t *testing.T) {
 			}), func(tgt *HTTPTarget) {
 				tgt.URL = strings.Replace(tgt.URL, "http://", "http://user:"+password+"@", 1) + "?" + tt.query
 			})
-			err := tgt.Deliver(t.Context(), httpTestJob())
+			err := tgt.Deliver(t.Context(), targetTestJob("http"))
 			if got := httpTestOutcome(err); got != "permanent" {
 				t.Fatalf("outcome = %s (%v), want permanent", got, err)
 			}
@@ -317,7 +299,7 @@ func TestHTTPTargetNetworkError(t *testing.T) {
 	})
 	srv.Close() // nothing listens any more: connection refused
 
-	err := tgt.Deliver(t.Context(), httpTestJob())
+	err := tgt.Deliver(t.Context(), targetTestJob("http"))
 	if got := httpTestOutcome(err); got != "transient" {
 		t.Fatalf("outcome = %s (%v), want transient", got, err)
 	}
@@ -348,7 +330,7 @@ func TestHTTPTargetTimeout(t *testing.T) {
 	t.Cleanup(func() { close(release) })
 
 	start := time.Now()
-	err := tgt.Deliver(t.Context(), httpTestJob())
+	err := tgt.Deliver(t.Context(), targetTestJob("http"))
 	elapsed := time.Since(start)
 	if got := httpTestOutcome(err); got != "transient" {
 		t.Fatalf("outcome = %s (%v), want transient", got, err)
@@ -378,7 +360,7 @@ func TestHTTPTargetCancelled(t *testing.T) {
 		<-arrived
 		cancel()
 	}()
-	err := tgt.Deliver(ctx, httpTestJob())
+	err := tgt.Deliver(ctx, targetTestJob("http"))
 	if !errors.Is(err, context.Canceled) || queue.IsPermanent(err) {
 		t.Fatalf("Deliver = %v, want a transient context.Canceled", err)
 	}
@@ -419,7 +401,7 @@ func TestHTTPTargetForwardsRequest(t *testing.T) {
 		}
 	})
 
-	job := httpTestJob()
+	job := targetTestJob("http")
 	job.Payload = make([]byte, 4096)
 	rand.Read(job.Payload)
 	job.Payload[0] = 0xff // never valid UTF-8: the body must travel as bytes
@@ -461,7 +443,7 @@ func TestHTTPTargetForwardsRequest(t *testing.T) {
 func TestHTTPTargetEventTypeHeaderOmittedWhenEmpty(t *testing.T) {
 	handler, seen := httpTestRecorder(t)
 	tgt, _ := httpTestSetup(t, handler, nil)
-	job := httpTestJob()
+	job := targetTestJob("http")
 	job.EventType = ""
 	job.Headers = []queue.Header{{Name: "X-Webhook-Event-Type", Value: "stored"}}
 	if err := tgt.Deliver(t.Context(), job); err != nil {
@@ -490,11 +472,11 @@ func TestHTTPTargetSignsRequest(t *testing.T) {
 		}
 		return <-seen
 	}
-	job := httpTestJob()
+	job := targetTestJob("http")
 	first := deliver(job)
 	job.Attempt = 2
 	retry := deliver(job)
-	other := httpTestJob()
+	other := targetTestJob("http")
 	other.Target = "http-2"
 	otherTarget := deliver(other)
 
@@ -558,7 +540,7 @@ func TestHTTPTargetReusesConnections(t *testing.T) {
 		w.Write(bytes.Repeat([]byte("x"), 20<<10))
 	}), nil)
 	for range 6 {
-		_ = tgt.Deliver(t.Context(), httpTestJob())
+		_ = tgt.Deliver(t.Context(), targetTestJob("http"))
 	}
 	mu.Lock()
 	defer mu.Unlock()

@@ -145,6 +145,16 @@ func (p ListParams) PageSize() (int, error) {
 	return min(p.Limit, MaxListLimit), nil
 }
 
+// TrimPage makes the page a store read with one row more than size (the
+// extra row tells that another page follows) and sets its cursor.
+func TrimPage(jobs []JobSummary, size int) JobPage {
+	if len(jobs) <= size {
+		return JobPage{Jobs: jobs}
+	}
+	jobs = jobs[:size]
+	return JobPage{Jobs: jobs, NextCursor: jobs[size-1].ID}
+}
+
 // CheckCompletions returns an error for the first completion whose status
 // Finish cannot record. Every Store's Finish starts with it.
 func CheckCompletions(cs []Completion) error {

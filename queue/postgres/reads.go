@@ -99,7 +99,7 @@ func (s *Store) ListJobs(ctx context.Context, p queue.ListParams) (queue.JobPage
 	if err != nil {
 		return queue.JobPage{}, err
 	}
-	var page queue.JobPage
+	var jobs []queue.JobSummary
 	err = s.readTx(ctx, func(tx pgx.Tx) error {
 		// One row more than the page tells whether another page follows.
 		rows, err := tx.Query(ctx, sqlList, string(p.Status), p.Source, p.Target, p.Cursor, limit+1)
@@ -107,24 +107,20 @@ func (s *Store) ListJobs(ctx context.Context, p queue.ListParams) (queue.JobPage
 			return err
 		}
 		defer rows.Close()
-		page.Jobs = make([]queue.JobSummary, 0, limit)
+		jobs = make([]queue.JobSummary, 0, limit+1)
 		for rows.Next() {
 			var j queue.JobSummary
 			if err := scanSummary(rows, &j); err != nil {
 				return err
 			}
-			page.Jobs = append(page.Jobs, j)
+			jobs = append(jobs, j)
 		}
 		return rows.Err()
 	})
 	if err != nil {
 		return queue.JobPage{}, s.readFail("list jobs", err)
 	}
-	if len(page.Jobs) > limit {
-		page.Jobs = page.Jobs[:limit]
-		page.NextCursor = page.Jobs[limit-1].ID
-	}
-	return page, nil
+	return queue.TrimPage(jobs, limit), nil
 }
 
 // scanSummary scans the columns shared by sqlList and sqlGet, followed by

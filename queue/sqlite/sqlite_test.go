@@ -627,3 +627,40 @@ func TestReadyOnlyForReadyWork(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteConnectionDurability checks the pragmas of the write
+// connection's DSN (invariant 2: a 202 means durable): WAL, and
+// synchronous=FULL unless NORMAL is asked for. The writer holds the one
+// write connection, so the test opens another with the same DSN.
+func TestWriteConnectionDurability(t *testing.T) {
+	tests := []struct {
+		name        string
+		synchronous string
+		want        int // PRAGMA synchronous: 1 NORMAL, 2 FULL
+	}{
+		{"default is full", "", 2},
+		{"full", "full", 2},
+		{"normal on request", "normal", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := setup(t, func(c *Config) { c.Synchronous = tt.synchronous })
+			db, err := sql.Open("sqlite", s.dsn(false))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			var sync int
+			var mode string
+			if err := db.QueryRowContext(t.Context(), "PRAGMA synchronous").Scan(&sync); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.QueryRowContext(t.Context(), "PRAGMA journal_mode").Scan(&mode); err != nil {
+				t.Fatal(err)
+			}
+			if sync != tt.want || mode != "wal" {
+				t.Errorf("synchronous = %d, journal_mode = %q; want %d, wal", sync, mode, tt.want)
+			}
+		})
+	}
+}
