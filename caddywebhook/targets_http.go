@@ -106,8 +106,9 @@ type HTTPTarget struct {
 	host       string // from a static Host header
 	headers    http.Header
 	signSecret string
-	redact     []string // values never to repeat in an error
-	client     *http.Client
+	redact     []string      // values never to repeat in an error
+	basicAuth  *url.Userinfo // from the URL, sent when no Authorization header is configured
+	transport  *http.Transport
 	now        func() time.Time
 }
 
@@ -120,7 +121,7 @@ func (HTTPTarget) CaddyModule() caddy.ModuleInfo {
 }
 
 // Provision resolves placeholders, applies defaults and builds the HTTP
-// client whose connections are pooled across deliveries.
+// transport whose connections are pooled across deliveries.
 func (t *HTTPTarget) Provision(ctx caddy.Context) error {
 	repl := caddy.NewReplacer()
 	u, err := repl.ReplaceOrErr(t.URL, true, true)
@@ -162,15 +163,18 @@ func (t *HTTPTarget) Provision(ctx caddy.Context) error {
 	if t.now == nil {
 		t.now = time.Now
 	}
-	transport := http.DefaultTransport.(*http.Transport).Clone()
+	// Deliveries go straight to the transport rather than through an
+	// http.Client: redirects are not followed (a 3xx is the upstream's
+	// answer), the attempt's context carries the timeout, and there is no
+	// cookie jar, so what the client adds is a copy of every request's
+	// headers and a deeper stack per delivery. The one thing it did that a
+	// target needs, Basic auth from the URL's userinfo, is done in Deliver.
+	t.transport = http.DefaultTransport.(*http.Transport).Clone()
 	// Several workers deliver to the same upstream at once; the default of
 	// two idle connections per host would make most of them reconnect.
-	transport.MaxIdleConnsPerHost = 32
-	t.client = &http.Client{
-		Transport: transport,
-		CheckRedirect: func(*http.Request, []*http.Request) error {
-			return http.ErrUseLastResponse
-		},
+	t.transport.MaxIdleConnsPerHost = 32
+	if parsed, err := url.Parse(t.url); err == nil && parsed.User != nil && t.headers.Get("Authorization") == "" {
+		t.basicAuth = parsed.User
 	}
 	return nil
 }
@@ -210,10 +214,10 @@ func (t *HTTPTarget) Validate() error {
 	return nil
 }
 
-// Cleanup closes the client's idle connections.
+// Cleanup closes the transport's idle connections.
 func (t *HTTPTarget) Cleanup() error {
-	if t.client != nil {
-		t.client.CloseIdleConnections()
+	if t.transport != nil {
+		t.transport.CloseIdleConnections()
 	}
 	return nil
 }
@@ -269,7 +273,12 @@ func (t *HTTPTarget) Deliver(ctx context.Context, job *queue.Job) error {
 		}
 	}
 
-	resp, err := t.client.Do(req)
+	if t.basicAuth != nil {
+		password, _ := t.basicAuth.Password()
+		req.SetBasicAuth(t.basicAuth.Username(), password)
+	}
+
+	resp, err := t.transport.RoundTrip(req)
 	if err != nil {
 		return t.networkError(ctx, attemptCtx, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -437,6 +438,41 @@ func TestHTTPTargetForwardsRequest(t *testing.T) {
 		if got := req.header.Values(name); value == "" && len(got) != 0 || value != "" && (len(got) != 1 || got[0] != value) {
 			t.Errorf("header %s = %q, want %q", name, got, value)
 		}
+	}
+}
+
+// TestHTTPTargetURLUserinfo: credentials in the target URL travel as Basic
+// auth, as an http.Client would send them, unless the config sets its own
+// Authorization header; they never travel in the request line.
+func TestHTTPTargetURLUserinfo(t *testing.T) {
+	tests := []struct {
+		name     string
+		userinfo string
+		headers  http.Header
+		want     []string
+	}{
+		{"user and password", "deliver:pa55-word", nil, []string{"Basic " + base64.StdEncoding.EncodeToString([]byte("deliver:pa55-word"))}},
+		{"user only", "deliver", nil, []string{"Basic " + base64.StdEncoding.EncodeToString([]byte("deliver:"))}},
+		{"configured header wins", "deliver:pa55-word", http.Header{"Authorization": {"Bearer tok"}}, []string{"Bearer tok"}},
+		{"no userinfo", "", nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			handler, seen := httpTestRecorder(t)
+			tgt, _ := httpTestSetup(t, handler, func(tgt *HTTPTarget) {
+				if tt.userinfo != "" {
+					tgt.URL = strings.Replace(tgt.URL, "http://", "http://"+tt.userinfo+"@", 1)
+				}
+				tgt.Headers = tt.headers
+			})
+			if err := tgt.Deliver(t.Context(), targetTestJob("http")); err != nil {
+				t.Fatalf("Deliver: %v", err)
+			}
+			req := <-seen
+			if got := req.header.Values("Authorization"); !slices.Equal(got, tt.want) {
+				t.Errorf("Authorization = %q, want %q", got, tt.want)
+			}
+		})
 	}
 }
 

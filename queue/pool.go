@@ -352,7 +352,7 @@ func (p *Pool) loop(ctx context.Context) {
 	defer timer.Stop()
 	more := true // work may be ready: claim as soon as there is room
 	for ctx.Err() == nil {
-		if more && p.room() > 0 {
+		if more && p.wantClaim() {
 			n, limit, err := p.claim(ctx)
 			if err != nil && ctx.Err() == nil {
 				p.obs.StoreError("claim", err)
@@ -412,11 +412,28 @@ func (p *Pool) settle() {
 }
 
 // room returns how many jobs the next claim may take: the idle workers and
-// the free places in the buffer, 2×Workers − busy − buffered.
+// the free places in the buffer, Workers + ClaimAhead − busy − buffered.
 func (p *Pool) room() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.workers + p.ahead - p.busy - len(p.buffered)
+	return p.roomLocked()
+}
+
+func (p *Pool) roomLocked() int { return p.workers + p.ahead - p.busy - len(p.buffered) }
+
+// wantClaim reports whether the loop should claim now: at once when a
+// worker is idle (then the buffer is empty, since a worker that finishes
+// takes the next buffered job), otherwise only once the buffer has drained
+// to half. Topping the buffer up after every finished job would cost a
+// claim, and a commit, per job; refilling half of it at a time keeps each
+// claim at ClaimAhead/2 jobs or more while a worker still never waits.
+func (p *Pool) wantClaim() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.roomLocked() <= 0 {
+		return false
+	}
+	return p.busy < p.workers || len(p.buffered) <= p.ahead/2
 }
 
 // signalFreed wakes the loop (or the drain) without blocking.
