@@ -352,7 +352,7 @@ func (p *Pool) loop(ctx context.Context) {
 	defer timer.Stop()
 	more := true // work may be ready: claim as soon as there is room
 	for ctx.Err() == nil {
-		if more && p.wantClaim() {
+		if more && p.room() > 0 {
 			n, limit, err := p.claim(ctx)
 			if err != nil && ctx.Err() == nil {
 				p.obs.StoreError("claim", err)
@@ -394,6 +394,13 @@ func (p *Pool) wait() time.Duration {
 	return max(min(p.poll, p.nextRetry.Sub(p.now())), 0)
 }
 
+// The loop claims whenever there is room, one claim in flight at a time,
+// rather than waiting for the buffer to drain to some mark: each claim then
+// takes what finished while the last was committing, so claims grow with
+// the commit's latency by themselves, and a worker never waits for a claim
+// that was held back. (Refilling by halves measured 0.50–0.68 of a plain
+// client on slow32 against 0.61–0.81 this way, in alternating runs.)
+
 // settle yields to the handlers just started while they keep making room,
 // a few times at most. Quick handlers return at once, and the next claim
 // then takes their places too: without it, one claim in flight while the
@@ -416,24 +423,7 @@ func (p *Pool) settle() {
 func (p *Pool) room() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.roomLocked()
-}
-
-func (p *Pool) roomLocked() int { return p.workers + p.ahead - p.busy - len(p.buffered) }
-
-// wantClaim reports whether the loop should claim now: at once when a
-// worker is idle (then the buffer is empty, since a worker that finishes
-// takes the next buffered job), otherwise only once the buffer has drained
-// to half. Topping the buffer up after every finished job would cost a
-// claim, and a commit, per job; refilling half of it at a time keeps each
-// claim at ClaimAhead/2 jobs or more while a worker still never waits.
-func (p *Pool) wantClaim() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.roomLocked() <= 0 {
-		return false
-	}
-	return p.busy < p.workers || len(p.buffered) <= p.ahead/2
+	return p.workers + p.ahead - p.busy - len(p.buffered)
 }
 
 // signalFreed wakes the loop (or the drain) without blocking.

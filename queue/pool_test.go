@@ -840,8 +840,7 @@ type hookedStore struct {
 	*sqlite.Store
 	beforeClaim   func()
 	afterClaim    func()
-	claimed       func(p queue.ClaimParams, jobs int) // after each Claim that did not fail
-	finishError   func() error                        // non-nil error: Finish writes nothing and fails
+	finishError   func() error // non-nil error: Finish writes nothing and fails
 	afterHandBack func(ctx context.Context, ids []int64)
 }
 
@@ -852,9 +851,6 @@ func (s *hookedStore) Claim(ctx context.Context, p queue.ClaimParams) ([]*queue.
 	jobs, err := s.Store.Claim(ctx, p)
 	if s.afterClaim != nil {
 		s.afterClaim()
-	}
-	if s.claimed != nil && err == nil {
-		s.claimed(p, len(jobs))
 	}
 	return jobs, err
 }
@@ -1109,72 +1105,6 @@ func TestPoolStartsBufferedWithoutClaim(t *testing.T) {
 		if j := getJob(t, s, id); j.Status != queue.StatusDone || j.Attempts != 1 {
 			t.Fatalf("job %d: %s with %d attempts, want done with 1", id, j.Status, j.Attempts)
 		}
-	}
-}
-
-// TestPoolRefillsBufferByHalves: with a buffer, a worker that finishes takes
-// the next buffered job and the pool claims again only when a worker is idle
-// or the buffer is down to half, so no claim asks for fewer than
-// ClaimAhead/2 jobs, where topping the buffer up after each job would claim
-// one job, and commit once, per job.
-func TestPoolRefillsBufferByHalves(t *testing.T) {
-	tests := []struct {
-		name           string
-		workers, ahead int
-		jobs           int
-	}{
-		{"eight workers", 8, 8, 240},
-		{"one worker", 1, 1, 20},
-		{"buffer smaller than the workers", 8, 4, 120},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var mu sync.Mutex
-			var limits []int
-			taken := 0
-			s := &hookedStore{Store: setup(t, nil), claimed: func(p queue.ClaimParams, n int) {
-				mu.Lock()
-				defer mu.Unlock()
-				if n > 0 {
-					limits = append(limits, p.Limit)
-					taken += n
-				}
-			}}
-			for i := range tt.jobs {
-				enqueue(t, s, fmt.Sprintf("d%d", i), "t")
-			}
-			rec := newRecorder(t, tt.jobs)
-			p := newPool(t, queue.PoolConfig{
-				Store: s, Workers: tt.workers, ClaimAhead: tt.ahead, Observer: rec, PollInterval: time.Hour,
-				// Work that takes longer than a claim, as a delivery does, so
-				// workers finish one at a time and the buffer is drawn on
-				// while they are busy.
-				Handler: queue.HandlerFunc(func(ctx context.Context, job *queue.Job) error {
-					time.Sleep(5 * time.Millisecond)
-					return nil
-				}),
-			})
-			start(t, p)
-			for range tt.jobs {
-				if f := rec.nextFinished(t); !f.recorded || f.c.Status != queue.StatusDone {
-					t.Fatalf("job %d: recorded %v %s, want recorded done", f.job.ID, f.recorded, f.c.Status)
-				}
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if taken != tt.jobs {
-				t.Fatalf("claims took %d jobs, want %d", taken, tt.jobs)
-			}
-			least := max(tt.ahead/2, 1)
-			for i, l := range limits {
-				if l < least {
-					t.Fatalf("claim %d of %d asked for %d jobs, want at least %d (limits %v)", i+1, len(limits), l, least, limits)
-				}
-			}
-			if most := tt.jobs/least + 2; tt.ahead > 1 && len(limits) > most {
-				t.Fatalf("%d claims for %d jobs, want at most %d", len(limits), tt.jobs, most)
-			}
-		})
 	}
 }
 
