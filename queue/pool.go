@@ -346,7 +346,13 @@ func (p *Pool) Stop(ctx context.Context) error {
 func (p *Pool) beginStop() { p.stopOnce.Do(func() { close(p.stopping) }) }
 
 // loop claims work whenever a worker or the buffer has room and work may be
-// ready.
+// ready. It claims as soon as there is room, one claim in flight at a time,
+// rather than waiting for the buffer to drain to some mark: each claim then
+// takes what finished while the last was committing, so claims grow with
+// the commit's latency by themselves, and no worker waits for a claim that
+// was held back. (Refilling the buffer by halves measured 0.50–0.68 of a
+// plain client's rate on slow32, against 0.61–0.81 this way, in
+// alternating runs.)
 func (p *Pool) loop(ctx context.Context) {
 	timer := time.NewTimer(p.poll)
 	defer timer.Stop()
@@ -393,13 +399,6 @@ func (p *Pool) wait() time.Duration {
 	}
 	return max(min(p.poll, p.nextRetry.Sub(p.now())), 0)
 }
-
-// The loop claims whenever there is room, one claim in flight at a time,
-// rather than waiting for the buffer to drain to some mark: each claim then
-// takes what finished while the last was committing, so claims grow with
-// the commit's latency by themselves, and a worker never waits for a claim
-// that was held back. (Refilling by halves measured 0.50–0.68 of a plain
-// client on slow32 against 0.61–0.81 this way, in alternating runs.)
 
 // settle yields to the handlers just started while they keep making room,
 // a few times at most. Quick handlers return at once, and the next claim
