@@ -565,7 +565,7 @@ func TestAppConfigErrors(t *testing.T) {
 		{"postgres with synchronous", map[string]any{"storage": map[string]any{"backend": "postgres", "dsn": "postgres://h/db", "synchronous": "full"}}, nil, "synchronous applies to sqlite only"},
 		{"sqlite with a dsn", map[string]any{"storage": map[string]any{"backend": "sqlite", "dsn": "postgres://h/db"}}, nil, "dsn, schema and max_conns apply to postgres only"},
 		{"sqlite with a negative max_batch", map[string]any{"storage": map[string]any{"max_batch": -1}}, nil, "webhook: storage: max_batch is -1, must not be negative"},
-		{"postgres with max_batch", map[string]any{"storage": map[string]any{"backend": "postgres", "dsn": "postgres://h/db", "max_batch": 1}}, nil, "max_batch applies to sqlite only"},
+		{"postgres with a negative max_batch", map[string]any{"storage": map[string]any{"backend": "postgres", "dsn": "postgres://h/db", "max_batch": -1}}, nil, "webhook: storage: max_batch is -1, must not be negative"},
 		{"unknown backend", map[string]any{"storage": map[string]any{"backend": "redis"}}, nil, `unknown backend "redis" (want sqlite or postgres)`},
 		{"negative workers", map[string]any{"workers": -1}, nil, "workers is -1"},
 		{"lease too short", map[string]any{"lease": "10ms"}, nil, "lease 10ms is shorter than 1s"},

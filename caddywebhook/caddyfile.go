@@ -40,7 +40,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 //	webhook {
 //		storage sqlite <path>          # default: <caddy data dir>/webhook/queue.db
 //		synchronous full|normal        # SQLite durability; default full
-//		max_batch <n>                  # SQLite writes per commit; default 256 (1: benchmarks only)
+//		max_batch <n>                  # writes per commit: SQLite 256, Postgres enqueues 128 (1: benchmarks only)
 //		storage postgres <dsn> {       # instead of sqlite: instances share the queue
 //			schema <name>              # default caddywebhook
 //			max_conns <n>              # per instance, plus one for LISTEN; default 10
@@ -153,9 +153,6 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	}
 	if st := a.Storage; st != nil && st.Backend == backendPostgres && st.Synchronous != "" {
 		return d.Errf("webhook: synchronous applies to sqlite storage only, not postgres")
-	}
-	if st := a.Storage; st != nil && st.Backend == backendPostgres && st.MaxBatch != 0 {
-		return d.Errf("webhook: max_batch applies to sqlite storage only, not postgres")
 	}
 	return nil
 }

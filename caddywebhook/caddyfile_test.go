@@ -106,7 +106,6 @@ func TestAdaptErrors(t *testing.T) {
 		{"global/backoff max below base", global("\t\tbackoff 1m 1s"), []string{"webhook", "backoff", "shorter than base"}},
 		{"global/synchronous off", global("\t\tsynchronous off"), []string{"webhook", "synchronous", `"off" is not full or normal`}},
 		{"global/max_batch zero", global("\t\tmax_batch 0"), []string{"webhook", "max_batch must be at least 1"}},
-		{"global/postgres with max_batch", global("\t\tmax_batch 1\n\t\tstorage postgres {env.PG}"), []string{"webhook", "max_batch applies to sqlite storage only"}},
 		{"receiver/unknown option", receiver("\t\tsorce github"), []string{"webhook_receiver", `unknown option "sorce"`}},
 		{"receiver/argument on the directive line", ":8080 {\n\twebhook_receiver /a /b\n}\n", []string{"webhook_receiver", `unexpected argument "/b"`}},
 		{"receiver/source without name", receiver("\t\tsource"), []string{"webhook_receiver", "source needs one name"}},

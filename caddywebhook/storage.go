@@ -47,12 +47,14 @@ type StorageConfig struct {
 	// always flushed. Default: full.
 	Synchronous string `json:"synchronous,omitempty"`
 
-	// MaxBatch caps how many writes (enqueues, claims, finishes) one SQLite
-	// transaction groups under one commit. 1 commits each on its own, the
+	// MaxBatch caps the writes that share one commit. In SQLite it caps
+	// how many writes (enqueues, claims, finishes) one transaction groups
+	// under one commit; in PostgreSQL, how many concurrent enqueues share
+	// one statement and its commit. 1 commits each on its own, the
 	// one-row-per-commit design this project replaces: there for
 	// benchmarks (the load test's baseline phase), slower under load with
-	// no gain in durability. Takes effect when Caddy restarts. SQLite
-	// only. Default: 256.
+	// no gain in durability. Takes effect when Caddy restarts. Default:
+	// 256 for sqlite, 128 for postgres.
 	MaxBatch int `json:"max_batch,omitempty"`
 
 	// DSN is the PostgreSQL connection string, as a URL
@@ -150,8 +152,8 @@ func (st *StorageConfig) postgresSpec() (storeSpec, error) {
 		return storeSpec{}, errors.New("webhook: storage: path applies to sqlite only; postgres takes a dsn")
 	case st.Synchronous != "":
 		return storeSpec{}, errors.New("webhook: storage: synchronous applies to sqlite only; postgres commits are always flushed")
-	case st.MaxBatch != 0:
-		return storeSpec{}, errors.New("webhook: storage: max_batch applies to sqlite only")
+	case st.MaxBatch < 0:
+		return storeSpec{}, fmt.Errorf("webhook: storage: max_batch is %d, must not be negative", st.MaxBatch)
 	case st.DSN == "":
 		return storeSpec{}, errors.New("webhook: storage: postgres needs a dsn")
 	case st.MaxConns < 0:
@@ -165,13 +167,14 @@ func (st *StorageConfig) postgresSpec() (storeSpec, error) {
 	}
 	schema := cmp.Or(st.Schema, postgres.DefaultSchema)
 	maxConns := cmp.Or(st.MaxConns, postgres.DefaultMaxConns)
+	maxBatch := cmp.Or(st.MaxBatch, postgres.DefaultMaxBatch)
 	scrub := newDSNScrubber(dsn)
 	return storeSpec{
 		key:      "postgres:" + dsnFingerprint(dsn) + "/" + schema,
 		name:     "postgres schema " + schema,
-		settings: fmt.Sprintf("max_conns=%d", maxConns),
+		settings: fmt.Sprintf("max_conns=%d max_batch=%d", maxConns, maxBatch),
 		open: func(ctx context.Context) (queue.Store, error) {
-			s, err := postgres.Open(ctx, postgres.Config{DSN: dsn, Schema: schema, MaxConns: maxConns})
+			s, err := postgres.Open(ctx, postgres.Config{DSN: dsn, Schema: schema, MaxConns: maxConns, MaxBatch: maxBatch})
 			if err != nil {
 				return nil, scrub.scrub(err)
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/caddywebhook/caddywebhook/queue"
+	"github.com/caddywebhook/caddywebhook/queue/postgres"
 )
 
 // pgDSNEnv names the variable that points the Postgres tests at a server.
@@ -162,6 +163,63 @@ func TestPostgresDSNFingerprint(t *testing.T) {
 		if strings.Contains(spec.key, part) || strings.Contains(spec.name, part) {
 			t.Errorf("key %q or name %q reveals %q", spec.key, spec.name, part)
 		}
+	}
+}
+
+// TestStorageMaxBatch: max_batch applies to both backends, with each
+// backend's default, and a negative one is refused naming the option. On
+// Postgres the value reaches the opened store.
+func TestStorageMaxBatch(t *testing.T) {
+	tests := []struct {
+		name     string
+		st       StorageConfig
+		settings string // must appear in the spec's settings
+		err      string // the error must contain this; "" for none
+		open     int    // when not 0, open the Postgres store and want this cap
+	}{
+		{"sqlite default", StorageConfig{Path: "/tmp/q.db"}, "max_batch=256", "", 0},
+		{"sqlite one", StorageConfig{Path: "/tmp/q.db", MaxBatch: 1}, "max_batch=1", "", 0},
+		{"sqlite negative", StorageConfig{Path: "/tmp/q.db", MaxBatch: -1}, "", "webhook: storage: max_batch is -1, must not be negative", 0},
+		{"postgres default", StorageConfig{Backend: "postgres", DSN: "postgres://h/db"}, "max_batch=128", "", 0},
+		{"postgres 32", StorageConfig{Backend: "postgres", DSN: "postgres://h/db", MaxBatch: 32}, "max_batch=32", "", 0},
+		{"postgres negative", StorageConfig{Backend: "postgres", DSN: "postgres://h/db", MaxBatch: -1}, "", "webhook: storage: max_batch is -1, must not be negative", 0},
+		{"postgres opened with one", StorageConfig{Backend: "postgres", DSN: "{env." + pgDSNEnv + "}", MaxBatch: 1}, "max_batch=1", "", 1},
+		{"postgres opened with the default", StorageConfig{Backend: "postgres", DSN: "{env." + pgDSNEnv + "}"}, "max_batch=128", "", 128},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.open != 0 {
+				tt.st.Schema = freshPostgresSchema(t, testPostgresDSN(t))
+			}
+			spec, err := tt.st.spec()
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("spec() = %v, want an error with %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(spec.settings, tt.settings) {
+				t.Errorf("settings %q lack %q", spec.settings, tt.settings)
+			}
+			if tt.open == 0 {
+				return
+			}
+			s, err := spec.open(t.Context())
+			if err != nil {
+				t.Fatalf("open: %v", err)
+			}
+			defer s.Close()
+			pg, ok := s.(*scrubbedStore).Store.(*postgres.Store)
+			if !ok {
+				t.Fatalf("opened a %T", s)
+			}
+			if got := pg.MaxBatch(); got != tt.open {
+				t.Errorf("the store's MaxBatch is %d, want %d", got, tt.open)
+			}
+		})
 	}
 }
 

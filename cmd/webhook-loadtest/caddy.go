@@ -53,14 +53,31 @@ func buildCaddy(ctx context.Context, dir string) (string, error) {
 
 // phaseConfig is what changes between the configs of the phases.
 type phaseConfig struct {
-	db        string // queue database file
+	db        string // queue database file (sqlite)
+	schema    string // queue schema (postgres); set: the backend is postgres
 	workers   int    // 0: receive only
 	upstream  string // the target's URL
 	maxBatch  int    // storage.max_batch, 0 to leave it out
-	sync      string // storage.synchronous
+	sync      string // storage.synchronous (sqlite)
 	logLevel  string // Caddy's default log level
 	adminAddr string
 	httpAddr  string
+}
+
+// storageJSON is the webhook app's storage block of pc. The Postgres DSN
+// is a placeholder for the variable startCaddy sets, so no config holds the
+// password; synchronous is SQLite's alone.
+func (pc phaseConfig) storageJSON() map[string]any {
+	var storage map[string]any
+	if pc.schema != "" {
+		storage = map[string]any{"backend": "postgres", "dsn": "{env." + caddyDSNEnv + "}", "schema": pc.schema}
+	} else {
+		storage = map[string]any{"backend": "sqlite", "path": pc.db, "synchronous": pc.sync}
+	}
+	if pc.maxBatch > 0 {
+		storage["max_batch"] = pc.maxBatch
+	}
+	return storage
 }
 
 // caddyJSON returns the whole Caddy config of one phase: a static route,
@@ -68,10 +85,7 @@ type phaseConfig struct {
 // http target) on one server; the webhook app with the phase's database and
 // workers; the admin API on loopback.
 func caddyJSON(pc phaseConfig) ([]byte, error) {
-	storage := map[string]any{"backend": "sqlite", "path": pc.db, "synchronous": pc.sync}
-	if pc.maxBatch > 0 {
-		storage["max_batch"] = pc.maxBatch
-	}
+	storage := pc.storageJSON()
 	route := func(path string, handler map[string]any) map[string]any {
 		return map[string]any{
 			"match":  []any{map[string]any{"path": []string{path}}},
@@ -139,23 +153,26 @@ type caddyProc struct {
 	client *http.Client
 }
 
-// startCaddy runs `caddy run` with cfg and waits for its admin API.
-// Caddy's data and config directories are put under dir, so a load test
-// never touches the user's.
-func startCaddy(ctx context.Context, bin, dir string, cfg []byte, admin string) (*caddyProc, error) {
-	cfgPath := filepath.Join(dir, "caddy.json")
+// startCaddy runs `caddy run` with cfg and waits for its admin API. Its
+// config and log are dir/name.json and dir/name.log; suffix ("" or "-2",
+// …) tells instances apart in Caddy's data and config directories, which
+// are put under dir, so a load test never touches the user's. env is added
+// to the process's environment.
+func startCaddy(ctx context.Context, bin, dir, name, suffix string, cfg []byte, admin string, env []string) (*caddyProc, error) {
+	cfgPath := filepath.Join(dir, name+".json")
 	if err := os.WriteFile(cfgPath, cfg, 0o600); err != nil {
 		return nil, fmt.Errorf("write caddy config: %w", err)
 	}
-	logf, err := os.Create(filepath.Join(dir, "caddy.log"))
+	logf, err := os.Create(filepath.Join(dir, name+".log"))
 	if err != nil {
 		return nil, fmt.Errorf("create caddy log: %w", err)
 	}
 	cmd := exec.Command(bin, "run", "--config", cfgPath)
 	cmd.Env = append(os.Environ(),
-		"XDG_DATA_HOME="+filepath.Join(dir, "data"),
-		"XDG_CONFIG_HOME="+filepath.Join(dir, "config"),
+		"XDG_DATA_HOME="+filepath.Join(dir, "data"+suffix),
+		"XDG_CONFIG_HOME="+filepath.Join(dir, "config"+suffix),
 	)
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		logf.Close()

@@ -20,6 +20,8 @@ type seedResult struct {
 	lastID  int64 // the highest event id seeded; later events are the phase's
 	took    time.Duration
 	dbBytes int64
+
+	checkpoint bool // postgres: the seed's pages were checkpointed before Caddy started
 }
 
 // seed pre-fills the queue database at path with n events, each with one
@@ -143,6 +145,32 @@ func dsn(path string, readOnly bool) string {
 	}
 	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q
 }
+
+// queueReader is what the count checks read from a phase's queue, in the
+// SQLite file (queueDB) or the Postgres schema (pgQueue): the same
+// queries, so the checks are as strict on either.
+type queueReader interface {
+	// lastEvent returns the highest event id, 0 for none: the events of
+	// a phase are those above the value read before it.
+	lastEvent(ctx context.Context) (int64, error)
+	// done counts the done jobs.
+	done(ctx context.Context) (int64, error)
+	// statusAfter counts, by status, the jobs of the events with an id
+	// above after, in one statement.
+	statusAfter(ctx context.Context, after int64) (map[string]int64, error)
+	// matchEvents compares the delivery ids of the events after the
+	// given id with want; see queueDB.matchEvents.
+	matchEvents(ctx context.Context, after int64, want map[string]struct{}) (found, missing, extra int64, err error)
+	// doneIDs calls f with the delivery id of every done job.
+	doneIDs(ctx context.Context, f func(id string)) error
+	close() error
+}
+
+// Interface guards.
+var (
+	_ queueReader = (*queueDB)(nil)
+	_ queueReader = (*pgQueue)(nil)
+)
 
 // queueDB reads a queue database beside the Caddy that writes it (WAL lets
 // readers run beside the writer). Every query uses an index whose size does

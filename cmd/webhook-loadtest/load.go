@@ -17,7 +17,7 @@ import (
 
 // load describes one phase's traffic: where it goes and what it sends.
 type load struct {
-	addr     string        // host:port of Caddy's HTTP server
+	addrs    []string      // host:port of each Caddy's HTTP server; connection c goes to addrs[c%len(addrs)]
 	path     string        // request path
 	secret   string        // GitHub scheme secret the requests are signed with
 	tag      string        // prefix of the delivery ids, unique per phase
@@ -83,7 +83,7 @@ func (r *loadResult) acceptedIDs(tag string) map[string]struct{} {
 
 // run drives the phase: conns connections, each sending its next request
 // as soon as the previous one is answered (a closed loop, as wrk does),
-// for warmup+duration. Every request is signed with signature.Sign and
+// for warmup+duration, spread round-robin over the addresses. Every request is signed with signature.Sign and
 // carries a unique delivery id; the body embeds the id too, so no two
 // bodies are alike.
 func (l load) run(ctx context.Context) (*loadResult, error) {
@@ -158,10 +158,11 @@ func (l load) connLoop(ctx context.Context, c int, measureFrom, end time.Time) (
 		}
 	}()
 	dialer := net.Dialer{Timeout: 5 * time.Second}
+	addr := l.addrs[c%len(l.addrs)]
 	for ctx.Err() == nil {
 		if conn == nil {
 			var err error
-			if conn, err = dialer.DialContext(ctx, "tcp", l.addr); err != nil {
+			if conn, err = dialer.DialContext(ctx, "tcp", addr); err != nil {
 				return cs, fmt.Errorf("connection %d: dial: %w", c, err)
 			}
 			br = bufio.NewReaderSize(conn, 4096)
@@ -175,7 +176,7 @@ func (l load) connLoop(ctx context.Context, c int, measureFrom, end time.Time) (
 		id := deliveryID(l.tag, c, seq)
 		fillBody(body, id)
 		var err error
-		if req, err = l.appendRequest(req[:0], id, body); err != nil {
+		if req, err = l.appendRequest(req[:0], addr, id, body); err != nil {
 			return cs, err
 		}
 		t0 := time.Now()
@@ -235,8 +236,8 @@ func fillBody(b []byte, id string) {
 const minBodySize = 96
 
 // appendRequest appends a complete HTTP/1.1 request for body to dst,
-// signed as GitHub signs it.
-func (l load) appendRequest(dst []byte, id string, body []byte) ([]byte, error) {
+// signed as GitHub signs it, for the server at addr.
+func (l load) appendRequest(dst []byte, addr, id string, body []byte) ([]byte, error) {
 	h, err := signature.Sign(signature.SchemeGitHub, l.secret, body, signature.SignOptions{ID: id, EventType: "push"})
 	if err != nil {
 		return dst, fmt.Errorf("sign: %w", err)
@@ -244,7 +245,7 @@ func (l load) appendRequest(dst []byte, id string, body []byte) ([]byte, error) 
 	dst = append(dst, "POST "...)
 	dst = append(dst, l.path...)
 	dst = append(dst, " HTTP/1.1\r\nHost: "...)
-	dst = append(dst, l.addr...)
+	dst = append(dst, addr...)
 	dst = append(dst, "\r\nUser-Agent: webhook-loadtest\r\nContent-Type: application/json\r\n"...)
 	for name, values := range h {
 		for _, v := range values {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -142,15 +143,22 @@ func TestLoadRun(t *testing.T) {
 	tests := []struct {
 		name       string
 		signWith   string
+		servers    int
 		wantStatus int
 	}{
-		{"signed requests are accepted", "right", http.StatusAccepted},
-		{"a wrong secret is refused", "wrong", http.StatusUnauthorized},
+		{"signed requests are accepted", "right", 1, http.StatusAccepted},
+		{"a wrong secret is refused", "wrong", 1, http.StatusUnauthorized},
+		{"connections go round-robin over the servers", "right", 2, http.StatusAccepted},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv, addr := setupServer(t, "right")
-			l := load{addr: addr, path: "/hook", secret: tt.signWith, tag: "t", bodySize: 300,
+			var srvs []*verifyingServer
+			var addrs []string
+			for range tt.servers {
+				srv, addr := setupServer(t, "right")
+				srvs, addrs = append(srvs, srv), append(addrs, addr)
+			}
+			l := load{addrs: addrs, path: "/hook", secret: tt.signWith, tag: "t", bodySize: 300,
 				conns: 3, warmup: 20 * time.Millisecond, duration: 150 * time.Millisecond, want: http.StatusAccepted}
 			res, err := l.run(context.Background())
 			if err != nil {
@@ -166,23 +174,47 @@ func TestLoadRun(t *testing.T) {
 				t.Errorf("window counts %d latencies, %d ok exceed the totals %d, %d", len(res.lat), res.okWindow, res.sent, res.ok)
 			}
 			ids := res.acceptedIDs(l.tag)
-			srv.mu.Lock()
-			defer srv.mu.Unlock()
-			if len(ids) != len(srv.ids) || int64(len(ids)) != res.ok {
-				t.Fatalf("load counted %d accepted (%d unique ids), server accepted %d ids", res.ok, len(ids), len(srv.ids))
-			}
-			for id := range ids {
-				if srv.ids[id] != 1 {
-					t.Errorf("id %s accepted %d times by the server, want 1", id, srv.ids[id])
+			seen := 0
+			for i, srv := range srvs {
+				srv.mu.Lock()
+				defer srv.mu.Unlock()
+				seen += len(srv.ids)
+				if tt.wantStatus == http.StatusAccepted && len(srv.ids) == 0 {
+					t.Errorf("server %d got no request", i)
+				}
+				for id := range srv.ids {
+					// Connection c of tag t sends t-c-seq, to server c%n.
+					c, _, _ := strings.Cut(strings.TrimPrefix(id, l.tag+"-"), "-")
+					if atoi(t, c)%len(srvs) != i {
+						t.Errorf("server %d got %s, from connection %s", i, id, c)
+					}
+					if _, ok := ids[id]; !ok {
+						t.Errorf("server accepted %s, which the load did not count", id)
+					}
+					if srv.ids[id] != 1 {
+						t.Errorf("id %s accepted %d times by the server, want 1", id, srv.ids[id])
+					}
+				}
+				for size := range srv.sizes {
+					if size != l.bodySize {
+						t.Errorf("server saw a body of %d bytes, want %d", size, l.bodySize)
+					}
 				}
 			}
-			for size := range srv.sizes {
-				if size != l.bodySize {
-					t.Errorf("server saw a body of %d bytes, want %d", size, l.bodySize)
-				}
+			if len(ids) != seen || int64(len(ids)) != res.ok {
+				t.Fatalf("load counted %d accepted (%d unique ids), the servers accepted %d ids", res.ok, len(ids), seen)
 			}
 		})
 	}
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatalf("not a number: %q", s)
+	}
+	return n
 }
 
 func TestUpstream(t *testing.T) {

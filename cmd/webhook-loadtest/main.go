@@ -15,7 +15,7 @@
 //	slow1, slow32   1 and 32 workers delivering to an upstream that takes 5 ms
 //	backlog         ingest, then e2e, with a million jobs already pending
 //
-// Every 202 is looked up in the SQLite file afterwards, and every job the
+// Every 202 is looked up in the database afterwards, and every job the
 // database calls done in the slow phases must have reached the recording
 // upstream; the program exits 1 when a count does not add up (and with
 // -strict when a target is missed). Run it on a quiet machine:
@@ -23,10 +23,25 @@
 //	go run ./cmd/webhook-loadtest
 //	go run ./cmd/webhook-loadtest -smoke       # seconds, small counts (CI)
 //	go run ./cmd/webhook-loadtest -phases ingest,e2e -d 20s -profile e2e -keep
+//
+// The queue is a SQLite file per phase in the work directory, or with
+// -storage postgres a schema per phase (lt_ingest_1, lt_backlog, …) on the
+// server of -dsn or $CADDYWEBHOOK_TEST_POSTGRES_DSN, seeded with
+// generate_series; -instances N then runs N Caddy processes on each
+// phase's schema, each with the phase's workers, the connections spread
+// round-robin over them:
+//
+//	eval "$(.ci/start-postgres)"
+//	go run ./cmd/webhook-loadtest -storage postgres
+//	go run ./cmd/webhook-loadtest -storage postgres -instances 2 -phases e2e,slow32
+//
+// The DSN reaches Caddy through its environment, never a config file, and
+// its password is scrubbed from everything the program prints.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -62,6 +77,13 @@ type options struct {
 	synchronous string        // storage.synchronous of every phase
 	strict      bool          // a missed target fails the run
 	args        []string      // the command line, for the report
+
+	storage      string    // sqlite or postgres
+	dsn          string    // the Postgres server; never printed
+	dsnDesc      string    // the DSN without its password, for the report
+	schemaPrefix string    // the phases' Postgres schemas are named with it
+	instances    int       // Caddy processes sharing each phase's queue
+	scrub        *scrubber // takes the DSN's password out of what is printed
 }
 
 // parseFlags reads the command line. -smoke changes the defaults of the
@@ -88,6 +110,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.logLevel, "log-level", "INFO", "Caddy's log level (its log goes to caddy.log in the work directory)")
 	fs.StringVar(&o.synchronous, "synchronous", "full", "storage.synchronous of the queue: full (the default, and the figures' condition) or normal, to see what fsync costs")
 	fs.BoolVar(&o.strict, "strict", false, "exit 1 when a target is missed, not only when a count is wrong")
+	fs.StringVar(&o.storage, "storage", "sqlite", "queue backend: sqlite (a file per phase in the work directory) or postgres (a schema per phase on the -dsn server)")
+	// No default in the flag itself: -help would print it, password and all.
+	fs.StringVar(&o.dsn, "dsn", "", "PostgreSQL connection string for -storage postgres (default: $"+dsnEnv+"); its password is never printed")
+	fs.StringVar(&o.schemaPrefix, "schema-prefix", "lt_", "prefix of the phases' Postgres schemas (lt_ingest_1, lt_backlog, …); the run drops those it uses before it starts and, unless -keep, at its end")
+	fs.IntVar(&o.instances, "instances", 1, "Caddy processes sharing each phase's queue, each with the phase's workers; the load is spread over them (postgres only)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -155,8 +182,52 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, fmt.Errorf("-synchronous %q: full or normal", o.synchronous)
 	case o.delay < 0:
 		return o, fmt.Errorf("-delay %s: must not be negative", o.delay)
+	case o.instances < 1:
+		return o, fmt.Errorf("-instances %d: at least 1", o.instances)
+	case o.conns < o.instances:
+		return o, fmt.Errorf("-c %d: at least one connection per instance (-instances %d)", o.conns, o.instances)
 	}
-	return o, nil
+	return o, o.checkStorage(set)
+}
+
+// checkStorage checks the flags of the queue backend; set holds the flags
+// given explicitly. With -storage postgres and no -dsn the DSN comes from
+// $CADDYWEBHOOK_TEST_POSTGRES_DSN.
+func (o *options) checkStorage(set map[string]bool) error {
+	switch o.storage {
+	case "sqlite":
+		switch {
+		case o.instances > 1:
+			return fmt.Errorf("-instances %d: several Caddy instances share a queue only on postgres (-storage postgres)", o.instances)
+		case set["dsn"]:
+			return errors.New("-dsn applies to -storage postgres only")
+		case set["schema-prefix"]:
+			return errors.New("-schema-prefix applies to -storage postgres only")
+		}
+		return nil
+	case "postgres":
+	default:
+		return fmt.Errorf("-storage %q: sqlite or postgres", o.storage)
+	}
+	if set["synchronous"] {
+		return errors.New("-synchronous applies to sqlite only: every PostgreSQL commit is flushed (the store runs with synchronous_commit=on)")
+	}
+	if !schemaPrefixRE.MatchString(o.schemaPrefix) || strings.HasPrefix(o.schemaPrefix, "pg_") {
+		return fmt.Errorf("-schema-prefix %q: lower-case letters, digits and underscores, at most 32, not starting with a digit or pg_", o.schemaPrefix)
+	}
+	if o.dsn == "" {
+		o.dsn = os.Getenv(dsnEnv)
+	}
+	if o.dsn == "" {
+		return errors.New(noDSNHelp)
+	}
+	o.scrub = newScrubber(o.dsn)
+	desc, err := checkDSN(o.dsn)
+	if err != nil {
+		return err
+	}
+	o.dsnDesc = desc
+	return nil
 }
 
 func main() {
@@ -165,7 +236,7 @@ func main() {
 		if err == flag.ErrHelp {
 			os.Exit(0)
 		}
-		fmt.Fprintln(os.Stderr, "webhook-loadtest:", err)
+		fmt.Fprintln(os.Stderr, "webhook-loadtest:", newScrubber(o.dsn).text(err.Error()))
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -175,7 +246,7 @@ func main() {
 		rep.print(os.Stdout)
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "webhook-loadtest:", err)
+		fmt.Fprintln(os.Stderr, "webhook-loadtest:", o.scrub.text(err.Error()))
 		os.Exit(1)
 	}
 	if bad := rep.failedChecks(); len(bad) > 0 {

@@ -31,6 +31,7 @@ type phaseResult struct {
 	cpuSeconds      float64   // Caddy's CPU time in the windows
 	selfSeconds     float64   // the load test's own (generator, upstream)
 	cpuWindow       time.Duration
+	server          serverFigures // postgres: the server's share
 
 	rate          float64 // answers with the wanted status per second, in the windows
 	p50, p99      time.Duration
@@ -38,6 +39,10 @@ type phaseResult struct {
 	backlogEnd    int64   // pending+running at the end, from GET /webhook/stats; -1 if not read
 	backlogSlope  float64 // growth of the round's own backlog, jobs/s, mean of the rounds
 	ref           float64 // reference delivered/s of a slow phase
+	ceiling       float64 // slow phases: requests a plain Go client got answered, summed over rounds (rate × window)
+	ceilingWindow time.Duration
+	held          time.Duration // slow phases: the upstream's hold time summed over the deliveries in the windows
+	heldCount     int64
 
 	startRSS, endRSS, peakRSS int64
 	cores                     float64 // Caddy's CPU use in the windows, in cores
@@ -47,6 +52,50 @@ type phaseResult struct {
 	finished bool     // the phase ran to its end
 	counts   []string // what the checks counted, for the report
 	failed   []string // count checks that failed
+}
+
+// serverFigures sum the server's counters over a phase's windows.
+type serverFigures struct {
+	window     time.Duration // windows with both samples read
+	cpuWindow  time.Duration // those with the CPU time read too
+	cpuSeconds float64
+	xacts      int64 // transaction ids taken: write transactions
+	walBytes   int64
+}
+
+// add adds one window's counters.
+func (f *serverFigures) add(d serverSample, took time.Duration) {
+	f.window += took
+	f.xacts += d.xid
+	f.walBytes += d.lsn
+	if d.cpuOK {
+		f.cpuWindow += took
+		f.cpuSeconds += d.cpu.Seconds()
+	}
+}
+
+// cores is the server's CPU use in cores, -1 when it was not read.
+func (f serverFigures) cores() float64 {
+	if f.cpuWindow <= 0 {
+		return -1
+	}
+	return f.cpuSeconds / f.cpuWindow.Seconds()
+}
+
+// xactRate is the write transactions per second, across the server.
+func (f serverFigures) xactRate() float64 {
+	if f.window <= 0 {
+		return 0
+	}
+	return float64(f.xacts) / f.window.Seconds()
+}
+
+// walRate is the WAL written per second, in MiB.
+func (f serverFigures) walRate() float64 {
+	if f.window <= 0 {
+		return 0
+	}
+	return float64(f.walBytes) / (1 << 20) / f.window.Seconds()
 }
 
 // addLoad adds one round's traffic to the phase's.
@@ -111,6 +160,8 @@ type report struct {
 	phases    []*phaseResult
 	byName    map[string]*phaseResult
 	goVersion string
+
+	serverVersion string // PostgreSQL's, with -storage postgres
 }
 
 func newReport(o options) *report {
@@ -223,6 +274,9 @@ func (rep *report) figures() []figure {
 		if f, ok := need(s.name, "≥ 0.95", s.phase); ok {
 			pr := rep.byName[s.phase]
 			out = append(out, ge(s.name, rate(pr.deliveredRate), rate(pr.ref), pr.deliveredRate/pr.ref, 0.95))
+			if c := pr.ceilingRate(); c > 0 {
+				out = append(out, figure{name: "  … / plain Go client, same upstream", value: rate(pr.deliveredRate), ref: rate(c), ratio: pr.deliveredRate / c, target: "—"})
+			}
 		} else {
 			out = append(out, f)
 		}
@@ -250,6 +304,24 @@ func (rep *report) figures() []figure {
 		out = append(out, f)
 	}
 	return out
+}
+
+// ceilingRate is what a plain Go client with one sender per worker got
+// from the slow upstream, per second, 0 if not measured.
+func (pr *phaseResult) ceilingRate() float64 {
+	if pr.ceilingWindow <= 0 {
+		return 0
+	}
+	return pr.ceiling / pr.ceilingWindow.Seconds()
+}
+
+// meanHeld is how long the upstream held a delivery on average in the
+// windows, 0 if none.
+func (pr *phaseResult) meanHeld() time.Duration {
+	if pr.heldCount == 0 {
+		return 0
+	}
+	return pr.held / time.Duration(pr.heldCount)
 }
 
 // bounded reports whether the phase's backlog stayed bounded: it grew by
@@ -292,23 +364,57 @@ func ms(d time.Duration) string {
 
 // print writes the report: the run's circumstances, one row per phase,
 // the target ratios, and what the count checks found.
+//
+// The text goes through the DSN scrubber: the command line may quote -dsn.
 func (rep *report) print(w io.Writer) {
+	var b strings.Builder
+	rep.write(&b)
+	io.WriteString(w, rep.o.scrub.text(b.String()))
+}
+
+func (rep *report) write(w io.Writer) {
 	o := rep.o
 	fmt.Fprintf(w, "webhook load test  %s UTC  nproc %d  %s  load average before: %s\n",
 		rep.started.Format("2006-01-02 15:04"), nproc(), rep.goVersion, rep.loadavg)
 	fmt.Fprintf(w, "command: go run ./cmd/webhook-loadtest %s\n", strings.Join(o.args, " "))
-	fmt.Fprintf(w, "%d connections, %d-byte bodies, %s window per phase in %d rounds (each after %s warmup), synchronous=%s, %d workers in e2e, upstream delay %s\n",
-		o.conns, o.bodySize, o.duration, o.rounds, o.warmup, o.synchronous, o.workers, o.delay)
+	if o.storage == "postgres" {
+		instances := "1 Caddy instance"
+		if o.instances > 1 {
+			instances = fmt.Sprintf("%d Caddy instances sharing each", o.instances)
+		}
+		fmt.Fprintf(w, "storage: postgres %s at %s, a schema per phase (%s…); %s; "+
+			"synchronous does not apply (every PostgreSQL commit is flushed, synchronous_commit=on)\n",
+			rep.serverVersion, o.dsnDesc, o.schemaPrefix, instances)
+		fmt.Fprintf(w, "%d connections (round-robin over the instances), %d-byte bodies, %s window per phase in %d rounds (each after %s warmup), %d workers in e2e per instance, upstream delay %s\n",
+			o.conns, o.bodySize, o.duration, o.rounds, o.warmup, o.workers, o.delay)
+		if o.instances > 1 {
+			fmt.Fprintln(w, "caddy CPU is summed over the instances, RSS is the largest instance's; the slow phases' references are per worker times all instances' workers")
+		}
+		fmt.Fprintln(w, "server CPU: every process named postgres on this machine (— for a remote server); write xacts/s: transaction ids taken, server-wide; both count other users of the server too")
+	} else {
+		fmt.Fprintln(w, "storage: sqlite, a file per phase in the work directory; 1 Caddy instance")
+		fmt.Fprintf(w, "%d connections, %d-byte bodies, %s window per phase in %d rounds (each after %s warmup), synchronous=%s, %d workers in e2e, upstream delay %s\n",
+			o.conns, o.bodySize, o.duration, o.rounds, o.warmup, o.synchronous, o.workers, o.delay)
+	}
 	for _, s := range rep.seeds {
 		fmt.Fprintf(w, "seeded %s\n", s)
 	}
 	fmt.Fprintln(w)
 
+	pg := o.storage == "postgres"
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "phase\trequests\t2xx/s\tp50\tp99\tdelivered/s\tbacklog end\tcaddy CPU\tloadgen CPU\tRSS start\tRSS peak\t")
+	fmt.Fprint(tw, "phase\trequests\t2xx/s\tp50\tp99\tdelivered/s\tbacklog end\tcaddy CPU\tloadgen CPU\tRSS start\tRSS peak\t")
+	if pg {
+		fmt.Fprint(tw, "server CPU\twrite xacts/s\tWAL MiB/s\t")
+	}
+	fmt.Fprintln(tw)
 	for _, pr := range rep.phases {
 		if pr.skipped != "" {
-			fmt.Fprintf(tw, "%s\tskipped\t\t\t\t\t\t\t\t\t\t\n", pr.name)
+			fmt.Fprintf(tw, "%s\tskipped\t\t\t\t\t\t\t\t\t\t", pr.name)
+			if pg {
+				fmt.Fprint(tw, "\t\t\t")
+			}
+			fmt.Fprintln(tw)
 			continue
 		}
 		req, rate := "—", "—"
@@ -323,8 +429,16 @@ func (rep *report) print(w io.Writer) {
 		if pr.backlogEnd >= 0 {
 			backlog = fmt.Sprint(pr.backlogEnd)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.2f\t%.2f\t%s\t%s\t\n", pr.name, req, rate, ms(pr.p50), ms(pr.p99),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.2f\t%.2f\t%s\t%s\t", pr.name, req, rate, ms(pr.p50), ms(pr.p99),
 			del, backlog, pr.cores, pr.selfCores, mib(pr.startRSS), mib(pr.peakRSS))
+		if pg {
+			cpu := "—"
+			if c := pr.server.cores(); c >= 0 {
+				cpu = fmt.Sprintf("%.2f", c)
+			}
+			fmt.Fprintf(tw, "%s\t%.0f\t%.1f\t", cpu, pr.server.xactRate(), pr.server.walRate())
+		}
+		fmt.Fprintln(tw)
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
@@ -355,6 +469,10 @@ func (rep *report) print(w io.Writer) {
 		}
 		if pr.name == "e2e" || pr.name == "backlog-e2e" {
 			fmt.Fprintf(w, "%s: backlog of the round's events grew %.0f jobs/s over the window (mean of the rounds)\n", pr.name, pr.backlogSlope)
+		}
+		if h := pr.meanHeld(); h > 0 {
+			fmt.Fprintf(w, "%s: the upstream held each delivery %s on average (asked: %s); a plain Go client, one sender per worker, got %.0f/s from it\n",
+				pr.name, h.Round(time.Microsecond), o.delay, pr.ceilingRate())
 		}
 		for _, c := range pr.counts {
 			fmt.Fprintf(w, "%s: %s\n", pr.name, c)

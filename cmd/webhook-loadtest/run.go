@@ -26,15 +26,16 @@ const (
 
 // runner holds what the phases share.
 type runner struct {
-	o     options
-	log   io.Writer // progress lines
-	dir   string
-	caddy *caddyProc
-	up    *upstream
-	rep   *report
+	o       options
+	log     io.Writer // progress lines
+	dir     string
+	caddies []*caddyProc // one, or -instances on one Postgres schema
+	up      *upstream
+	rep     *report
 
-	adminAddr, httpAddr string
-	seeds               map[string]seedResult // by database name
+	adminAddrs, httpAddrs []string              // by instance
+	srv                   *serverWatch          // postgres: the server's counters
+	seeds                 map[string]seedResult // by database name
 
 	round  int           // 1-based, the round running now
 	window time.Duration // each phase's window in one round
@@ -44,6 +45,8 @@ type runner struct {
 // means the run could not be carried out; failed count checks are in the
 // report.
 func run(ctx context.Context, o options, logw io.Writer) (rep *report, err error) {
+	// Whatever went wrong, the error must not carry the DSN's password.
+	defer func() { err = o.scrub.err(err) }()
 	r := &runner{o: o, log: logw, seeds: make(map[string]seedResult)}
 	r.rep = newReport(o)
 
@@ -73,6 +76,29 @@ func run(ctx context.Context, o options, logw io.Writer) (rep *report, err error
 		}
 	}
 
+	if o.storage == "postgres" {
+		// Not err: the deferred drop below must see the run's result.
+		perr := r.preparePostgres(ctx)
+		if r.srv != nil {
+			defer r.srv.close()
+		}
+		if perr != nil {
+			return nil, perr
+		}
+		// Registered before Caddy starts, so it runs after the instances
+		// have stopped: a failed run keeps its schemas, as its directory,
+		// for a look; the next run drops them first.
+		defer func() {
+			if err != nil || o.keep || len(r.rep.failedChecks()) > 0 {
+				r.logf("postgres schemas kept: %s*", o.schemaPrefix)
+				return
+			}
+			if derr := dropSchemas(context.WithoutCancel(ctx), o.dsn, r.schemas()); derr != nil {
+				err = derr
+			}
+		}()
+	}
+
 	if err := r.seedAll(ctx); err != nil {
 		return nil, err
 	}
@@ -81,25 +107,18 @@ func run(ctx context.Context, o options, logw io.Writer) (rep *report, err error
 		return nil, err
 	}
 	defer r.up.close()
-	if r.adminAddr, err = freeAddr(); err != nil {
-		return nil, err
-	}
-	if r.httpAddr, err = freeAddr(); err != nil {
-		return nil, err
-	}
-	cfg, err := caddyJSON(r.phaseConfig("idle.db", 0, "", 0))
-	if err != nil {
-		return nil, err
-	}
-	r.logf("starting caddy (admin %s, http %s)", r.adminAddr, r.httpAddr)
-	if r.caddy, err = startCaddy(ctx, bin, r.dir, cfg, r.adminAddr); err != nil {
-		return nil, err
-	}
+	// Before the start, so an instance that fails to start does not leave
+	// the ones before it running.
 	defer func() {
-		if r.caddy != nil {
-			r.caddy.kill()
+		for _, c := range r.caddies {
+			if c != nil {
+				c.kill()
+			}
 		}
 	}()
+	if err := r.startCaddies(ctx, bin); err != nil {
+		return nil, err
+	}
 
 	// The phases run in rounds, each with a share of the window, so that
 	// a change in the shared machine's load during the run weighs on every
@@ -112,23 +131,106 @@ func run(ctx context.Context, o options, logw io.Writer) (rep *report, err error
 				continue
 			}
 			if err := r.runPhase(ctx, p); err != nil {
-				return r.rep, fmt.Errorf("phase %s, round %d: %w (caddy log: %s)", p, r.round, err, filepath.Join(r.dir, "caddy.log"))
+				return r.rep, fmt.Errorf("phase %s, round %d: %w (caddy log: %s)", p, r.round, err, strings.Join(r.logPaths(), ", "))
 			}
 		}
 	}
 	for _, pr := range r.rep.phases {
 		pr.finish()
 	}
-	c := r.caddy
-	r.caddy = nil
-	if err := c.stop(context.WithoutCancel(ctx)); err != nil {
-		return r.rep, err
+	var errs []error
+	for i, c := range r.caddies {
+		r.caddies[i] = nil
+		errs = append(errs, c.stop(context.WithoutCancel(ctx)))
 	}
-	return r.rep, nil
+	return r.rep, errors.Join(errs...)
+}
+
+// instanceName is the base name of instance i's config and log: caddy,
+// then caddy-2, caddy-3, …; and the suffix of its data directories.
+func instanceName(i int) (name, suffix string) {
+	if i == 0 {
+		return "caddy", ""
+	}
+	suffix = fmt.Sprintf("-%d", i+1)
+	return "caddy" + suffix, suffix
+}
+
+// logPaths lists the instances' logs.
+func (r *runner) logPaths() []string {
+	out := make([]string, r.o.instances)
+	for i := range out {
+		name, _ := instanceName(i)
+		out[i] = filepath.Join(r.dir, name+".log")
+	}
+	return out
+}
+
+// startCaddies starts the instances, each on an idle config with its own
+// admin and HTTP address.
+func (r *runner) startCaddies(ctx context.Context, bin string) error {
+	n := r.o.instances
+	r.adminAddrs, r.httpAddrs = make([]string, n), make([]string, n)
+	r.caddies = make([]*caddyProc, n)
+	var env []string
+	if r.o.storage == "postgres" {
+		env = []string{caddyDSNEnv + "=" + r.o.dsn}
+	}
+	for i := range n {
+		var err error
+		if r.adminAddrs[i], err = freeAddr(); err != nil {
+			return err
+		}
+		if r.httpAddrs[i], err = freeAddr(); err != nil {
+			return err
+		}
+		cfg, err := caddyJSON(r.phaseConfig(i, "idle.db", 0, "", 0))
+		if err != nil {
+			return err
+		}
+		name, suffix := instanceName(i)
+		r.logf("starting %s (admin %s, http %s)", name, r.adminAddrs[i], r.httpAddrs[i])
+		if r.caddies[i], err = startCaddy(ctx, bin, r.dir, name, suffix, cfg, r.adminAddrs[i], env); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// schemas lists the Postgres schemas a run may use: every phase's, in
+// every round.
+func (r *runner) schemas() []string {
+	dbs := []string{"idle.db", "static.db", "slow1.db", "slow32.db", "backlog.db"}
+	for round := 1; round <= r.o.rounds; round++ {
+		for _, p := range []string{"ingest", "baseline", "e2e"} {
+			dbs = append(dbs, fmt.Sprintf("%s-%d.db", p, round))
+		}
+	}
+	out := make([]string, len(dbs))
+	for i, db := range dbs {
+		out[i] = schemaFor(r.o.schemaPrefix, db)
+	}
+	return out
+}
+
+// preparePostgres reads the server's version for the report and drops
+// the schemas a previous run with the same prefix left, so every phase
+// starts from an empty queue.
+func (r *runner) preparePostgres(ctx context.Context) error {
+	v, err := serverVersion(ctx, r.o.dsn)
+	if err != nil {
+		return err
+	}
+	r.rep.serverVersion = v
+	if r.srv, err = openServerWatch(ctx, r.o.dsn); err != nil {
+		return err
+	}
+	r.logf("postgres %s at %s: dropping the schemas %s* this run uses, should an earlier run have left them", v, r.o.dsnDesc, r.o.schemaPrefix)
+	return dropSchemas(ctx, r.o.dsn, r.schemas())
 }
 
 func (r *runner) logf(format string, args ...any) {
-	fmt.Fprintf(r.log, "%s  %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+	fmt.Fprintf(r.log, "%s  %s\n", time.Now().Format("15:04:05"), r.o.scrub.text(fmt.Sprintf(format, args...)))
 }
 
 // jobsFor is how many jobs a delivery phase needs so that its queue cannot
@@ -141,16 +243,34 @@ func (r *runner) jobsFor(rate float64) int {
 // seedAll pre-fills the databases of the phases that start with pending
 // jobs, before Caddy starts.
 func (r *runner) seedAll(ctx context.Context) error {
+	n := float64(r.o.instances)
 	todo := []struct {
 		phase, db string
 		n         int
 	}{
-		{"slow1", "slow1.db", r.jobsFor(slowRef1)},
-		{"slow32", "slow32.db", r.jobsFor(slowRef32)},
+		{"slow1", "slow1.db", r.jobsFor(slowRef1 * n)},
+		{"slow32", "slow32.db", r.jobsFor(slowRef32 * n)},
 		{"backlog", "backlog.db", r.o.backlog},
 	}
 	for _, t := range todo {
 		if !slices.Contains(r.o.phases, t.phase) {
+			continue
+		}
+		if r.o.storage == "postgres" {
+			schema := schemaFor(r.o.schemaPrefix, t.db)
+			r.logf("seeding schema %s with %d pending jobs", schema, t.n)
+			s, err := seedPostgres(ctx, r.o.dsn, schema, t.phase, t.n, r.o.bodySize, source, targetName)
+			if err != nil {
+				return err
+			}
+			r.logf("seeded %s: %d jobs in %s (vacuum analyze included), %.0f MiB", schema, s.jobs, s.took.Round(time.Millisecond), float64(s.dbBytes)/(1<<20))
+			r.seeds[t.db] = s
+			ckpt := "checkpointed"
+			if !s.checkpoint {
+				ckpt = "not checkpointed: the user may not CHECKPOINT, so the server writes the pages out in its own time"
+			}
+			r.rep.seeds = append(r.rep.seeds, fmt.Sprintf("%s: %d jobs in %s (%.0f MiB, vacuum analyze included; %s)",
+				schema, s.jobs, s.took.Round(100*time.Millisecond), float64(s.dbBytes)/(1<<20), ckpt))
 			continue
 		}
 		path := filepath.Join(r.dir, t.db)
@@ -171,20 +291,56 @@ func (r *runner) seedAll(ctx context.Context) error {
 	return nil
 }
 
-func (r *runner) phaseConfig(db string, workers int, upstream string, maxBatch int) phaseConfig {
+// phaseConfig is instance i's config of a phase. Without an upstream
+// each instance delivers to its own no-op route.
+func (r *runner) phaseConfig(i int, db string, workers int, upstream string, maxBatch int) phaseConfig {
 	if upstream == "" {
-		upstream = "http://" + r.httpAddr + pathNoop
+		upstream = "http://" + r.httpAddrs[i] + pathNoop
 	}
-	return phaseConfig{
-		db:        filepath.Join(r.dir, db),
+	pc := phaseConfig{
 		workers:   workers,
 		upstream:  upstream,
 		maxBatch:  maxBatch,
-		sync:      r.o.synchronous,
 		logLevel:  r.o.logLevel,
-		adminAddr: r.adminAddr,
-		httpAddr:  r.httpAddr,
+		adminAddr: r.adminAddrs[i],
+		httpAddr:  r.httpAddrs[i],
 	}
+	if r.o.storage == "postgres" {
+		pc.schema = schemaFor(r.o.schemaPrefix, db)
+	} else {
+		pc.db = filepath.Join(r.dir, db)
+		pc.sync = r.o.synchronous
+	}
+	return pc
+}
+
+// openQueue opens the count checks' reader of a phase's database.
+func (r *runner) openQueue(ctx context.Context, db string) (queueReader, error) {
+	if r.o.storage == "postgres" {
+		return openPgQueue(ctx, r.o.dsn, schemaFor(r.o.schemaPrefix, db))
+	}
+	return openQueueDB(filepath.Join(r.dir, db))
+}
+
+// eachCaddy calls f for every instance at once and returns the first
+// instance's error, if any failed.
+func (r *runner) eachCaddy(f func(i int, c *caddyProc) error) error {
+	errs := make([]error, len(r.caddies))
+	var wg sync.WaitGroup
+	for i, c := range r.caddies {
+		wg.Go(func() { errs[i] = f(i, c) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil && len(errs) > 1 {
+			name, _ := instanceName(i)
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // loadConfig loads the config of a phase into the running Caddy. Each
@@ -192,17 +348,22 @@ func (r *runner) phaseConfig(db string, workers int, upstream string, maxBatch i
 // servers have begun to shut down, not once they have, and an old server
 // still accepting on a shared listener would take some of the next phase's
 // connections, serve them with the old config, then close them.
+//
+// With several instances each gets the same config but its own addresses,
+// loaded at once, so their pools start together.
 func (r *runner) loadConfig(ctx context.Context, db string, workers int, upstream string, maxBatch int) error {
-	addr, err := freeAddr()
-	if err != nil {
-		return err
+	cfgs := make([][]byte, len(r.caddies))
+	for i := range r.caddies {
+		addr, err := freeAddr()
+		if err != nil {
+			return err
+		}
+		r.httpAddrs[i] = addr
+		if cfgs[i], err = caddyJSON(r.phaseConfig(i, db, workers, upstream, maxBatch)); err != nil {
+			return err
+		}
 	}
-	r.httpAddr = addr
-	cfg, err := caddyJSON(r.phaseConfig(db, workers, upstream, maxBatch))
-	if err != nil {
-		return err
-	}
-	return r.caddy.load(ctx, cfg)
+	return r.eachCaddy(func(i int, c *caddyProc) error { return c.load(ctx, cfgs[i]) })
 }
 
 // runPhase runs one round of phase p. The ingest and e2e phases get a
@@ -235,7 +396,7 @@ func (r *runner) runPhase(ctx context.Context, p string) error {
 // the delivery ids.
 func (r *runner) newLoad(name, path string, want int) load {
 	return load{
-		addr:     r.httpAddr,
+		addrs:    slices.Clone(r.httpAddrs),
 		path:     path,
 		secret:   secret,
 		tag:      fmt.Sprintf("%s-%d", name, r.round),
@@ -250,7 +411,7 @@ func (r *runner) newLoad(name, path string, want int) load {
 // drive runs l while the monitor watches Caddy, and profiles the window
 // when asked.
 func (r *runner) drive(ctx context.Context, pr *phaseResult, l load, during func(windowStart time.Time)) (*loadResult, error) {
-	mon := startMonitor(r.caddy)
+	mon := startMonitor(r.caddies, r.srv)
 	start := time.Now()
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -295,20 +456,28 @@ func (r *runner) capture(ctx context.Context, pr *phaseResult, d time.Duration) 
 		{slices.Contains(r.o.profile, pr.name), "profile", &pr.profile},
 		{slices.Contains(r.o.trace, pr.name), "trace", &pr.trace},
 	}
+	var mu sync.Mutex
 	for _, k := range kinds {
 		if !k.on {
 			continue
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			path := filepath.Join(r.dir, pr.name+"."+k.kind)
-			if err := r.caddy.capture(ctx, k.kind, d, path); err != nil {
-				r.logf("%s: %s: %v", pr.name, k.kind, err)
-				return
-			}
-			*k.dst = path
-		}()
+		// One file per instance: name.profile, then name-2.profile, ….
+		for i, c := range r.caddies {
+			wg.Go(func() {
+				_, suffix := instanceName(i)
+				path := filepath.Join(r.dir, pr.name+suffix+"."+k.kind)
+				if err := c.capture(ctx, k.kind, d, path); err != nil {
+					r.logf("%s: %s: %v", pr.name, k.kind, err)
+					return
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if *k.dst != "" {
+					*k.dst += ", "
+				}
+				*k.dst += path
+			})
+		}
 	}
 	return wg.Wait
 }
@@ -353,13 +522,18 @@ func (r *runner) ingest(ctx context.Context, name, db string, maxBatch int) erro
 	if err != nil && maxBatch > 0 && strings.Contains(err.Error(), "max_batch") {
 		pr.skipped = "the webhook app has no storage.max_batch option, so one commit per request cannot be configured: " +
 			"add max_batch to StorageConfig (caddywebhook/storage.go) and pass it to sqlite.Config.MaxBatch"
+		if r.o.storage == "postgres" {
+			pr.skipped = "the webhook app refuses storage.max_batch with the postgres backend (" + r.o.scrub.text(storageCause(err.Error())) +
+				"), so one commit per request cannot be configured there: the figure needs max_batch in the Postgres backend " +
+				"(caddywebhook/storage.go postgresSpec, passed on to queue/postgres)"
+		}
 		r.logf("%s: skipped: %s", name, pr.skipped)
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	q, err := openQueueDB(filepath.Join(r.dir, db))
+	q, err := r.openQueue(ctx, db)
 	if err != nil {
 		return err
 	}
@@ -390,7 +564,7 @@ func (r *runner) ingest(ctx context.Context, name, db string, maxBatch int) erro
 
 // checkStored looks up every delivery id answered 202 in the events after
 // the given id and returns how many events the phase stored.
-func (r *runner) checkStored(ctx context.Context, pr *phaseResult, res *loadResult, q *queueDB, after int64, tag string) (int64, error) {
+func (r *runner) checkStored(ctx context.Context, pr *phaseResult, res *loadResult, q queueReader, after int64, tag string) (int64, error) {
 	want := res.acceptedIDs(tag)
 	found, missing, extra, err := q.matchEvents(ctx, after, want)
 	if err != nil {
@@ -413,7 +587,7 @@ func (r *runner) e2e(ctx context.Context, name, db string) error {
 	if err := r.loadConfig(ctx, db, r.o.workers, "", 0); err != nil {
 		return err
 	}
-	q, err := openQueueDB(filepath.Join(r.dir, db))
+	q, err := r.openQueue(ctx, db)
 	if err != nil {
 		return err
 	}
@@ -422,7 +596,7 @@ func (r *runner) e2e(ctx context.Context, name, db string) error {
 	if err != nil {
 		return err
 	}
-	r.logf("%s: POST %s, %d workers delivering to %s, %d connections", name, pathHook, r.o.workers, pathNoop, r.o.conns)
+	r.logf("%s: POST %s, %d workers delivering to %s, %d connections%s", name, pathHook, r.o.workers, pathNoop, r.o.conns, r.perInstance())
 	l := r.newLoad(name, pathHook, 202)
 	var (
 		done0, done1 int64
@@ -468,7 +642,8 @@ func (r *runner) e2e(ctx context.Context, name, db string) error {
 	pr.deliveredWindow += l.duration
 	pr.slopes = append(pr.slopes, slope(samples))
 
-	st, err := r.caddy.stats(ctx)
+	// Every instance reads the same queue; the first one's answer will do.
+	st, err := r.caddies[0].stats(ctx)
 	if err != nil {
 		return err
 	}
@@ -504,22 +679,23 @@ func (r *runner) e2e(ctx context.Context, name, db string) error {
 // It then pauses the pool and checks that every done job arrived there.
 func (r *runner) slow(ctx context.Context, name, db string, workers int, ref float64) error {
 	pr := r.rep.phase(name)
-	pr.ref = ref
-	mon := startMonitor(r.caddy)
+	// The reference is what all the instances' workers could reach.
+	pr.ref = ref * float64(r.o.instances)
+	mon := startMonitor(r.caddies, r.srv)
 	if err := r.loadConfig(ctx, db, workers, r.up.url(), 0); err != nil {
 		return err
 	}
-	r.logf("%s: %d worker(s) delivering to an upstream that answers in %s", name, workers, r.o.delay)
+	r.logf("%s: %d worker(s) delivering to an upstream that answers in %s%s", name, workers, r.o.delay, r.perInstance())
 	if !sleepCtx(ctx, r.o.warmup) {
 		return ctx.Err()
 	}
 	mon.windowStart()
-	a0 := r.up.answered.Load()
+	a0, h0 := r.up.answered.Load(), r.up.held.Load()
 	wait := r.capture(ctx, pr, r.window)
 	if !sleepCtx(ctx, r.window) {
 		return ctx.Err()
 	}
-	a1 := r.up.answered.Load()
+	a1, h1 := r.up.answered.Load(), r.up.held.Load()
 	mon.windowEnd()
 	wait()
 	// Pause the pool: the same database with no workers. The reload stops
@@ -530,9 +706,22 @@ func (r *runner) slow(ctx context.Context, name, db string, workers int, ref flo
 	mon.stop(pr)
 	pr.delivered += a1 - a0
 	pr.deliveredWindow += r.window
-	r.logf("%s: %.0f delivered/s", name, float64(a1-a0)/r.window.Seconds())
+	pr.held += time.Duration(h1 - h0)
+	pr.heldCount += a1 - a0
+	// The measured reference: as many plain net/http senders as there are
+	// workers, against the same upstream, right after the workers'
+	// window, while the pool is paused.
+	senders := workers * r.o.instances
+	ceiling, err := clientCeiling(ctx, r.up.url(), senders, r.o.bodySize, r.o.warmup, r.window)
+	if err != nil {
+		return err
+	}
+	pr.ceiling += ceiling * r.window.Seconds()
+	pr.ceilingWindow += r.window
+	r.logf("%s: %.0f delivered/s; the upstream held each %s on average; %d plain Go senders: %.0f/s",
+		name, float64(a1-a0)/r.window.Seconds(), meanHold(a0, h0, a1, h1).Round(time.Microsecond), senders, ceiling)
 
-	q, err := openQueueDB(filepath.Join(r.dir, db))
+	q, err := r.openQueue(ctx, db)
 	if err != nil {
 		return err
 	}
@@ -590,32 +779,41 @@ func slope(s []backlogSample) float64 {
 	return (n*sxy - sx*sy) / den
 }
 
-// monitor samples Caddy's memory during a phase and its CPU time across
-// the window.
+// monitor samples the memory of the Caddy instances during a phase and
+// their CPU time across the window: CPU summed over the instances, memory
+// the largest instance's.
 type monitor struct {
-	c        *caddyProc
+	cs       []*caddyProc
 	quit     chan struct{}
 	done     chan struct{}
-	startRSS int64
-	peak     int64 // sampled VmRSS
+	startRSS int64 // the largest instance's
+	peak     int64 // sampled VmRSS, the largest instance's
 	mu       sync.Mutex
 	cpu0     time.Duration
 	self0    time.Duration
 	t0       time.Time
 	took     time.Duration // the window, as it ran
-	cores    float64       // Caddy's
+	cores    float64       // Caddy's, summed over the instances
 	selfCore float64       // this process's: the load generator and upstream
 	hwmOK    bool
+
+	srv      *serverWatch // nil with sqlite
+	srv0     serverSample
+	srvDelta serverSample // across the window
+	srvOK    bool         // both samples were read
 }
 
 // monitorEvery is the memory sampling interval, a fallback for kernels
 // that do not let us reset VmHWM.
 const monitorEvery = 100 * time.Millisecond
 
-func startMonitor(c *caddyProc) *monitor {
-	m := &monitor{c: c, quit: make(chan struct{}), done: make(chan struct{})}
-	m.hwmOK = c.resetPeak() == nil
-	m.startRSS, _, _ = c.memory()
+func startMonitor(cs []*caddyProc, srv *serverWatch) *monitor {
+	m := &monitor{cs: cs, srv: srv, quit: make(chan struct{}), done: make(chan struct{}), hwmOK: true}
+	for _, c := range cs {
+		m.hwmOK = c.resetPeak() == nil && m.hwmOK
+		rss, _, _ := c.memory()
+		m.startRSS = max(m.startRSS, rss)
+	}
 	m.peak = m.startRSS
 	go func() {
 		defer close(m.done)
@@ -626,10 +824,12 @@ func startMonitor(c *caddyProc) *monitor {
 			case <-m.quit:
 				return
 			case <-t.C:
-				if rss, _, err := c.memory(); err == nil {
-					m.mu.Lock()
-					m.peak = max(m.peak, rss)
-					m.mu.Unlock()
+				for _, c := range cs {
+					if rss, _, err := c.memory(); err == nil {
+						m.mu.Lock()
+						m.peak = max(m.peak, rss)
+						m.mu.Unlock()
+					}
 				}
 			}
 		}
@@ -637,12 +837,30 @@ func startMonitor(c *caddyProc) *monitor {
 	return m
 }
 
+// cpuTime is the instances' CPU time, summed.
+func (m *monitor) cpuTime() (time.Duration, error) {
+	var sum time.Duration
+	for _, c := range m.cs {
+		t, err := c.cpuTime()
+		if err != nil {
+			return 0, err
+		}
+		sum += t
+	}
+	return sum, nil
+}
+
 func (m *monitor) windowStart() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.t0 = time.Now()
-	m.cpu0, _ = m.c.cpuTime()
+	m.cpu0, _ = m.cpuTime()
 	m.self0 = selfCPU()
+	if m.srv != nil {
+		var err error
+		m.srv0, err = m.srv.sample(context.Background())
+		m.srvOK = err == nil
+	}
 }
 
 func (m *monitor) windowEnd() {
@@ -652,10 +870,15 @@ func (m *monitor) windowEnd() {
 		return
 	}
 	m.took = time.Since(m.t0)
-	if cpu, err := m.c.cpuTime(); err == nil {
+	if cpu, err := m.cpuTime(); err == nil {
 		m.cores = (cpu - m.cpu0).Seconds() / m.took.Seconds()
 	}
 	m.selfCore = (selfCPU() - m.self0).Seconds() / m.took.Seconds()
+	if m.srv != nil && m.srvOK {
+		s1, err := m.srv.sample(context.Background())
+		m.srvOK = err == nil
+		m.srvDelta = serverSample{cpu: s1.cpu - m.srv0.cpu, cpuOK: s1.cpuOK && m.srv0.cpuOK, xid: s1.xid - m.srv0.xid, lsn: s1.lsn - m.srv0.lsn}
+	}
 }
 
 // selfCPU is the CPU time this process has used, user and system.
@@ -672,7 +895,11 @@ func selfCPU() time.Duration {
 func (m *monitor) stop(pr *phaseResult) {
 	close(m.quit)
 	<-m.done
-	rss, hwm, _ := m.c.memory()
+	var rss, hwm int64
+	for _, c := range m.cs {
+		r, h, _ := c.memory()
+		rss, hwm = max(rss, r), max(hwm, h)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if pr.startRSS == 0 {
@@ -686,6 +913,27 @@ func (m *monitor) stop(pr *phaseResult) {
 	pr.cpuSeconds += m.cores * m.took.Seconds()
 	pr.selfSeconds += m.selfCore * m.took.Seconds()
 	pr.cpuWindow += m.took
+	if m.srv != nil && m.srvOK && m.took > 0 {
+		pr.server.add(m.srvDelta, m.took)
+	}
+}
+
+// perInstance is ", each of N instances" for progress lines, or nothing
+// with one instance.
+func (r *runner) perInstance() string {
+	if r.o.instances == 1 {
+		return ""
+	}
+	return fmt.Sprintf(" (the workers in each of %d instances, the connections spread over them)", r.o.instances)
+}
+
+// storageCause is the webhook app's own message in a failed config load,
+// without the admin API's and Caddy's context around it.
+func storageCause(msg string) string {
+	if i := strings.Index(msg, "webhook: storage:"); i >= 0 {
+		return strings.TrimRight(msg[i:], "\"}\n ")
+	}
+	return strings.TrimSpace(msg)
 }
 
 // nproc is the number of CPUs this process may use.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,6 +21,7 @@ type upstream struct {
 	delay atomic.Int64 // time.Duration before answering
 
 	answered atomic.Int64 // requests answered 200, duplicates included
+	held     atomic.Int64 // nanoseconds from reading a request to answering it, summed over answered
 
 	mu   sync.Mutex
 	seen map[string]int // delivery id → times answered
@@ -56,6 +58,7 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusBadRequest)
 		return
 	}
+	start := time.Now()
 	if d := time.Duration(u.delay.Load()); d > 0 {
 		t := time.NewTimer(d)
 		select {
@@ -65,9 +68,15 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if strings.HasPrefix(id, ceilingPrefix) {
+		// The reference measurement's own requests: answered, not counted.
+		w.WriteHeader(http.StatusOK)
+		return
+	}
 	u.mu.Lock()
 	u.seen[id]++
 	u.mu.Unlock()
+	u.held.Add(int64(time.Since(start)))
 	u.answered.Add(1)
 	w.WriteHeader(http.StatusOK)
 }
@@ -78,6 +87,7 @@ func (u *upstream) reset(delay time.Duration) {
 	clear(u.seen)
 	u.mu.Unlock()
 	u.answered.Store(0)
+	u.held.Store(0)
 	u.delay.Store(int64(delay))
 }
 
@@ -91,6 +101,17 @@ func (u *upstream) snapshot() (ids map[string]int, repeats int) {
 		repeats += n - 1
 	}
 	return ids, repeats
+}
+
+// meanHold is how long the upstream held a request on average between the
+// counts a0, h0 and a1, h1 of answered and held read at two moments: the
+// delay plus the lateness of the timer that ends it, which grows with the
+// number of requests waiting at once.
+func meanHold(a0, h0, a1, h1 int64) time.Duration {
+	if a1 <= a0 {
+		return 0
+	}
+	return time.Duration((h1 - h0) / (a1 - a0))
 }
 
 // close stops the server.

@@ -193,6 +193,16 @@ func TestConformance(t *testing.T) {
 	queuetest.Run(t, func(t *testing.T) queue.Store { return setup(t) })
 }
 
+// TestConformanceSerial runs the suite with each enqueue alone in its
+// statement (MaxBatch 1), the benchmark baseline, so both paths of
+// Enqueue are held to it.
+func TestConformanceSerial(t *testing.T) {
+	dsn := testDSN(t)
+	queuetest.Run(t, func(t *testing.T) queue.Store {
+		return openStore(t, Config{DSN: dsn, Schema: testSchema(t, dsn), MaxBatch: 1})
+	})
+}
+
 func TestConfigValidation(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -206,6 +216,8 @@ func TestConfigValidation(t *testing.T) {
 		{"pg_ schema", Config{DSN: "postgres://localhost/x", Schema: "pg_queue"}, "Config.Schema"},
 		{"long schema", Config{DSN: "postgres://localhost/x", Schema: strings.Repeat("a", 58)}, "Config.Schema"},
 		{"negative conns", Config{DSN: "postgres://localhost/x", MaxConns: -1}, "Config.MaxConns"},
+		{"negative batch", Config{DSN: "postgres://localhost/x", MaxBatch: -1}, "Config.MaxBatch"},
+		{"huge batch", Config{DSN: "postgres://localhost/x", MaxBatch: 1 << 20}, "Config.MaxBatch"},
 		{"negative interval", Config{DSN: "postgres://localhost/x", NotifyInterval: -time.Second}, "Config.NotifyInterval"},
 	}
 	for _, tt := range tests {

@@ -178,8 +178,10 @@ func trimHistory(jobs string) string {
 )`
 }
 
-// Enqueue stores ev and one pending job per target, due now, in one
-// statement: the event is acknowledged only once its commit has returned.
+// Enqueue stores ev and one pending job per target, due now: the event
+// is acknowledged only once its commit has returned. Concurrent calls
+// share one statement and one commit, up to Config.MaxBatch of them (see
+// batch.go); with MaxBatch 1 each is its own statement.
 func (s *Store) Enqueue(ctx context.Context, ev queue.Event) (queue.EnqueueResult, error) {
 	if ev.Source == "" || ev.DeliveryID == "" {
 		return queue.EnqueueResult{}, errors.New("enqueue: event needs a source and a delivery id")
@@ -187,44 +189,33 @@ func (s *Store) Enqueue(ctx context.Context, ev queue.Event) (queue.EnqueueResul
 	if s.isClosed() {
 		return queue.EnqueueResult{}, queue.ErrClosed
 	}
-	payload := ev.Payload
-	if payload == nil {
-		payload = []byte{} // the column is NOT NULL
+	if err := ctx.Err(); err != nil {
+		return queue.EnqueueResult{}, err
 	}
-	targets := ev.Targets
-	if targets == nil {
-		targets = []string{}
+	a := enqueueArgs{
+		source:     ev.Source,
+		deliveryID: ev.DeliveryID,
+		eventType:  ev.EventType,
+		// A non-nil slice, so no headers is an empty value, not NULL.
+		headers: queue.AppendHeaders(make([]byte, 0, 128), ev.Headers),
+		payload: ev.Payload,
+		targets: ev.Targets,
+		at:      ms(s.cfg.Now()),
 	}
-	now := ms(s.cfg.Now())
-	// A non-nil slice, so no headers is an empty value, not NULL.
-	headers := queue.AppendHeaders(make([]byte, 0, 128), ev.Headers)
-	// A duplicate's event may be purged between the insert that found it
-	// and the read of its id; then the next round inserts it anew.
-	for range 3 {
-		var res queue.EnqueueResult
-		var jobs int64
-		err := s.pool.QueryRow(ctx, sqlEnqueue, ev.Source, ev.DeliveryID, ev.EventType, headers, payload, targets, now).
-			Scan(&res.EventID, &jobs)
-		if err == nil {
-			res.Jobs = int(jobs)
-			if res.Jobs > 0 {
-				s.madeReady()
-			}
-			return res, nil
-		}
-		if !errors.Is(err, pgx.ErrNoRows) {
-			return queue.EnqueueResult{}, s.fail("enqueue", err)
-		}
-		err = s.pool.QueryRow(ctx, sqlEventID, ev.Source, ev.DeliveryID).Scan(&res.EventID)
-		if err == nil {
-			res.Duplicate = true
-			return res, nil
-		}
-		if !errors.Is(err, pgx.ErrNoRows) {
-			return queue.EnqueueResult{}, s.fail("enqueue: find duplicate", err)
-		}
+	if a.payload == nil {
+		a.payload = []byte{} // the column is NOT NULL
 	}
-	return queue.EnqueueResult{}, errors.New("enqueue: find duplicate: its event keeps being purged")
+	if a.targets == nil {
+		a.targets = []string{}
+	}
+	if s.batcher != nil {
+		return s.batcher.enqueue(ctx, a)
+	}
+	res, err := s.enqueueOne(ctx, s.pool, &a)
+	if err == nil && res.Jobs > 0 {
+		s.madeReady()
+	}
+	return res, err
 }
 
 // Claim leases up to p.Limit ready jobs in (run_at, id) order, in one
