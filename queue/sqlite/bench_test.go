@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -315,4 +316,68 @@ func BenchmarkEnqueueBacklog(b *testing.B) {
 		reportRate(b, "events/s")
 		reportHeap(b)
 	})
+}
+
+// BenchmarkEnqueueUUID is the load test's ingest phase without HTTP: 32
+// producers, delivery ids shaped like GitHub's (random UUIDs), so each
+// event lands on its own leaf of the dedupe index, as in production, where
+// BenchmarkEnqueue's counter ids mostly append.
+func BenchmarkEnqueueUUID(b *testing.B) {
+	for _, mode := range []string{"full", "normal"} {
+		b.Run("sync="+mode, func(b *testing.B) {
+			s := benchStore(b, 0, func(c *Config) { c.Synchronous = mode })
+			const producers = 32
+			var left atomic.Int64
+			left.Store(int64(b.N))
+			var wg sync.WaitGroup
+			errs := make(chan error, producers)
+			b.ResetTimer()
+			cpu := processCPU()
+			for p := range producers {
+				wg.Go(func() {
+					rng := rand.New(rand.NewPCG(uint64(p), 1))
+					ev := queue.Event{Source: "github", EventType: "push", Headers: benchHeaders, Payload: benchPayload, Targets: []string{"http"}}
+					var id [36]byte
+					for left.Add(-1) >= 0 {
+						ev.DeliveryID = uuid(&id, rng)
+						if _, err := s.Enqueue(context.Background(), ev); err != nil {
+							errs <- err
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			b.StopTimer()
+			close(errs)
+			for err := range errs {
+				b.Fatal(err)
+			}
+			reportCPU(b, cpu)
+			reportRate(b, "events/s")
+			reportBatch(b, s)
+		})
+	}
+}
+
+// uuid formats a random version-4 UUID into id.
+func uuid(id *[36]byte, rng *rand.Rand) string {
+	const hexDigits = "0123456789abcdef"
+	hi, lo := rng.Uint64(), rng.Uint64()
+	j := 0
+	for i := range 32 {
+		if i == 8 || i == 12 || i == 16 || i == 20 {
+			id[j] = '-'
+			j++
+		}
+		var v uint64
+		if i < 16 {
+			v = hi >> (60 - 4*i)
+		} else {
+			v = lo >> (60 - 4*(i-16))
+		}
+		id[j] = hexDigits[v&0xf]
+		j++
+	}
+	return string(id[:])
 }
