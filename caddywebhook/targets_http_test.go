@@ -273,7 +273,8 @@ func TestHTTPTargetErrorRedactsURLCredentials(t *testing.T) {
 			tgt, _ := httpTestSetup(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				w.WriteHeader(http.StatusNotFound)
 				user, pw, _ := r.BasicAuth()
-				fmt.Fprintf(w, "Cannot POST %s (user %s, password %s, decoded %q)", r.URL.RequestURI(), user, pw, r.URL.Query().Get("token"))
+				fmt.Fprintf(w, "Cannot POST %s (user %s, password %s, decoded %q, Authorization: %s)",
+					r.URL.RequestURI(), user, pw, r.URL.Query().Get("token"), r.Header.Get("Authorization"))
 			}), func(tgt *HTTPTarget) {
 				tgt.URL = strings.Replace(tgt.URL, "http://", "http://user:"+password+"@", 1) + "?" + tt.query
 			})
@@ -285,7 +286,8 @@ func TestHTTPTargetErrorRedactsURLCredentials(t *testing.T) {
 			if !strings.HasPrefix(msg, "upstream answered 404: Cannot POST /hook?") {
 				t.Errorf("error = %q, want the echoed request line", msg)
 			}
-			for _, s := range []string{token, password} {
+			encoded := base64.StdEncoding.EncodeToString([]byte("user:" + password))
+			for _, s := range []string{token, password, encoded} {
 				if strings.Contains(msg, s) {
 					t.Errorf("error = %q contains %q", msg, s)
 				}

@@ -48,7 +48,7 @@ func seed(ctx context.Context, path, idPrefix string, n, bodySize int, source, t
 	}
 	// synchronous=OFF: the file is ours alone until Caddy starts, and a
 	// crash here just means running the load test again.
-	db, err := sql.Open("sqlite", dsn(path, false)+"&_pragma=synchronous(off)&_pragma=cache_size(-131072)")
+	db, err := sql.Open("sqlite", sqliteURI(path, false)+"&_pragma=synchronous(off)&_pragma=cache_size(-131072)")
 	if err != nil {
 		return seedResult{}, fmt.Errorf("seed %s: %w", path, err)
 	}
@@ -137,8 +137,8 @@ func seedHeaders() []byte {
 	return b
 }
 
-// dsn is the modernc driver's name for the file at path.
-func dsn(path string, readOnly bool) string {
+// sqliteURI is the modernc driver's name for the file at path.
+func sqliteURI(path string, readOnly bool) string {
 	q := "_pragma=busy_timeout(10000)"
 	if readOnly {
 		q += "&mode=ro&_pragma=query_only(1)"
@@ -179,7 +179,7 @@ var (
 type queueDB struct{ db *sql.DB }
 
 func openQueueDB(path string) (*queueDB, error) {
-	db, err := sql.Open("sqlite", dsn(path, true))
+	db, err := sql.Open("sqlite", sqliteURI(path, true))
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}

@@ -20,8 +20,7 @@ const rssBudget = 32 << 20
 
 // phaseResult is what one phase measured and checked.
 type phaseResult struct {
-	name    string
-	skipped string // why the phase could not run; empty if it ran
+	name string
 
 	// Summed over the rounds; finish derives the figures below.
 	load            *loadResult // every round's requests; accepted ids are not kept
@@ -117,9 +116,6 @@ func (pr *phaseResult) addLoad(res *loadResult) {
 
 // finish derives the phase's figures from its rounds.
 func (pr *phaseResult) finish() {
-	if pr.skipped != "" {
-		return
-	}
 	pr.finished = true
 	if pr.load != nil {
 		slices.Sort(pr.load.lat)
@@ -193,7 +189,7 @@ func (rep *report) phase(name string) *phaseResult {
 // ran returns the named phase if it ran.
 func (rep *report) ran(name string) *phaseResult {
 	pr := rep.byName[name]
-	if pr == nil || pr.skipped != "" || !pr.finished {
+	if pr == nil || !pr.finished {
 		return nil
 	}
 	return pr
@@ -231,9 +227,6 @@ func (rep *report) figures() []figure {
 	}
 	need := func(name, target string, phases ...string) (figure, bool) {
 		for _, p := range phases {
-			if pr := rep.byName[p]; pr != nil && pr.skipped != "" {
-				return figure{name: name, target: target, missing: p + " skipped"}, false
-			}
 			if rep.ran(p) == nil {
 				return figure{name: name, target: target, missing: p + " not run"}, false
 			}
@@ -409,14 +402,6 @@ func (rep *report) write(w io.Writer) {
 	}
 	fmt.Fprintln(tw)
 	for _, pr := range rep.phases {
-		if pr.skipped != "" {
-			fmt.Fprintf(tw, "%s\tskipped\t\t\t\t\t\t\t\t\t\t", pr.name)
-			if pg {
-				fmt.Fprint(tw, "\t\t\t")
-			}
-			fmt.Fprintln(tw)
-			continue
-		}
 		req, rate := "—", "—"
 		if pr.load != nil {
 			req, rate = fmt.Sprint(pr.load.sent), fmt.Sprintf("%.0f", pr.rate)
@@ -463,10 +448,6 @@ func (rep *report) write(w io.Writer) {
 	fmt.Fprintln(w)
 
 	for _, pr := range rep.phases {
-		if pr.skipped != "" {
-			fmt.Fprintf(w, "%s: skipped: %s\n", pr.name, pr.skipped)
-			continue
-		}
 		if pr.name == "e2e" || pr.name == "backlog-e2e" {
 			fmt.Fprintf(w, "%s: backlog of the round's events grew %.0f jobs/s over the window (mean of the rounds)\n", pr.name, pr.backlogSlope)
 		}

@@ -515,22 +515,7 @@ func (r *runner) static(ctx context.Context) error {
 // that every 202 is in the database with its pending job.
 func (r *runner) ingest(ctx context.Context, name, db string, maxBatch int) error {
 	pr := r.rep.phase(name)
-	if pr.skipped != "" {
-		return nil
-	}
-	err := r.loadConfig(ctx, db, 0, "", maxBatch)
-	if err != nil && maxBatch > 0 && strings.Contains(err.Error(), "max_batch") {
-		pr.skipped = "the webhook app has no storage.max_batch option, so one commit per request cannot be configured: " +
-			"add max_batch to StorageConfig (caddywebhook/storage.go) and pass it to sqlite.Config.MaxBatch"
-		if r.o.storage == "postgres" {
-			pr.skipped = "the webhook app refuses storage.max_batch with the postgres backend (" + r.o.scrub.text(storageCause(err.Error())) +
-				"), so one commit per request cannot be configured there: the figure needs max_batch in the Postgres backend " +
-				"(caddywebhook/storage.go postgresSpec, passed on to queue/postgres)"
-		}
-		r.logf("%s: skipped: %s", name, pr.skipped)
-		return nil
-	}
-	if err != nil {
+	if err := r.loadConfig(ctx, db, 0, "", maxBatch); err != nil {
 		return err
 	}
 	q, err := r.openQueue(ctx, db)
@@ -790,6 +775,7 @@ type monitor struct {
 	peak     int64 // sampled VmRSS, the largest instance's
 	mu       sync.Mutex
 	cpu0     time.Duration
+	cpuOK    bool // cpu0 was read
 	self0    time.Duration
 	t0       time.Time
 	took     time.Duration // the window, as it ran
@@ -837,6 +823,11 @@ func startMonitor(cs []*caddyProc, srv *serverWatch) *monitor {
 	return m
 }
 
+// serverSampleTimeout bounds a read of the server's counters at a window's
+// edge, so a server that stalls cannot hang the run; the window's server
+// figures are then left out.
+const serverSampleTimeout = 5 * time.Second
+
 // cpuTime is the instances' CPU time, summed.
 func (m *monitor) cpuTime() (time.Duration, error) {
 	var sum time.Duration
@@ -854,11 +845,14 @@ func (m *monitor) windowStart() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.t0 = time.Now()
-	m.cpu0, _ = m.cpuTime()
+	var err error
+	m.cpu0, err = m.cpuTime()
+	m.cpuOK = err == nil
 	m.self0 = selfCPU()
 	if m.srv != nil {
-		var err error
-		m.srv0, err = m.srv.sample(context.Background())
+		ctx, cancel := context.WithTimeout(context.Background(), serverSampleTimeout)
+		defer cancel()
+		m.srv0, err = m.srv.sample(ctx)
 		m.srvOK = err == nil
 	}
 }
@@ -870,12 +864,14 @@ func (m *monitor) windowEnd() {
 		return
 	}
 	m.took = time.Since(m.t0)
-	if cpu, err := m.cpuTime(); err == nil {
+	if cpu, err := m.cpuTime(); err == nil && m.cpuOK {
 		m.cores = (cpu - m.cpu0).Seconds() / m.took.Seconds()
 	}
 	m.selfCore = (selfCPU() - m.self0).Seconds() / m.took.Seconds()
 	if m.srv != nil && m.srvOK {
-		s1, err := m.srv.sample(context.Background())
+		ctx, cancel := context.WithTimeout(context.Background(), serverSampleTimeout)
+		defer cancel()
+		s1, err := m.srv.sample(ctx)
 		m.srvOK = err == nil
 		m.srvDelta = serverSample{cpu: s1.cpu - m.srv0.cpu, cpuOK: s1.cpuOK && m.srv0.cpuOK, xid: s1.xid - m.srv0.xid, lsn: s1.lsn - m.srv0.lsn}
 	}
@@ -925,15 +921,6 @@ func (r *runner) perInstance() string {
 		return ""
 	}
 	return fmt.Sprintf(" (the workers in each of %d instances, the connections spread over them)", r.o.instances)
-}
-
-// storageCause is the webhook app's own message in a failed config load,
-// without the admin API's and Caddy's context around it.
-func storageCause(msg string) string {
-	if i := strings.Index(msg, "webhook: storage:"); i >= 0 {
-		return strings.TrimRight(msg[i:], "\"}\n ")
-	}
-	return strings.TrimSpace(msg)
 }
 
 // nproc is the number of CPUs this process may use.

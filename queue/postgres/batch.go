@@ -5,12 +5,14 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/caddywebhook/caddywebhook/queue"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -448,7 +450,14 @@ func (s *Store) enqueueBatch(ctx context.Context, reqs []*enqueueReq, c *batchCo
 		})
 	}
 	if err != nil {
-		if ctx.Err() != nil || conn.Conn().IsClosed() {
+		// Only a statement the server refused, on a connection that is
+		// still up, is known to have stored nothing; anything else (a lost
+		// connection, a cancelled context, an error reading the answer
+		// after the commit) may have committed, and a rerun would answer
+		// stored events as duplicates.
+		var pgErr *pgconn.PgError
+		if ctx.Err() != nil || conn.Conn().IsClosed() || !errors.As(err, &pgErr) ||
+			strings.HasPrefix(pgErr.Code, "08") || strings.HasPrefix(pgErr.Code, "57") {
 			return failAll(s.fail("enqueue", err))
 		}
 		// The statement failed as a whole and nothing of it is stored:
