@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -262,10 +263,7 @@ func (a *App) Start() error {
 	routes := a.routeList()
 	a.mu.Lock()
 	a.started = true
-	handlers := make(map[queue.Route]Target, len(a.routes))
-	for r, t := range a.routes {
-		handlers[r] = t
-	}
+	handlers := maps.Clone(a.routes)
 	a.mu.Unlock()
 
 	obs := &observer{logger: a.logger}

@@ -84,6 +84,19 @@ func (f *cliFixture) cli(t *testing.T, args ...string) cliResult {
 	return runCLI(t, adminT0.Add(90*time.Second), append(args, "--address", f.addr)...)
 }
 
+// cliOK runs a subcommand with the server's clock at the CLI's (for ages
+// such as the oldest pending job's), fails t unless it exits 0 with
+// nothing on stderr, and returns its stdout.
+func (f *cliFixture) cliOK(t *testing.T, args ...string) string {
+	t.Helper()
+	f.now.Store(adminT0.Add(90 * time.Second).UnixNano())
+	res := f.cli(t, args...)
+	if res.code != 0 || res.stderr != "" {
+		t.Fatalf("exit %d, stderr %q", res.code, res.stderr)
+	}
+	return res.stdout
+}
+
 // columnGap matches the padding tabwriter puts after a cell, but not an
 // indent at the start of a line.
 var columnGap = regexp.MustCompile(`(\S) {2,}`)
@@ -255,13 +268,7 @@ payload (4 bytes, base64, not UTF-8):
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f, d := setupCLI(t)
-			// The server's clock matches the CLI's, for the oldest pending age.
-			f.now.Store(adminT0.Add(90 * time.Second).UnixNano())
-			res := f.cli(t, tt.args(d)...)
-			if res.code != 0 || res.stderr != "" {
-				t.Fatalf("exit %d, stderr %q", res.code, res.stderr)
-			}
-			if got, want := squeeze(res.stdout), tt.want(d); got != want {
+			if got, want := squeeze(f.cliOK(t, tt.args(d)...)), tt.want(d); got != want {
 				t.Errorf("stdout:\n%s\nwant:\n%s", got, want)
 			}
 		})
@@ -404,12 +411,7 @@ func TestCLIJSON(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f, d := setupCLI(t)
-			f.now.Store(adminT0.Add(90 * time.Second).UnixNano())
-			res := f.cli(t, tt.args(d)...)
-			if res.code != 0 || res.stderr != "" {
-				t.Fatalf("exit %d, stderr %q", res.code, res.stderr)
-			}
-			tt.check(t, d, []byte(res.stdout))
+			tt.check(t, d, []byte(f.cliOK(t, tt.args(d)...)))
 		})
 	}
 }

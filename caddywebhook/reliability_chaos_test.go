@@ -75,8 +75,7 @@ func testUpstreamChaos(t *testing.T) {
 	}
 	t.Logf("chaos seed %d (CADDYWEBHOOK_CHAOS_SEED=%d replays this plan)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, seed))
-	caddyBinary(t) // built once per run; not part of the figures
-	fig := figures{scenario: "upstream_chaos", started: time.Now()}
+	fig := newFigures(t, "upstream_chaos")
 
 	// Each event's first answer cycles through every kind, so each shows
 	// up several times whatever the seed; the rest are drawn at random.

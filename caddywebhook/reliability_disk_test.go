@@ -81,8 +81,7 @@ func testFullDisk(t *testing.T) {
 	// WAL cannot grow the database file, so writes stay stuck until more
 	// space is freed (see docs/RELIABILITY.md).
 	mnt := mountTmpfs(t, "16m")
-	caddyBinary(t) // built once per run; not part of the figures
-	fig := figures{scenario: "full_disk", started: time.Now()}
+	fig := newFigures(t, "full_disk")
 	const workers = 2
 	release := make(chan struct{}) // ends the held deliveries
 	tr := newTracker()

@@ -423,6 +423,14 @@ type figures struct {
 	started    time.Time
 }
 
+// newFigures builds the Caddy binary first (once per run, so the build is
+// not part of the figures) and starts scenario's clock.
+func newFigures(t *testing.T, scenario string) figures {
+	t.Helper()
+	caddyBinary(t)
+	return figures{scenario: scenario, started: time.Now()}
+}
+
 func (f *figures) log(t *testing.T) {
 	t.Helper()
 	t.Logf("figures: scenario=%s events=%d requests=%d accepted=%d delivered=%d duplicates=%d resent=%d lost=%d duration=%s %s",

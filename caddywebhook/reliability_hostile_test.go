@@ -42,8 +42,7 @@ type hostileCase struct {
 // once, and the upstream gets each of those once (invariant 1).
 func testHostileRequests(t *testing.T) {
 	t.Parallel()
-	caddyBinary(t) // built once per run; not part of the figures
-	fig := figures{scenario: "hostile_requests", started: time.Now()}
+	fig := newFigures(t, "hostile_requests")
 	up := newUpstream(t, always(http.StatusOK))
 	c := newCaddy(t)
 	maxBody := fmt.Sprintf("max_body %dB", hostileMaxBody)

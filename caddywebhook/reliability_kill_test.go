@@ -27,8 +27,7 @@ type killRecord struct {
 func testKill9(t *testing.T) {
 	t.Parallel()
 	const kills = 6
-	caddyBinary(t) // built once per run; not part of the figures
-	fig := figures{scenario: "kill9", started: time.Now()}
+	fig := newFigures(t, "kill9")
 	tr := newTracker()
 	up := newUpstream(t, tr.wrap(delayScript(5*time.Millisecond, 40*time.Millisecond)))
 	c := newCaddy(t)

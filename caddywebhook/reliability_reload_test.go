@@ -20,8 +20,7 @@ func testReloadStorm(t *testing.T) {
 	t.Parallel()
 	const reloads = 24
 	workerCounts := []int{1, 4, 2, 6}
-	caddyBinary(t) // built once per run; not part of the figures
-	fig := figures{scenario: "reload_storm", started: time.Now()}
+	fig := newFigures(t, "reload_storm")
 	tr := newTracker()
 	up := newUpstream(t, tr.wrap(delayScript(10*time.Millisecond, 60*time.Millisecond)))
 	c := newCaddy(t)

@@ -14,8 +14,7 @@ import (
 // by either is delivered exactly once, and no job is ever in flight twice.
 func testSharedDatabase(t *testing.T) {
 	t.Parallel()
-	caddyBinary(t) // built once per run; not part of the figures
-	fig := figures{scenario: "shared_database", started: time.Now()}
+	fig := newFigures(t, "shared_database")
 	tr := newTracker()
 	up := newUpstream(t, tr.wrap(delayScript(5*time.Millisecond, 30*time.Millisecond)))
 	cfg := caddyConfig{

@@ -36,8 +36,7 @@ func testGracefulStop(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			const workers, events = 4, 16
-			caddyBinary(t) // built once per run; not part of the figures
-			fig := figures{scenario: "graceful_stop/" + tc.name, started: time.Now()}
+			fig := newFigures(t, "graceful_stop/"+tc.name)
 			tr := newTracker()
 			release := make(chan struct{}) // closed once Caddy has stopped
 			up := newUpstream(t, tr.wrap(func(r *http.Request, key string, n int) int {
@@ -171,8 +170,7 @@ func testGracefulStop(t *testing.T) {
 func testStopUnderLoad(t *testing.T) {
 	t.Parallel()
 	const stops = 3
-	caddyBinary(t) // built once per run; not part of the figures
-	fig := figures{scenario: "graceful_stop/sigterm_under_load", started: time.Now()}
+	fig := newFigures(t, "graceful_stop/sigterm_under_load")
 	tr := newTracker()
 	up := newUpstream(t, tr.wrap(delayScript(5*time.Millisecond, 40*time.Millisecond)))
 	c := newCaddy(t)

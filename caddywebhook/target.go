@@ -3,6 +3,9 @@ package caddywebhook
 import (
 	"context"
 
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
@@ -18,4 +21,20 @@ import (
 // without the `name` and `events` options, which the receiver keeps.
 type Target interface {
 	Deliver(ctx context.Context, job *queue.Job) error
+}
+
+// unmarshalTimeout reads the one duration argument of a target's timeout
+// option; kind names the target in the messages.
+func unmarshalTimeout(d *caddyfile.Dispenser, kind string) (caddy.Duration, error) {
+	if !d.NextArg() {
+		return 0, d.Errf("%s target: timeout: missing the duration", kind)
+	}
+	dur, err := caddy.ParseDuration(d.Val())
+	if err != nil {
+		return 0, d.Errf("%s target: timeout: %v", kind, err)
+	}
+	if d.NextArg() {
+		return 0, d.Errf("%s target: timeout: takes one duration", kind)
+	}
+	return caddy.Duration(dur), nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -19,6 +20,22 @@ func targetTestContext(t *testing.T) caddy.Context {
 	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// provisionTarget provisions and validates tgt as Caddy would, and
+// returns the first error, prefixed with the step that failed.
+func provisionTarget(t *testing.T, tgt interface {
+	caddy.Provisioner
+	caddy.Validator
+}) error {
+	t.Helper()
+	if err := tgt.Provision(targetTestContext(t)); err != nil {
+		return fmt.Errorf("provision: %w", err)
+	}
+	if err := tgt.Validate(); err != nil {
+		return fmt.Errorf("validate: %w", err)
+	}
+	return nil
 }
 
 // targetTestJob is a job for the named target as the pool hands it over.

@@ -470,17 +470,11 @@ func (t *ExecTarget) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	for d.NextBlock(0) {
 		switch opt := d.Val(); opt {
 		case "timeout":
-			if !d.NextArg() {
-				return d.Errf("exec target: timeout: missing the duration")
-			}
-			dur, err := caddy.ParseDuration(d.Val())
+			dur, err := unmarshalTimeout(d, "exec")
 			if err != nil {
-				return d.Errf("exec target: timeout: %v", err)
+				return err
 			}
-			t.Timeout = caddy.Duration(dur)
-			if d.NextArg() {
-				return d.Errf("exec target: timeout: takes one duration")
-			}
+			t.Timeout = dur
 		case "dir":
 			args := d.RemainingArgs()
 			if len(args) != 1 {

@@ -29,11 +29,8 @@ func execTestProgram(t *testing.T, name string) string {
 // execTestSetup provisions and validates tgt.
 func execTestSetup(t *testing.T, tgt *ExecTarget) *ExecTarget {
 	t.Helper()
-	if err := tgt.Provision(targetTestContext(t)); err != nil {
-		t.Fatalf("provision: %v", err)
-	}
-	if err := tgt.Validate(); err != nil {
-		t.Fatalf("validate: %v", err)
+	if err := provisionTarget(t, tgt); err != nil {
+		t.Fatal(err)
 	}
 	return tgt
 }
@@ -470,10 +467,7 @@ func TestExecTargetConfigErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tgt := tt.target
-			err := tgt.Provision(targetTestContext(t))
-			if err == nil {
-				err = tgt.Validate()
-			}
+			err := provisionTarget(t, &tgt)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("error = %v, want one containing %q", err, tt.want)
 			}

@@ -130,11 +130,14 @@ func (t *HTTPTarget) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("url: %w", err)
 	}
 	t.url = u
+	// nil when the URL does not parse: then there are no URL secrets and no
+	// Basic auth, and Validate refuses it.
+	parsed, _ := url.Parse(u)
 	if t.Timeout == 0 {
 		t.Timeout = caddy.Duration(httpDefaultTimeout)
 	}
 	t.headers = make(http.Header, len(t.Headers))
-	t.redact = httpURLSecrets(u)
+	t.redact = httpURLSecrets(parsed)
 	for name, values := range t.Headers {
 		for _, v := range values {
 			v = repl.ReplaceKnown(v, "")
@@ -174,7 +177,7 @@ func (t *HTTPTarget) Provision(ctx caddy.Context) error {
 	// Several workers deliver to the same upstream at once; the default of
 	// two idle connections per host would make most of them reconnect.
 	t.transport.MaxIdleConnsPerHost = 32
-	if parsed, err := url.Parse(t.url); err == nil && parsed.User != nil && t.headers.Get("Authorization") == "" {
+	if parsed != nil && parsed.User != nil && t.headers.Get("Authorization") == "" {
 		t.basicAuth = parsed.User
 		// An upstream that echoes the request's headers must not get the
 		// credential into the job's last error in its encoded form either.
@@ -333,11 +336,10 @@ func (t *HTTPTarget) networkError(parent, attempt context.Context, err error) er
 // credentials (the query string, its values, the userinfo password), so
 // that an upstream echoing the request line in its error body ("Cannot POST
 // /hook?token=…") does not store them in the job's last error. Like static
-// header values, parts shorter than 8 bytes are left alone. An unparsable
-// URL yields nothing here; Validate refuses it.
-func httpURLSecrets(rawURL string) []string {
-	u, err := url.Parse(rawURL)
-	if err != nil {
+// header values, parts shorter than 8 bytes are left alone. A nil URL (one
+// that did not parse) yields nothing.
+func httpURLSecrets(u *url.URL) []string {
+	if u == nil {
 		return nil
 	}
 	var secrets []string
@@ -510,17 +512,11 @@ func (t *HTTPTarget) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	for d.NextBlock(0) {
 		switch opt := d.Val(); opt {
 		case "timeout":
-			if !d.NextArg() {
-				return d.Errf("http target: timeout: missing the duration")
-			}
-			dur, err := caddy.ParseDuration(d.Val())
+			dur, err := unmarshalTimeout(d, "http")
 			if err != nil {
-				return d.Errf("http target: timeout: %v", err)
+				return err
 			}
-			t.Timeout = caddy.Duration(dur)
-			if d.NextArg() {
-				return d.Errf("http target: timeout: takes one duration")
-			}
+			t.Timeout = dur
 		case "header":
 			args := d.RemainingArgs()
 			if len(args) != 2 {

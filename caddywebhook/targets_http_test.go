@@ -40,11 +40,8 @@ func httpTestSetup(t *testing.T, handler http.Handler, configure func(*HTTPTarge
 	if configure != nil {
 		configure(tgt)
 	}
-	if err := tgt.Provision(targetTestContext(t)); err != nil {
-		t.Fatalf("provision: %v", err)
-	}
-	if err := tgt.Validate(); err != nil {
-		t.Fatalf("validate: %v", err)
+	if err := provisionTarget(t, tgt); err != nil {
+		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = tgt.Cleanup() })
 	return tgt, srv
@@ -613,10 +610,7 @@ func TestHTTPTargetConfigErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tgt := tt.target
-			err := tgt.Provision(targetTestContext(t))
-			if err == nil {
-				err = tgt.Validate()
-			}
+			err := provisionTarget(t, &tgt)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("error = %v, want one containing %q", err, tt.want)
 			}

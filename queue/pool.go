@@ -240,6 +240,7 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 		_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
 		owner = hex.EncodeToString(b[:])
 	}
+	workers := cmp.Or(cfg.Workers, DefaultWorkers)
 	p := &Pool{
 		store:   cfg.Store,
 		handler: cfg.Handler,
@@ -251,8 +252,8 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 		obs:      cfg.Observer,
 		now:      cfg.Now,
 		owner:    owner,
-		workers:  cmp.Or(cfg.Workers, DefaultWorkers),
-		ahead:    min(cfg.ClaimAhead, cmp.Or(cfg.Workers, DefaultWorkers)),
+		workers:  workers,
+		ahead:    min(cfg.ClaimAhead, workers),
 		lease:    cmp.Or(cfg.Lease, DefaultLease),
 		poll:     cmp.Or(cfg.PollInterval, DefaultPollInterval),
 		grace:    cmp.Or(cfg.ShutdownGrace, DefaultShutdownGrace),

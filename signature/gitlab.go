@@ -4,9 +4,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
-	"hash"
 	"net/http"
-	"sync"
 )
 
 // GitLab sends the shared secret itself in X-Gitlab-Token; there is no MAC.
@@ -27,7 +25,7 @@ var (
 type gitlabVerifier struct {
 	base
 	digests [][sha256.Size]byte // of each secret
-	hashes  sync.Pool           // of *macState keyed with nothing: plain SHA-256
+	hasher  macKey              // pooled plain SHA-256 states, not keyed
 }
 
 func newGitLab(b base, secrets []string) *gitlabVerifier {
@@ -35,7 +33,7 @@ func newGitLab(b base, secrets []string) *gitlabVerifier {
 	for i, s := range secrets {
 		v.digests[i] = sha256.Sum256([]byte(s))
 	}
-	v.hashes.New = func() any { return &macState{h: sha256.New()} }
+	v.hasher.pool.New = func() any { return &macState{h: sha256.New()} }
 	return v
 }
 
@@ -45,31 +43,20 @@ func (v *gitlabVerifier) Verify(h http.Header, body []byte) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	st := v.hashes.Get().(*macState)
-	sum := digestString(st.h, &st.scratch, st.sum[:0], token)
+	// The token goes in as the head: mac copies it into the state's
+	// scratch buffer, since converting it to []byte would allocate.
+	st, sum := v.hasher.mac(nil, token)
 	index := -1
 	for i := range v.digests {
 		if subtle.ConstantTimeCompare(sum, v.digests[i][:]) == 1 && index < 0 {
 			index = i
 		}
 	}
-	if cap(st.scratch) > 1<<10 {
-		st.scratch = nil
-	}
-	v.hashes.Put(st)
+	v.hasher.put(st)
 	if index < 0 {
 		return Result{}, gitlabNoMatch
 	}
 	return v.meta.result(index, h, body, ""), nil
-}
-
-// digestString hashes s through a reusable scratch buffer, because
-// converting a long string to []byte for Write would allocate.
-func digestString(h hash.Hash, scratch *[]byte, dst []byte, s string) []byte {
-	h.Reset()
-	*scratch = append((*scratch)[:0], s...)
-	h.Write(*scratch)
-	return h.Sum(dst)
 }
 
 var _ Verifier = (*gitlabVerifier)(nil)

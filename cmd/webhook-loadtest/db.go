@@ -60,7 +60,7 @@ func seed(ctx context.Context, path, idPrefix string, n, bodySize int, source, t
 	}
 	defer tx.Rollback()
 	var before int64
-	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM events`).Scan(&before); err != nil {
+	if err := tx.QueryRowContext(ctx, sqlLastEvent).Scan(&before); err != nil {
 		return seedResult{}, fmt.Errorf("seed %s: %w", path, err)
 	}
 	// Due a minute ago, so the first claim takes them.
@@ -87,7 +87,7 @@ SELECT id, source, ?1, ?2, ?2 FROM events WHERE id > ?3 ORDER BY id`, target, no
 	}
 	jobs, _ := res.RowsAffected()
 	var last int64
-	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM events`).Scan(&last); err != nil {
+	if err := tx.QueryRowContext(ctx, sqlLastEvent).Scan(&last); err != nil {
 		return seedResult{}, fmt.Errorf("seed %s: %w", path, err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -190,6 +190,9 @@ func openQueueDB(path string) (*queueDB, error) {
 func (q *queueDB) close() error { return q.db.Close() }
 
 const (
+	// sqlLastEvent reads the highest event id, 0 for none. It has no
+	// placeholder, so the seeds and readers of both backends use it.
+	sqlLastEvent = `SELECT coalesce(max(id), 0) FROM events`
 	// sqlDone counts done jobs through the partial index jobs_done.
 	sqlDone = `SELECT count(*) FROM jobs WHERE status = 'done'`
 	// sqlStatusAfter counts the jobs of events after ?1 by status.
@@ -204,7 +207,7 @@ const (
 // phase are those above the value read before it.
 func (q *queueDB) lastEvent(ctx context.Context) (int64, error) {
 	var id int64
-	if err := q.db.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM events`).Scan(&id); err != nil {
+	if err := q.db.QueryRowContext(ctx, sqlLastEvent).Scan(&id); err != nil {
 		return 0, fmt.Errorf("read last event id: %w", err)
 	}
 	return id, nil

@@ -128,7 +128,7 @@ func seedPostgres(ctx context.Context, dsn, schema, idPrefix string, n, bodySize
 	var out seedResult
 	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		var before int64
-		if err := tx.QueryRow(ctx, `SELECT coalesce(max(id), 0) FROM events`).Scan(&before); err != nil {
+		if err := tx.QueryRow(ctx, sqlLastEvent).Scan(&before); err != nil {
 			return err
 		}
 		tag, err := tx.Exec(ctx, `
@@ -147,7 +147,7 @@ SELECT id, source, $7, $4, $4 FROM ev ORDER BY id`,
 			return fmt.Errorf("insert: %w", err)
 		}
 		out.jobs = int(tag.RowsAffected())
-		return tx.QueryRow(ctx, `SELECT coalesce(max(id), 0) FROM events`).Scan(&out.lastID)
+		return tx.QueryRow(ctx, sqlLastEvent).Scan(&out.lastID)
 	})
 	if err != nil {
 		return seedResult{}, fmt.Errorf("seed %s: %w", schema, err)
@@ -200,7 +200,7 @@ const (
 
 func (q *pgQueue) lastEvent(ctx context.Context) (int64, error) {
 	var id int64
-	if err := q.pool.QueryRow(ctx, `SELECT coalesce(max(id), 0) FROM events`).Scan(&id); err != nil {
+	if err := q.pool.QueryRow(ctx, sqlLastEvent).Scan(&id); err != nil {
 		return 0, fmt.Errorf("read last event id: %w", err)
 	}
 	return id, nil

@@ -266,21 +266,12 @@ func setupSeeded(t *testing.T, n, bodySize int) (string, seedResult) {
 	return path, s
 }
 
-// TestSeedMatchesStore proves that seeded rows are rows the real store can
-// claim, decode and deliver: the seed writes SQL of its own against the
-// store's schema, so this is where a schema change would show.
-func TestSeedMatchesStore(t *testing.T) {
-	const n, bodySize = 40, 512
-	path, s := setupSeeded(t, n, bodySize)
-	if s.jobs != n || s.lastID != n {
-		t.Fatalf("seed = %d jobs, last id %d; want %d, %d", s.jobs, s.lastID, n, n)
-	}
-	ctx := context.Background()
-	st, err := sqlite.Open(ctx, sqlite.Config{Path: path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+// checkSeedClaims claims every job of a seed of n jobs of bodySize bytes
+// from st, the real store on the seeded database, and checks that they
+// are all due and routed and that the first decodes as the receiver would
+// have stored it.
+func checkSeedClaims(ctx context.Context, t *testing.T, st queue.Store, n, bodySize int) {
+	t.Helper()
 	jobs, err := st.Claim(ctx, queue.ClaimParams{
 		Owner: "test", Limit: 2 * n, Lease: time.Minute, Now: time.Now(),
 		Routes: []queue.Route{{Source: source, Target: targetName}},
@@ -302,6 +293,24 @@ func TestSeedMatchesStore(t *testing.T) {
 	if !strings.HasPrefix(string(j.Payload), `{"seed":0000000001,"pad":"x`) || !strings.HasSuffix(string(j.Payload), `x"}`) {
 		t.Errorf("payload %q is not the seed's JSON", j.Payload)
 	}
+}
+
+// TestSeedMatchesStore proves that seeded rows are rows the real store can
+// claim, decode and deliver: the seed writes SQL of its own against the
+// store's schema, so this is where a schema change would show.
+func TestSeedMatchesStore(t *testing.T) {
+	const n, bodySize = 40, 512
+	path, s := setupSeeded(t, n, bodySize)
+	if s.jobs != n || s.lastID != n {
+		t.Fatalf("seed = %d jobs, last id %d; want %d, %d", s.jobs, s.lastID, n, n)
+	}
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, sqlite.Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	checkSeedClaims(ctx, t, st, n, bodySize)
 	// A second seed appends after the first.
 	s2, err := seed(ctx, filepath.Join(t.TempDir(), "other.db"), "seed", 3, bodySize, source, targetName)
 	if err != nil || s2.jobs != 3 {

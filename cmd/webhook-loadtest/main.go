@@ -1,5 +1,6 @@
 // Command webhook-loadtest measures the webhook receiver against Caddy's own
-// ceiling, on one Caddy process, and checks that the counts add up.
+// ceiling, on one Caddy process (or, on Postgres, several sharing a queue),
+// and checks that the counts add up.
 //
 // It builds Caddy with the plugin (or takes -caddy), writes its own JSON
 // config into a temporary directory, starts Caddy on loopback, and drives it

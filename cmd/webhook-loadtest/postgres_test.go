@@ -124,26 +124,15 @@ func TestSmokePostgres(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var progress, out bytes.Buffer
-			rep, err := run(ctx, o, &progress)
-			if rep != nil {
-				rep.print(&out)
-			}
-			t.Logf("progress:\n%s\nreport:\n%s", progress.String(), out.String())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if bad := rep.failedChecks(); len(bad) > 0 {
-				t.Fatalf("count checks failed:\n%s", strings.Join(bad, "\n"))
-			}
-			if password != "" && strings.Contains(progress.String()+out.String(), password) {
+			rep, progress, out := runSmoke(ctx, t, o)
+			if password != "" && strings.Contains(progress+out, password) {
 				t.Error("the progress lines or the report show the DSN's password")
 			}
 			header := fmt.Sprintf("storage: postgres %s", rep.serverVersion)
-			if !strings.Contains(out.String(), header) || !strings.Contains(out.String(), "synchronous does not apply") {
+			if !strings.Contains(out, header) || !strings.Contains(out, "synchronous does not apply") {
 				t.Errorf("the report's header does not name the backend and say synchronous does not apply")
 			}
-			if tt.instances > 1 && !strings.Contains(out.String(), fmt.Sprintf("%d Caddy instances", tt.instances)) {
+			if tt.instances > 1 && !strings.Contains(out, fmt.Sprintf("%d Caddy instances", tt.instances)) {
 				t.Errorf("the report's header does not name the %d instances", tt.instances)
 			}
 			for i := range tt.instances {
@@ -159,32 +148,11 @@ func TestSmokePostgres(t *testing.T) {
 				}
 			}
 
-			var delivered int64
-			for _, name := range tt.phases {
-				pr := rep.byName[name]
-				switch {
-				case pr == nil:
-					t.Errorf("phase %s did not run", name)
-				case !pr.finished:
-					t.Errorf("phase %s did not finish", name)
-				case pr.load != nil && pr.load.ok == 0:
-					t.Errorf("phase %s: no request got its wanted status", name)
-				default:
-					delivered += pr.delivered
-					if pr.peakRSS <= 0 {
-						t.Errorf("phase %s: no RSS reading", name)
-					}
-					if name != "static" && len(pr.counts) == 0 {
-						t.Errorf("%s: the database was not checked", name)
-					}
-					if pr.server.window <= 0 || name != "static" && pr.server.xacts <= 0 {
-						t.Errorf("phase %s: the server's counters were not read (%+v)", name, pr.server)
-					}
+			checkPhases(t, rep, tt.phases, func(name string, pr *phaseResult) {
+				if pr.server.window <= 0 || name != "static" && pr.server.xacts <= 0 {
+					t.Errorf("phase %s: the server's counters were not read (%+v)", name, pr.server)
 				}
-			}
-			if delivered == 0 {
-				t.Error("no phase delivered anything")
-			}
+			})
 			left, err := schemasWithPrefix(ctx, dsn, prefix)
 			if err != nil {
 				t.Fatal(err)
@@ -216,27 +184,7 @@ func TestSeedPostgresMatchesStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	jobs, err := st.Claim(ctx, queue.ClaimParams{
-		Owner: "test", Limit: 2 * n, Lease: time.Minute, Now: time.Now(),
-		Routes: []queue.Route{{Source: source, Target: targetName}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(jobs) != n {
-		t.Fatalf("claimed %d jobs, want %d (every seeded job due and routed)", len(jobs), n)
-	}
-	j := jobs[0]
-	if j.DeliveryID != "seed-0000000001" || j.EventType != "push" || len(j.Payload) != bodySize || j.Attempt != 1 {
-		t.Errorf("first job: id %q, type %q, %d-byte payload, attempt %d", j.DeliveryID, j.EventType, len(j.Payload), j.Attempt)
-	}
-	want := []queue.Header{{Name: "Content-Type", Value: "application/json"}, {Name: "X-GitHub-Event", Value: "push"}}
-	if len(j.Headers) != 2 || j.Headers[0] != want[0] || j.Headers[1] != want[1] {
-		t.Errorf("headers %v, want %v", j.Headers, want)
-	}
-	if !strings.HasPrefix(string(j.Payload), `{"seed":0000000001,"pad":"x`) || !strings.HasSuffix(string(j.Payload), `x"}`) {
-		t.Errorf("payload %q is not the seed's JSON", j.Payload)
-	}
+	checkSeedClaims(ctx, t, st, n, bodySize)
 
 	// The readers of the checks see the claimed jobs as running and none
 	// done.
@@ -450,7 +398,7 @@ func TestQueryPlansPostgres(t *testing.T) {
 		{"phase's jobs", pgStatusAfter, []any{after}, "using jobs_event"},
 		{"phase's events", pgEventsAfter, []any{after}, "using events_pkey"},
 		{"done ids", pgDoneIDs, nil, "using jobs_done"},
-		{"last event", `SELECT coalesce(max(id), 0) FROM events`, nil, "using events_pkey"},
+		{"last event", sqlLastEvent, nil, "using events_pkey"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -366,6 +366,24 @@ func (r *runner) loadConfig(ctx context.Context, db string, workers int, upstrea
 	return r.eachCaddy(func(i int, c *caddyProc) error { return c.load(ctx, cfgs[i]) })
 }
 
+// openPhase loads the config of a phase that receives on pathHook and
+// delivers, if workers > 0, to the no-op route, then opens the reader of
+// its database. The phase's events are those after the returned id, read
+// before any load is sent.
+func (r *runner) openPhase(ctx context.Context, db string, workers, maxBatch int) (q queueReader, after int64, err error) {
+	if err := r.loadConfig(ctx, db, workers, "", maxBatch); err != nil {
+		return nil, 0, err
+	}
+	if q, err = r.openQueue(ctx, db); err != nil {
+		return nil, 0, err
+	}
+	if after, err = q.lastEvent(ctx); err != nil {
+		q.close()
+		return nil, 0, err
+	}
+	return q, after, nil
+}
+
 // runPhase runs one round of phase p. The ingest and e2e phases get a
 // fresh database each round, so each round starts from an empty queue.
 func (r *runner) runPhase(ctx context.Context, p string) error {
@@ -515,18 +533,11 @@ func (r *runner) static(ctx context.Context) error {
 // that every 202 is in the database with its pending job.
 func (r *runner) ingest(ctx context.Context, name, db string, maxBatch int) error {
 	pr := r.rep.phase(name)
-	if err := r.loadConfig(ctx, db, 0, "", maxBatch); err != nil {
-		return err
-	}
-	q, err := r.openQueue(ctx, db)
+	q, after, err := r.openPhase(ctx, db, 0, maxBatch)
 	if err != nil {
 		return err
 	}
 	defer q.close()
-	after, err := q.lastEvent(ctx)
-	if err != nil {
-		return err
-	}
 	r.logf("%s: POST %s, workers 0, %d connections", name, pathHook, r.o.conns)
 	l := r.newLoad(name, pathHook, 202)
 	res, err := r.drive(ctx, pr, l, nil)
@@ -534,11 +545,7 @@ func (r *runner) ingest(ctx context.Context, name, db string, maxBatch int) erro
 		return err
 	}
 	r.logf("%s: %.0f accepted/s, p50 %s, p99 %s", name, res.okRate(), ms(percentile(res.lat, 0.5)), ms(percentile(res.lat, 0.99)))
-	found, err := r.checkStored(ctx, pr, res, q, after, l.tag)
-	if err != nil {
-		return err
-	}
-	byStatus, err := q.statusAfter(ctx, after)
+	found, byStatus, err := r.checkStored(ctx, pr, res, q, after, l.tag)
 	if err != nil {
 		return err
 	}
@@ -548,19 +555,23 @@ func (r *runner) ingest(ctx context.Context, name, db string, maxBatch int) erro
 }
 
 // checkStored looks up every delivery id answered 202 in the events after
-// the given id and returns how many events the phase stored.
-func (r *runner) checkStored(ctx context.Context, pr *phaseResult, res *loadResult, q queueReader, after int64, tag string) (int64, error) {
+// the given id and returns how many events the phase stored, and their
+// jobs by status, read after the events.
+func (r *runner) checkStored(ctx context.Context, pr *phaseResult, res *loadResult, q queueReader, after int64, tag string) (stored int64, byStatus map[string]int64, err error) {
 	want := res.acceptedIDs(tag)
 	found, missing, extra, err := q.matchEvents(ctx, after, want)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	pr.check(missing == 0, "%d of %d events answered 202 are not in the database", missing, len(want))
 	// An event stored but not seen answered is possible only when a
 	// connection broke before its answer arrived.
 	pr.check(extra <= res.transport, "%d events in the database were never answered 202", extra)
 	pr.counts = append(pr.counts, fmt.Sprintf("round %d: %d answered 202, %d of them in the database", r.round, len(want), found))
-	return found + extra, nil
+	if byStatus, err = q.statusAfter(ctx, after); err != nil {
+		return 0, nil, err
+	}
+	return found + extra, byStatus, nil
 }
 
 // e2e drives the receiver while the pool delivers to the no-op upstream,
@@ -569,18 +580,11 @@ func (r *runner) checkStored(ctx context.Context, pr *phaseResult, res *loadResu
 // phase's own events is sampled every second.
 func (r *runner) e2e(ctx context.Context, name, db string) error {
 	pr := r.rep.phase(name)
-	if err := r.loadConfig(ctx, db, r.o.workers, "", 0); err != nil {
-		return err
-	}
-	q, err := r.openQueue(ctx, db)
+	q, after, err := r.openPhase(ctx, db, r.o.workers, 0)
 	if err != nil {
 		return err
 	}
 	defer q.close()
-	after, err := q.lastEvent(ctx)
-	if err != nil {
-		return err
-	}
 	r.logf("%s: POST %s, %d workers delivering to %s, %d connections%s", name, pathHook, r.o.workers, pathNoop, r.o.conns, r.perInstance())
 	l := r.newLoad(name, pathHook, 202)
 	var (
@@ -640,11 +644,7 @@ func (r *runner) e2e(ctx context.Context, name, db string) error {
 	}
 	r.logf("%s: %.0f accepted/s, %.0f delivered/s, backlog %d at the end", name, res.okRate(), float64(done1-done0)/l.duration.Seconds(), pr.backlogEnd)
 
-	found, err := r.checkStored(ctx, pr, res, q, after, l.tag)
-	if err != nil {
-		return err
-	}
-	byStatus, err := q.statusAfter(ctx, after)
+	found, byStatus, err := r.checkStored(ctx, pr, res, q, after, l.tag)
 	if err != nil {
 		return err
 	}

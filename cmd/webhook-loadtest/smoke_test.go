@@ -28,45 +28,63 @@ func TestSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var progress bytes.Buffer
-	rep, err := run(ctx, o, &progress)
-	var out bytes.Buffer
+	rep, _, _ := runSmoke(ctx, t, o)
+	checkPhases(t, rep, []string{"static", "ingest", "baseline", "e2e", "slow1", "slow32", "backlog-ingest", "backlog-e2e"}, nil)
+}
+
+// runSmoke runs the load test with o, logs its progress lines and report,
+// and stops t when the run fails or a count check does not add up. It
+// returns the report, the progress lines and the printed report.
+func runSmoke(ctx context.Context, t *testing.T, o options) (rep *report, progress, printed string) {
+	t.Helper()
+	var pb, out bytes.Buffer
+	rep, err := run(ctx, o, &pb)
 	if rep != nil {
 		rep.print(&out)
 	}
-	t.Logf("progress:\n%s\nreport:\n%s", progress.String(), out.String())
+	t.Logf("progress:\n%s\nreport:\n%s", pb.String(), out.String())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if bad := rep.failedChecks(); len(bad) > 0 {
 		t.Fatalf("count checks failed:\n%s", strings.Join(bad, "\n"))
 	}
+	return rep, pb.String(), out.String()
+}
 
-	// Deliveries are counted over all delivering phases together: at these
-	// sizes a stall of the shared machine can leave one window empty.
+// checkPhases checks each of the named phases of rep: it ran, it finished,
+// some request got its wanted status, its RSS was read and, but for
+// static, its database was checked. more, if not nil, checks further each
+// phase that ran to its end. Deliveries are counted over all the phases
+// together, since at these sizes a stall of the shared machine can leave
+// one window empty: at least one phase must have delivered something.
+func checkPhases(t *testing.T, rep *report, names []string, more func(name string, pr *phaseResult)) {
+	t.Helper()
 	var delivered int64
-	for _, name := range []string{"static", "ingest", "baseline", "e2e", "slow1", "slow32", "backlog-ingest", "backlog-e2e"} {
+	for _, name := range names {
 		pr := rep.byName[name]
 		switch {
 		case pr == nil:
 			t.Errorf("phase %s did not run", name)
+			continue
 		case !pr.finished:
 			t.Errorf("phase %s did not finish", name)
 		case pr.load != nil && pr.load.ok == 0:
 			t.Errorf("phase %s: no request got its wanted status", name)
 		default:
 			delivered += pr.delivered
+			if more != nil {
+				more(name, pr)
+			}
 		}
-		if pr != nil && pr.peakRSS <= 0 {
+		if pr.peakRSS <= 0 {
 			t.Errorf("phase %s: no RSS reading", name)
+		}
+		if name != "static" && len(pr.counts) == 0 {
+			t.Errorf("%s: the database was not checked", name)
 		}
 	}
 	if delivered == 0 {
 		t.Error("no phase delivered anything")
-	}
-	for _, name := range []string{"ingest", "e2e", "slow1", "slow32", "backlog-ingest", "backlog-e2e"} {
-		if pr := rep.byName[name]; pr != nil && len(pr.counts) == 0 {
-			t.Errorf("%s: the database was not checked", name)
-		}
 	}
 }

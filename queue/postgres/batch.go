@@ -259,14 +259,14 @@ func (w *batchWriter) batchFrom(b *batcher, r *enqueueReq) {
 func (w *batchWriter) collect(b *batcher, r *enqueueReq) {
 	w.batch = append(w.batch[:0], r)
 	size := r.args.size()
+gather:
 	for len(w.batch) < b.max && size < maxBatchBytes {
 		select {
 		case r := <-b.reqs:
 			w.batch = append(w.batch, r)
 			size += r.args.size()
 		default:
-			b.queued.Add(-int64(len(w.batch)))
-			return
+			break gather
 		}
 	}
 	b.queued.Add(-int64(len(w.batch)))

@@ -62,6 +62,21 @@ VALUES ('shop', $1, '', '', 0, now())`, key)
 	return release
 }
 
+// blockWrites makes an Enqueue of key the write in flight and keeps it
+// waiting on a lock held by hold, so the calls made meanwhile queue for
+// the next batch. release lets it go on; its outcome arrives on gate.
+func blockWrites(t *testing.T, s *Store, admin *pgx.Conn, app, key string, targets ...string) (release func(), gate <-chan outcome) {
+	t.Helper()
+	release = hold(t, s, key)
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := s.Enqueue(t.Context(), ev(key, targets...))
+		done <- outcome{res, err}
+	}()
+	waitLocked(t, admin, app, 1)
+	return release, done
+}
+
 // waitLocked waits until n sessions named app wait on a lock. The server
 // is another process: poll it, with a deadline.
 func waitLocked(t *testing.T, admin *pgx.Conn, app string, n int) {
@@ -208,13 +223,7 @@ func TestEnqueueBatch(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			release := hold(t, s, "gate")
-			gate := make(chan outcome, 1)
-			go func() {
-				res, err := s.Enqueue(t.Context(), ev("gate", "a"))
-				gate <- outcome{res, err}
-			}()
-			waitLocked(t, admin, app, 1)
+			release, gate := blockWrites(t, s, admin, app, "gate", "a")
 			batches := s.batcher.batches.Load()
 
 			outs := make([]chan outcome, len(tt.calls))
@@ -304,14 +313,8 @@ GROUP BY e.id`)
 func TestEnqueueCancelAfterSend(t *testing.T) {
 	s, app := gatedStore(t)
 	admin := adminConn(t)
-	release0 := hold(t, s, "gate-0")
 	release1 := hold(t, s, "gate-1")
-	first := make(chan outcome, 1)
-	go func() {
-		res, err := s.Enqueue(t.Context(), ev("gate-0"))
-		first <- outcome{res, err}
-	}()
-	waitLocked(t, admin, app, 1)
+	release0, first := blockWrites(t, s, admin, app, "gate-0")
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	outs := []chan outcome{make(chan outcome, 1), make(chan outcome, 1)}
@@ -503,13 +506,7 @@ func TestEnqueueDeadlines(t *testing.T) {
 func TestCloseAnswersQueued(t *testing.T) {
 	s, app := gatedStore(t)
 	admin := adminConn(t)
-	release := hold(t, s, "gate")
-	gate := make(chan outcome, 1)
-	go func() {
-		res, err := s.Enqueue(t.Context(), ev("gate", "a"))
-		gate <- outcome{res, err}
-	}()
-	waitLocked(t, admin, app, 1)
+	release, gate := blockWrites(t, s, admin, app, "gate", "a")
 	const n = 5
 	outs := make(chan outcome, n)
 	for i := range n {

@@ -183,8 +183,8 @@ func trimHistory(jobs string) string {
 // share one statement and one commit, up to Config.MaxBatch of them (see
 // batch.go); with MaxBatch 1 each is its own statement.
 func (s *Store) Enqueue(ctx context.Context, ev queue.Event) (queue.EnqueueResult, error) {
-	if ev.Source == "" || ev.DeliveryID == "" {
-		return queue.EnqueueResult{}, errors.New("enqueue: event needs a source and a delivery id")
+	if err := queue.CheckEvent(ev); err != nil {
+		return queue.EnqueueResult{}, err
 	}
 	if s.isClosed() {
 		return queue.EnqueueResult{}, queue.ErrClosed
@@ -221,13 +221,8 @@ func (s *Store) Enqueue(ctx context.Context, ev queue.Event) (queue.EnqueueResul
 // Claim leases up to p.Limit ready jobs in (run_at, id) order, in one
 // statement.
 func (s *Store) Claim(ctx context.Context, p queue.ClaimParams) ([]*queue.Job, error) {
-	switch {
-	case p.Owner == "":
-		return nil, errors.New("claim: ClaimParams.Owner is required")
-	case p.Lease <= 0:
-		return nil, fmt.Errorf("claim: ClaimParams.Lease must be positive, got %s", p.Lease)
-	case p.Limit <= 0 || (p.Routes != nil && len(p.Routes) == 0):
-		return nil, nil
+	if none, err := queue.CheckClaim(p); none || err != nil {
+		return nil, err
 	}
 	if s.isClosed() {
 		return nil, queue.ErrClosed
@@ -384,17 +379,9 @@ type finishArgs struct {
 	durations []int64
 }
 
-// add appends c, filling its times as the SQLite store does: the outcome
-// is stamped at c.Now (or now), and a retry without RunAt is due then.
+// add appends c, with its times filled by Completion.Times.
 func (a *finishArgs) add(c *queue.Completion, now time.Time) {
-	at := c.Now
-	if at.IsZero() {
-		at = now
-	}
-	runAt := c.RunAt
-	if runAt.IsZero() {
-		runAt = at
-	}
+	at, runAt := c.Times(now)
 	a.ids = append(a.ids, c.JobID)
 	a.owners = append(a.owners, c.Owner)
 	a.statuses = append(a.statuses, string(c.Status))
@@ -408,8 +395,7 @@ func (a *finishArgs) add(c *queue.Completion, now time.Time) {
 // cleanError makes an error text storable in a text column and bounds
 // it: PostgreSQL's text holds neither NUL nor invalid UTF-8, and an error
 // may carry anything (an exec target's output tail). Such bytes become
-// U+FFFD; the result is cut to queue.MaxErrorLen bytes without splitting
-// a character.
+// U+FFFD; the result is cut as queue.TruncateError cuts.
 func cleanError(s string) string {
 	if !utf8.ValidString(s) {
 		s = strings.ToValidUTF8(s, "\uFFFD")
@@ -417,14 +403,7 @@ func cleanError(s string) string {
 	if strings.IndexByte(s, 0) >= 0 {
 		s = strings.ReplaceAll(s, "\x00", "\uFFFD")
 	}
-	n := queue.MaxErrorLen
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
+	return queue.TruncateError(s)
 }
 
 // HandBack returns jobs running under owner to pending, due now, without

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -1002,15 +1003,22 @@ func testWorkers(t *testing.T, s queue.Store) {
 					}
 					continue
 				}
-				cs := make([]queue.Completion, len(jobs))
 				mu.Lock()
-				for i, j := range jobs {
+				for _, j := range jobs {
 					if h, ok := holder[j.ID]; ok {
 						mu.Unlock()
 						errs <- fmt.Errorf("job %d claimed by %s while %s held its lease", j.ID, owner, h)
 						return
 					}
 					holder[j.ID] = owner
+				}
+				mu.Unlock()
+				// The jobs are held outside the lock while their outcomes
+				// are decided, as a handler would run, so that another
+				// worker's claim of one of them is seen above.
+				runtime.Gosched()
+				cs := make([]queue.Completion, len(jobs))
+				for i, j := range jobs {
 					status := queue.StatusDone
 					if rnd.IntN(4) == 0 && j.Attempt < 3 {
 						status = queue.StatusPending
@@ -1020,6 +1028,7 @@ func testWorkers(t *testing.T, s queue.Store) {
 				}
 				// The lease is released by the Finish below; forget the
 				// holder first so that a legitimate re-claim is not flagged.
+				mu.Lock()
 				for _, j := range jobs {
 					delete(holder, j.ID)
 				}

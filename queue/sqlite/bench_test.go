@@ -26,42 +26,38 @@ import (
 // process's CPU time per event or job (cpu-us), which unlike the rates
 // does not follow the shared disk's fsync latency.
 
-func benchStore(b *testing.B, maxBatch int, opts ...func(*Config)) *Store {
-	b.Helper()
-	cfg := Config{Path: filepath.Join(b.TempDir(), "bench.db"), MaxBatch: maxBatch}
-	for _, o := range opts {
-		o(&cfg)
-	}
-	s, err := Open(context.Background(), cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { s.Close() })
-	return s
-}
-
 var benchPayload = make([]byte, 512)
 
 var benchHeaders = []queue.Header{{Name: "Content-Type", Value: "application/json"}, {Name: "X-GitHub-Event", Value: "push"}}
 
-// enqueueN enqueues n events from producers goroutines and returns the
-// elapsed time. ids continue from *next, so one store can take several
-// rounds.
+// enqueueN enqueues n events from producers goroutines. ids continue from
+// *next, so one store can take several rounds.
 func enqueueN(b *testing.B, s *Store, producers, n int, next *atomic.Int64) {
 	b.Helper()
 	var left atomic.Int64
 	left.Store(int64(n))
+	parallel(b, producers, func(int) error {
+		ev := queue.Event{Source: "bench", EventType: "push", Headers: benchHeaders, Payload: benchPayload, Targets: []string{"http"}}
+		for left.Add(-1) >= 0 {
+			ev.DeliveryID = "d" + strconv.FormatInt(next.Add(1), 10)
+			if _, err := s.Enqueue(context.Background(), ev); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// parallel runs f(0) to f(n-1) in n goroutines, waits for them all and
+// fails b with the errors they returned.
+func parallel(b *testing.B, n int, f func(i int) error) {
+	b.Helper()
 	var wg sync.WaitGroup
-	errs := make(chan error, producers)
-	for range producers {
+	errs := make(chan error, n)
+	for i := range n {
 		wg.Go(func() {
-			ev := queue.Event{Source: "bench", EventType: "push", Headers: benchHeaders, Payload: benchPayload, Targets: []string{"http"}}
-			for left.Add(-1) >= 0 {
-				ev.DeliveryID = "d" + strconv.FormatInt(next.Add(1), 10)
-				if _, err := s.Enqueue(context.Background(), ev); err != nil {
-					errs <- err
-					return
-				}
+			if err := f(i); err != nil {
+				errs <- err
 			}
 		})
 	}
@@ -70,6 +66,18 @@ func enqueueN(b *testing.B, s *Store, producers, n int, next *atomic.Int64) {
 	for err := range errs {
 		b.Fatal(err)
 	}
+}
+
+// measure times run alone and reports its rate in unit and the process's
+// CPU time per operation.
+func measure(b *testing.B, unit string, run func()) {
+	b.Helper()
+	b.ResetTimer()
+	cpu := processCPU()
+	run()
+	b.StopTimer()
+	reportCPU(b, cpu)
+	reportRate(b, unit)
 }
 
 func reportRate(b *testing.B, unit string) {
@@ -116,14 +124,9 @@ func BenchmarkEnqueue(b *testing.B) {
 	}{{"group", 0, ""}, {"serial", 1, ""}, {"group-normal", 0, "normal"}} {
 		for _, producers := range []int{1, 32, 256} {
 			b.Run(fmt.Sprintf("mode=%s/producers=%d", mode.name, producers), func(b *testing.B) {
-				s := benchStore(b, mode.maxBatch, func(c *Config) { c.Synchronous = mode.synchronous })
+				s := setup(b, func(c *Config) { c.MaxBatch = mode.maxBatch; c.Synchronous = mode.synchronous })
 				var next atomic.Int64
-				b.ResetTimer()
-				cpu := processCPU()
-				enqueueN(b, s, producers, b.N, &next)
-				b.StopTimer()
-				reportCPU(b, cpu)
-				reportRate(b, "events/s")
+				measure(b, "events/s", func() { enqueueN(b, s, producers, b.N, &next) })
 				reportBatch(b, s)
 			})
 		}
@@ -177,46 +180,34 @@ func claimFinishN(b *testing.B, s *Store, workers, batch, n int) {
 	b.Helper()
 	var left atomic.Int64
 	left.Store(int64(n))
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	for w := range workers {
-		wg.Go(func() {
-			owner := fmt.Sprint("bench-", w)
-			cs := make([]queue.Completion, 0, batch)
-			for {
-				// Reserve up to batch of the jobs left, so that the
-				// workers together claim exactly n.
-				after := left.Add(-int64(batch))
-				want := min(int64(batch), after+int64(batch))
-				if want <= 0 {
-					return
-				}
-				now := time.Now()
-				jobs, err := s.Claim(context.Background(), queue.ClaimParams{Owner: owner, Limit: int(want), Lease: time.Minute, Now: now})
-				if err != nil {
-					errs <- err
-					return
-				}
-				if int64(len(jobs)) != want {
-					errs <- fmt.Errorf("claimed %d jobs, want %d", len(jobs), want)
-					return
-				}
-				cs = cs[:0]
-				for _, j := range jobs {
-					cs = append(cs, queue.Completion{JobID: j.ID, Owner: owner, Status: queue.StatusDone, Started: now, Duration: time.Millisecond, Now: now})
-				}
-				if _, err := s.Finish(context.Background(), cs); err != nil {
-					errs <- err
-					return
-				}
+	parallel(b, workers, func(w int) error {
+		owner := fmt.Sprint("bench-", w)
+		cs := make([]queue.Completion, 0, batch)
+		for {
+			// Reserve up to batch of the jobs left, so that the
+			// workers together claim exactly n.
+			after := left.Add(-int64(batch))
+			want := min(int64(batch), after+int64(batch))
+			if want <= 0 {
+				return nil
 			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		b.Fatal(err)
-	}
+			now := time.Now()
+			jobs, err := s.Claim(context.Background(), queue.ClaimParams{Owner: owner, Limit: int(want), Lease: time.Minute, Now: now})
+			if err != nil {
+				return err
+			}
+			if int64(len(jobs)) != want {
+				return fmt.Errorf("claimed %d jobs, want %d", len(jobs), want)
+			}
+			cs = cs[:0]
+			for _, j := range jobs {
+				cs = append(cs, queue.Completion{JobID: j.ID, Owner: owner, Status: queue.StatusDone, Started: now, Duration: time.Millisecond, Now: now})
+			}
+			if _, err := s.Finish(context.Background(), cs); err != nil {
+				return err
+			}
+		}
+	})
 }
 
 // The backlog store is seeded once per process and shared by the backlog
@@ -268,25 +259,15 @@ func backlogged(b *testing.B) *Store {
 func BenchmarkClaimFinish(b *testing.B) {
 	const workers, batch = 4, 64
 	b.Run("backlog=0", func(b *testing.B) {
-		s := benchStore(b, 0)
+		s := setup(b)
 		seed(b, s, b.N, "d")
-		b.ResetTimer()
-		cpu := processCPU()
-		claimFinishN(b, s, workers, batch, b.N)
-		b.StopTimer()
-		reportCPU(b, cpu)
-		reportRate(b, "jobs/s")
+		measure(b, "jobs/s", func() { claimFinishN(b, s, workers, batch, b.N) })
 		reportHeap(b)
 	})
 	b.Run(fmt.Sprintf("backlog=%d", backlog), func(b *testing.B) {
 		s := backlogged(b)
 		// Claims take from the head of the backlog; the rest stay pending.
-		b.ResetTimer()
-		cpu := processCPU()
-		claimFinishN(b, s, workers, batch, b.N)
-		b.StopTimer()
-		reportCPU(b, cpu)
-		reportRate(b, "jobs/s")
+		measure(b, "jobs/s", func() { claimFinishN(b, s, workers, batch, b.N) })
 		reportHeap(b)
 	})
 }
@@ -296,24 +277,14 @@ func BenchmarkClaimFinish(b *testing.B) {
 func BenchmarkEnqueueBacklog(b *testing.B) {
 	const producers = 32
 	b.Run("backlog=0", func(b *testing.B) {
-		s := benchStore(b, 0)
+		s := setup(b)
 		var next atomic.Int64
-		b.ResetTimer()
-		cpu := processCPU()
-		enqueueN(b, s, producers, b.N, &next)
-		b.StopTimer()
-		reportCPU(b, cpu)
-		reportRate(b, "events/s")
+		measure(b, "events/s", func() { enqueueN(b, s, producers, b.N, &next) })
 		reportHeap(b)
 	})
 	b.Run(fmt.Sprintf("backlog=%d", backlog), func(b *testing.B) {
 		s := backlogged(b)
-		b.ResetTimer()
-		cpu := processCPU()
-		enqueueN(b, s, producers, b.N, &backlogNext)
-		b.StopTimer()
-		reportCPU(b, cpu)
-		reportRate(b, "events/s")
+		measure(b, "events/s", func() { enqueueN(b, s, producers, b.N, &backlogNext) })
 		reportHeap(b)
 	})
 }
@@ -325,36 +296,24 @@ func BenchmarkEnqueueBacklog(b *testing.B) {
 func BenchmarkEnqueueUUID(b *testing.B) {
 	for _, mode := range []string{"full", "normal"} {
 		b.Run("sync="+mode, func(b *testing.B) {
-			s := benchStore(b, 0, func(c *Config) { c.Synchronous = mode })
+			s := setup(b, func(c *Config) { c.Synchronous = mode })
 			const producers = 32
 			var left atomic.Int64
 			left.Store(int64(b.N))
-			var wg sync.WaitGroup
-			errs := make(chan error, producers)
-			b.ResetTimer()
-			cpu := processCPU()
-			for p := range producers {
-				wg.Go(func() {
+			measure(b, "events/s", func() {
+				parallel(b, producers, func(p int) error {
 					rng := rand.New(rand.NewPCG(uint64(p), 1))
 					ev := queue.Event{Source: "github", EventType: "push", Headers: benchHeaders, Payload: benchPayload, Targets: []string{"http"}}
 					var id [36]byte
 					for left.Add(-1) >= 0 {
 						ev.DeliveryID = uuid(&id, rng)
 						if _, err := s.Enqueue(context.Background(), ev); err != nil {
-							errs <- err
-							return
+							return err
 						}
 					}
+					return nil
 				})
-			}
-			wg.Wait()
-			b.StopTimer()
-			close(errs)
-			for err := range errs {
-				b.Fatal(err)
-			}
-			reportCPU(b, cpu)
-			reportRate(b, "events/s")
+			})
 			reportBatch(b, s)
 		})
 	}

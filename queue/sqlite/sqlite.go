@@ -3,10 +3,11 @@
 //
 // One writer goroutine owns the single write connection. Every write is a
 // request to it; it runs whatever is waiting as one BEGIN IMMEDIATE
-// transaction, each request in its own savepoint, commits once and only then
-// answers the callers, so one fsync covers many requests and a nil error
-// still means durable. Reads use a separate read-only pool that WAL lets run
-// beside the writer.
+// transaction, commits once and only then answers the callers, so one fsync
+// covers many requests and a nil error still means durable. A request that
+// fails is rolled back alone: the others run again, each in its own
+// savepoint (see writer.transact). Reads use a separate read-only pool that
+// WAL lets run beside the writer.
 package sqlite
 
 import (

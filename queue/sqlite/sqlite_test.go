@@ -16,20 +16,21 @@ import (
 	"github.com/caddywebhook/caddywebhook/queue/queuetest"
 )
 
-// setup opens a store on a new file in t.TempDir and closes it after t.
-func setup(t *testing.T, opts ...func(*Config)) *Store {
-	t.Helper()
-	cfg := Config{Path: filepath.Join(t.TempDir(), "queue.db")}
+// setup opens a store on a new file in tb.TempDir and closes it after tb,
+// a test or a benchmark.
+func setup(tb testing.TB, opts ...func(*Config)) *Store {
+	tb.Helper()
+	cfg := Config{Path: filepath.Join(tb.TempDir(), "queue.db")}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	s, err := Open(t.Context(), cfg)
+	s, err := Open(tb.Context(), cfg)
 	if err != nil {
-		t.Fatalf("Open: %v", err)
+		tb.Fatalf("Open: %v", err)
 	}
-	t.Cleanup(func() {
+	tb.Cleanup(func() {
 		if err := s.Close(); err != nil {
-			t.Errorf("Close: %v", err)
+			tb.Errorf("Close: %v", err)
 		}
 	})
 	return s
@@ -303,13 +304,7 @@ func TestCancelled(t *testing.T) {
 		gone := newRequest(t.Context(), kindEnqueue)
 		gone.ev = testEvent("abandoned", "mail")
 		gone.state.Store(stateAbandoned)
-		if err := s.onWriter(t.Context(), func(w *writer) error {
-			w.batch = append(w.batch[:0], dead, gone, live)
-			w.runBatch()
-			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
+		s.runBatchNow(t, dead, gone, live)
 		if !errors.Is(dead.err, context.Canceled) || live.err != nil || live.res.Jobs != 1 {
 			t.Errorf("cancelled: %v; live: %+v, %v", dead.err, live.res, live.err)
 		}
@@ -363,13 +358,7 @@ func TestBatchIsolation(t *testing.T) {
 				r.ev = ev
 				reqs = append(reqs, r)
 			}
-			if err := s.onWriter(t.Context(), func(w *writer) error {
-				w.batch = append(w.batch[:0], reqs...)
-				w.runBatch()
-				return nil
-			}); err != nil {
-				t.Fatal(err)
-			}
+			s.runBatchNow(t, reqs...)
 			var events int64
 			for _, r := range reqs {
 				bad := strings.HasPrefix(r.ev.DeliveryID, "bad")
@@ -401,6 +390,59 @@ func TestBatchIsolation(t *testing.T) {
 				t.Errorf("Enqueue after the batch: %v", err)
 			}
 		})
+	}
+}
+
+// TestCommitFailure makes the COMMIT of a batch fail after every request in
+// it ran (a deferred foreign key, checked only at commit, stands in for an
+// fsync error) and checks that no request is answered with success, no
+// result or Ready signal leaks out, nothing is stored, and the store goes on
+// with a fresh connection: a nil error only ever follows a commit.
+func TestCommitFailure(t *testing.T) {
+	s := setup(t)
+	if err := s.onWriterNow(t, `
+CREATE TABLE IF NOT EXISTS commit_guard_parent (id INTEGER PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS commit_guard (parent INTEGER REFERENCES commit_guard_parent (id) DEFERRABLE INITIALLY DEFERRED);
+CREATE TEMP TRIGGER fail_commit AFTER INSERT ON jobs WHEN NEW.target = 'unpaid'
+	BEGIN INSERT INTO commit_guard (parent) VALUES (1); END`); err != nil {
+		t.Fatal(err)
+	}
+	var reqs []*request
+	for i, target := range []string{"mail", "unpaid", "mail"} {
+		r := newRequest(t.Context(), kindEnqueue)
+		r.ev = testEvent(fmt.Sprint("d", i), target)
+		reqs = append(reqs, r)
+	}
+	s.runBatchNow(t, reqs...)
+	for _, r := range reqs {
+		if r.err == nil || !strings.Contains(r.err.Error(), "commit") || r.res != (queue.EnqueueResult{}) {
+			t.Errorf("%s: %+v, %v; want a commit error and no result", r.ev.DeliveryID, r.res, r.err)
+		}
+	}
+	select {
+	case <-s.Ready():
+		t.Error("Ready signalled for a batch that did not commit")
+	default:
+	}
+	if st, err := s.Stats(t.Context(), time.Now()); err != nil || st.Events != 0 {
+		t.Errorf("Stats = %+v, %v; want nothing stored", st, err)
+	}
+	// The failure discarded the connection, and its temp trigger with it.
+	if _, err := s.Enqueue(t.Context(), testEvent("after", "unpaid")); err != nil {
+		t.Errorf("Enqueue after the failed commit: %v", err)
+	}
+}
+
+// runBatchNow runs reqs on the writer goroutine as one batch, as if they
+// had arrived together.
+func (s *Store) runBatchNow(t *testing.T, reqs ...*request) {
+	t.Helper()
+	if err := s.onWriter(t.Context(), func(w *writer) error {
+		w.batch = append(w.batch[:0], reqs...)
+		w.runBatch()
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
 

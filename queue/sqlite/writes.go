@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/caddywebhook/caddywebhook/queue"
 )
@@ -31,8 +30,8 @@ func recycle(r *request) {
 
 // Enqueue stores ev and one pending job per target, due now.
 func (s *Store) Enqueue(ctx context.Context, ev queue.Event) (queue.EnqueueResult, error) {
-	if ev.Source == "" || ev.DeliveryID == "" {
-		return queue.EnqueueResult{}, errors.New("enqueue: event needs a source and a delivery id")
+	if err := queue.CheckEvent(ev); err != nil {
+		return queue.EnqueueResult{}, err
 	}
 	r := newRequest(ctx, kindEnqueue)
 	r.ev = ev
@@ -47,13 +46,8 @@ func (s *Store) Enqueue(ctx context.Context, ev queue.Event) (queue.EnqueueResul
 
 // Claim leases up to p.Limit ready jobs in (run_at, id) order.
 func (s *Store) Claim(ctx context.Context, p queue.ClaimParams) ([]*queue.Job, error) {
-	switch {
-	case p.Owner == "":
-		return nil, errors.New("claim: ClaimParams.Owner is required")
-	case p.Lease <= 0:
-		return nil, fmt.Errorf("claim: ClaimParams.Lease must be positive, got %s", p.Lease)
-	case p.Limit <= 0 || (p.Routes != nil && len(p.Routes) == 0):
-		return nil, nil
+	if none, err := queue.CheckClaim(p); none || err != nil {
+		return nil, err
 	}
 	r := newRequest(ctx, kindClaim)
 	r.claim = p
@@ -392,15 +386,8 @@ func (w *writer) finish(r *request, now time.Time) error {
 	r.recorded = make([]bool, len(r.cs))
 	for i := range r.cs {
 		c := &r.cs[i]
-		at := c.Now
-		if at.IsZero() {
-			at = now
-		}
-		runAt := c.RunAt
-		if runAt.IsZero() {
-			runAt = at
-		}
-		msg := truncate(c.Error, queue.MaxErrorLen)
+		at, runAt := c.Times(now)
+		msg := queue.TruncateError(c.Error)
 		res, err := w.st.finish.Exec(string(c.Status), ms(runAt), msg, ms(at), c.JobID, c.Owner)
 		if err != nil {
 			return fmt.Errorf("finish job %d: %w", c.JobID, err)
@@ -517,17 +504,6 @@ func (w *writer) purge(r *request) error {
 		}
 	}
 	return nil
-}
-
-// truncate cuts s to at most n bytes without splitting a UTF-8 sequence.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 // errNoRows is queryRow's answer when the statement returned no row.
