@@ -1,0 +1,152 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"time"
+)
+
+// loop claims work whenever a worker or the buffer has room and work may be
+// ready. It claims as soon as there is room, one claim in flight at a time,
+// rather than waiting for the buffer to drain to some mark: each claim then
+// takes what finished while the last was committing, so claims grow with
+// the commit's latency by themselves, and no worker waits for a claim that
+// was held back. (Refilling the buffer by halves measured 0.50–0.68 of a
+// plain client's rate on slow32, against 0.61–0.81 this way, in
+// alternating runs.)
+func (p *Pool) loop(ctx context.Context) {
+	timer := time.NewTimer(p.poll)
+	defer timer.Stop()
+	more := true // work may be ready: claim as soon as there is room
+	for ctx.Err() == nil {
+		if more && p.room() > 0 {
+			n, limit, err := p.claim(ctx)
+			if err != nil && ctx.Err() == nil {
+				p.obs.StoreError("claim", err)
+			}
+			// A full batch suggests more is waiting; a short one means the
+			// queue is drained until something wakes us.
+			more = err == nil && n == limit
+			if more {
+				p.settle()
+				continue
+			}
+		}
+		timer.Reset(p.wait())
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.store.Ready():
+			more = true
+		case <-p.freed:
+		case <-timer.C:
+			more = true
+			p.mu.Lock()
+			if !p.nextRetry.IsZero() && !p.now().Before(p.nextRetry) {
+				p.nextRetry = time.Time{}
+			}
+			p.mu.Unlock()
+		}
+	}
+}
+
+// wait returns how long the loop may sleep: the poll interval, or less if a
+// retry this pool scheduled is due sooner.
+func (p *Pool) wait() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.nextRetry.IsZero() {
+		return p.poll
+	}
+	return max(min(p.poll, p.nextRetry.Sub(p.now())), 0)
+}
+
+// settle yields to the handlers just started while they keep making room,
+// a few times at most. Quick handlers return at once, and the next claim
+// then takes their places too: without it, one claim in flight while the
+// rest return splits the pool into two half-size claims, each costing a
+// commit.
+func (p *Pool) settle() {
+	room := p.room()
+	for range 8 {
+		runtime.Gosched()
+		now := p.room()
+		if now == room {
+			return
+		}
+		room = now
+	}
+}
+
+// room returns how many jobs the next claim may take: the idle workers and
+// the free places in the buffer, Workers + ClaimAhead − busy − buffered.
+func (p *Pool) room() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.workers + p.ahead - p.busy - len(p.buffered)
+}
+
+// signalFreed wakes the loop (or the drain) without blocking.
+func (p *Pool) signalFreed() {
+	select {
+	case p.freed <- struct{}{}:
+	default:
+	}
+}
+
+// runOnce claims as many ready jobs as the pool has room for, in one Claim
+// call, starts a handler for each up to the idle workers and buffers the
+// rest. It returns the number claimed.
+func (p *Pool) runOnce(ctx context.Context) (int, error) {
+	n, _, err := p.claim(ctx)
+	return n, err
+}
+
+func (p *Pool) claim(ctx context.Context) (claimed, limit int, err error) {
+	limit = p.room()
+	if limit <= 0 {
+		return 0, 0, nil
+	}
+	// The claim is not cancelled with ctx: a claim that committed after its
+	// caller gave up would leave jobs leased to nobody until the lease ends.
+	// Jobs that arrive after ctx ended are handed back below instead.
+	wctx := context.WithoutCancel(ctx)
+	jobs, err := p.store.Claim(wctx, ClaimParams{
+		Owner:  p.owner,
+		Limit:  limit,
+		Lease:  p.lease,
+		Now:    p.now(),
+		Routes: p.routes,
+	})
+	if err != nil {
+		return 0, limit, fmt.Errorf("claim jobs: %w", err)
+	}
+	if len(jobs) == 0 {
+		return 0, limit, nil
+	}
+	if ctx.Err() != nil {
+		ids := make([]int64, len(jobs))
+		for i, job := range jobs {
+			ids[i] = job.ID
+		}
+		if err := p.store.HandBack(wctx, p.owner, ids); err != nil {
+			p.obs.StoreError("hand back", err)
+		}
+		return 0, limit, nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, job := range jobs {
+		hctx, cancel := context.WithCancel(wctx)
+		r := &run{job: job, ctx: hctx, cancel: cancel, wctx: wctx, leaseUntil: job.LeaseUntil}
+		p.running[job.ID] = r
+		if p.busy < p.workers {
+			p.startLocked(r)
+		} else {
+			r.waiting = true
+			p.buffered = append(p.buffered, r)
+		}
+	}
+	return len(jobs), limit, nil
+}

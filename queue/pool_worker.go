@@ -1,0 +1,89 @@
+package queue
+
+import (
+	"context"
+	"runtime/debug"
+	"time"
+)
+
+// startLocked runs r's handler in a new worker goroutine. p.mu is held.
+func (p *Pool) startLocked(r *run) {
+	r.waiting = false
+	p.busy++
+	p.wg.Add(1)
+	go p.work(r)
+}
+
+// work runs one job's handler, starts the next buffered job in its place,
+// and records the result.
+func (p *Pool) work(r *run) {
+	defer p.wg.Done()
+	p.obs.JobStarted(r.job)
+	started := p.now()
+	err := p.call(r.ctx, r.job)
+	r.cancel()
+	wctx := r.wctx
+
+	p.mu.Lock()
+	p.busy--
+	r.handled = true
+	lost, shutdown, abandoned := r.lost, r.shutdown, r.abandoned
+	if lost {
+		delete(p.running, r.job.ID)
+	}
+	// The next job starts before this one's result is committed: the
+	// worker never waits for a commit between jobs. Once Stop has begun,
+	// buffered jobs are handed back instead.
+	if len(p.buffered) > 0 && !p.isStopping() {
+		next := p.buffered[0]
+		p.buffered[0] = nil
+		p.buffered = p.buffered[1:]
+		p.startLocked(next)
+	}
+	p.mu.Unlock()
+	p.signalFreed()
+
+	switch {
+	case abandoned:
+		// Stop already handed the job back and reported it.
+	case lost:
+		p.obs.JobFinished(r.job, p.complete(r.job, err, started), false, err)
+	case shutdown && err != nil:
+		// The error is most likely the cancellation itself: the stop's
+		// fault, not the job's.
+		if err := p.store.HandBack(wctx, p.owner, []int64{r.job.ID}); err != nil {
+			p.obs.StoreError("hand back", err)
+		}
+		p.forget(r)
+		p.obs.JobHandedBack(r.job)
+	default:
+		p.finish(wctx, finishing{r: r, c: p.complete(r.job, err, started), err: err})
+	}
+}
+
+// complete decides the completion of an attempt that started at started.
+func (p *Pool) complete(job *Job, err error, started time.Time) Completion {
+	now := p.now()
+	c := p.decider.Decide(job, err, now)
+	c.Started = started
+	c.Duration = now.Sub(started)
+	return c
+}
+
+// call runs the handler, turning a panic into a *PanicError.
+func (p *Pool) call(ctx context.Context, job *Job) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return p.handler.Handle(ctx, job)
+}
+
+// forget removes a job that is no longer ours.
+func (p *Pool) forget(r *run) {
+	p.mu.Lock()
+	delete(p.running, r.job.ID)
+	p.mu.Unlock()
+	p.signalFreed()
+}
