@@ -1,0 +1,113 @@
+package queuetest
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/caddywebhook/caddywebhook/queue"
+)
+
+func testFinish(t *testing.T, s queue.Store) {
+	enqueue(t, s, event("shop", "d1", "done", "retry", "dead"))
+	jobs := map[string]*queue.Job{}
+	for _, j := range claim(t, s, "w", 3) {
+		jobs[j.Target] = j
+	}
+	at := now()
+	runAt := at.Add(time.Hour)
+	rec := finish(t, s,
+		done(jobs["done"], at),
+		retry(jobs["retry"], runAt, "503 from upstream"),
+		dead(jobs["dead"], "400 from upstream"),
+	)
+	if !slices.Equal(rec, []bool{true, true, true}) {
+		t.Fatalf("recorded = %v, want all", rec)
+	}
+	tests := []struct {
+		target string
+		status queue.Status
+		err    string
+		runAt  time.Time
+	}{
+		{"done", queue.StatusDone, "", time.Time{}},
+		{"retry", queue.StatusPending, "503 from upstream", runAt},
+		{"dead", queue.StatusDead, "400 from upstream", time.Time{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.target, func(t *testing.T) {
+			d := get(t, s, jobs[tt.target].ID)
+			if d.Status != tt.status || d.LastError != tt.err || d.Attempts != 1 || d.LeaseOwner != "" || !d.LeaseUntil.IsZero() {
+				t.Errorf("job %+v, want %s with error %q, 1 attempt, no lease", d.JobSummary, tt.status, tt.err)
+			}
+			if tt.status == queue.StatusPending && !d.FinishedAt.IsZero() {
+				t.Errorf("retried job finished at %v, want unset", d.FinishedAt)
+			}
+			if tt.status == queue.StatusDone && !d.FinishedAt.Equal(at) {
+				t.Errorf("finished at %v, want %v", d.FinishedAt, at)
+			}
+			if !tt.runAt.IsZero() && !d.RunAt.Equal(tt.runAt) {
+				t.Errorf("run at %v, want %v", d.RunAt, tt.runAt)
+			}
+			if len(d.History) != 1 || d.History[0].Attempt != 1 || d.History[0].Outcome != tt.status ||
+				d.History[0].Error != tt.err || d.History[0].Duration != time.Millisecond || d.History[0].Started.IsZero() {
+				t.Errorf("history %+v, want one attempt with outcome %s", d.History, tt.status)
+			}
+		})
+	}
+	// Nothing is claimable before the retry is due; the retry is after.
+	if got := claimAt(t, s, "w", 10, runAt.Add(-time.Second)); len(got) != 0 {
+		t.Errorf("claimed %v before the retry was due", ids(got))
+	}
+	if got := claimAt(t, s, "w", 10, runAt.Add(24*time.Hour)); len(got) != 1 || got[0].ID != jobs["retry"].ID || got[0].Attempt != 2 {
+		t.Errorf("claim when due = %v, want only the retry, attempt 2", ids(got))
+	}
+}
+
+func testHistory(t *testing.T, s queue.Store) {
+	enqueue(t, s, event("shop", "d1", "mail"))
+	const attempts = queue.MaxHistory + 5
+	var id int64
+	for i := range attempts {
+		j := claimOne(t, s, "w")
+		id = j.ID
+		if !finish(t, s, retry(j, now(), fmt.Sprint("attempt ", i+1)))[0] {
+			t.Fatal("retry not recorded")
+		}
+	}
+	h := get(t, s, id).History
+	if len(h) != queue.MaxHistory {
+		t.Fatalf("history has %d entries, want %d", len(h), queue.MaxHistory)
+	}
+	if h[0].Attempt != attempts-queue.MaxHistory+1 || h[len(h)-1].Attempt != attempts || h[len(h)-1].Error != fmt.Sprint("attempt ", attempts) {
+		t.Errorf("history runs %d..%d (last error %q), want the newest %d..%d", h[0].Attempt, h[len(h)-1].Attempt, h[len(h)-1].Error, attempts-queue.MaxHistory+1, attempts)
+	}
+}
+
+func testTruncate(t *testing.T, s queue.Store) {
+	tests := []struct {
+		name string
+		msg  string
+	}{
+		{"ascii", strings.Repeat("x", 3*queue.MaxErrorLen)},
+		{"multibyte at the boundary", "x" + strings.Repeat("é", queue.MaxErrorLen)},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			enqueue(t, s, event("shop", fmt.Sprint("d", i), "mail"))
+			j := claimOne(t, s, "w")
+			finish(t, s, dead(j, tt.msg))
+			d := get(t, s, j.ID)
+			if len(d.LastError) > queue.MaxErrorLen || len(d.LastError) < queue.MaxErrorLen-3 ||
+				!strings.HasPrefix(tt.msg, d.LastError) || !utf8.ValidString(d.LastError) {
+				t.Errorf("stored error of %d bytes (valid UTF-8: %v), want a prefix of at most %d", len(d.LastError), utf8.ValidString(d.LastError), queue.MaxErrorLen)
+			}
+			if len(d.History) != 1 || d.History[0].Error != d.LastError {
+				t.Errorf("history error is not the truncated error")
+			}
+		})
+	}
+}
