@@ -4,13 +4,13 @@
 //
 // The package knows nothing of Caddy or HTTP. Each database lives in a
 // subpackage that owns its SQL (queue/sqlite, queue/postgres) and implements
-// Store; queue/queuetest holds the conformance suite every Store must pass.
+// Store; queue/queuetest holds the conformance suite every Store must pass,
+// and queue/storekit the checks and encodings every Store shares.
 package queue
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 )
 
@@ -131,42 +131,6 @@ const (
 	DefaultListLimit = 50
 	MaxListLimit     = 1000
 )
-
-// PageSize checks p and returns the number of jobs a page holds: Limit,
-// DefaultListLimit when it is 0 or less, at most MaxListLimit. Every Store's
-// ListJobs starts with it.
-func (p ListParams) PageSize() (int, error) {
-	if p.Status != "" && !p.Status.Valid() {
-		return 0, fmt.Errorf("list jobs: unknown status %q", p.Status)
-	}
-	if p.Limit <= 0 {
-		return DefaultListLimit, nil
-	}
-	return min(p.Limit, MaxListLimit), nil
-}
-
-// TrimPage makes the page a store read with one row more than size (the
-// extra row tells that another page follows) and sets its cursor.
-func TrimPage(jobs []JobSummary, size int) JobPage {
-	if len(jobs) <= size {
-		return JobPage{Jobs: jobs}
-	}
-	jobs = jobs[:size]
-	return JobPage{Jobs: jobs, NextCursor: jobs[size-1].ID}
-}
-
-// CheckCompletions returns an error for the first completion whose status
-// Finish cannot record. Every Store's Finish starts with it.
-func CheckCompletions(cs []Completion) error {
-	for _, c := range cs {
-		switch c.Status {
-		case StatusDone, StatusPending, StatusDead:
-		default:
-			return fmt.Errorf("finish job %d: Completion.Status must be done, pending or dead, got %q", c.JobID, c.Status)
-		}
-	}
-	return nil
-}
 
 // JobSummary is one row of a listing.
 type JobSummary struct {

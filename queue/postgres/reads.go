@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/caddywebhook/caddywebhook/queue"
+	"github.com/caddywebhook/caddywebhook/queue/storekit"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 )
@@ -95,7 +96,7 @@ func (s *Store) readFail(op string, err error) error {
 
 // ListJobs pages through jobs matching p, newest first.
 func (s *Store) ListJobs(ctx context.Context, p queue.ListParams) (queue.JobPage, error) {
-	limit, err := p.PageSize()
+	limit, err := storekit.PageSize(p)
 	if err != nil {
 		return queue.JobPage{}, err
 	}
@@ -120,7 +121,7 @@ func (s *Store) ListJobs(ctx context.Context, p queue.ListParams) (queue.JobPage
 	if err != nil {
 		return queue.JobPage{}, s.readFail("list jobs", err)
 	}
-	return queue.TrimPage(jobs, limit), nil
+	return storekit.TrimPage(jobs, limit), nil
 }
 
 // scanSummary scans the columns shared by sqlList and sqlGet, followed by
@@ -158,7 +159,7 @@ func (s *Store) GetJob(ctx context.Context, id int64) (queue.JobDetail, error) {
 			return err
 		}
 		d.LeaseUntil = timeOf(leaseUntil)
-		if d.Headers, err = queue.DecodeHeaders(headers); err != nil {
+		if d.Headers, err = storekit.DecodeHeaders(headers); err != nil {
 			return err
 		}
 		if d.Payload == nil {

@@ -24,7 +24,7 @@ CREATE TABLE events (
 	source      text        NOT NULL,
 	delivery_id text        NOT NULL,
 	event_type  text        NOT NULL DEFAULT '',
-	headers     bytea       NOT NULL, -- queue.AppendHeaders encoding
+	headers     bytea       NOT NULL, -- storekit.AppendHeaders encoding
 	payload     bytea       NOT NULL,
 	targets     integer     NOT NULL, -- jobs made at enqueue; 0: kept only as dedupe memory
 	created_at  timestamptz NOT NULL,

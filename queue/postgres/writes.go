@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/caddywebhook/caddywebhook/queue"
+	"github.com/caddywebhook/caddywebhook/queue/storekit"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -183,7 +184,7 @@ func trimHistory(jobs string) string {
 // share one statement and one commit, up to Config.MaxBatch of them (see
 // batch.go); with MaxBatch 1 each is its own statement.
 func (s *Store) Enqueue(ctx context.Context, ev queue.Event) (queue.EnqueueResult, error) {
-	if err := queue.CheckEvent(ev); err != nil {
+	if err := storekit.CheckEvent(ev); err != nil {
 		return queue.EnqueueResult{}, err
 	}
 	if s.isClosed() {
@@ -197,7 +198,7 @@ func (s *Store) Enqueue(ctx context.Context, ev queue.Event) (queue.EnqueueResul
 		deliveryID: ev.DeliveryID,
 		eventType:  ev.EventType,
 		// A non-nil slice, so no headers is an empty value, not NULL.
-		headers: queue.AppendHeaders(make([]byte, 0, 128), ev.Headers),
+		headers: storekit.AppendHeaders(make([]byte, 0, 128), ev.Headers),
 		payload: ev.Payload,
 		targets: ev.Targets,
 		at:      ms(s.cfg.Now()),
@@ -221,7 +222,7 @@ func (s *Store) Enqueue(ctx context.Context, ev queue.Event) (queue.EnqueueResul
 // Claim leases up to p.Limit ready jobs in (run_at, id) order, in one
 // statement.
 func (s *Store) Claim(ctx context.Context, p queue.ClaimParams) ([]*queue.Job, error) {
-	if none, err := queue.CheckClaim(p); none || err != nil {
+	if none, err := storekit.CheckClaim(p); none || err != nil {
 		return nil, err
 	}
 	if s.isClosed() {
@@ -252,7 +253,7 @@ func (s *Store) Claim(ctx context.Context, p queue.ClaimParams) ([]*queue.Job, e
 			&headers, &j.Payload, &j.Attempt, &j.CreatedAt); err != nil {
 			return nil, s.fail("claim", err)
 		}
-		if j.Headers, err = queue.DecodeHeaders(headers); err != nil {
+		if j.Headers, err = storekit.DecodeHeaders(headers); err != nil {
 			return nil, fmt.Errorf("claim: read event %d: %w", j.EventID, err)
 		}
 		if j.Payload == nil {
@@ -295,7 +296,7 @@ func (s *Store) ExtendLeases(ctx context.Context, owner string, ids []int64, unt
 // Finish records completions under the fence, the whole batch in one
 // statement.
 func (s *Store) Finish(ctx context.Context, cs []queue.Completion) ([]bool, error) {
-	if err := queue.CheckCompletions(cs); err != nil {
+	if err := storekit.CheckCompletions(cs); err != nil {
 		return nil, err
 	}
 	if len(cs) == 0 {
@@ -379,9 +380,9 @@ type finishArgs struct {
 	durations []int64
 }
 
-// add appends c, with its times filled by Completion.Times.
+// add appends c, with its times filled by storekit.Times.
 func (a *finishArgs) add(c *queue.Completion, now time.Time) {
-	at, runAt := c.Times(now)
+	at, runAt := storekit.Times(c, now)
 	a.ids = append(a.ids, c.JobID)
 	a.owners = append(a.owners, c.Owner)
 	a.statuses = append(a.statuses, string(c.Status))
@@ -395,7 +396,7 @@ func (a *finishArgs) add(c *queue.Completion, now time.Time) {
 // cleanError makes an error text storable in a text column and bounds
 // it: PostgreSQL's text holds neither NUL nor invalid UTF-8, and an error
 // may carry anything (an exec target's output tail). Such bytes become
-// U+FFFD; the result is cut as queue.TruncateError cuts.
+// U+FFFD; the result is cut as storekit.TruncateError cuts.
 func cleanError(s string) string {
 	if !utf8.ValidString(s) {
 		s = strings.ToValidUTF8(s, "\uFFFD")
@@ -403,7 +404,7 @@ func cleanError(s string) string {
 	if strings.IndexByte(s, 0) >= 0 {
 		s = strings.ReplaceAll(s, "\x00", "\uFFFD")
 	}
-	return queue.TruncateError(s)
+	return storekit.TruncateError(s)
 }
 
 // HandBack returns jobs running under owner to pending, due now, without

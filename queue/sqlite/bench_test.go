@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/caddywebhook/caddywebhook/queue"
+	"github.com/caddywebhook/caddywebhook/queue/storekit"
 )
 
 // The benchmarks run with synchronous=FULL, the default: every commit is
@@ -152,7 +153,7 @@ func seed(b *testing.B, s *Store, n int, prefix string) {
 WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?1)
 INSERT INTO events (id, source, delivery_id, event_type, headers, payload, targets, created_at)
 SELECT ?2 + i, 'bench', ?3 || i, 'push', ?4, ?5, 1, ?6 FROM n`,
-			n, first, prefix, queue.AppendHeaders(nil, benchHeaders), benchPayload, at)
+			n, first, prefix, storekit.AppendHeaders(nil, benchHeaders), benchPayload, at)
 		if err == nil {
 			_, err = w.conn.ExecContext(ctx, `
 INSERT INTO jobs (event_id, source, target, run_at, created_at)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/caddywebhook/caddywebhook/queue"
+	"github.com/caddywebhook/caddywebhook/queue/storekit"
 )
 
 // Reads run on the read-only pool, beside the writer. Each is one read
@@ -92,7 +93,7 @@ func (s *Store) Stats(ctx context.Context, now time.Time) (queue.Stats, error) {
 
 // ListJobs pages through jobs matching p, newest first.
 func (s *Store) ListJobs(ctx context.Context, p queue.ListParams) (queue.JobPage, error) {
-	limit, err := p.PageSize()
+	limit, err := storekit.PageSize(p)
 	if err != nil {
 		return queue.JobPage{}, err
 	}
@@ -117,7 +118,7 @@ func (s *Store) ListJobs(ctx context.Context, p queue.ListParams) (queue.JobPage
 	if err != nil {
 		return queue.JobPage{}, fmt.Errorf("list jobs: %w", err)
 	}
-	return queue.TrimPage(jobs, limit), nil
+	return storekit.TrimPage(jobs, limit), nil
 }
 
 // scanSummary scans the columns shared by sqlList and sqlGet, followed by
@@ -147,7 +148,7 @@ func (s *Store) GetJob(ctx context.Context, id int64) (queue.JobDetail, error) {
 			return err
 		}
 		d.LeaseUntil = fromMS(leaseUntil)
-		if d.Headers, err = queue.DecodeHeaders(hdr); err != nil {
+		if d.Headers, err = storekit.DecodeHeaders(hdr); err != nil {
 			return err
 		}
 		if d.Payload == nil {

@@ -26,7 +26,7 @@ CREATE TABLE events (
 	source      TEXT    NOT NULL,
 	delivery_id TEXT    NOT NULL,
 	event_type  TEXT    NOT NULL DEFAULT '',
-	headers     BLOB    NOT NULL, -- queue.AppendHeaders encoding
+	headers     BLOB    NOT NULL, -- storekit.AppendHeaders encoding
 	payload     BLOB    NOT NULL,
 	targets     INTEGER NOT NULL, -- jobs made at enqueue; 0: kept only as dedupe memory
 	created_at  INTEGER NOT NULL,

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/caddywebhook/caddywebhook/queue"
+	"github.com/caddywebhook/caddywebhook/queue/storekit"
 )
 
 // purgeChunk bounds the rows one purge request deletes, so a large purge
@@ -30,7 +31,7 @@ func recycle(r *request) {
 
 // Enqueue stores ev and one pending job per target, due now.
 func (s *Store) Enqueue(ctx context.Context, ev queue.Event) (queue.EnqueueResult, error) {
-	if err := queue.CheckEvent(ev); err != nil {
+	if err := storekit.CheckEvent(ev); err != nil {
 		return queue.EnqueueResult{}, err
 	}
 	r := newRequest(ctx, kindEnqueue)
@@ -46,7 +47,7 @@ func (s *Store) Enqueue(ctx context.Context, ev queue.Event) (queue.EnqueueResul
 
 // Claim leases up to p.Limit ready jobs in (run_at, id) order.
 func (s *Store) Claim(ctx context.Context, p queue.ClaimParams) ([]*queue.Job, error) {
-	if none, err := queue.CheckClaim(p); none || err != nil {
+	if none, err := storekit.CheckClaim(p); none || err != nil {
 		return nil, err
 	}
 	r := newRequest(ctx, kindClaim)
@@ -89,7 +90,7 @@ func (s *Store) ExtendLeases(ctx context.Context, owner string, ids []int64, unt
 
 // Finish records completions under the fence.
 func (s *Store) Finish(ctx context.Context, cs []queue.Completion) ([]bool, error) {
-	if err := queue.CheckCompletions(cs); err != nil {
+	if err := storekit.CheckCompletions(cs); err != nil {
 		return nil, err
 	}
 	if len(cs) == 0 {
@@ -229,7 +230,7 @@ var empty = []byte{}
 func (w *writer) enqueue(r *request, now time.Time) error {
 	ev := &r.ev
 	nowMS := ms(now)
-	w.hbuf = queue.AppendHeaders(w.hbuf[:0], ev.Headers)
+	w.hbuf = storekit.AppendHeaders(w.hbuf[:0], ev.Headers)
 	payload := ev.Payload
 	if payload == nil {
 		payload = empty
@@ -332,7 +333,7 @@ func (w *writer) claim(r *request, now time.Time) error {
 		id := asInt(row[0])
 		e := &event{deliveryID: asString(row[1]), eventType: asString(row[2])}
 		var err error
-		if e.headers, err = queue.DecodeHeaders(asBytes(row[3])); err != nil {
+		if e.headers, err = storekit.DecodeHeaders(asBytes(row[3])); err != nil {
 			return fmt.Errorf("event %d: %w", id, err)
 		}
 		// The driver copied the blob out of SQLite: the job may keep it.
@@ -386,8 +387,8 @@ func (w *writer) finish(r *request, now time.Time) error {
 	r.recorded = make([]bool, len(r.cs))
 	for i := range r.cs {
 		c := &r.cs[i]
-		at, runAt := c.Times(now)
-		msg := queue.TruncateError(c.Error)
+		at, runAt := storekit.Times(c, now)
+		msg := storekit.TruncateError(c.Error)
 		res, err := w.st.finish.Exec(string(c.Status), ms(runAt), msg, ms(at), c.JobID, c.Owner)
 		if err != nil {
 			return fmt.Errorf("finish job %d: %w", c.JobID, err)

@@ -1,4 +1,4 @@
-package queue_test
+package storekit_test
 
 import (
 	"strings"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/caddywebhook/caddywebhook/queue"
+	"github.com/caddywebhook/caddywebhook/queue/storekit"
 )
 
 func TestCheckEvent(t *testing.T) {
@@ -20,7 +21,7 @@ func TestCheckEvent(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if err := queue.CheckEvent(tt.ev); (err == nil) != tt.ok {
+			if err := storekit.CheckEvent(tt.ev); (err == nil) != tt.ok {
 				t.Errorf("CheckEvent = %v, want ok %v", err, tt.ok)
 			}
 		})
@@ -46,7 +47,7 @@ func TestCheckClaim(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := valid
 			tt.edit(&p)
-			none, err := queue.CheckClaim(p)
+			none, err := storekit.CheckClaim(p)
 			if tt.errHas != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.errHas) {
 					t.Fatalf("CheckClaim = %v, %v; want an error naming %s", none, err, tt.errHas)
@@ -76,7 +77,7 @@ func TestCompletionTimes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			at, runAt := tt.c.Times(now)
+			at, runAt := storekit.Times(&tt.c, now)
 			if !at.Equal(tt.at) || !runAt.Equal(tt.runAt) {
 				t.Errorf("Times = %v, %v; want %v, %v", at, runAt, tt.at, tt.runAt)
 			}
@@ -86,12 +87,12 @@ func TestCompletionTimes(t *testing.T) {
 
 func TestTruncateError(t *testing.T) {
 	short := "boom"
-	if got := queue.TruncateError(short); got != short {
+	if got := storekit.TruncateError(short); got != short {
 		t.Errorf("TruncateError(%q) = %q", short, got)
 	}
 	// A two-byte character straddles the limit: it is dropped whole.
 	long := strings.Repeat("a", queue.MaxErrorLen-1) + "é" + "tail"
-	got := queue.TruncateError(long)
+	got := storekit.TruncateError(long)
 	if want := strings.Repeat("a", queue.MaxErrorLen-1); got != want {
 		t.Errorf("TruncateError cut to %d bytes, want %d", len(got), len(want))
 	}

@@ -1,4 +1,4 @@
-package queue_test
+package storekit_test
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/caddywebhook/caddywebhook/queue"
+	"github.com/caddywebhook/caddywebhook/queue/storekit"
 )
 
 func TestHeadersRoundTrip(t *testing.T) {
@@ -23,7 +24,7 @@ func TestHeadersRoundTrip(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := queue.DecodeHeaders(queue.AppendHeaders(nil, tt.hs))
+			got, err := storekit.DecodeHeaders(storekit.AppendHeaders(nil, tt.hs))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -35,19 +36,19 @@ func TestHeadersRoundTrip(t *testing.T) {
 }
 
 func TestDecodeHeadersMalformed(t *testing.T) {
-	good := queue.AppendHeaders(nil, []queue.Header{{Name: "X-Name", Value: "value"}})
+	good := storekit.AppendHeaders(nil, []queue.Header{{Name: "X-Name", Value: "value"}})
 	tests := []struct {
 		name string
 		b    []byte
 	}{
 		{"name length past the end", []byte{0x7f, 'a'}},
-		{"name without value", queue.AppendHeaders(nil, []queue.Header{{Name: "X"}})[:2]},
+		{"name without value", storekit.AppendHeaders(nil, []queue.Header{{Name: "X"}})[:2]},
 		{"truncated value", good[:len(good)-1]},
 		{"bad uvarint", []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := queue.DecodeHeaders(tt.b); !errors.Is(err, queue.ErrBadHeaders) {
+			if _, err := storekit.DecodeHeaders(tt.b); !errors.Is(err, storekit.ErrBadHeaders) {
 				t.Errorf("DecodeHeaders(%x) error = %v, want ErrBadHeaders", tt.b, err)
 			}
 		})

@@ -1,8 +1,10 @@
-package queue
+package storekit
 
 import (
 	"encoding/binary"
 	"errors"
+
+	"github.com/caddywebhook/caddywebhook/queue"
 )
 
 // The stores keep an event's headers as one compact byte string rather
@@ -14,7 +16,7 @@ import (
 // so a stored event reads the same whichever store wrote it.
 
 // AppendHeaders appends the storage encoding of hs to b.
-func AppendHeaders(b []byte, hs []Header) []byte {
+func AppendHeaders(b []byte, hs []queue.Header) []byte {
 	for _, h := range hs {
 		b = binary.AppendUvarint(b, uint64(len(h.Name)))
 		b = append(b, h.Name...)
@@ -28,8 +30,8 @@ func AppendHeaders(b []byte, hs []Header) []byte {
 var ErrBadHeaders = errors.New("decode headers: malformed encoding")
 
 // DecodeHeaders reverses AppendHeaders; an empty encoding is nil.
-func DecodeHeaders(b []byte) ([]Header, error) {
-	var hs []Header
+func DecodeHeaders(b []byte) ([]queue.Header, error) {
+	var hs []queue.Header
 	next := func() (string, bool) {
 		n, k := binary.Uvarint(b)
 		if k <= 0 || n > uint64(len(b)-k) {
@@ -48,7 +50,7 @@ func DecodeHeaders(b []byte) ([]Header, error) {
 		if !ok {
 			return nil, ErrBadHeaders
 		}
-		hs = append(hs, Header{Name: name, Value: value})
+		hs = append(hs, queue.Header{Name: name, Value: value})
 	}
 	return hs, nil
 }

@@ -1,0 +1,102 @@
+// Package storekit is for the implementations of queue.Store, and only for
+// them: the checks every Store method starts with, the paging of ListJobs,
+// the stamps and the stored error of a completion, and the byte encoding of
+// an event's headers. Each Store applies them the same way, and keeping them
+// here means queue/sqlite and queue/postgres cannot drift apart; a new
+// backend imports this package too. Code that uses a Store never needs it.
+package storekit
+
+import (
+	"errors"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"github.com/caddywebhook/caddywebhook/queue"
+)
+
+// CheckEvent returns an error if Enqueue cannot store ev. Every Store's
+// Enqueue starts with it.
+func CheckEvent(ev queue.Event) error {
+	if ev.Source == "" || ev.DeliveryID == "" {
+		return errors.New("enqueue: event needs a source and a delivery id")
+	}
+	return nil
+}
+
+// CheckClaim returns an error if p is not a valid claim, and reports
+// whether it can take no job (Limit 0 or less, or an empty, non-nil Routes),
+// in which case Claim returns no jobs without asking the database. Every
+// Store's Claim starts with it.
+func CheckClaim(p queue.ClaimParams) (none bool, err error) {
+	switch {
+	case p.Owner == "":
+		return false, errors.New("claim: ClaimParams.Owner is required")
+	case p.Lease <= 0:
+		return false, fmt.Errorf("claim: ClaimParams.Lease must be positive, got %s", p.Lease)
+	}
+	return p.Limit <= 0 || (p.Routes != nil && len(p.Routes) == 0), nil
+}
+
+// CheckCompletions returns an error for the first completion whose status
+// Finish cannot record. Every Store's Finish starts with it.
+func CheckCompletions(cs []queue.Completion) error {
+	for _, c := range cs {
+		switch c.Status {
+		case queue.StatusDone, queue.StatusPending, queue.StatusDead:
+		default:
+			return fmt.Errorf("finish job %d: Completion.Status must be done, pending or dead, got %q", c.JobID, c.Status)
+		}
+	}
+	return nil
+}
+
+// Times returns when c's outcome is stamped (c.Now, or now if it is zero)
+// and when a retry is due (c.RunAt, or that stamp if it is zero).
+func Times(c *queue.Completion, now time.Time) (at, runAt time.Time) {
+	at = c.Now
+	if at.IsZero() {
+		at = now
+	}
+	runAt = c.RunAt
+	if runAt.IsZero() {
+		runAt = at
+	}
+	return at, runAt
+}
+
+// TruncateError cuts s to at most queue.MaxErrorLen bytes without splitting
+// a UTF-8 sequence.
+func TruncateError(s string) string {
+	n := queue.MaxErrorLen
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// PageSize checks p and returns the number of jobs a page holds: p.Limit,
+// queue.DefaultListLimit when it is 0 or less, at most queue.MaxListLimit.
+// Every Store's ListJobs starts with it.
+func PageSize(p queue.ListParams) (int, error) {
+	if p.Status != "" && !p.Status.Valid() {
+		return 0, fmt.Errorf("list jobs: unknown status %q", p.Status)
+	}
+	if p.Limit <= 0 {
+		return queue.DefaultListLimit, nil
+	}
+	return min(p.Limit, queue.MaxListLimit), nil
+}
+
+// TrimPage makes the page a store read with one row more than size (the
+// extra row tells that another page follows) and sets its cursor.
+func TrimPage(jobs []queue.JobSummary, size int) queue.JobPage {
+	if len(jobs) <= size {
+		return queue.JobPage{Jobs: jobs}
+	}
+	jobs = jobs[:size]
+	return queue.JobPage{Jobs: jobs, NextCursor: jobs[size-1].ID}
+}
