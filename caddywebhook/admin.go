@@ -301,27 +301,12 @@ func (a *adminAPI) handlePurge(w http.ResponseWriter, r *http.Request, q *active
 		return badParam("older_than", "is required: the webhook app has no retention configured")
 	}
 	cutoff := a.clock().Add(-olderThan)
-	total, err := purgeAll(r.Context(), q.Store, cutoff, cmp.Or(a.purgeBatch, queue.DefaultPurgeBatch))
+	total, err := queue.PurgeAll(r.Context(), q.Store, cutoff, cmp.Or(a.purgeBatch, queue.DefaultPurgeBatch))
 	if err != nil {
 		// Batches already committed stay purged; say how many.
 		return storeError(fmt.Sprintf("purge done jobs (%d purged before the error)", total), 0, err)
 	}
 	return writeJSON(w, http.StatusOK, purgeResponse{Purged: total, Cutoff: cutoff.UTC(), OlderThan: olderThan.String()})
-}
-
-// purgeAll purges in batches until a batch comes back short.
-func purgeAll(ctx context.Context, s queue.Store, cutoff time.Time, batch int) (int, error) {
-	total := 0
-	for {
-		n, err := s.Purge(ctx, cutoff, batch)
-		total += n
-		if err != nil {
-			return total, err
-		}
-		if n < batch {
-			return total, nil
-		}
-	}
 }
 
 func (a *adminAPI) clock() time.Time {

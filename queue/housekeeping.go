@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 )
@@ -151,19 +152,49 @@ func (h *Housekeeper) Stop(ctx context.Context) error {
 // until a call deletes fewer than Batch, and returns the number deleted.
 func (h *Housekeeper) runOnce(ctx context.Context) (int, error) {
 	cutoff := h.now().Add(-h.retention)
-	total := 0
-	for ctx.Err() == nil {
-		n, err := h.store.Purge(ctx, cutoff, h.batch)
-		total += n
-		if err != nil {
-			return total, fmt.Errorf("purge jobs: %w", err)
-		}
-		if n < h.batch {
-			break
-		}
+	total, err := PurgeAll(ctx, h.store, cutoff, h.batch)
+	if err != nil && ctx.Err() == nil {
+		return total, fmt.Errorf("purge jobs: %w", err)
 	}
 	if h.obs != nil {
 		h.obs.Purged(total, cutoff)
 	}
 	return total, ctx.Err()
+}
+
+// PurgeAll deletes the done jobs finished before cutoff, calling s.Purge
+// with batch until a call deletes fewer, and returns the number deleted. It
+// stops early when a call fails or ctx ends; the batches deleted by then stay
+// deleted and are counted. The Housekeeper's passes and the admin API's purge
+// both run through it.
+func PurgeAll(ctx context.Context, s Store, cutoff time.Time, batch int) (int, error) {
+	return DeleteInBatches(ctx, math.MaxInt, batch, func(n int) (int, error) {
+		return s.Purge(ctx, cutoff, n)
+	})
+}
+
+// DeleteInBatches is the one "delete until a short batch" loop: it calls del
+// with at most batch rows to delete, and calls it again while each call
+// deletes all it was asked to, until a call comes back short, limit rows are
+// deleted, del fails or ctx ends (between two calls; it then returns
+// ctx.Err()). It returns the sum of what del reported, which counts rows del
+// deleted even when it also returned an error. PurgeAll cuts a purge into
+// Purge calls with it, and a Store cuts one Purge call into short
+// transactions with it.
+func DeleteInBatches(ctx context.Context, limit, batch int, del func(n int) (int, error)) (int, error) {
+	total := 0
+	for {
+		want := min(batch, limit-total)
+		if want <= 0 {
+			return total, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
+		n, err := del(want)
+		total += n
+		if err != nil || n < want {
+			return total, err
+		}
+	}
 }

@@ -517,29 +517,22 @@ func (s *Store) Purge(ctx context.Context, cutoff time.Time, limit int) (int, er
 		return 0, queue.ErrClosed
 	}
 	cutoff = ms(cutoff)
-	jobs := 0
-	for jobs < limit {
-		want := min(purgeChunk, limit-jobs)
-		var n int64
-		if err := s.pool.QueryRow(ctx, sqlPurgeJobs, cutoff, want).Scan(&n); err != nil {
-			return jobs, s.fail("purge jobs", err)
+	jobs, err := queue.DeleteInBatches(ctx, limit, purgeChunk, func(n int) (int, error) {
+		var deleted int64
+		if err := s.pool.QueryRow(ctx, sqlPurgeJobs, cutoff, n).Scan(&deleted); err != nil {
+			return 0, s.fail("purge jobs", err)
 		}
-		jobs += int(n)
-		if int(n) < want {
-			break
-		}
+		return int(deleted), nil
+	})
+	if err != nil {
+		return jobs, err
 	}
-	for events := 0; events < limit; {
-		want := min(purgeChunk, limit-events)
-		tag, err := s.pool.Exec(ctx, sqlPurgeBareEvents, cutoff, want)
+	_, err = queue.DeleteInBatches(ctx, limit, purgeChunk, func(n int) (int, error) {
+		tag, err := s.pool.Exec(ctx, sqlPurgeBareEvents, cutoff, n)
 		if err != nil {
-			return jobs, s.fail("purge events", err)
+			return 0, s.fail("purge events", err)
 		}
-		n := int(tag.RowsAffected())
-		events += n
-		if n < want {
-			break
-		}
-	}
-	return jobs, nil
+		return int(tag.RowsAffected()), nil
+	})
+	return jobs, err
 }

@@ -157,30 +157,24 @@ func (s *Store) Discard(ctx context.Context, id int64) error {
 // without any job and are older than cutoff. It works in chunks of
 // purgeChunk rows, each its own transaction.
 func (s *Store) Purge(ctx context.Context, cutoff time.Time, limit int) (int, error) {
-	chunks := func(kind reqKind) (int, error) {
-		total := 0
-		for total < limit {
+	chunk := func(kind reqKind) func(n int) (int, error) {
+		return func(want int) (int, error) {
 			r := newRequest(ctx, kind)
-			r.cutoff, r.limit = cutoff, min(purgeChunk, limit-total)
-			want := r.limit
+			r.cutoff, r.limit = cutoff, want
 			err := s.do(ctx, r)
-			n := r.n
+			deleted := r.n
 			recycle(r)
 			if err != nil {
-				return total, err
+				return 0, err // the chunk's transaction did not commit
 			}
-			total += n
-			if n < want {
-				break
-			}
+			return deleted, nil
 		}
-		return total, nil
 	}
-	jobs, err := chunks(kindPurge)
+	jobs, err := queue.DeleteInBatches(ctx, limit, purgeChunk, chunk(kindPurge))
 	if err != nil {
 		return jobs, err
 	}
-	_, err = chunks(kindPurgeEvents)
+	_, err = queue.DeleteInBatches(ctx, limit, purgeChunk, chunk(kindPurgeEvents))
 	return jobs, err
 }
 
