@@ -16,8 +16,8 @@
 # Build arguments:
 #
 #	CADDY_TAG             the official images' tag, default 2.11
-#	CADDY_RELEASE         the Caddy version xcaddy builds, default v2.11.9
-#	                      (the version go.mod requires; older ones fail)
+#	CADDY_RELEASE         the Caddy version xcaddy builds, default v2.11.9,
+#	                      the version go.mod requires (the least that works)
 #	CADDYWEBHOOK_VERSION  empty (the default): build the plugin from this
 #	                      directory, and `caddy list-modules --versions`
 #	                      shows v0.0.0-00010101000000-000000000000 for it.
@@ -37,10 +37,10 @@
 # image, so an exec target's programs do not run as root either. Its files
 # live in /data and /config, which this image gives to that user: a named
 # volume starts with that ownership; a bind-mounted host directory must
-# belong to it (`chown -R 65532:65532 ./data`). The chown is kept in the image by
-# BuildKit, Docker's builder since 23.0; the legacy builder discards changes
-# to a directory its base image declared a volume. Binding ports 80 and 443
-# as that user needs either Docker's default for containers
+# belong to it (`chown -R 65532:65532 ./data`). The chown is kept in the
+# image by BuildKit, Docker's builder since 23.0; the legacy builder
+# discards changes to a directory its base image declared a volume. Binding
+# ports 80 and 443 as that user needs either Docker's default for containers
 # (net.ipv4.ip_unprivileged_port_start=0) or the cap_net_bind_service file
 # capability xcaddy sets in the builder (XCADDY_SETCAP=1, kept by BuildKit's
 # COPY); with neither, listen on ports above 1023.
@@ -55,11 +55,12 @@
 #     prints its arguments (under busybox sh, the builder's /bin/sh), then
 #     the source branch for real with xcaddy v0.4.5 and
 #     XCADDY_SETCAP=1 GOTOOLCHAIN=auto, writing to a temporary path instead
-#     of /usr/bin/caddy. The machine's module proxy only serves published
-#     modules and refuses the lookup of this plugin's package path, which
-#     proxy.golang.org answers with "not found", so that build ran with
-#     GOPROXY pointed at the local module cache; the release branch needs a
-#     published tag and was not built.
+#     of /usr/bin/caddy. The machine's module proxy refuses (403) the
+#     lookup of this plugin's package path as a module, which
+#     proxy.golang.org answers with "not found", and it has no checksum
+#     database, so that build ran with GOPROXY pointed at the local module
+#     cache and GOSUMDB=off; the release branch needs a published tag and
+#     was not built.
 #  3. The final stage's RUN, under busybox sh (the Alpine image's shell and
 #     coreutils) in a chroot with empty /data and /config.
 #  4. The image's command, `caddy run --config /etc/caddy/Caddyfile
@@ -80,8 +81,8 @@ ARG CADDYWEBHOOK_VERSION=
 # The builder image's Go may be older than the go line of go.mod; let Go
 # fetch the toolchain go.mod asks for instead of refusing.
 ENV GOTOOLCHAIN=auto
-# Set by the official builder image already; repeated because the final
-# stage relies on it.
+# Set by the official builder image already; repeated because binding
+# ports 80 and 443 as a non-root user may rely on it (above).
 ENV XCADDY_SETCAP=1
 COPY . /src/caddywebhook
 RUN if [ -n "$CADDYWEBHOOK_VERSION" ]; then \
