@@ -3,7 +3,7 @@
 # the binary replaces the one in caddy:<version>.
 #
 #	docker build -t caddy-webhook .
-#	docker run -d --name hooks -p 80:80 -p 443:443 \
+#	docker run -d --name hooks -p 80:80 -p 443:443 -p 443:443/udp \
 #		-v caddy-data:/data -v caddy-config:/config \
 #		-e WEBHOOK_SITE=hooks.example.com \
 #		-e GITHUB_WEBHOOK_SECRET=… -e WEBHOOK_UPSTREAM=http://app:3000/github \
