@@ -1,4 +1,4 @@
-package caddywebhook_test
+package integration
 
 import (
 	"fmt"

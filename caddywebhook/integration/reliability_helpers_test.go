@@ -1,4 +1,4 @@
-package caddywebhook_test
+package integration
 
 // Helpers of the reliability suite (reliability_test.go) that the
 // end-to-end harness (e2e_*_test.go) does not have: a signed load generator,

@@ -1,4 +1,4 @@
-package caddywebhook_test
+package integration
 
 // Two Caddy processes on one PostgreSQL queue: they share the work, never
 // deliver one event at overlapping times, and when one is killed the other

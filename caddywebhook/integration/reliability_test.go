@@ -1,4 +1,4 @@
-package caddywebhook_test
+package integration
 
 // The reliability suite: a real Caddy with the plugin, built once by the
 // end-to-end harness (e2e_harness_test.go), under load, crashed, reloaded,

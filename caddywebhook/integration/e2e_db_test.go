@@ -1,4 +1,4 @@
-package caddywebhook_test
+package integration
 
 // Reading the queue's SQLite file directly, read-only, to assert what a
 // running (or stopped) Caddy stored. The schema is queue/sqlite's (schema.go).

@@ -1,4 +1,4 @@
-package caddywebhook_test
+package integration
 
 // End-to-end tests: a real Caddy built from ./cmd/caddy with the plugin, run
 // as a separate process on loopback ports, receiving signed requests over
@@ -550,11 +550,11 @@ func testReplay(t *testing.T) {
 	})
 }
 
-// recordScript copies testdata/e2e/record.sh into dir as an executable, so
+// recordScript copies testdata/record.sh into dir as an executable, so
 // the test does not depend on the mode the file has in a checkout.
 func recordScript(t *testing.T, dir string) string {
 	t.Helper()
-	src, err := os.ReadFile(filepath.Join("testdata", "e2e", "record.sh"))
+	src, err := os.ReadFile(filepath.Join("testdata", "record.sh"))
 	if err != nil {
 		t.Fatalf("read record.sh: %v", err)
 	}

@@ -1,4 +1,4 @@
-package caddywebhook_test
+package integration
 
 // The end-to-end harness: a real Caddy with the plugin, built once per test
 // binary from ./cmd/caddy and run as a separate process per test, with its own
