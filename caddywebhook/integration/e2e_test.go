@@ -23,6 +23,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/caddywebhook/caddywebhook/internal/testutil"
 )
 
 func TestE2E(t *testing.T) {
@@ -751,7 +753,7 @@ func testReloadDuringDeliveries(t *testing.T) {
 		}
 		return len(answered) == events
 	})
-	eventually(t, func() bool {
+	testutil.Eventually(t, func() bool {
 		for _, j := range c.jobs(t, "github") {
 			if j.Status != "done" {
 				return false
@@ -842,7 +844,7 @@ func testStopSlowUpstream(t *testing.T) {
 			// endpoint itself closes only after every app has stopped.
 			// Either way the upstream answers only once the stop is under
 			// way.
-			eventually(t, func() bool {
+			testutil.Eventually(t, func() bool {
 				resp, err := http.Get(c.AdminURL("/webhook/stats"))
 				if err != nil {
 					return true
