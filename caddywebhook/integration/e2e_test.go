@@ -5,7 +5,7 @@ package integration
 // real HTTP and delivering them to a recording upstream and a real program.
 // The harness is in e2e_*_test.go. Run them alone with
 //
-//	go test ./caddywebhook -run TestE2E -v
+//	go test ./caddywebhook/integration/ -run TestE2E -v
 
 import (
 	"bytes"

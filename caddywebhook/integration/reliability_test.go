@@ -8,8 +8,8 @@ package integration
 //
 // Run it all, or one scenario:
 //
-//	go test -race -run 'TestReliability' ./caddywebhook/ -v
-//	go test -run 'TestReliability/kill9' ./caddywebhook/ -v
+//	go test -race -run 'TestReliability' ./caddywebhook/integration/ -v
+//	go test -run 'TestReliability/kill9' ./caddywebhook/integration/ -v
 //
 // TestReliabilityLogAudit, which follows, audits the logs of every Caddy
 // the run started.
