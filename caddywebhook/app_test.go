@@ -25,7 +25,8 @@ import (
 // The tests of this file and receiver_test.go run Caddy in this process
 // (caddy.Load, the admin endpoint off) on a real listener with a real
 // SQLite file in t.TempDir(), and read every log line Caddy writes from a
-// file. The out-of-process suite with the built binary is e2e_test.go.
+// file. The out-of-process suites with the built binary are in
+// ./integration.
 
 // Canaries: none of these may ever appear in a log line.
 const (
