@@ -893,7 +893,7 @@ func testStopSlowUpstream(t *testing.T) {
 // its sink site and to examples/demo-handler.sh.
 func testDemoCaddyfile(t *testing.T) {
 	t.Parallel()
-	root, err := filepath.Abs("..")
+	root, err := filepath.Abs(filepath.Join("..", "..")) // the module root
 	if err != nil {
 		t.Fatal(err)
 	}
