@@ -17,6 +17,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/caddywebhook/caddywebhook/internal/testutil"
 	"github.com/caddywebhook/caddywebhook/queue"
 	"github.com/caddywebhook/caddywebhook/signature"
 )
@@ -24,7 +25,8 @@ import (
 // The tests of this file and receiver_test.go run Caddy in this process
 // (caddy.Load, the admin endpoint off) on a real listener with a real
 // SQLite file in t.TempDir(), and read every log line Caddy writes from a
-// file. The out-of-process suite with the built binary is e2e_test.go.
+// file. The out-of-process suites with the built binary are in
+// ./integration.
 
 // Canaries: none of these may ever appear in a log line.
 const (
@@ -394,33 +396,22 @@ func (u *upstream) hold(deliveryID string) chan struct{} {
 // next waits for the upstream's next request.
 func (u *upstream) next(t *testing.T) upstreamRequest {
 	t.Helper()
-	select {
-	case r := <-u.got:
-		return r
-	case <-time.After(10 * time.Second):
-		t.Fatal("no request reached the upstream within 10s")
-		return upstreamRequest{}
-	}
+	return testutil.Receive(t, u.got)
 }
 
 // waitStatus polls the store until job id has status want. The store is
 // written by the pool's goroutines, which the test cannot join.
 func waitStatus(t *testing.T, s queue.Store, id int64, want queue.Status) queue.JobDetail {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		j, err := s.GetJob(context.Background(), id)
-		if err != nil {
+	var j queue.JobDetail
+	testutil.Eventually(t, func() bool {
+		var err error
+		if j, err = s.GetJob(context.Background(), id); err != nil {
 			t.Fatal(err)
 		}
-		if j.Status == want {
-			return j
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job %d is %s after 10s, want %s", id, j.Status, want)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return j.Status == want
+	}, func() string { return fmt.Sprintf("job %d is %s, want %s", id, j.Status, want) })
+	return j
 }
 
 func TestAppDeliversThroughHTTPTarget(t *testing.T) {

@@ -22,6 +22,7 @@ package caddywebhook_test
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"database/sql"
 	"encoding/base64"
@@ -181,6 +182,12 @@ func fuzzSign(h http.Header, route int, id string, skew time.Duration, body []by
 		h.Set("Webhook-Timestamp", ts)
 		h.Set("Webhook-Signature", "v1,"+base64.StdEncoding.EncodeToString(hmacSHA256(key, msg)))
 	}
+}
+
+func hmacSHA256(key, msg []byte) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write(msg)
+	return m.Sum(nil)
 }
 
 // validToken reports whether s is an HTTP token (a method or header name):

@@ -2,8 +2,6 @@ package caddywebhook
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"net/http"
 	"net/url"
@@ -12,61 +10,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/caddywebhook/caddywebhook/internal/testutil"
 	"github.com/caddywebhook/caddywebhook/queue"
 	"github.com/caddywebhook/caddywebhook/queue/postgres"
 )
 
-// pgDSNEnv names the variable that points the Postgres tests at a server.
-const pgDSNEnv = "CADDYWEBHOOK_TEST_POSTGRES_DSN"
-
-// testPostgresDSN returns the test server's DSN. Without one the test is
-// skipped with the way to get one, except in CI, where it fails: there the
-// Postgres tests must run.
-func testPostgresDSN(t *testing.T) string {
-	t.Helper()
-	if dsn := os.Getenv(pgDSNEnv); dsn != "" {
-		return dsn
-	}
-	const how = pgDSNEnv + ` is not set; start a local PostgreSQL and run the tests with: eval "$(.ci/start-postgres)" && go test ./caddywebhook/ -run Postgres`
-	if os.Getenv("CI") == "true" {
-		t.Fatal(how + " (CI=true: the Postgres tests must run, not skip)")
-	}
-	t.Skip(how)
-	return ""
-}
-
-// freshPostgresSchema returns a schema name no test has used, and drops
-// the schema with everything in it when t ends (after Caddy has stopped:
-// cleanups run last in, first out, and the harness registers its stop
-// before this is called).
-func freshPostgresSchema(t *testing.T, dsn string) string {
-	t.Helper()
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	schema := "cw_app_" + hex.EncodeToString(b[:])
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			t.Errorf("drop schema %s: connect: %v", schema, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	return schema
-}
-
 // postgresStorage is the app's storage JSON for the test server: the DSN
 // by placeholder, as the README recommends.
 func postgresStorage(schema string) map[string]any {
-	return map[string]any{"backend": "postgres", "dsn": "{env." + pgDSNEnv + "}", "schema": schema}
+	return map[string]any{"backend": "postgres", "dsn": "{env." + testutil.DSNEnv + "}", "schema": schema}
 }
 
 func TestPostgresScrubText(t *testing.T) {
@@ -183,13 +137,13 @@ func TestStorageMaxBatch(t *testing.T) {
 		{"postgres default", StorageConfig{Backend: "postgres", DSN: "postgres://h/db"}, "max_batch=128", "", 0},
 		{"postgres 32", StorageConfig{Backend: "postgres", DSN: "postgres://h/db", MaxBatch: 32}, "max_batch=32", "", 0},
 		{"postgres negative", StorageConfig{Backend: "postgres", DSN: "postgres://h/db", MaxBatch: -1}, "", "webhook: storage: max_batch is -1, must not be negative", 0},
-		{"postgres opened with one", StorageConfig{Backend: "postgres", DSN: "{env." + pgDSNEnv + "}", MaxBatch: 1}, "max_batch=1", "", 1},
-		{"postgres opened with the default", StorageConfig{Backend: "postgres", DSN: "{env." + pgDSNEnv + "}"}, "max_batch=128", "", 128},
+		{"postgres opened with one", StorageConfig{Backend: "postgres", DSN: "{env." + testutil.DSNEnv + "}", MaxBatch: 1}, "max_batch=1", "", 1},
+		{"postgres opened with the default", StorageConfig{Backend: "postgres", DSN: "{env." + testutil.DSNEnv + "}"}, "max_batch=128", "", 128},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if tt.open != 0 {
-				tt.st.Schema = freshPostgresSchema(t, testPostgresDSN(t))
+				tt.st.Schema = testutil.FreshSchema(t, testutil.PostgresDSN(t))
 			}
 			spec, err := tt.st.spec()
 			if tt.err != "" {
@@ -260,10 +214,10 @@ func TestPostgresAppConfigErrors(t *testing.T) {
 // password: the server's refusal reaches the config error, scrubbed of the
 // user, the password and the address.
 func TestPostgresAppWrongPassword(t *testing.T) {
-	dsn := testPostgresDSN(t)
+	dsn := testutil.PostgresDSN(t)
 	u, err := url.Parse(dsn)
 	if err != nil || u.User == nil || u.Scheme == "" {
-		t.Skipf("%s is not a URL with a user; this test rewrites its password", pgDSNEnv)
+		t.Skipf("%s is not a URL with a user; this test rewrites its password", testutil.DSNEnv)
 	}
 	u.User = url.UserPassword(u.User.Username(), "wrong-pass-canary")
 	t.Setenv("CADDYWEBHOOK_TEST_WRONG_DSN", u.String())
@@ -288,9 +242,9 @@ func TestPostgresAppWrongPassword(t *testing.T) {
 // one store (same object, one reference per running config), a second
 // schema gets a store of its own, and the last Cleanup releases it.
 func TestPostgresAppSharesStoreAcrossReloads(t *testing.T) {
-	dsn := testPostgresDSN(t)
+	dsn := testutil.PostgresDSN(t)
 	h := newHarness(t)
-	schema := freshPostgresSchema(t, dsn)
+	schema := testutil.FreshSchema(t, dsn)
 	up := newUpstream(t)
 	app := func(schema string) map[string]any {
 		return map[string]any{"workers": 2, "storage": postgresStorage(schema)}
@@ -339,7 +293,7 @@ func TestPostgresAppSharesStoreAcrossReloads(t *testing.T) {
 	}
 
 	// Another schema is another queue, so another store.
-	other := freshPostgresSchema(t, dsn)
+	other := testutil.FreshSchema(t, dsn)
 	h.load(t, app(other), githubReceiver("gh", httpTarget("", up.url)))
 	if h.store(t) == first {
 		t.Error("a config with another schema got the first schema's store")
@@ -366,8 +320,8 @@ func TestPostgresAppSharesStoreAcrossReloads(t *testing.T) {
 // and checks that the queue's sentinel errors survive the scrubbing
 // wrapper, which the admin API relies on for its status codes.
 func TestPostgresScrubbedStoreKeepsSentinels(t *testing.T) {
-	dsn := testPostgresDSN(t)
-	schema := freshPostgresSchema(t, dsn)
+	dsn := testutil.PostgresDSN(t)
+	schema := testutil.FreshSchema(t, dsn)
 	spec, err := (&StorageConfig{Backend: "postgres", DSN: dsn, Schema: schema}).spec()
 	if err != nil {
 		t.Fatal(err)

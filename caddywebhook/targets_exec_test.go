@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/caddywebhook/caddywebhook/internal/testutil"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
@@ -82,43 +84,31 @@ func execTestEnv(t *testing.T, dir string) map[string]string {
 // waiting for init), failing the test if it is still running after a while.
 func execTestGone(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testutil.Eventually(t, func() bool {
 		stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
 		if errors.Is(err, os.ErrNotExist) {
-			return
+			return true
 		}
-		if err == nil {
-			// pid (comm) state …; comm may contain spaces, so look after ")".
-			if i := bytes.LastIndexByte(stat, ')'); i >= 0 && len(stat) > i+2 && stat[i+2] == 'Z' {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d still running", pid)
-		}
-		time.Sleep(10 * time.Millisecond) // polling an external process
-	}
+		// pid (comm) state …; comm may contain spaces, so look after ")".
+		i := bytes.LastIndexByte(stat, ')')
+		return err == nil && i >= 0 && len(stat) > i+2 && stat[i+2] == 'Z'
+	}, func() string { return fmt.Sprintf("process %d still running", pid) })
 }
 
 // execTestPid waits for the pid file a test program writes.
 func execTestPid(t *testing.T, path string) int {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		b, err := os.ReadFile(path)
-		if err == nil {
-			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-			if err != nil {
-				t.Fatalf("pid file %s: %v", path, err)
-			}
-			return pid
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the program did not write %s", path)
-		}
-		time.Sleep(10 * time.Millisecond) // polling an external process
+	var b []byte
+	testutil.Eventually(t, func() bool {
+		var err error
+		b, err = os.ReadFile(path)
+		return err == nil
+	}, func() string { return "the program did not write " + path })
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("pid file %s: %v", path, err)
 	}
+	return pid
 }
 
 func TestExecTargetPayloadOnStdin(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddywebhook/caddywebhook/internal/testutil"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
@@ -115,7 +116,7 @@ func TestHousekeeperStartStop(t *testing.T) {
 	if err := h.Start(t.Context()); err == nil {
 		t.Fatal("second Start = nil, want an error")
 	}
-	if n := receive(t, rec.passes); n != 0 {
+	if n := testutil.Receive(t, rec.passes); n != 0 {
 		t.Fatalf("first pass on an empty store purged %d", n)
 	}
 	for i := range 2 {

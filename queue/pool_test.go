@@ -11,13 +11,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddywebhook/caddywebhook/internal/testutil"
 	"github.com/caddywebhook/caddywebhook/queue"
 	"github.com/caddywebhook/caddywebhook/queue/sqlite"
 )
 
-// waitFor bounds every wait on a channel: generous, because the machine is
-// shared, and never reached when the code works.
-const waitFor = 20 * time.Second
+// waitFor bounds every wait on a channel, as it bounds testutil.Receive:
+// generous, because the machine is shared, and never reached when the code
+// works.
+const waitFor = testutil.WaitTimeout
 
 // clock is a settable clock shared by a store and its pools.
 type clock struct {
@@ -128,21 +130,12 @@ func (r *recorder) JobStarted(job *queue.Job) { r.started <- job }
 func (r *recorder) JobFinished(job *queue.Job, c queue.Completion, recorded bool, err error) {
 	r.finished <- finished{job, c, recorded, err}
 }
-func (r *recorder) JobHandedBack(job *queue.Job)       { r.handedBack <- job }
-func (r *recorder) LeaseLost(job *queue.Job)           { r.lost <- job }
-func (r *recorder) StoreError(op string, err error)    { r.t.Errorf("store error in %s: %v", op, err) }
-func (r *recorder) nextFinished(t *testing.T) finished { t.Helper(); return receive(t, r.finished) }
-
-// receive waits for one value on ch.
-func receive[T any](t *testing.T, ch <-chan T) T {
+func (r *recorder) JobHandedBack(job *queue.Job)    { r.handedBack <- job }
+func (r *recorder) LeaseLost(job *queue.Job)        { r.lost <- job }
+func (r *recorder) StoreError(op string, err error) { r.t.Errorf("store error in %s: %v", op, err) }
+func (r *recorder) nextFinished(t *testing.T) finished {
 	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(waitFor):
-		t.Fatalf("nothing received in %s", waitFor)
-		panic("unreachable")
-	}
+	return testutil.Receive(t, r.finished)
 }
 
 // newPool builds a pool whose Stop runs at cleanup.
@@ -379,7 +372,7 @@ func TestPoolWakesOnEnqueue(t *testing.T) {
 	// arrives while the pool idles.
 	for _, name := range []string{"first", "second"} {
 		id := enqueue(t, s, name, "t")
-		if got := receive(t, handled); got != id {
+		if got := testutil.Receive(t, handled); got != id {
 			t.Fatalf("handled job %d, want %d", got, id)
 		}
 	}
@@ -427,7 +420,7 @@ func TestPoolLeaseExtension(t *testing.T) {
 			id := enqueue(t, s, "evt", "t")
 			claimedAt := clk.Now()
 			runOnce(t, a, 1)
-			receive(t, recA.started)
+			testutil.Receive(t, recA.started)
 
 			// Extended 50s in, the lease now runs to 1m50s.
 			clk.Advance(50 * time.Second)
@@ -442,18 +435,18 @@ func TestPoolLeaseExtension(t *testing.T) {
 			// No extension for over a minute: the lease ends and b takes over.
 			clk.Advance(31 * time.Second)
 			runOnce(t, b, 1)
-			receive(t, recB.started)
+			testutil.Receive(t, recB.started)
 			if tt.extend {
 				a.ExtendOnce(t.Context())
-				if lost := receive(t, recA.lost); lost.ID != id {
+				if lost := testutil.Receive(t, recA.lost); lost.ID != id {
 					t.Fatalf("lease lost for job %d, want %d", lost.ID, id)
 				}
-				if err := receive(t, ctxErrA); !errors.Is(err, context.Canceled) {
+				if err := testutil.Receive(t, ctxErrA); !errors.Is(err, context.Canceled) {
 					t.Fatalf("a's handler ctx error = %v, want canceled", err)
 				}
 			} else {
 				close(releaseA)
-				if err := receive(t, ctxErrA); err != nil {
+				if err := testutil.Receive(t, ctxErrA); err != nil {
 					t.Fatalf("a's handler ctx error = %v, want nil", err)
 				}
 			}
@@ -504,7 +497,7 @@ func TestPoolExtendsWhileRunning(t *testing.T) {
 	})
 	id := enqueue(t, s, "evt", "t")
 	start(t, a)
-	receive(t, recA.started)
+	testutil.Receive(t, recA.started)
 	start(t, b)
 	f := recA.nextFinished(t)
 	if !f.recorded || f.c.Status != queue.StatusDone || f.err != nil {
@@ -548,7 +541,7 @@ func TestPoolShutdown(t *testing.T) {
 			})
 			id := enqueue(t, s, "evt", "t")
 			start(t, p)
-			receive(t, rec.started)
+			testutil.Receive(t, rec.started)
 
 			stopped := make(chan error, 1)
 			go func() { stopped <- p.Stop(context.WithoutCancel(t.Context())) }()
@@ -556,10 +549,10 @@ func TestPoolShutdown(t *testing.T) {
 			if tt.finishes {
 				close(release)
 			}
-			if err := receive(t, stopped); err != nil {
+			if err := testutil.Receive(t, stopped); err != nil {
 				t.Fatalf("Stop = %v", err)
 			}
-			err := receive(t, ctxErr)
+			err := testutil.Receive(t, ctxErr)
 			if tt.finishes {
 				if err != nil {
 					t.Errorf("handler ctx error = %v, want nil within the grace", err)
@@ -571,7 +564,7 @@ func TestPoolShutdown(t *testing.T) {
 				if !errors.Is(err, context.Canceled) {
 					t.Errorf("handler ctx error = %v, want canceled after the grace", err)
 				}
-				if job := receive(t, rec.handedBack); job.ID != id {
+				if job := testutil.Receive(t, rec.handedBack); job.ID != id {
 					t.Errorf("handed back job %d, want %d", job.ID, id)
 				}
 				select {
@@ -607,13 +600,13 @@ func TestPoolStopDeadlineHandsBackStuckHandler(t *testing.T) {
 	}
 	id := enqueue(t, s, "evt", "t")
 	start(t, p)
-	receive(t, rec.started)
+	testutil.Receive(t, rec.started)
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
 	if err := p.Stop(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Stop = %v, want deadline exceeded", err)
 	}
-	receive(t, rec.handedBack)
+	testutil.Receive(t, rec.handedBack)
 	if j := getJob(t, s, id); j.Status != queue.StatusPending || j.Attempts != 0 {
 		t.Fatalf("job: %s with %d attempts, want pending with 0", j.Status, j.Attempts)
 	}
@@ -794,7 +787,7 @@ func TestPoolReload(t *testing.T) {
 	if err := a.Stop(t.Context()); err != nil {
 		t.Fatalf("stop a: %v", err)
 	}
-	if job := receive(t, recA.handedBack); job.ID != slow {
+	if job := testutil.Receive(t, recA.handedBack); job.ID != slow {
 		t.Fatalf("a handed back job %d, want the slow job %d", job.ID, slow)
 	}
 	enqueueRange(jobs/2, jobs)
@@ -927,7 +920,7 @@ func TestPoolFinishFailureLosesNothing(t *testing.T) {
 	if f := obs.nextFinished(t); f.recorded {
 		t.Fatalf("completion reported recorded although Finish failed: %+v", f.c)
 	}
-	if err := receive(t, storeErrs); !errors.Is(err, finishErr) {
+	if err := testutil.Receive(t, storeErrs); !errors.Is(err, finishErr) {
 		t.Fatalf("store error = %v, want %v", err, finishErr)
 	}
 	if j := getJob(t, s, id); j.Status != queue.StatusRunning {
@@ -1007,7 +1000,7 @@ func TestPoolStopHandsBackBuffered(t *testing.T) {
 			}
 			started := map[int64]bool{}
 			for range tt.workers {
-				started[receive(t, rec.started).ID] = true
+				started[testutil.Receive(t, rec.started).ID] = true
 			}
 			var buffered []int64
 			for _, id := range ids {
@@ -1028,7 +1021,7 @@ func TestPoolStopHandsBackBuffered(t *testing.T) {
 				go func() { stopped <- p.Stop(context.WithoutCancel(t.Context())) }()
 			}
 			// The handlers still run: the hand-back came before the grace.
-			hb := receive(t, handedBack)
+			hb := testutil.Receive(t, handedBack)
 			if fmt.Sprint(hb.ids) != fmt.Sprint(buffered) || hb.err != nil || hb.value != "pool" {
 				t.Fatalf("hand back of %v, ctx error %v, value %v; want %v, nil, the pool's value", hb.ids, hb.err, hb.value, buffered)
 			}
@@ -1038,7 +1031,7 @@ func TestPoolStopHandsBackBuffered(t *testing.T) {
 				}
 			}
 			close(release)
-			if err := receive(t, stopped); err != nil {
+			if err := testutil.Receive(t, stopped); err != nil {
 				t.Fatalf("Stop = %v", err)
 			}
 			for range tt.workers {
@@ -1088,11 +1081,11 @@ func TestPoolStartsBufferedWithoutClaim(t *testing.T) {
 	first.Store(enqueue(t, s, "first", "t"))
 	second := enqueue(t, s, "second", "t")
 	start(t, p)
-	if job := receive(t, rec.started); job.ID != first.Load() {
+	if job := testutil.Receive(t, rec.started); job.ID != first.Load() {
 		t.Fatalf("started job %d, want %d", job.ID, first.Load())
 	}
 	close(releaseFirst)
-	if job := receive(t, rec.started); job.ID != second {
+	if job := testutil.Receive(t, rec.started); job.ID != second {
 		t.Fatalf("started job %d, want %d", job.ID, second)
 	}
 	for range 2 {
@@ -1137,7 +1130,7 @@ func TestPoolExtendsBufferedLeases(t *testing.T) {
 	second := enqueue(t, s, "second", "second")
 	claimedAt := clk.Now()
 	runOnce(t, a, 2) // one running, one buffered
-	if job := receive(t, recA.started); job.ID != first {
+	if job := testutil.Receive(t, recA.started); job.ID != first {
 		t.Fatalf("a started job %d, want %d", job.ID, first)
 	}
 
@@ -1156,7 +1149,7 @@ func TestPoolExtendsBufferedLeases(t *testing.T) {
 		t.Fatalf("b: job %d recorded %v %s, want job %d recorded done", f.job.ID, f.recorded, f.c.Status, second)
 	}
 	a.ExtendOnce(t.Context()) // finds the buffered job lost, the running one kept
-	if job := receive(t, recA.lost); job.ID != second {
+	if job := testutil.Receive(t, recA.lost); job.ID != second {
 		t.Fatalf("a lost job %d, want %d", job.ID, second)
 	}
 	close(releaseA)

@@ -18,25 +18,10 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/caddywebhook/caddywebhook/internal/testutil"
 	"github.com/caddywebhook/caddywebhook/queue"
 	"github.com/caddywebhook/caddywebhook/queue/postgres"
 )
-
-// postgresDSN returns the test server's DSN. Without one the test is
-// skipped with the way to get one, except in CI, where the Postgres tests
-// must run: there a missing DSN fails the test.
-func postgresDSN(t *testing.T) string {
-	t.Helper()
-	if dsn := os.Getenv(dsnEnv); dsn != "" {
-		return dsn
-	}
-	const how = dsnEnv + ` is not set; start a local PostgreSQL and run the tests with: eval "$(.ci/start-postgres)" && go test ./cmd/webhook-loadtest/ -run Postgres`
-	if os.Getenv("CI") == "true" {
-		t.Fatal(how + " (CI=true: the Postgres tests must run, not skip)")
-	}
-	t.Skip(how)
-	return ""
-}
 
 // setupSchemaPrefix returns a schema prefix no other test binary uses, and
 // drops every schema named with it when t ends, whatever the run left.
@@ -90,7 +75,7 @@ func TestSmokePostgres(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs Caddy")
 	}
-	dsn := postgresDSN(t)
+	dsn := testutil.PostgresDSN(t)
 	cfg, err := pgconn.ParseConfig(dsn)
 	if err != nil {
 		t.Fatal("the test DSN does not parse")
@@ -168,7 +153,7 @@ func TestSmokePostgres(t *testing.T) {
 // the real store claims and decodes like its own, as TestSeedMatchesStore
 // does for SQLite.
 func TestSeedPostgresMatchesStore(t *testing.T) {
-	dsn := postgresDSN(t)
+	dsn := testutil.PostgresDSN(t)
 	schema := setupSchemaPrefix(t, dsn) + "seed"
 	const n, bodySize = 40, 512
 	ctx := context.Background()
@@ -376,7 +361,7 @@ func TestStorageJSON(t *testing.T) {
 // does not grow with the pending backlog, as TestQueryPlans does on
 // SQLite: with a seeded, analyzed backlog, none of them scans a table.
 func TestQueryPlansPostgres(t *testing.T) {
-	dsn := postgresDSN(t)
+	dsn := testutil.PostgresDSN(t)
 	schema := setupSchemaPrefix(t, dsn) + "plans"
 	ctx := context.Background()
 	s, err := seedPostgres(ctx, dsn, schema, "seed", 20_000, 256, source, targetName)

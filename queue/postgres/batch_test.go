@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddywebhook/caddywebhook/internal/testutil"
 	"github.com/caddywebhook/caddywebhook/queue"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -20,8 +21,8 @@ import (
 // name of their own, so a test can see them wait on a lock.
 func gatedStore(t *testing.T) (*Store, string) {
 	t.Helper()
-	dsn := testDSN(t)
-	app := newSchemaName()
+	dsn := testutil.PostgresDSN(t)
+	app := testutil.SchemaName()
 	sep := "?"
 	if strings.Contains(dsn, "?") {
 		sep = "&"
@@ -38,7 +39,7 @@ func gatedStore(t *testing.T) (*Store, string) {
 // release rolls it back, and the waiting insert goes on.
 func hold(t *testing.T, s *Store, key string) (release func()) {
 	t.Helper()
-	conn, err := pgx.Connect(t.Context(), testDSN(t))
+	conn, err := pgx.Connect(t.Context(), testutil.PostgresDSN(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,22 +82,15 @@ func blockWrites(t *testing.T, s *Store, admin *pgx.Conn, app, key string, targe
 // is another process: poll it, with a deadline.
 func waitLocked(t *testing.T, admin *pgx.Conn, app string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var got int
+	var got int
+	testutil.Eventually(t, func() bool {
 		err := admin.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
 WHERE application_name = $1 AND wait_event_type = 'Lock'`, app).Scan(&got)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got >= n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d sessions wait on a lock after 10s, want %d", got, n)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return got >= n
+	}, func() string { return fmt.Sprintf("%d sessions wait on a lock, want %d", got, n) })
 }
 
 // waitQueued waits until n requests have been handed to the batcher and
@@ -371,7 +365,7 @@ func TestEnqueueConcurrent(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dsn := testDSN(t)
+			dsn := testutil.PostgresDSN(t)
 			s := openStore(t, Config{DSN: dsn, Schema: testSchema(t, dsn), MaxBatch: tt.maxBatch, MaxConns: 4})
 			admin := adminConn(t)
 			results := make([][]outcome, tt.producers)
@@ -446,7 +440,7 @@ func TestEnqueueConcurrent(t *testing.T) {
 // never see a success for an event that is not stored, and a caller
 // answered with an error saw its context end or the store fail.
 func TestEnqueueDeadlines(t *testing.T) {
-	dsn := testDSN(t)
+	dsn := testutil.PostgresDSN(t)
 	s := openStore(t, Config{DSN: dsn, Schema: testSchema(t, dsn), MaxConns: 4})
 	admin := adminConn(t)
 	const producers, each = 16, 30

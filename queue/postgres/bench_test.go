@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddywebhook/caddywebhook/internal/testutil"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
@@ -36,7 +37,7 @@ func BenchmarkEnqueue(b *testing.B) {
 }
 
 func benchEnqueue(b *testing.B, maxBatch, producers int) {
-	dsn := testDSN(b)
+	dsn := testutil.PostgresDSN(b)
 	s := openStore(b, Config{DSN: dsn, Schema: testSchema(b, dsn), MaxConns: min(producers, 32), MaxBatch: maxBatch})
 	payload := make([]byte, 512)
 	var next atomic.Int64
@@ -90,7 +91,7 @@ func BenchmarkClaimFinish(b *testing.B) {
 
 func benchClaimFinish(b *testing.B, backlog int) {
 	const claimers, batch = 4, 32
-	dsn := testDSN(b)
+	dsn := testutil.PostgresDSN(b)
 	s := openStore(b, Config{DSN: dsn, Schema: testSchema(b, dsn)})
 	admin := adminConn(b)
 	schema := s.cfg.Schema

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddywebhook/caddywebhook/internal/testutil"
 	"github.com/caddywebhook/caddywebhook/queue"
 	"github.com/jackc/pgx/v5"
 )
@@ -33,7 +34,7 @@ func drainReady(s *Store) {
 // pair opens two stores on one schema: two instances sharing a queue.
 func pair(t *testing.T) (a, b *Store) {
 	t.Helper()
-	dsn := testDSN(t)
+	dsn := testutil.PostgresDSN(t)
 	schema := testSchema(t, dsn)
 	a = openStore(t, Config{DSN: dsn, Schema: schema})
 	b = openStore(t, Config{DSN: dsn, Schema: schema})
@@ -143,7 +144,7 @@ func countNotifies(t *testing.T, channel string) func() int {
 // TestNotifyDebounced: a burst of enqueues sends far fewer NOTIFYs than
 // enqueues, at most one per NotifyInterval plus the first.
 func TestNotifyDebounced(t *testing.T) {
-	dsn := testDSN(t)
+	dsn := testutil.PostgresDSN(t)
 	schema := testSchema(t, dsn)
 	const interval = 50 * time.Millisecond
 	s := openStore(t, Config{DSN: dsn, Schema: schema, NotifyInterval: interval})
@@ -361,13 +362,9 @@ func TestListenerHealthCheck(t *testing.T) {
 	a, b := pair(t)
 	healthEvery = saved
 	// The pings run against the server: wait for them with a deadline.
-	deadline := time.Now().Add(10 * time.Second)
-	for b.listen.pings.Load() < 3 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d health checks in 10s, want 3", b.listen.pings.Load())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.Eventually(t, func() bool { return b.listen.pings.Load() >= 3 }, func() string {
+		return fmt.Sprintf("%d health checks, want 3", b.listen.pings.Load())
+	})
 	if n := b.listen.reconnects.Load(); n != 0 {
 		t.Errorf("listener reconnected %d times while only pinging", n)
 	}

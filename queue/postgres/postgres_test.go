@@ -2,8 +2,6 @@ package postgres
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -12,59 +10,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddywebhook/caddywebhook/internal/testutil"
 	"github.com/caddywebhook/caddywebhook/queue"
 	"github.com/caddywebhook/caddywebhook/queue/queuetest"
 	"github.com/jackc/pgx/v5"
 )
-
-// dsnEnv names the variable that points the tests at a server.
-const dsnEnv = "CADDYWEBHOOK_TEST_POSTGRES_DSN"
-
-// testDSN returns the test server's DSN. Without one the test is skipped
-// with the way to get one, except in CI, where the Postgres tests must
-// run: there a missing DSN fails the test.
-func testDSN(tb testing.TB) string {
-	tb.Helper()
-	dsn := os.Getenv(dsnEnv)
-	if dsn != "" {
-		return dsn
-	}
-	const how = dsnEnv + ` is not set; start a local PostgreSQL and run the tests with: eval "$(.ci/start-postgres)" && go test ./queue/postgres/`
-	if os.Getenv("CI") == "true" {
-		tb.Fatal(how + " (CI=true: the Postgres tests must run, not skip)")
-	}
-	tb.Skip(how)
-	return ""
-}
-
-// freshSchema returns the name of a schema no test has used, not yet
-// created, and drops it with everything in it when tb ends: for tests of
-// migration itself.
-func freshSchema(tb testing.TB, dsn string) string {
-	tb.Helper()
-	schema := newSchemaName()
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			tb.Errorf("drop schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE"); err != nil {
-			tb.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	return schema
-}
 
 // openStore opens a Store on cfg (DSN filled in from the environment) and
 // closes it when tb ends.
 func openStore(tb testing.TB, cfg Config) *Store {
 	tb.Helper()
 	if cfg.DSN == "" {
-		cfg.DSN = testDSN(tb)
+		cfg.DSN = testutil.PostgresDSN(tb)
 	}
 	s, err := Open(tb.Context(), cfg)
 	if err != nil {
@@ -81,7 +38,7 @@ func openStore(tb testing.TB, cfg Config) *Store {
 // setup opens a store on an empty schema of its own.
 func setup(tb testing.TB) *Store {
 	tb.Helper()
-	dsn := testDSN(tb)
+	dsn := testutil.PostgresDSN(tb)
 	return openStore(tb, Config{DSN: dsn, Schema: testSchema(tb, dsn)})
 }
 
@@ -103,7 +60,7 @@ func testSchema(tb testing.TB, dsn string) string {
 	if n := len(schemas.free); n > 0 {
 		schema, schemas.free = schemas.free[n-1], schemas.free[:n-1]
 	} else {
-		schema = newSchemaName()
+		schema = testutil.SchemaName()
 		schemas.all = append(schemas.all, schema)
 	}
 	schemas.Unlock()
@@ -150,15 +107,9 @@ COMMIT`)
 	return schema
 }
 
-func newSchemaName() string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	return "test_" + hex.EncodeToString(b[:])
-}
-
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if dsn := os.Getenv(dsnEnv); dsn != "" && len(schemas.all) > 0 {
+	if dsn := os.Getenv(testutil.DSNEnv); dsn != "" && len(schemas.all) > 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		conn, err := pgx.Connect(ctx, dsn)
 		if err == nil {
@@ -180,7 +131,7 @@ func TestMain(m *testing.M) {
 // look at the server the way an operator would.
 func adminConn(tb testing.TB) *pgx.Conn {
 	tb.Helper()
-	conn, err := pgx.Connect(tb.Context(), testDSN(tb))
+	conn, err := pgx.Connect(tb.Context(), testutil.PostgresDSN(tb))
 	if err != nil {
 		tb.Fatalf("connect: %v", err)
 	}
@@ -189,7 +140,7 @@ func adminConn(tb testing.TB) *pgx.Conn {
 }
 
 func TestConformance(t *testing.T) {
-	testDSN(t)
+	testutil.PostgresDSN(t)
 	queuetest.Run(t, func(t *testing.T) queue.Store { return setup(t) })
 }
 
@@ -197,7 +148,7 @@ func TestConformance(t *testing.T) {
 // statement (MaxBatch 1), the benchmark baseline, so both paths of
 // Enqueue are held to it.
 func TestConformanceSerial(t *testing.T) {
-	dsn := testDSN(t)
+	dsn := testutil.PostgresDSN(t)
 	queuetest.Run(t, func(t *testing.T) queue.Store {
 		return openStore(t, Config{DSN: dsn, Schema: testSchema(t, dsn), MaxBatch: 1})
 	})
@@ -239,8 +190,8 @@ func TestConfigValidation(t *testing.T) {
 // TestMigrateConcurrently opens several stores on one new schema at once:
 // the advisory lock lets one migrate and the others find it done.
 func TestMigrateConcurrently(t *testing.T) {
-	dsn := testDSN(t)
-	schema := freshSchema(t, dsn)
+	dsn := testutil.PostgresDSN(t)
+	schema := testutil.FreshSchema(t, dsn)
 	const n = 4
 	var wg sync.WaitGroup
 	errs := make([]error, n)
@@ -272,8 +223,8 @@ func TestMigrateConcurrently(t *testing.T) {
 // TestNewerSchemaRefused keeps an old build from writing to a schema a
 // newer build migrated.
 func TestNewerSchemaRefused(t *testing.T) {
-	dsn := testDSN(t)
-	schema := freshSchema(t, dsn)
+	dsn := testutil.PostgresDSN(t)
+	schema := testutil.FreshSchema(t, dsn)
 	s := openStore(t, Config{DSN: dsn, Schema: schema})
 	s.Close()
 	conn := adminConn(t)
@@ -411,8 +362,8 @@ CREATE TRIGGER refuse BEFORE INSERT ON `+schema+`.jobs FOR EACH ROW EXECUTE FUNC
 // (a restart, a failover), writes fail or succeed but never lie, and the
 // store is back at work by itself.
 func TestConnectionsLost(t *testing.T) {
-	dsn := testDSN(t)
-	app := newSchemaName() // a unique application_name to find our sessions by
+	dsn := testutil.PostgresDSN(t)
+	app := testutil.SchemaName() // a unique application_name to find our sessions by
 	sep := "?"
 	if strings.Contains(dsn, "?") {
 		sep = "&"

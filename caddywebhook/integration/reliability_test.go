@@ -1,4 +1,4 @@
-package caddywebhook_test
+package integration
 
 // The reliability suite: a real Caddy with the plugin, built once by the
 // end-to-end harness (e2e_harness_test.go), under load, crashed, reloaded,
@@ -8,8 +8,8 @@ package caddywebhook_test
 //
 // Run it all, or one scenario:
 //
-//	go test -race -run 'TestReliability' ./caddywebhook/ -v
-//	go test -run 'TestReliability/kill9' ./caddywebhook/ -v
+//	go test -race -run 'TestReliability' ./caddywebhook/integration/ -v
+//	go test -run 'TestReliability/kill9' ./caddywebhook/integration/ -v
 //
 // TestReliabilityLogAudit, which follows, audits the logs of every Caddy
 // the run started.

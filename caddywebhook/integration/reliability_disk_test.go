@@ -1,4 +1,4 @@
-package caddywebhook_test
+package integration
 
 import (
 	"errors"
@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/caddywebhook/caddywebhook/internal/testutil"
 )
 
 // mountTmpfs mounts a tmpfs of size bytes on a fresh directory and
@@ -133,7 +135,7 @@ func testFullDisk(t *testing.T) {
 		}
 		held = append(held, id)
 	}
-	pollUntil(t, waitTimeout, func() bool { return tr.busy() == workers }, func() string { return "the held deliveries to start" })
+	testutil.Eventually(t, func() bool { return tr.busy() == workers }, func() string { return "the held deliveries to start" })
 
 	// Full: every event gets 503 once SQLite runs out of room.
 	filler, fillerSize := fillDisk(t, mnt)
@@ -185,7 +187,7 @@ func testFullDisk(t *testing.T) {
 	}
 	freed := time.Now()
 	retries := 0
-	pollUntil(t, 30*time.Second, func() bool {
+	testutil.EventuallyWithin(t, 30*time.Second, func() bool {
 		retries++
 		return send(fmt.Sprintf("disk-after-%03d", retries), 0) == http.StatusAccepted
 	}, func() string { return "acceptance to resume after the filler was removed\n" + c.logTail() })

@@ -1,4 +1,4 @@
-package caddywebhook_test
+package integration
 
 import (
 	"fmt"
@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/caddywebhook/caddywebhook/internal/testutil"
 )
 
 // killRecord is what one SIGKILL left behind.
@@ -47,7 +49,7 @@ func testKill9(t *testing.T) {
 		started := len(up.deliveries())
 		// Kill in the middle of things: events accepted and deliveries
 		// made since the restart, and one being answered right now.
-		pollUntil(t, 30*time.Second, func() bool {
+		testutil.EventuallyWithin(t, 30*time.Second, func() bool {
 			if lg.acceptedCount() < base+30 || len(up.deliveries()) < started+10 || tr.busy() == 0 {
 				return false
 			}

@@ -1,4 +1,4 @@
-package caddywebhook_test
+package integration
 
 import (
 	"bufio"
@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/caddywebhook/caddywebhook/internal/testutil"
 )
 
 // hostileMaxBody is the receivers' max_body in this scenario.
@@ -336,7 +338,7 @@ func testHostileRequests(t *testing.T) {
 	// And the upstream gets each of them once, byte for byte, without the
 	// junk headers.
 	var got map[string][]delivery
-	pollUntil(t, waitTimeout, func() bool {
+	testutil.Eventually(t, func() bool {
 		got = map[string][]delivery{}
 		for _, d := range up.deliveries() {
 			if d.Status == http.StatusOK {

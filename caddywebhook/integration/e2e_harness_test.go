@@ -1,4 +1,4 @@
-package caddywebhook_test
+package integration
 
 // The end-to-end harness: a real Caddy with the plugin, built once per test
 // binary from ./cmd/caddy and run as a separate process per test, with its own
@@ -22,14 +22,17 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/caddywebhook/caddywebhook/internal/testutil"
 )
 
 // suiteDir holds what outlives a single test: the Caddy binary and every
 // instance's log, which the log audit reads at the end. TestMain removes it.
 var suiteDir string
 
-// e2eBin is the Caddy binary the suite runs, built lazily on first use so that
-// `go test -run TestSomeUnit` in this package does not pay for the build.
+// e2eBin is the Caddy binary the suites run, built once per test binary on
+// first use, so that a -run that selects no Caddy test does not pay for the
+// build.
 var e2eBin struct {
 	once sync.Once
 	path string
@@ -37,14 +40,15 @@ var e2eBin struct {
 }
 
 // Deadlines of the harness. They bound the suite when something hangs; no
-// test waits for them on its happy path.
+// test waits for them on its happy path. The suite polls only another
+// process's state (the admin API, the database, a log file), with
+// testutil.Eventually.
 const (
 	startTimeout = 30 * time.Second
 	stopTimeout  = 30 * time.Second
-	waitTimeout  = 20 * time.Second
-	// pollInterval spaces the polls of another process's state (the admin
-	// API, the database, a log file), the only things the suite polls.
-	pollInterval = 20 * time.Millisecond
+	// waitTimeout bounds a CLI command or a query of the database, as
+	// testutil.Eventually bounds a poll.
+	waitTimeout = testutil.WaitTimeout
 )
 
 func TestMain(m *testing.M) {
@@ -309,7 +313,7 @@ func (c *caddyInstance) run(t *testing.T, path string) {
 func (c *caddyInstance) waitReady(t *testing.T, done <-chan struct{}) {
 	t.Helper()
 	deadline := time.After(startTimeout)
-	tick := time.NewTicker(pollInterval)
+	tick := time.NewTicker(testutil.PollInterval)
 	defer tick.Stop()
 	client := &http.Client{Timeout: time.Second}
 	for !c.probe(client) {
@@ -486,30 +490,6 @@ func (c *caddyInstance) adminDo(t *testing.T, method, path string, body io.Reade
 	return resp.StatusCode, b
 }
 
-// eventually polls cond against an external process until it holds or
-// waitTimeout passes; it fails the test with what() on timeout.
-func eventually(t *testing.T, cond func() bool, what func() string) {
-	t.Helper()
-	pollUntil(t, waitTimeout, cond, what)
-}
-
-// pollUntil polls cond, which looks at an external process (Caddy, its
-// database, its log), every pollInterval until it holds, or fails t with
-// what() once timeout has passed.
-func pollUntil(t *testing.T, timeout time.Duration, cond func() bool, what func() string) {
-	t.Helper()
-	deadline := time.After(timeout)
-	tick := time.NewTicker(pollInterval)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-deadline:
-			t.Fatalf("timed out after %s: %s", timeout, what())
-		}
-	}
-}
-
 // accessEntry is one line of the site's access log, with the fields the
 // receiver adds.
 type accessEntry struct {
@@ -555,7 +535,7 @@ func (c *caddyInstance) accessLog(t *testing.T, uri string) []accessEntry {
 func (c *caddyInstance) waitAccessLog(t *testing.T, uri string, n int) []accessEntry {
 	t.Helper()
 	var es []accessEntry
-	eventually(t, func() bool {
+	testutil.Eventually(t, func() bool {
 		es = c.accessLog(t, uri)
 		return len(es) >= n
 	}, func() string {

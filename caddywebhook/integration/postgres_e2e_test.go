@@ -1,4 +1,4 @@
-package caddywebhook_test
+package integration
 
 // Two Caddy processes on one PostgreSQL queue: they share the work, never
 // deliver one event at overlapping times, and when one is killed the other
@@ -8,12 +8,9 @@ package caddywebhook_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -23,31 +20,15 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-)
 
-// pgDSNEnv names the variable that points the Postgres tests at a server.
-const pgDSNEnv = "CADDYWEBHOOK_TEST_POSTGRES_DSN"
+	"github.com/caddywebhook/caddywebhook/internal/testutil"
+)
 
 // pgLease is the instances' lease: short, so a takeover comes quickly.
 const pgLease = 2 * time.Second
 
 // pgWorkers is each instance's worker count.
 const pgWorkers = 8
-
-// postgresDSN returns the test server's DSN. Without one the test is
-// skipped with the way to get one, except in CI, where it fails.
-func postgresDSN(t *testing.T) string {
-	t.Helper()
-	if dsn := os.Getenv(pgDSNEnv); dsn != "" {
-		return dsn
-	}
-	const how = pgDSNEnv + ` is not set; start a local PostgreSQL and run the tests with: eval "$(.ci/start-postgres)" && go test ./caddywebhook/ -run Postgres`
-	if os.Getenv("CI") == "true" {
-		t.Fatal(how + " (CI=true: the Postgres tests must run, not skip)")
-	}
-	t.Skip(how)
-	return ""
-}
 
 // pgTestDB is one test's schema on the test server.
 type pgTestDB struct {
@@ -60,14 +41,8 @@ type pgTestDB struct {
 // runs after the instances' cleanups.
 func newPgTestDB(t *testing.T) *pgTestDB {
 	t.Helper()
-	dsn := postgresDSN(t)
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	db := &pgTestDB{dsn: dsn, schema: "cw_e2e_" + hex.EncodeToString(b[:])}
-	t.Cleanup(func() {
-		db.exec(t, "DROP SCHEMA IF EXISTS "+db.schema+" CASCADE")
-	})
-	return db
+	dsn := testutil.PostgresDSN(t)
+	return &pgTestDB{dsn: dsn, schema: testutil.FreshSchema(t, dsn)}
 }
 
 func (db *pgTestDB) conn(t *testing.T, fn func(ctx context.Context, conn *pgx.Conn) error) {
@@ -82,14 +57,6 @@ func (db *pgTestDB) conn(t *testing.T, fn func(ctx context.Context, conn *pgx.Co
 	if err := fn(ctx, conn); err != nil {
 		t.Fatalf("query schema %s: %v", db.schema, err)
 	}
-}
-
-func (db *pgTestDB) exec(t *testing.T, sql string) {
-	t.Helper()
-	db.conn(t, func(ctx context.Context, conn *pgx.Conn) error {
-		_, err := conn.Exec(ctx, sql)
-		return err
-	})
 }
 
 // jobStatuses returns the number of jobs per status, and of events.
@@ -132,7 +99,7 @@ func startPostgresCaddy(t *testing.T, c *caddyInstance, db *pgTestDB, upstreamUR
 		t.Fatalf("the harness's Caddyfile has no %q line to replace:\n%s", sqliteLine, text)
 	}
 	text = strings.Replace(text, sqliteLine,
-		"storage postgres {env."+pgDSNEnv+"} {\n\t\t\tschema "+db.schema+"\n\t\t}\n", 1)
+		"storage postgres {env."+testutil.DSNEnv+"} {\n\t\t\tschema "+db.schema+"\n\t\t}\n", 1)
 	c.run(t, c.writeCaddyfile(t, text))
 }
 
@@ -390,7 +357,7 @@ func TestPostgresTwoInstances(t *testing.T) {
 	want := len(load) + len(takeover)
 	var counts map[string]int
 	var events int
-	eventually(t, func() bool {
+	testutil.Eventually(t, func() bool {
 		counts, events = db.jobStatuses(t)
 		return counts["done"] == want
 	}, func() string { return fmt.Sprintf("%d done jobs; have %v", want, counts) })

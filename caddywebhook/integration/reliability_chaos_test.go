@@ -1,4 +1,4 @@
-package caddywebhook_test
+package integration
 
 import (
 	"fmt"
@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/caddywebhook/caddywebhook/internal/testutil"
 )
 
 // chaosAnswer is one way the chaos upstream answers a request.
@@ -120,7 +122,7 @@ func testUpstreamChaos(t *testing.T) {
 	for _, key := range keys {
 		sendGitHub(t, c, key, "push")
 	}
-	pollUntil(t, 60*time.Second, func() bool {
+	testutil.EventuallyWithin(t, 60*time.Second, func() bool {
 		st := jobStatuses(t, c)
 		return settled(st) && st["done"]+st["dead"] == events
 	}, func() string { return fmt.Sprintf("every job done or dead: %v\n%s", jobStatuses(t, c), c.logTail()) })

@@ -1,4 +1,4 @@
-package caddywebhook_test
+package integration
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/caddywebhook/caddywebhook/internal/testutil"
 )
 
 // testGracefulStop: SIGTERM or `caddy stop` while a slow upstream holds
@@ -63,7 +65,7 @@ func testGracefulStop(t *testing.T) {
 				sendGitHub(t, c, id, "push")
 				ids = append(ids, id)
 			}
-			pollUntil(t, waitTimeout, func() bool { return tr.busy() == workers }, func() string {
+			testutil.Eventually(t, func() bool { return tr.busy() == workers }, func() string {
 				return fmt.Sprintf("%d workers busy at the upstream, want %d\n%s", tr.busy(), workers, c.logTail())
 			})
 			held := tr.busyKeys()
@@ -183,7 +185,7 @@ func testStopUnderLoad(t *testing.T) {
 	lg.start()
 	for i := range stops {
 		base := lg.acceptedCount()
-		pollUntil(t, 30*time.Second, func() bool { return lg.acceptedCount() >= base+40 && tr.busy() > 0 }, func() string {
+		testutil.EventuallyWithin(t, 30*time.Second, func() bool { return lg.acceptedCount() >= base+40 && tr.busy() > 0 }, func() string {
 			return fmt.Sprintf("stop %d: load to get going: %s", i+1, lg.summary())
 		})
 		c.stop(t) // SIGTERM and a clean exit

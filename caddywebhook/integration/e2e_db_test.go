@@ -1,4 +1,4 @@
-package caddywebhook_test
+package integration
 
 // Reading the queue's SQLite file directly, read-only, to assert what a
 // running (or stopped) Caddy stored. The schema is queue/sqlite's (schema.go).
@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	_ "modernc.org/sqlite"
+
+	"github.com/caddywebhook/caddywebhook/internal/testutil"
 )
 
 // jobRow is one job with its event's identity.
@@ -111,7 +113,7 @@ func (c *caddyInstance) storedPayload(t *testing.T, source, deliveryID string) [
 func (c *caddyInstance) waitJobs(t *testing.T, source, deliveryID, status string) []jobRow {
 	t.Helper()
 	var js []jobRow
-	eventually(t, func() bool {
+	testutil.Eventually(t, func() bool {
 		js = c.jobsFor(t, source, deliveryID)
 		if len(js) == 0 {
 			return false

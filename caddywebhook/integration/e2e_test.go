@@ -1,11 +1,11 @@
-package caddywebhook_test
+package integration
 
 // End-to-end tests: a real Caddy built from ./cmd/caddy with the plugin, run
 // as a separate process on loopback ports, receiving signed requests over
 // real HTTP and delivering them to a recording upstream and a real program.
 // The harness is in e2e_*_test.go. Run them alone with
 //
-//	go test ./caddywebhook -run TestE2E -v
+//	go test ./caddywebhook/integration/ -run TestE2E -v
 
 import (
 	"bytes"
@@ -23,6 +23,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/caddywebhook/caddywebhook/internal/testutil"
 )
 
 func TestE2E(t *testing.T) {
@@ -550,11 +552,11 @@ func testReplay(t *testing.T) {
 	})
 }
 
-// recordScript copies testdata/e2e/record.sh into dir as an executable, so
+// recordScript copies testdata/record.sh into dir as an executable, so
 // the test does not depend on the mode the file has in a checkout.
 func recordScript(t *testing.T, dir string) string {
 	t.Helper()
-	src, err := os.ReadFile(filepath.Join("testdata", "e2e", "record.sh"))
+	src, err := os.ReadFile(filepath.Join("testdata", "record.sh"))
 	if err != nil {
 		t.Fatalf("read record.sh: %v", err)
 	}
@@ -751,7 +753,7 @@ func testReloadDuringDeliveries(t *testing.T) {
 		}
 		return len(answered) == events
 	})
-	eventually(t, func() bool {
+	testutil.Eventually(t, func() bool {
 		for _, j := range c.jobs(t, "github") {
 			if j.Status != "done" {
 				return false
@@ -842,7 +844,7 @@ func testStopSlowUpstream(t *testing.T) {
 			// endpoint itself closes only after every app has stopped.
 			// Either way the upstream answers only once the stop is under
 			// way.
-			eventually(t, func() bool {
+			testutil.Eventually(t, func() bool {
 				resp, err := http.Get(c.AdminURL("/webhook/stats"))
 				if err != nil {
 					return true
@@ -891,7 +893,7 @@ func testStopSlowUpstream(t *testing.T) {
 // its sink site and to examples/demo-handler.sh.
 func testDemoCaddyfile(t *testing.T) {
 	t.Parallel()
-	root, err := filepath.Abs("..")
+	root, err := filepath.Abs(filepath.Join("..", "..")) // the module root
 	if err != nil {
 		t.Fatal(err)
 	}

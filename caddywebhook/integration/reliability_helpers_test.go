@@ -1,4 +1,4 @@
-package caddywebhook_test
+package integration
 
 // Helpers of the reliability suite (reliability_test.go) that the
 // end-to-end harness (e2e_*_test.go) does not have: a signed load generator,
@@ -21,6 +21,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/caddywebhook/caddywebhook/internal/testutil"
 )
 
 // tracker counts, per event key, the requests the upstream is answering
@@ -389,7 +391,7 @@ func waitDelivered(t *testing.T, c *caddyInstance, up *upstream, ids []string, t
 	t.Helper()
 	var missing []string
 	var st map[string]int
-	pollUntil(t, timeout, func() bool {
+	testutil.EventuallyWithin(t, timeout, func() bool {
 		ok := answeredOK(up.deliveries())
 		missing = missing[:0]
 		for _, id := range ids {

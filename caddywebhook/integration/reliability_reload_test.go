@@ -1,4 +1,4 @@
-package caddywebhook_test
+package integration
 
 import (
 	"fmt"
@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/caddywebhook/caddywebhook/internal/testutil"
 )
 
 // testReloadStorm: many reloads, alternating between the admin API (POST
@@ -37,7 +39,7 @@ func testReloadStorm(t *testing.T) {
 	for i := range reloads {
 		// Reload while deliveries are running.
 		base := len(up.deliveries())
-		pollUntil(t, waitTimeout, func() bool { return len(up.deliveries()) >= base+5 && tr.busy() > 0 }, func() string {
+		testutil.Eventually(t, func() bool { return len(up.deliveries()) >= base+5 && tr.busy() > 0 }, func() string {
 			return fmt.Sprintf("reload %d: deliveries to run: %s\n%s", i+1, lg.summary(), c.logTail())
 		})
 		next := cfg(workerCounts[i%len(workerCounts)])

@@ -1,4 +1,4 @@
-package caddywebhook_test
+package integration
 
 // Signers for the end-to-end tests, written from the providers' documentation
 // (see /work/shared/PROVIDERS.md) independently of the signature package, so

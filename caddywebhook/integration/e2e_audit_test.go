@@ -1,4 +1,4 @@
-package caddywebhook_test
+package integration
 
 // The log audit: every Caddy the suite runs writes its log (the default
 // logger and the access log of its site) to the suite directory, and

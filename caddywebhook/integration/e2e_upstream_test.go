@@ -1,4 +1,4 @@
-package caddywebhook_test
+package integration
 
 // The recording upstream: an httptest.Server that records every delivery the
 // http target makes and answers as a test scripts it.

@@ -1,9 +1,11 @@
-package caddywebhook_test
+package integration
 
 import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/caddywebhook/caddywebhook/internal/testutil"
 )
 
 // testSharedDatabase: two Caddy processes on one SQLite file (a blue-green
@@ -30,7 +32,7 @@ func testSharedDatabase(t *testing.T) {
 	lb := newLoad(b, "shared-b", 2, 20*time.Millisecond, resendNoAnswer)
 	la.start()
 	lb.start()
-	pollUntil(t, 60*time.Second, func() bool { return la.acceptedCount()+lb.acceptedCount() >= 300 }, func() string {
+	testutil.EventuallyWithin(t, 60*time.Second, func() bool { return la.acceptedCount()+lb.acceptedCount() >= 300 }, func() string {
 		return fmt.Sprintf("load on both: %s / %s", la.summary(), lb.summary())
 	})
 	la.halt()
