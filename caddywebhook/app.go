@@ -84,10 +84,11 @@ type App struct {
 	// back without being charged an attempt. Default: 10s.
 	ShutdownGrace caddy.Duration `json:"shutdown_grace,omitempty"`
 
-	ctx      caddy.Context
-	logger   *zap.Logger
-	storeKey string // key in stores, once this app holds a reference
-	store    queue.Store
+	ctx        caddy.Context
+	logger     *zap.Logger
+	storeKey   string // key in stores, once this app holds a reference
+	store      queue.Store
+	claimAhead bool // the store's spec allows claiming ahead of idle workers
 
 	mu      sync.Mutex
 	routes  map[queue.Route]Target // registered by receivers during Provision
@@ -159,7 +160,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return fmt.Errorf("webhook: open store %s: %w", spec.name, err)
 	}
-	a.storeKey = spec.key
+	a.storeKey, a.claimAhead = spec.key, spec.claimAhead
 	shared := val.(*sharedStore)
 	a.store = shared.Store
 	if shared.settings != spec.settings {
@@ -290,10 +291,7 @@ func (a *App) Start() error {
 			Routes:        routes,
 			Observer:      obs,
 		}
-		if a.Storage.Backend == backendSQLite {
-			// One Caddy owns its SQLite file, so jobs claimed ahead wait
-			// for no one but this pool's workers; with Postgres they would
-			// keep jobs from idle instances while these workers are busy.
+		if a.claimAhead {
 			cfg.ClaimAhead = n
 		}
 		if a.Backoff != nil {

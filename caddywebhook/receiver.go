@@ -182,6 +182,10 @@ type targetFilter struct {
 // smaller); raise max_body for larger ones.
 const defaultMaxBody = 1 << 20
 
+// maxMaxBody bounds max_body: payloads live in the database and in memory
+// while a request is verified, so a typo such as 1GB should fail loudly.
+const maxMaxBody = 64 << 20
+
 // CaddyModule returns the Caddy module information.
 func (*Receiver) CaddyModule() caddy.ModuleInfo {
 	return caddy.ModuleInfo{
@@ -263,7 +267,7 @@ func (rc *Receiver) Provision(ctx caddy.Context) error {
 	case rc.maxBody == 0:
 		rc.maxBody = defaultMaxBody
 	case rc.maxBody < 0 || rc.maxBody > maxMaxBody:
-		return errf("max_body %d is not between 1 and %d bytes", rc.MaxBody, maxMaxBody)
+		return errf("max_body %d bytes is not between 1B and 64MiB", rc.MaxBody)
 	}
 
 	rc.forward = forwardHeaders(rc.Scheme, rc.EventType)
