@@ -163,11 +163,9 @@ func (st *StorageConfig) postgresSpec() (storeSpec, error) {
 	case st.MaxConns < 0:
 		return storeSpec{}, fmt.Errorf("webhook: storage: max_conns is %d, must not be negative", st.MaxConns)
 	}
-	// The replacer's errors quote the text around a placeholder, which
-	// here may be a password: say only what is wrong.
-	dsn, err := caddy.NewReplacer().ReplaceOrErr(st.DSN, true, true)
+	dsn, err := resolvePlaceholders(st.DSN)
 	if err != nil {
-		return storeSpec{}, errors.New("webhook: storage: dsn: a placeholder in it is unknown or empty")
+		return storeSpec{}, fmt.Errorf("webhook: storage: dsn: %w", err)
 	}
 	schema := cmp.Or(st.Schema, postgres.DefaultSchema)
 	maxConns := cmp.Or(st.MaxConns, postgres.DefaultMaxConns)
