@@ -209,7 +209,15 @@ func (a *adminAPI) handleList(w http.ResponseWriter, r *http.Request, q *activeQ
 // is what a human reading the response wants.
 type jobResponse struct {
 	queue.JobDetail
-	PayloadText string `json:"payload_text,omitempty"`
+	History     []attemptResponse `json:"history"`
+	PayloadText string            `json:"payload_text,omitempty"`
+}
+
+// attemptResponse is one attempt of the history, its outcome said with
+// the words of the logs and metrics (delivered, retry, dead, handed_back).
+type attemptResponse struct {
+	queue.Attempt
+	Outcome string `json:"outcome"`
 }
 
 func (a *adminAPI) handleGet(w http.ResponseWriter, r *http.Request, q *activeQueue, id int64) error {
@@ -220,10 +228,10 @@ func (a *adminAPI) handleGet(w http.ResponseWriter, r *http.Request, q *activeQu
 	if job.Headers == nil {
 		job.Headers = []queue.Header{}
 	}
-	if job.History == nil {
-		job.History = []queue.Attempt{}
+	resp := jobResponse{JobDetail: job, History: make([]attemptResponse, len(job.History))}
+	for i, a := range job.History {
+		resp.History[i] = attemptResponse{Attempt: a, Outcome: attemptOutcome(a.Outcome)}
 	}
-	resp := jobResponse{JobDetail: job}
 	if utf8.Valid(job.Payload) {
 		resp.PayloadText = string(job.Payload)
 	}

@@ -316,7 +316,7 @@ func TestAdminRoutes(t *testing.T) {
 				if string(j.Payload) != `{"ref":"refs/heads/main"}` || j.PayloadText != `{"ref":"refs/heads/main"}` {
 					t.Errorf("payload = %q, payload_text = %q", j.Payload, j.PayloadText)
 				}
-				if len(j.History) != 1 || j.History[0].Outcome != queue.StatusDead || j.History[0].Error != "upstream answered 400 Bad Request" {
+				if len(j.History) != 1 || j.History[0].Outcome != deliveryDead || j.History[0].Error != "upstream answered 400 Bad Request" {
 					t.Errorf("history = %+v", j.History)
 				}
 				if len(j.Headers) != 1 || j.Headers[0].Name != "Content-Type" {
@@ -747,6 +747,28 @@ func TestAdminStoreFailures(t *testing.T) {
 				if strings.Count(body.Error, op+":") > 1 {
 					t.Errorf("error %q repeats %q", body.Error, op)
 				}
+			}
+		})
+	}
+}
+
+// TestAttemptOutcome maps the status a store records in the history,
+// also in rows stored before the words changed, to the words of the logs
+// and metrics.
+func TestAttemptOutcome(t *testing.T) {
+	tests := []struct {
+		status queue.Status
+		want   string
+	}{
+		{queue.StatusDone, "delivered"},
+		{queue.StatusPending, "retry"},
+		{queue.StatusDead, "dead"},
+		{queue.StatusRunning, "handed_back"},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.status), func(t *testing.T) {
+			if got := attemptOutcome(tt.status); got != tt.want {
+				t.Errorf("attemptOutcome(%s) = %q, want %q", tt.status, got, tt.want)
 			}
 		})
 	}
