@@ -156,7 +156,7 @@ type statsResponse struct {
 func (a *adminAPI) handleStats(w http.ResponseWriter, r *http.Request, q *activeQueue, _ int64) error {
 	st, err := q.Store.Stats(r.Context(), a.clock())
 	if err != nil {
-		return storeError("read stats", 0, err)
+		return storeError(0, err)
 	}
 	if st.Counts == nil {
 		st.Counts = []queue.Count{}
@@ -196,7 +196,7 @@ func (a *adminAPI) handleList(w http.ResponseWriter, r *http.Request, q *activeQ
 	}
 	page, err := q.Store.ListJobs(r.Context(), p)
 	if err != nil {
-		return storeError("list jobs", 0, err)
+		return storeError(0, err)
 	}
 	if page.Jobs == nil {
 		page.Jobs = []queue.JobSummary{}
@@ -209,21 +209,29 @@ func (a *adminAPI) handleList(w http.ResponseWriter, r *http.Request, q *activeQ
 // is what a human reading the response wants.
 type jobResponse struct {
 	queue.JobDetail
-	PayloadText string `json:"payload_text,omitempty"`
+	History     []attemptResponse `json:"history"`
+	PayloadText string            `json:"payload_text,omitempty"`
+}
+
+// attemptResponse is one attempt of the history, its outcome said with
+// the words of the logs and metrics (delivered, retry, dead, handed_back).
+type attemptResponse struct {
+	queue.Attempt
+	Outcome string `json:"outcome"`
 }
 
 func (a *adminAPI) handleGet(w http.ResponseWriter, r *http.Request, q *activeQueue, id int64) error {
 	job, err := q.Store.GetJob(r.Context(), id)
 	if err != nil {
-		return storeError("get job", id, err)
+		return storeError(id, err)
 	}
 	if job.Headers == nil {
 		job.Headers = []queue.Header{}
 	}
-	if job.History == nil {
-		job.History = []queue.Attempt{}
+	resp := jobResponse{JobDetail: job, History: make([]attemptResponse, len(job.History))}
+	for i, a := range job.History {
+		resp.History[i] = attemptResponse{Attempt: a, Outcome: attemptOutcome(a.Outcome)}
 	}
-	resp := jobResponse{JobDetail: job}
 	if utf8.Valid(job.Payload) {
 		resp.PayloadText = string(job.Payload)
 	}
@@ -238,7 +246,7 @@ type replayResponse struct {
 
 func (a *adminAPI) handleReplay(w http.ResponseWriter, r *http.Request, q *activeQueue, id int64) error {
 	if err := q.Store.Replay(r.Context(), id); err != nil {
-		return storeError("replay job", id, err)
+		return storeError(id, err)
 	}
 	return writeJSON(w, http.StatusOK, replayResponse{ID: id, Replayed: 1})
 }
@@ -261,7 +269,7 @@ func (a *adminAPI) handleReplayDead(w http.ResponseWriter, r *http.Request, q *a
 		Target: query.Get("target"),
 	})
 	if err != nil {
-		return storeError("replay dead jobs", 0, err)
+		return storeError(0, err)
 	}
 	return writeJSON(w, http.StatusOK, replayResponse{Replayed: n})
 }
@@ -274,7 +282,7 @@ type discardResponse struct {
 
 func (a *adminAPI) handleDiscard(w http.ResponseWriter, r *http.Request, q *activeQueue, id int64) error {
 	if err := q.Store.Discard(r.Context(), id); err != nil {
-		return storeError("discard job", id, err)
+		return storeError(id, err)
 	}
 	return writeJSON(w, http.StatusOK, discardResponse{ID: id, Discarded: true})
 }
@@ -304,7 +312,7 @@ func (a *adminAPI) handlePurge(w http.ResponseWriter, r *http.Request, q *active
 	total, err := queue.PurgeAll(r.Context(), q.Store, cutoff, cmp.Or(a.purgeBatch, queue.DefaultPurgeBatch))
 	if err != nil {
 		// Batches already committed stay purged; say how many.
-		return storeError(fmt.Sprintf("purge done jobs (%d purged before the error)", total), 0, err)
+		return storeError(0, fmt.Errorf("purge done jobs (%d purged before the error): %w", total, err))
 	}
 	return writeJSON(w, http.StatusOK, purgeResponse{Purged: total, Cutoff: cutoff.UTC(), OlderThan: olderThan.String()})
 }
@@ -337,9 +345,12 @@ func parseID(s string) (int64, error) {
 	return id, nil
 }
 
-// storeError maps the store's sentinels to HTTP statuses. what is the verb
-// phrase for wrapping; id, when not 0, names the job in the message.
-func storeError(what string, id int64, err error) error {
+// storeError maps the store's errors to HTTP statuses; id, when not 0,
+// names the job in the message. The store's errors already name the
+// operation ("read stats: …"), so they are not wrapped again. Any other
+// failure of the store is 503, as the receiver answers when it cannot
+// store: the database is unavailable, and the request may be retried.
+func storeError(id int64, err error) error {
 	switch {
 	case errors.Is(err, queue.ErrNotFound):
 		return apiError(http.StatusNotFound, "job %d not found", id)
@@ -347,13 +358,11 @@ func storeError(what string, id int64, err error) error {
 		return apiError(http.StatusConflict, "job %d is not dead; only dead jobs can be replayed", id)
 	case errors.Is(err, queue.ErrRunning):
 		return apiError(http.StatusConflict, "job %d is running; wait for the attempt to finish", id)
-	case errors.Is(err, queue.ErrClosed):
-		return caddy.APIError{HTTPStatus: http.StatusServiceUnavailable, Err: fmt.Errorf("%s: %w", what, err)}
 	case errors.Is(err, context.Canceled):
 		// The client went away; the status is for the log only.
-		return caddy.APIError{HTTPStatus: 499, Err: fmt.Errorf("%s: %w", what, err)}
+		return caddy.APIError{HTTPStatus: 499, Err: err}
 	}
-	return caddy.APIError{HTTPStatus: http.StatusInternalServerError, Err: fmt.Errorf("%s: %w", what, err)}
+	return caddy.APIError{HTTPStatus: http.StatusServiceUnavailable, Err: err}
 }
 
 func badParam(name, format string, args ...any) error {

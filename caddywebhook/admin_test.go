@@ -1,6 +1,7 @@
 package caddywebhook
 
 import (
+	"database/sql"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -27,6 +28,7 @@ var adminT0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 // API serving it behind a mux as Caddy's admin server mounts it.
 type adminFixture struct {
 	store   *sqlite.Store
+	dbPath  string
 	api     *adminAPI
 	handler http.Handler
 	now     atomic.Int64 // unix nanoseconds; read by the store and the API
@@ -41,8 +43,9 @@ func setupAdmin(t *testing.T) *adminFixture {
 	f := &adminFixture{owner: new(int)}
 	f.now.Store(adminT0.UnixNano())
 	clock := func() time.Time { return time.Unix(0, f.now.Load()).UTC() }
+	f.dbPath = filepath.Join(t.TempDir(), "queue.db")
 	st, err := sqlite.Open(t.Context(), sqlite.Config{
-		Path:        filepath.Join(t.TempDir(), "queue.db"),
+		Path:        f.dbPath,
 		Synchronous: "normal", // durability across power loss is not under test here
 		Now:         clock,
 	})
@@ -313,7 +316,7 @@ func TestAdminRoutes(t *testing.T) {
 				if string(j.Payload) != `{"ref":"refs/heads/main"}` || j.PayloadText != `{"ref":"refs/heads/main"}` {
 					t.Errorf("payload = %q, payload_text = %q", j.Payload, j.PayloadText)
 				}
-				if len(j.History) != 1 || j.History[0].Outcome != queue.StatusDead || j.History[0].Error != "upstream answered 400 Bad Request" {
+				if len(j.History) != 1 || j.History[0].Outcome != deliveryDead || j.History[0].Error != "upstream answered 400 Bad Request" {
 					t.Errorf("history = %+v", j.History)
 				}
 				if len(j.Headers) != 1 || j.Headers[0].Name != "Content-Type" {
@@ -690,24 +693,83 @@ func TestAdminPurgeWithoutRetention(t *testing.T) {
 	wantError("invalid parameter older_than: is required")(t, f, adminData{}, rec)
 }
 
-// TestAdminStoreClosed covers a store failing under the API: a closed store
-// (an app stopping under a request) is unavailable, not a client error.
-func TestAdminStoreClosed(t *testing.T) {
-	tests := []struct{ name, method, target, want string }{
-		{"list", http.MethodGet, "/webhook/jobs", "list jobs: store closed"},
-		{"stats", http.MethodGet, "/webhook/stats", "read stats: store closed"},
-		{"replay dead", http.MethodPost, "/webhook/replay?status=dead", "replay dead jobs: store closed"},
-		{"purge", http.MethodPost, "/webhook/purge", "purge done jobs (0 purged before the error): store closed"},
+// TestAdminStoreFailures covers a store failing under the API: a closed
+// store (an app stopping under a request) and a database that answers with
+// errors are unavailable (503, as the receiver answers), not a client
+// error and not a server bug, and the store's own words are not repeated.
+func TestAdminStoreFailures(t *testing.T) {
+	closeStore := func(t *testing.T, f *adminFixture) { f.store.Close() }
+	// Dropping the tables under the open store makes every statement fail
+	// in the database itself, as a lost or broken database would.
+	breakDatabase := func(t *testing.T, f *adminFixture) {
+		t.Helper()
+		db, err := sql.Open("sqlite", f.dbPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		for _, table := range []string{"attempts", "jobs", "events"} {
+			if _, err := db.Exec("DROP TABLE IF EXISTS " + table); err != nil {
+				t.Fatalf("drop %s: %v", table, err)
+			}
+		}
+	}
+	tests := []struct {
+		name           string
+		breakIt        func(*testing.T, *adminFixture)
+		method, target string
+		want           string
+	}{
+		{"closed/list", closeStore, http.MethodGet, "/webhook/jobs", "store closed"},
+		{"closed/stats", closeStore, http.MethodGet, "/webhook/stats", "read stats: store closed"},
+		{"closed/replay dead", closeStore, http.MethodPost, "/webhook/replay?status=dead", "store closed"},
+		{"closed/purge", closeStore, http.MethodPost, "/webhook/purge", "purge done jobs (0 purged before the error): store closed"},
+		{"broken/stats", breakDatabase, http.MethodGet, "/webhook/stats", "read stats: "},
+		{"broken/list", breakDatabase, http.MethodGet, "/webhook/jobs", "no such table"},
+		{"broken/show", breakDatabase, http.MethodGet, "/webhook/jobs/1", "no such table"},
+		{"broken/replay dead", breakDatabase, http.MethodPost, "/webhook/replay?status=dead", "no such table"},
+		{"broken/purge", breakDatabase, http.MethodPost, "/webhook/purge", "purge done jobs (0 purged before the error): "},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := setupAdmin(t)
-			f.store.Close()
+			tt.breakIt(t, f)
 			rec := f.do(t, tt.method, tt.target)
 			if rec.Code != http.StatusServiceUnavailable {
-				t.Fatalf("%s on a closed store = %d, want 503: %s", tt.target, rec.Code, rec.Body)
+				t.Fatalf("%s on a failing store = %d, want 503: %s", tt.target, rec.Code, rec.Body)
 			}
 			wantError(tt.want)(t, f, adminData{}, rec)
+			var body struct{ Error string }
+			if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+				t.Fatal(err)
+			}
+			for _, op := range []string{"read stats", "list jobs", "replay dead jobs", "purge jobs"} {
+				if strings.Count(body.Error, op+":") > 1 {
+					t.Errorf("error %q repeats %q", body.Error, op)
+				}
+			}
+		})
+	}
+}
+
+// TestAttemptOutcome maps the status a store records in the history,
+// also in rows stored before the words changed, to the words of the logs
+// and metrics.
+func TestAttemptOutcome(t *testing.T) {
+	tests := []struct {
+		status queue.Status
+		want   string
+	}{
+		{queue.StatusDone, "delivered"},
+		{queue.StatusPending, "retry"},
+		{queue.StatusDead, "dead"},
+		{queue.StatusRunning, "handed_back"},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.status), func(t *testing.T) {
+			if got := attemptOutcome(tt.status); got != tt.want {
+				t.Errorf("attemptOutcome(%s) = %q, want %q", tt.status, got, tt.want)
+			}
 		})
 	}
 }

@@ -84,10 +84,11 @@ type App struct {
 	// back without being charged an attempt. Default: 10s.
 	ShutdownGrace caddy.Duration `json:"shutdown_grace,omitempty"`
 
-	ctx      caddy.Context
-	logger   *zap.Logger
-	storeKey string // key in stores, once this app holds a reference
-	store    queue.Store
+	ctx        caddy.Context
+	logger     *zap.Logger
+	storeKey   string // key in stores, once this app holds a reference
+	store      queue.Store
+	claimAhead bool // the store's spec allows claiming ahead of idle workers
 
 	mu      sync.Mutex
 	routes  map[queue.Route]Target // registered by receivers during Provision
@@ -159,7 +160,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return fmt.Errorf("webhook: open store %s: %w", spec.name, err)
 	}
-	a.storeKey = spec.key
+	a.storeKey, a.claimAhead = spec.key, spec.claimAhead
 	shared := val.(*sharedStore)
 	a.store = shared.Store
 	if shared.settings != spec.settings {
@@ -290,10 +291,7 @@ func (a *App) Start() error {
 			Routes:        routes,
 			Observer:      obs,
 		}
-		if a.Storage.Backend == backendSQLite {
-			// One Caddy owns its SQLite file, so jobs claimed ahead wait
-			// for no one but this pool's workers; with Postgres they would
-			// keep jobs from idle instances while these workers are busy.
+		if a.claimAhead {
 			cfg.ClaimAhead = n
 		}
 		if a.Backoff != nil {
@@ -396,7 +394,8 @@ func (rt router) Handle(ctx context.Context, job *queue.Job) error {
 	return t.Deliver(ctx, job)
 }
 
-// Outcome words of a delivery attempt, in logs and metrics.
+// Outcome words of a delivery attempt, in logs, metrics and the attempt
+// history the admin API and the CLI show.
 const (
 	deliveryDelivered  = "delivered"
 	deliveryRetry      = "retry"
@@ -404,6 +403,25 @@ const (
 	deliveryLeaseLost  = "lease_lost"
 	deliveryHandedBack = "handed_back"
 )
+
+// attemptOutcome is the outcome word of a recorded attempt after which its
+// job's status became status. The stores record that status in the
+// history (and rows already stored keep it), so it is mapped here, where
+// the logs get their word too.
+func attemptOutcome(status queue.Status) string {
+	switch status {
+	case queue.StatusDone:
+		return deliveryDelivered
+	case queue.StatusPending:
+		return deliveryRetry
+	case queue.StatusDead:
+		return deliveryDead
+	case queue.StatusRunning:
+		// A hand-back records the attempt with the job still running.
+		return deliveryHandedBack
+	}
+	return string(status)
+}
 
 // maxLoggedError bounds the error text of a delivery in logs. The text comes
 // from the target (an HTTP status, an exit code and the tail of a program's
@@ -431,14 +449,14 @@ func jobFields(job *queue.Job, extra ...zap.Field) []zap.Field {
 
 // JobFinished implements queue.Observer.
 func (o *observer) JobFinished(job *queue.Job, c queue.Completion, recorded bool, err error) {
-	word, level := deliveryDelivered, zapcore.InfoLevel
+	word, level := attemptOutcome(c.Status), zapcore.InfoLevel
 	switch {
 	case !recorded:
 		word, level = deliveryLeaseLost, zapcore.WarnLevel
 	case c.Status == queue.StatusPending:
-		word, level = deliveryRetry, zapcore.WarnLevel
+		level = zapcore.WarnLevel
 	case c.Status == queue.StatusDead:
-		word, level = deliveryDead, zapcore.ErrorLevel
+		level = zapcore.ErrorLevel
 	}
 	webhookMetrics.deliveries.WithLabelValues(job.Source, job.Target, word).Inc()
 	if recorded {

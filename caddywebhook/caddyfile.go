@@ -1,6 +1,7 @@
 package caddywebhook
 
 import (
+	"math"
 	"strconv"
 	"strings"
 
@@ -57,8 +58,10 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 //
 // The DSN holds a password: write a placeholder, such as
 // {env.WEBHOOK_PG_DSN}, resolved when the config loads. Messages never
-// quote it. storage is given at most once, and synchronous applies to
-// sqlite only.
+// quote it. storage is given at most once. The unmarshaler only parses:
+// values are checked when the config loads (Provision), where JSON configs
+// are checked too. A count of 0 is refused here, since in JSON it would
+// read as the default.
 func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // the option name
 	if d.NextArg() {
@@ -75,9 +78,6 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			var mode string
 			if !d.AllArgs(&mode) {
 				return d.Errf("webhook: synchronous needs one argument: full or normal")
-			}
-			if mode != "full" && mode != "normal" {
-				return d.Errf("webhook: synchronous: %q is not full or normal", mode)
 			}
 			if a.Storage == nil {
 				a.Storage = new(StorageConfig)
@@ -143,16 +143,10 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if b.Max, err = parseDuration(d, opt, maxWait); err != nil {
 				return err
 			}
-			if b.Max < b.Base {
-				return d.Errf("webhook: backoff: max %s is shorter than base %s", maxWait, base)
-			}
 			a.Backoff = b
 		default:
 			return d.Errf("webhook: unknown option %q", opt)
 		}
-	}
-	if st := a.Storage; st != nil && st.Backend == backendPostgres && st.Synchronous != "" {
-		return d.Errf("webhook: synchronous applies to sqlite storage only, not postgres")
 	}
 	return nil
 }
@@ -304,11 +298,6 @@ func (rc *Receiver) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if !d.AllArgs(&s) {
 				return d.Errf("webhook_receiver: tolerance needs a duration or off")
 			}
-			if s != "off" {
-				if v, err := caddy.ParseDuration(s); err != nil || v <= 0 {
-					return d.Errf("webhook_receiver: tolerance: %q is not a positive duration or off", s)
-				}
-			}
 			rc.Tolerance = s
 		case "max_body":
 			var s string
@@ -316,8 +305,10 @@ func (rc *Receiver) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("webhook_receiver: max_body needs one size, e.g. 1MB")
 			}
 			n, err := humanize.ParseBytes(s)
-			if err != nil || n == 0 || n > maxMaxBody {
-				return d.Errf("webhook_receiver: max_body: %q is not a size between 1B and 64MiB", s)
+			if err != nil || n == 0 || n > math.MaxInt64 {
+				// 0 would read as the default in JSON; the upper
+				// bound is checked at Provision.
+				return d.Errf("webhook_receiver: max_body: %q is not a size such as 1MB", s)
 			}
 			rc.MaxBody = int64(n)
 		case "delivery_id", "event_type":
@@ -355,10 +346,6 @@ func (rc *Receiver) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	}
 	return nil
 }
-
-// maxMaxBody bounds max_body: payloads live in the database and in memory
-// while a request is verified, so a typo such as 1GB should fail loudly.
-const maxMaxBody = 64 << 20
 
 func (rc *Receiver) unmarshalHMAC(d *caddyfile.Dispenser) error {
 	if d.NextArg() {

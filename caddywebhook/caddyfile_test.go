@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 
@@ -91,7 +92,6 @@ func TestAdaptErrors(t *testing.T) {
 		{"global/unknown backend", global("\t\tstorage redis /x"), []string{"webhook", `unknown backend "redis"`, "want sqlite or postgres"}},
 		{"global/storage twice", global("\t\tstorage sqlite /a.db\n\t\tstorage postgres {env.PG}"), []string{"webhook", "storage is given twice"}},
 		{"global/sqlite with a block", global("\t\tstorage sqlite /a.db {\n\t\t\tschema x\n\t\t}"), []string{"webhook", "storage sqlite takes no block"}},
-		{"global/postgres with synchronous", global("\t\tsynchronous normal\n\t\tstorage postgres {env.PG}"), []string{"webhook", "synchronous applies to sqlite storage only"}},
 		{"global/postgres unknown option", global("\t\tstorage postgres {env.PG} {\n\t\t\tpool 3\n\t\t}"), []string{"webhook", "storage postgres", `unknown option "pool"`}},
 		{"global/postgres schema without name", global("\t\tstorage postgres {env.PG} {\n\t\t\tschema\n\t\t}"), []string{"webhook", "storage postgres", "schema needs one name"}},
 		{"global/postgres max_conns zero", global("\t\tstorage postgres {env.PG} {\n\t\t\tmax_conns 0\n\t\t}"), []string{"webhook", "storage postgres", "max_conns must be at least 1"}},
@@ -103,16 +103,12 @@ func TestAdaptErrors(t *testing.T) {
 		{"global/lease not a duration", global("\t\tlease soon"), []string{"webhook", "lease", `"soon" is not a positive duration`}},
 		{"global/retention two values", global("\t\tretention 1d 2d"), []string{"webhook", "retention needs one duration"}},
 		{"global/backoff one value", global("\t\tbackoff 1s"), []string{"webhook", "backoff needs two durations"}},
-		{"global/backoff max below base", global("\t\tbackoff 1m 1s"), []string{"webhook", "backoff", "shorter than base"}},
-		{"global/synchronous off", global("\t\tsynchronous off"), []string{"webhook", "synchronous", `"off" is not full or normal`}},
 		{"global/max_batch zero", global("\t\tmax_batch 0"), []string{"webhook", "max_batch must be at least 1"}},
 		{"receiver/unknown option", receiver("\t\tsorce github"), []string{"webhook_receiver", `unknown option "sorce"`}},
 		{"receiver/argument on the directive line", ":8080 {\n\twebhook_receiver /a /b\n}\n", []string{"webhook_receiver", `unexpected argument "/b"`}},
 		{"receiver/source without name", receiver("\t\tsource"), []string{"webhook_receiver", "source needs one name"}},
 		{"receiver/secret with two values", receiver("\t\tsecret a b"), []string{"webhook_receiver", "secret needs exactly one value"}},
-		{"receiver/tolerance bad", receiver("\t\ttolerance forever"), []string{"webhook_receiver", "tolerance", `"forever"`}},
 		{"receiver/max_body bad", receiver("\t\tmax_body lots"), []string{"webhook_receiver", "max_body", `"lots"`}},
-		{"receiver/max_body too big", receiver("\t\tmax_body 1GB"), []string{"webhook_receiver", "max_body", "64MiB"}},
 		{"receiver/delivery_id from cookie", receiver("\t\tdelivery_id cookie id"), []string{"webhook_receiver", "delivery_id", `"cookie" is not header or json`}},
 		{"receiver/event_type without name", receiver("\t\tevent_type header"), []string{"webhook_receiver", "event_type needs a source and a name"}},
 		{"receiver/hmac unknown option", receiver("\t\thmac {\n\t\t\tcolour blue\n\t\t}"), []string{"webhook_receiver", "hmac", `unknown option "colour"`}},
@@ -136,6 +132,49 @@ func TestAdaptErrors(t *testing.T) {
 			}
 			if strings.Contains(err.Error(), "canary-pw") {
 				t.Errorf("error %q quotes the DSN's password", err)
+			}
+		})
+	}
+}
+
+// TestCaddyfileLoadErrors loads Caddyfiles whose values are checked when
+// the config loads, not by the unmarshaler, which only parses: each must
+// still fail, with a message that names the directive and the problem.
+func TestCaddyfileLoadErrors(t *testing.T) {
+	tests := []struct {
+		name   string
+		global string   // lines of the webhook global option
+		recv   string   // lines of the webhook_receiver
+		want   []string // every piece must appear in the error
+	}{
+		{"global/synchronous off", "synchronous off", "", []string{"webhook", "synchronous", `"off" is not full or normal`}},
+		{"global/postgres with synchronous", "synchronous normal\nstorage postgres postgres://h/db", "", []string{"webhook", "synchronous applies to sqlite only"}},
+		{"global/backoff max below base", "backoff 1m 1s", "", []string{"webhook", "backoff", "shorter than its base"}},
+		{"receiver/tolerance bad", "", "tolerance forever", []string{"webhook_receiver", "tolerance", `"forever"`}},
+		{"receiver/tolerance zero", "", "tolerance 0s", []string{"webhook_receiver", "tolerance", `"0s" is not a positive duration`}},
+		{"receiver/max_body too big", "", "max_body 1GB", []string{"webhook_receiver", "max_body", "64MiB"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			global := "storage sqlite " + h.dbPath
+			if strings.Contains(tt.global, "storage") {
+				global = ""
+			}
+			input := "{\n\tadmin off\n\twebhook {\n\t\t" + global + "\n\t\t" + tt.global + "\n\t}\n}\n" +
+				"http://" + h.addr + " {\n\twebhook_receiver {\n\t\tsource s\n\t\tscheme github\n\t\tsecret {env." + testSecretEnv + "}\n\t\t" + tt.recv + "\n\t}\n}\n"
+			cfg, err := adapt(t, input)
+			if err != nil {
+				t.Fatalf("adapt: %v; the unmarshaler should only parse", err)
+			}
+			err = caddy.Load(cfg, true)
+			if err == nil {
+				t.Fatal("config loaded; want an error")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
 			}
 		})
 	}

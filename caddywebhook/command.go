@@ -424,7 +424,7 @@ func (c *cli) show(_ *cobra.Command, args []string) error {
 		tw = newTable(c.out)
 		fmt.Fprintln(tw, "  ATTEMPT\tSTARTED\tDURATION\tOUTCOME\tERROR")
 		for _, a := range job.History {
-			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\n", a.Attempt, a.Started.UTC().Format(time.RFC3339),
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\n", a.Attempt.Attempt, a.Started.UTC().Format(time.RFC3339),
 				a.Duration.Round(time.Millisecond), a.Outcome, cell(a.Error, 80))
 		}
 		if err := tw.Flush(); err != nil {

@@ -182,6 +182,59 @@ type targetFilter struct {
 // smaller); raise max_body for larger ones.
 const defaultMaxBody = 1 << 20
 
+// resolvePlaceholders expands the placeholders in s, a value that may be
+// a secret (a webhook secret, a DSN). Its error never quotes s, nor the
+// replacer's error, which would: it names the placeholder that is empty or
+// unset when that is one of Caddy's global placeholders ({env.*},
+// {file.*}, {system.*}, {time.*}), whose name is not a secret and is what
+// to fix. Any other brace pair may be part of a literal secret, so it is
+// not named.
+func resolvePlaceholders(s string) (string, error) {
+	repl := caddy.NewReplacer()
+	v, err := repl.ReplaceOrErr(s, true, true)
+	if err == nil {
+		return v, nil
+	}
+	for rest := s; ; {
+		open := strings.IndexByte(rest, '{')
+		if open < 0 {
+			break
+		}
+		if open > 0 && rest[open-1] == '\\' {
+			rest = rest[open+1:]
+			continue
+		}
+		end := strings.IndexByte(rest[open:], '}')
+		if end < 0 {
+			break
+		}
+		key := rest[open+1 : open+end]
+		rest = rest[open+end+1:]
+		if !globalPlaceholder(key) {
+			continue
+		}
+		if v, ok := repl.GetString(key); !ok || v == "" {
+			return "", fmt.Errorf("placeholder {%s} is empty or unset", key)
+		}
+	}
+	return "", errors.New(`a placeholder in it is unknown (write a literal brace as \{)`)
+}
+
+// globalPlaceholder reports whether key is in a namespace of Caddy's
+// global placeholders.
+func globalPlaceholder(key string) bool {
+	for _, ns := range []string{"env.", "file.", "system.", "time."} {
+		if strings.HasPrefix(key, ns) && len(key) > len(ns) {
+			return true
+		}
+	}
+	return false
+}
+
+// maxMaxBody bounds max_body: payloads live in the database and in memory
+// while a request is verified, so a typo such as 1GB should fail loudly.
+const maxMaxBody = 64 << 20
+
 // CaddyModule returns the Caddy module information.
 func (*Receiver) CaddyModule() caddy.ModuleInfo {
 	return caddy.ModuleInfo{
@@ -209,14 +262,14 @@ func (rc *Receiver) Provision(ctx caddy.Context) error {
 	if len(rc.Secrets) == 0 {
 		return errf("at least one secret is required")
 	}
-	repl := caddy.NewReplacer()
 	secrets := make([]string, len(rc.Secrets))
 	for i, s := range rc.Secrets {
-		v, err := repl.ReplaceOrErr(s, true, true)
-		if err != nil || v == "" {
-			// Do not wrap err: a literal secret with braces would be
-			// quoted in it.
-			return errf("secret #%d: a placeholder in it is unknown or empty", i+1)
+		v, err := resolvePlaceholders(s)
+		if err != nil {
+			return errf("secret #%d: %w", i+1, err)
+		}
+		if v == "" {
+			return errf("secret #%d is empty", i+1)
 		}
 		secrets[i] = v
 	}
@@ -263,7 +316,7 @@ func (rc *Receiver) Provision(ctx caddy.Context) error {
 	case rc.maxBody == 0:
 		rc.maxBody = defaultMaxBody
 	case rc.maxBody < 0 || rc.maxBody > maxMaxBody:
-		return errf("max_body %d is not between 1 and %d bytes", rc.MaxBody, maxMaxBody)
+		return errf("max_body %d bytes is not between 1B and 64MiB", rc.MaxBody)
 	}
 
 	rc.forward = forwardHeaders(rc.Scheme, rc.EventType)

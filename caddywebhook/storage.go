@@ -11,12 +11,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
-	"slices"
-	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/caddywebhook/caddywebhook/queue"
 	"github.com/caddywebhook/caddywebhook/queue/postgres"
@@ -90,7 +86,14 @@ type storeSpec struct {
 	// settings are the options that only take effect when the store is
 	// opened, to warn when a reload changes them.
 	settings string
-	open     func(ctx context.Context) (queue.Store, error)
+	// claimAhead lets the pool claim jobs for workers that are still
+	// busy. Only for a store one Caddy owns: jobs claimed ahead wait for
+	// no one but this pool's workers. A shared store (Postgres) leaves
+	// them to idle instances instead.
+	claimAhead bool
+	// open opens the store. Its errors say nothing the config must keep
+	// secret: the Postgres store redacts its DSN from every error.
+	open func(ctx context.Context) (queue.Store, error)
 }
 
 // spec applies defaults to st, checks it and resolves its placeholders.
@@ -134,9 +137,10 @@ func (st *StorageConfig) sqliteSpec() (storeSpec, error) {
 	}
 	synchronous := st.Synchronous
 	return storeSpec{
-		key:      "sqlite:" + path,
-		name:     path,
-		settings: fmt.Sprintf("synchronous=%s max_batch=%d", synchronous, maxBatch),
+		key:        "sqlite:" + path,
+		name:       path,
+		settings:   fmt.Sprintf("synchronous=%s max_batch=%d", synchronous, maxBatch),
+		claimAhead: true,
 		open: func(ctx context.Context) (queue.Store, error) {
 			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 				return nil, fmt.Errorf("create storage directory: %w", err)
@@ -159,26 +163,19 @@ func (st *StorageConfig) postgresSpec() (storeSpec, error) {
 	case st.MaxConns < 0:
 		return storeSpec{}, fmt.Errorf("webhook: storage: max_conns is %d, must not be negative", st.MaxConns)
 	}
-	// The replacer's errors quote the text around a placeholder, which
-	// here may be a password: say only what is wrong.
-	dsn, err := caddy.NewReplacer().ReplaceOrErr(st.DSN, true, true)
+	dsn, err := resolvePlaceholders(st.DSN)
 	if err != nil {
-		return storeSpec{}, errors.New("webhook: storage: dsn: a placeholder in it is unknown or empty")
+		return storeSpec{}, fmt.Errorf("webhook: storage: dsn: %w", err)
 	}
 	schema := cmp.Or(st.Schema, postgres.DefaultSchema)
 	maxConns := cmp.Or(st.MaxConns, postgres.DefaultMaxConns)
 	maxBatch := cmp.Or(st.MaxBatch, postgres.DefaultMaxBatch)
-	scrub := newDSNScrubber(dsn)
 	return storeSpec{
 		key:      "postgres:" + dsnFingerprint(dsn) + "/" + schema,
 		name:     "postgres schema " + schema,
 		settings: fmt.Sprintf("max_conns=%d max_batch=%d", maxConns, maxBatch),
 		open: func(ctx context.Context) (queue.Store, error) {
-			s, err := postgres.Open(ctx, postgres.Config{DSN: dsn, Schema: schema, MaxConns: maxConns, MaxBatch: maxBatch})
-			if err != nil {
-				return nil, scrub.scrub(err)
-			}
-			return &scrubbedStore{Store: s, scrubber: scrub}, nil
+			return postgres.Open(ctx, postgres.Config{DSN: dsn, Schema: schema, MaxConns: maxConns, MaxBatch: maxBatch})
 		},
 	}, nil
 }
@@ -199,178 +196,3 @@ func dsnFingerprint(dsn string) string {
 	m.Write([]byte(dsn))
 	return hex.EncodeToString(m.Sum(nil)[:16])
 }
-
-// dsnScrubber takes out of error texts what a DSN would reveal. pgx's
-// connection errors name the user and database ("failed to connect to
-// `user=… database=…`"), the server address and host, and the server's
-// own messages name the user or database ("password authentication failed
-// for user …"). The scrubber drops pgx's connect prefix and address
-// lists, replaces every whole-word occurrence of the DSN's password, user,
-// database and hosts (and of the DSN itself) with "<redacted>", and
-// redacts IP addresses, which may be a host's resolution.
-type dsnScrubber struct {
-	values []*regexp.Regexp
-}
-
-// redacted replaces what the scrubber takes out.
-const redacted = "<redacted>"
-
-var (
-	pgConnectPrefix = regexp.MustCompile("failed to connect to `[^`]*`:")
-	// pgDialAddress is pgx's "address (host): " before a per-address
-	// error.
-	pgDialAddress = regexp.MustCompile(`(^|\s)[^\s()]+ \([^\s()]*\): `)
-	ipv4Address   = regexp.MustCompile(`\b\d{1,3}(\.\d{1,3}){3}\b`)
-	ipv6Address   = regexp.MustCompile(`\[[0-9A-Fa-f:.%A-Za-z]*:[0-9A-Fa-f:.%A-Za-z]*\]`)
-)
-
-// newDSNScrubber prepares a scrubber for dsn.
-func newDSNScrubber(dsn string) *dsnScrubber {
-	values := []string{dsn}
-	// ParseConfig also reads the PG* environment and the password file,
-	// so it finds the password wherever it comes from. A DSN that does
-	// not parse never reaches pgx's connection errors (postgres.Open
-	// refuses it with a message of its own); the DSN itself is redacted
-	// regardless.
-	if cfg, err := pgconn.ParseConfig(dsn); err == nil {
-		values = append(values, cfg.Password, cfg.User, cfg.Database, cfg.Host)
-		for _, fb := range cfg.Fallbacks {
-			values = append(values, fb.Host)
-		}
-	}
-	// Longest first, so a value that contains another goes whole.
-	slices.SortFunc(values, func(a, b string) int { return len(b) - len(a) })
-	values = slices.Compact(values)
-	s := new(dsnScrubber)
-	for _, v := range values {
-		if v == "" {
-			continue
-		}
-		s.values = append(s.values, regexp.MustCompile(`(^|[^A-Za-z0-9_])`+regexp.QuoteMeta(v)+`([^A-Za-z0-9_]|$)`))
-	}
-	return s
-}
-
-// scrubText returns msg without what the DSN would reveal.
-func (s *dsnScrubber) scrubText(msg string) string {
-	msg = pgConnectPrefix.ReplaceAllString(msg, "connect to database:")
-	msg = pgDialAddress.ReplaceAllString(msg, "${1}")
-	for _, re := range s.values {
-		// A match consumes the character after the value, so adjacent
-		// occurrences ("a a") need a second pass.
-		for range 2 {
-			msg = re.ReplaceAllString(msg, "${1}"+redacted+"${2}")
-		}
-	}
-	msg = ipv4Address.ReplaceAllString(msg, redacted)
-	return ipv6Address.ReplaceAllString(msg, redacted)
-}
-
-// scrub returns err with a scrubbed text; nil stays nil. The result still
-// unwraps to err, so errors.Is finds the queue's sentinels and context
-// errors; only its text changes, and the text is what logs, the admin API
-// and Caddy's config errors show.
-func (s *dsnScrubber) scrub(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &scrubbedError{msg: s.scrubText(err.Error()), err: err}
-}
-
-// scrubbedError is an error whose text was scrubbed of a DSN's secrets.
-type scrubbedError struct {
-	msg string
-	err error
-}
-
-func (e *scrubbedError) Error() string { return e.msg }
-func (e *scrubbedError) Unwrap() error { return e.err }
-
-// scrubbedStore is the Postgres store as the app uses it: every error it
-// returns is scrubbed, because the pool logs store errors, the receiver
-// logs a failed enqueue, and the admin API returns them, and after a lost
-// connection pgx's errors name the server and the user.
-type scrubbedStore struct {
-	queue.Store
-	scrubber *dsnScrubber
-}
-
-// scrub scrubs err; nil stays nil.
-func (s *scrubbedStore) scrub(err error) error { return s.scrubber.scrub(err) }
-
-// Enqueue implements queue.Store.
-func (s *scrubbedStore) Enqueue(ctx context.Context, ev queue.Event) (queue.EnqueueResult, error) {
-	r, err := s.Store.Enqueue(ctx, ev)
-	return r, s.scrub(err)
-}
-
-// Claim implements queue.Store.
-func (s *scrubbedStore) Claim(ctx context.Context, p queue.ClaimParams) ([]*queue.Job, error) {
-	jobs, err := s.Store.Claim(ctx, p)
-	return jobs, s.scrub(err)
-}
-
-// ExtendLeases implements queue.Store.
-func (s *scrubbedStore) ExtendLeases(ctx context.Context, owner string, ids []int64, until time.Time) ([]int64, error) {
-	lost, err := s.Store.ExtendLeases(ctx, owner, ids, until)
-	return lost, s.scrub(err)
-}
-
-// Finish implements queue.Store.
-func (s *scrubbedStore) Finish(ctx context.Context, cs []queue.Completion) ([]bool, error) {
-	recorded, err := s.Store.Finish(ctx, cs)
-	return recorded, s.scrub(err)
-}
-
-// HandBack implements queue.Store.
-func (s *scrubbedStore) HandBack(ctx context.Context, owner string, ids []int64) error {
-	return s.scrub(s.Store.HandBack(ctx, owner, ids))
-}
-
-// Replay implements queue.Store.
-func (s *scrubbedStore) Replay(ctx context.Context, id int64) error {
-	return s.scrub(s.Store.Replay(ctx, id))
-}
-
-// ReplayDead implements queue.Store.
-func (s *scrubbedStore) ReplayDead(ctx context.Context, f queue.Filter) (int, error) {
-	n, err := s.Store.ReplayDead(ctx, f)
-	return n, s.scrub(err)
-}
-
-// Discard implements queue.Store.
-func (s *scrubbedStore) Discard(ctx context.Context, id int64) error {
-	return s.scrub(s.Store.Discard(ctx, id))
-}
-
-// Purge implements queue.Store.
-func (s *scrubbedStore) Purge(ctx context.Context, cutoff time.Time, limit int) (int, error) {
-	n, err := s.Store.Purge(ctx, cutoff, limit)
-	return n, s.scrub(err)
-}
-
-// Stats implements queue.Store.
-func (s *scrubbedStore) Stats(ctx context.Context, now time.Time) (queue.Stats, error) {
-	st, err := s.Store.Stats(ctx, now)
-	return st, s.scrub(err)
-}
-
-// ListJobs implements queue.Store.
-func (s *scrubbedStore) ListJobs(ctx context.Context, p queue.ListParams) (queue.JobPage, error) {
-	page, err := s.Store.ListJobs(ctx, p)
-	return page, s.scrub(err)
-}
-
-// GetJob implements queue.Store.
-func (s *scrubbedStore) GetJob(ctx context.Context, id int64) (queue.JobDetail, error) {
-	d, err := s.Store.GetJob(ctx, id)
-	return d, s.scrub(err)
-}
-
-// Close implements queue.Store.
-func (s *scrubbedStore) Close() error {
-	return s.scrub(s.Store.Close())
-}
-
-// Interface guard.
-var _ queue.Store = (*scrubbedStore)(nil)

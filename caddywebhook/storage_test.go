@@ -1,14 +1,11 @@
 package caddywebhook
 
 import (
-	"context"
-	"errors"
 	"net/http"
 	"net/url"
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -21,80 +18,6 @@ import (
 // by placeholder, as the README recommends.
 func postgresStorage(schema string) map[string]any {
 	return map[string]any{"backend": "postgres", "dsn": "{env." + testutil.DSNEnv + "}", "schema": schema}
-}
-
-func TestPostgresScrubText(t *testing.T) {
-	const dsn = "postgres://hookuser:s3cr3t-pw@db.internal:5432/hooksdb?sslmode=require"
-	tests := []struct {
-		name string
-		in   string
-		want string
-	}{
-		{
-			"connect error with server message",
-			"failed to connect to `user=hookuser database=hooksdb`: 10.1.2.3:5432 (db.internal): server error: FATAL: password authentication failed for user \"hookuser\" (SQLSTATE 28P01)",
-			"connect to database: server error: FATAL: password authentication failed for user \"<redacted>\" (SQLSTATE 28P01)",
-		},
-		{
-			"dial error",
-			"failed to connect to `user=hookuser database=hooksdb`: [fd00::1]:5432 (db.internal): dial error: dial tcp [fd00::1]:5432: connect: connection refused",
-			"connect to database: dial error: dial tcp <redacted>:5432: connect: connection refused",
-		},
-		{
-			"several addresses",
-			"failed to connect to `user=hookuser database=hooksdb`:\n\t10.1.2.3:5432 (db.internal): timeout\n\t10.1.2.4:5432 (db.internal): timeout",
-			"connect to database:\n\ttimeout\n\ttimeout",
-		},
-		{
-			"database name in a server message",
-			`claim: FATAL: database "hooksdb" does not exist (SQLSTATE 3D000)`,
-			`claim: FATAL: database "<redacted>" does not exist (SQLSTATE 3D000)`,
-		},
-		{"the DSN itself", "open: bad dsn " + dsn, "open: bad dsn <redacted>"},
-		{"password anywhere", "x s3cr3t-pw y", "x <redacted> y"},
-		{"parts of words stay", "hookusers and hooksdb_old", "hookusers and hooksdb_old"},
-		{"nothing to scrub", "get job: job not found", "get job: job not found"},
-	}
-	s := newDSNScrubber(dsn)
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := s.scrubText(tt.in); got != tt.want {
-				t.Errorf("scrubText(%q)\n got %q\nwant %q", tt.in, got, tt.want)
-			}
-		})
-	}
-}
-
-// TestPostgresScrubRealConnectError scrubs what pgx really says when it
-// cannot connect: nothing of the DSN is left, and errors.Is still sees
-// through the scrubbed error.
-func TestPostgresScrubRealConnectError(t *testing.T) {
-	const dsn = "postgres://leakuser:leak-pass-7@127.0.0.1:1/leakdb?connect_timeout=5"
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_, err := pgconn.Connect(ctx, dsn)
-	if err == nil {
-		t.Fatal("connected to port 1")
-	}
-	if !strings.Contains(err.Error(), "leakuser") {
-		t.Fatalf("pgx's error %q does not name the user; the test proves nothing", err)
-	}
-	scrubbed := newDSNScrubber(dsn).scrub(err)
-	for _, leak := range []string{"leakuser", "leak-pass-7", "leakdb", "127.0.0.1"} {
-		if strings.Contains(scrubbed.Error(), leak) {
-			t.Errorf("scrubbed error %q contains %q", scrubbed, leak)
-		}
-	}
-	if !strings.Contains(scrubbed.Error(), "connection refused") {
-		t.Errorf("scrubbed error %q lost the cause", scrubbed)
-	}
-	var ce *pgconn.ConnectError
-	if !errors.As(scrubbed, &ce) {
-		t.Error("the scrubbed error does not unwrap to pgx's error")
-	}
-	if newDSNScrubber(dsn).scrub(nil) != nil {
-		t.Error("scrub(nil) is not nil")
-	}
 }
 
 func TestPostgresDSNFingerprint(t *testing.T) {
@@ -166,7 +89,7 @@ func TestStorageMaxBatch(t *testing.T) {
 				t.Fatalf("open: %v", err)
 			}
 			defer s.Close()
-			pg, ok := s.(*scrubbedStore).Store.(*postgres.Store)
+			pg, ok := s.(*postgres.Store)
 			if !ok {
 				t.Fatalf("opened a %T", s)
 			}
@@ -187,7 +110,7 @@ func TestPostgresAppConfigErrors(t *testing.T) {
 	}{
 		{"unreachable server", "postgres://leakuser:leak-pass-7@127.0.0.1:1/leakdb?connect_timeout=5", "webhook: open store postgres schema caddywebhook: "},
 		{"unparsable dsn", "postgres://leakuser:leak-pass-7@127.0.0.1:notaport/leakdb", "does not parse"},
-		{"unknown placeholder", "postgres://leakuser:leak-pass-7@{env.CADDYWEBHOOK_UNSET_VARIABLE}/leakdb", "webhook: storage: dsn: a placeholder in it is unknown or empty"},
+		{"unknown placeholder", "postgres://leakuser:leak-pass-7@{env.CADDYWEBHOOK_UNSET_VARIABLE}/leakdb", "webhook: storage: dsn: placeholder {env.CADDYWEBHOOK_UNSET_VARIABLE} is empty or unset"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -256,8 +179,8 @@ func TestPostgresAppSharesStoreAcrossReloads(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := h.store(t)
-	if _, ok := first.(*scrubbedStore); !ok {
-		t.Fatalf("the app's store is a %T, want the scrubbing wrapper of the Postgres store", first)
+	if _, ok := first.(*postgres.Store); !ok {
+		t.Fatalf("the app's store is a %T, want the Postgres store", first)
 	}
 	if refs, ok := stores.References(spec.key); !ok || refs != 1 {
 		t.Fatalf("usage pool: %d references (loaded %v), want 1", refs, ok)
@@ -313,33 +236,5 @@ func TestPostgresAppSharesStoreAcrossReloads(t *testing.T) {
 	assertNoCanaries(t, raw)
 	if cfg, err := pgconn.ParseConfig(dsn); err == nil && cfg.Password != "" && strings.Contains(string(raw), cfg.Password) {
 		t.Error("the log reveals the DSN's password")
-	}
-}
-
-// TestPostgresScrubbedStoreKeepsSentinels opens the store as the app does
-// and checks that the queue's sentinel errors survive the scrubbing
-// wrapper, which the admin API relies on for its status codes.
-func TestPostgresScrubbedStoreKeepsSentinels(t *testing.T) {
-	dsn := testutil.PostgresDSN(t)
-	schema := testutil.FreshSchema(t, dsn)
-	spec, err := (&StorageConfig{Backend: "postgres", DSN: dsn, Schema: schema}).spec()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := spec.open(t.Context())
-	if err != nil {
-		t.Fatalf("open: %v", err)
-	}
-	if _, err := s.GetJob(t.Context(), 424242); !errors.Is(err, queue.ErrNotFound) {
-		t.Errorf("GetJob of a missing job: %v, want queue.ErrNotFound", err)
-	}
-	if err := s.Replay(t.Context(), 424242); !errors.Is(err, queue.ErrNotFound) {
-		t.Errorf("Replay of a missing job: %v, want queue.ErrNotFound", err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatalf("close: %v", err)
-	}
-	if _, err := s.Stats(t.Context(), time.Now()); !errors.Is(err, queue.ErrClosed) {
-		t.Errorf("Stats after Close: %v, want queue.ErrClosed", err)
 	}
 }

@@ -20,7 +20,6 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
-	"go.uber.org/zap"
 
 	"github.com/caddywebhook/caddywebhook/queue"
 )
@@ -74,13 +73,13 @@ var execPlaceholders = []string{
 // when it exits: a delivery never leaks processes. A program that must start
 // a long-lived service hands it to a service manager.
 type ExecTarget struct {
-	// The program to run: an absolute path, or a name looked up in Caddy's
-	// PATH when the config loads (a missing program is then a config
-	// error). An absolute path that does not exist yet is accepted with a
-	// warning, so a reload does not depend on the order in which a deploy
-	// installs the program; until it exists, deliveries fail and are
-	// retried. A relative path with a slash is taken from Caddy's working
-	// directory and must exist. Required.
+	// The program to run: an absolute path, a relative path with a slash
+	// (taken from Caddy's working directory), or a name looked up in
+	// Caddy's PATH. It is resolved when the config loads, and a program
+	// that is missing or not executable is a config error, however it is
+	// written: install the program before the config that names it. One
+	// removed after the config loaded fails its deliveries, which are
+	// retried. Required.
 	Command string `json:"command,omitempty"`
 
 	// The program's arguments. Each may contain {webhook.event_type},
@@ -144,10 +143,8 @@ func (t *ExecTarget) Provision(ctx caddy.Context) error {
 		return errors.New("command: required")
 	}
 	path, err := execResolve(t.Command)
-	if errors.Is(err, fs.ErrNotExist) && filepath.IsAbs(t.Command) {
-		ctx.Logger().Warn("exec target program does not exist yet; deliveries will be retried until it does",
-			zap.String("command", t.Command))
-		path, err = t.Command, nil
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, exec.ErrNotFound) {
+		return fmt.Errorf("command: program %q does not exist", t.Command)
 	}
 	if err != nil {
 		return fmt.Errorf("command: %w", err)

@@ -405,12 +405,12 @@ func TestExecTargetProgramResolution(t *testing.T) {
 		wantErr  string
 	}{
 		{name: "name found in PATH", command: "sh", wantPath: "/"},
-		{name: "name missing from PATH", command: "caddywebhook-no-such-program", wantErr: "command: "},
+		{name: "name missing from PATH", command: "caddywebhook-no-such-program", wantErr: `command: program "caddywebhook-no-such-program" does not exist`},
 		{name: "absolute path existing", command: "/bin/sh", wantPath: "/bin/sh"},
-		{name: "absolute path missing, accepted", command: "/nonexistent/deploy", wantPath: "/nonexistent/deploy"},
+		{name: "absolute path missing", command: "/nonexistent/deploy", wantErr: `command: program "/nonexistent/deploy" does not exist`},
 		{name: "absolute path not executable", command: notExecutable, wantErr: "permission denied"},
 		{name: "relative path resolved", command: "./testdata/target_exit.sh", wantPath: execTestProgram(t, "target_exit.sh")},
-		{name: "relative path missing", command: "./testdata/no-such.sh", wantErr: "command: "},
+		{name: "relative path missing", command: "./testdata/no-such.sh", wantErr: `command: program "./testdata/no-such.sh" does not exist`},
 		{name: "empty", command: "", wantErr: "command: required"},
 	}
 	for _, tt := range tests {
@@ -433,8 +433,17 @@ func TestExecTargetProgramResolution(t *testing.T) {
 	}
 }
 
+// TestExecTargetMissingProgramIsTransient removes the program after the
+// config loaded: its deliveries fail and are retried.
 func TestExecTargetMissingProgramIsTransient(t *testing.T) {
-	tgt := execTestSetup(t, &ExecTarget{Command: "/nonexistent/deploy"})
+	program := filepath.Join(t.TempDir(), "deploy")
+	if err := os.WriteFile(program, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tgt := execTestSetup(t, &ExecTarget{Command: program})
+	if err := os.Remove(program); err != nil {
+		t.Fatal(err)
+	}
 	err := tgt.Deliver(t.Context(), targetTestJob("exec"))
 	if got := httpTestOutcome(err); got != "transient" || !strings.HasPrefix(err.Error(), "start program: ") {
 		t.Fatalf("Deliver = %s (%v), want a transient start failure", got, err)

@@ -209,7 +209,7 @@ func (t *HTTPTarget) Validate() error {
 		return errors.New("timeout: must not be negative")
 	}
 	for name := range t.Headers {
-		if !httpValidHeaderName(name) {
+		if !signature.ValidHeaderName(name) {
 			return fmt.Errorf("headers: invalid header name %q", name)
 		}
 	}
@@ -459,23 +459,6 @@ func httpPrintable(b []byte) string {
 		}
 	}
 	return strings.TrimSpace(sb.String())
-}
-
-// httpValidHeaderName reports whether name is an RFC 9110 token.
-func httpValidHeaderName(name string) bool {
-	if name == "" {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // httpValidHeaderValue reports whether v can be sent as a header value, by

@@ -192,7 +192,7 @@ func (cfg *Config) validate() error {
 		{"EventTypeHeader", cfg.EventTypeHeader},
 		{"SignatureHeader", cfg.SignatureHeader},
 	} {
-		if h.value != "" && !validHeaderName(h.value) {
+		if h.value != "" && !ValidHeaderName(h.value) {
 			return fmt.Errorf("%s %q is not a valid header name", h.name, h.value)
 		}
 	}
@@ -298,8 +298,10 @@ func rawKeys(newHash func() hash.Hash, secrets []string) []*macKey {
 	return keys
 }
 
-// validHeaderName reports whether name is an RFC 9110 token.
-func validHeaderName(name string) bool {
+// ValidHeaderName reports whether name is a valid HTTP header name, an
+// RFC 9110 token. The verifier's configured header names are checked with
+// it, and so are the headers a caller forwards.
+func ValidHeaderName(name string) bool {
 	for i := 0; i < len(name); i++ {
 		c := name[i]
 		switch {

@@ -151,3 +151,26 @@ func TestSignGeneratesStandardID(t *testing.T) {
 		t.Errorf("Verify = %+v, %v; want id %q", res, err, idA)
 	}
 }
+
+func TestValidHeaderName(t *testing.T) {
+	tests := []struct {
+		name   string
+		header string
+		want   bool
+	}{
+		{"plain", "X-Hub-Signature-256", true},
+		{"token punctuation", "X!#$%&'*+-.^_`|~9", true},
+		{"empty", "", false},
+		{"space", "X Signature", false},
+		{"colon", "X-Sig:", false},
+		{"newline", "X-Sig\r\nEvil", false},
+		{"non-ASCII", "X-Sïg", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ValidHeaderName(tt.header); got != tt.want {
+				t.Errorf("ValidHeaderName(%q) = %v, want %v", tt.header, got, tt.want)
+			}
+		})
+	}
+}

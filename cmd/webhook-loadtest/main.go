@@ -37,7 +37,8 @@
 //	go run ./cmd/webhook-loadtest -storage postgres -instances 2 -phases e2e,slow32
 //
 // The DSN reaches Caddy through its environment, never a config file, and
-// its password is scrubbed from everything the program prints.
+// its password is redacted from everything the program prints
+// (postgres.Redactor, the rule of the store's own errors).
 package main
 
 import (
@@ -52,6 +53,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/caddywebhook/caddywebhook/queue/postgres"
 )
 
 // allPhases are the phases in the order they run.
@@ -79,12 +82,12 @@ type options struct {
 	strict      bool          // a missed target fails the run
 	args        []string      // the command line, for the report
 
-	storage      string    // sqlite or postgres
-	dsn          string    // the Postgres server; never printed
-	dsnDesc      string    // the DSN without its password, for the report
-	schemaPrefix string    // the phases' Postgres schemas are named with it
-	instances    int       // Caddy processes sharing each phase's queue
-	scrub        *scrubber // takes the DSN's password out of what is printed
+	storage      string             // sqlite or postgres
+	dsn          string             // the Postgres server; never printed
+	dsnDesc      string             // the DSN without its password, for the report
+	schemaPrefix string             // the phases' Postgres schemas are named with it
+	instances    int                // Caddy processes sharing each phase's queue
+	redact       *postgres.Redactor // takes the DSN's password out of what is printed
 }
 
 // parseFlags reads the command line. -smoke changes the defaults of the
@@ -222,7 +225,7 @@ func (o *options) checkStorage(set map[string]bool) error {
 	if o.dsn == "" {
 		return errors.New(noDSNHelp)
 	}
-	o.scrub = newScrubber(o.dsn)
+	o.redact = postgres.NewRedactor(o.dsn)
 	desc, err := checkDSN(o.dsn)
 	if err != nil {
 		return err
@@ -237,7 +240,7 @@ func main() {
 		if err == flag.ErrHelp {
 			os.Exit(0)
 		}
-		fmt.Fprintln(os.Stderr, "webhook-loadtest:", newScrubber(o.dsn).text(err.Error()))
+		fmt.Fprintln(os.Stderr, "webhook-loadtest:", postgres.NewRedactor(o.dsn).Error(err))
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -247,7 +250,7 @@ func main() {
 		rep.print(os.Stdout)
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "webhook-loadtest:", o.scrub.text(err.Error()))
+		fmt.Fprintln(os.Stderr, "webhook-loadtest:", o.redact.Error(err))
 		os.Exit(1)
 	}
 	if bad := rep.failedChecks(); len(bad) > 0 {

@@ -46,7 +46,7 @@ type runner struct {
 // report.
 func run(ctx context.Context, o options, logw io.Writer) (rep *report, err error) {
 	// Whatever went wrong, the error must not carry the DSN's password.
-	defer func() { err = o.scrub.err(err) }()
+	defer func() { err = o.redact.Error(err) }()
 	r := &runner{o: o, log: logw, seeds: make(map[string]seedResult)}
 	r.rep = newReport(o)
 
@@ -230,7 +230,7 @@ func (r *runner) preparePostgres(ctx context.Context) error {
 }
 
 func (r *runner) logf(format string, args ...any) {
-	fmt.Fprintf(r.log, "%s  %s\n", time.Now().Format("15:04:05"), r.o.scrub.text(fmt.Sprintf(format, args...)))
+	fmt.Fprintf(r.log, "%s  %s\n", time.Now().Format("15:04:05"), r.o.redact.RedactPassword(fmt.Sprintf(format, args...)))
 }
 
 // jobsFor is how many jobs a delivery phase needs so that its queue cannot

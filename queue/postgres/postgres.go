@@ -187,6 +187,7 @@ type Store struct {
 	channel  string // the NOTIFY channel, "<schema>_ready"
 	instance string // this Store's id, the payload of its NOTIFYs
 	ready    chan struct{}
+	redact   *Redactor // applied to every error the store returns
 
 	notify  *notifier
 	listen  *listener
@@ -201,12 +202,20 @@ var _ queue.Store = (*Store)(nil)
 // Open connects to cfg.DSN, creates or migrates the schema, and starts the
 // listener that wakes this process's pool when another instance commits
 // ready work. Opening is harmless beside running instances: it only
-// creates what is missing, so `caddy validate` may call it.
+// creates what is missing, so `caddy validate` may call it. Its errors,
+// as every error of the Store, are redacted (see Redactor).
 func Open(ctx context.Context, cfg Config) (*Store, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	redact := NewRedactor(cfg.DSN)
+	s, err := open(ctx, cfg, redact)
+	return s, redact.Error(err)
+}
+
+// open is Open after the checks, with errors as pgx wrote them.
+func open(ctx context.Context, cfg Config, redact *Redactor) (*Store, error) {
 	pcfg, err := pgxpool.ParseConfig(cfg.DSN)
 	if err != nil {
 		// pgx's parse errors quote the DSN's parts, password included;
@@ -241,6 +250,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		channel:  cfg.Schema + "_ready",
 		instance: hex.EncodeToString(id[:]),
 		ready:    make(chan struct{}, 1),
+		redact:   redact,
 	}
 	s.notify = newNotifier(pool, s.channel, s.instance, cfg.NotifyInterval)
 	s.listen = newListener(lcfg, s.channel, s.instance, s.signalReady)
@@ -325,14 +335,15 @@ func (s *Store) isClosed() bool {
 	return s.closed
 }
 
-// fail wraps err from operation op for the caller. A call that raced with
-// Close and found the pool closed reports queue.ErrClosed, whatever pgx
-// said.
+// fail turns err from operation op into the store's own error: this is
+// where the store's errors leave pgx, so it is where they are redacted. A
+// call that raced with Close and found the pool closed reports
+// queue.ErrClosed, whatever pgx said.
 func (s *Store) fail(op string, err error) error {
 	if s.isClosed() && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("%s: %w", op, queue.ErrClosed)
 	}
-	return fmt.Errorf("%s: %w", op, err)
+	return s.redact.Error(fmt.Errorf("%s: %w", op, err))
 }
 
 // ms drops what is below the millisecond, the precision the SQLite store
