@@ -57,7 +57,7 @@ func TestVerifyAllocations(t *testing.T) {
 			}
 			h.Set("X-Id", "id-1")
 			got := testing.AllocsPerRun(200, func() {
-				if _, err := v.Verify(h, body); err != nil {
+				if _, err := v.Verify(reqOf(h, body)); err != nil {
 					t.Fatal(err)
 				}
 			})
@@ -85,7 +85,7 @@ func TestVerifyConcurrent(t *testing.T) {
 					errs <- err
 					return
 				}
-				res, err := v.Verify(h, body)
+				res, err := v.Verify(reqOf(h, body))
 				if err != nil || res.SecretIndex != secret || res.EventType != fmt.Sprint("t", g) {
 					errs <- fmt.Errorf("goroutine %d, request %d: %+v, %v", g, i, res, err)
 					return
