@@ -122,8 +122,11 @@ type Config struct {
 	// SignedContent is what the MAC covers: a template of literal text and
 	// {body}, {timestamp}, {id} (the delivery id header, which must then
 	// be set), {url} (the public URL, see PublicURL), {method} and
-	// {header.<Name>} (a request header's value, empty when absent). "{{"
-	// and "}}" stand for literal braces. Example: "{timestamp}.{body}".
+	// {header.<Name>} (a request header's value, empty when absent);
+	// Caddy's {http.request.method} and {http.request.header.<Name>} are
+	// accepted too, as the Caddyfile adapter writes them. "{{" and "}}"
+	// stand for literal braces, \n, \r, \t and \\ for a line feed, a
+	// carriage return, a tab and a backslash. Example: "{timestamp}.{body}".
 	// Default: {body}.
 	SignedContent string
 
@@ -195,7 +198,6 @@ func (cfg *Config) engineFields() []struct{ name, value string } {
 		{"TimestampHeader", cfg.TimestampHeader},
 		{"TimestampKey", cfg.TimestampKey},
 		{"TimestampFormat", cfg.TimestampFormat},
-		{"PublicURL", cfg.PublicURL},
 	}
 }
 
@@ -257,6 +259,9 @@ func (cfg *Config) validate(s *scheme) error {
 		if h.value != "" && !validHeaderName(h.value) {
 			return fmt.Errorf("%s %q is not a valid header name", h.name, h.value)
 		}
+	}
+	if cfg.PublicURL != "" && s.preset == nil && !s.signsURL {
+		return fmt.Errorf("PublicURL: the %s scheme does not sign the URL", s.Name)
 	}
 	if s.preset == nil {
 		for _, f := range cfg.engineFields() {

@@ -69,6 +69,16 @@ func compileTemplate(tmpl string) ([]part, error) {
 			i += 2
 		case c == '}':
 			return nil, fmt.Errorf("SignedContent: '}' at byte %d closes nothing (write }} for a literal brace)", i)
+		case c == '\\':
+			if i+1 == len(tmpl) {
+				return nil, fmt.Errorf("SignedContent: '\\' at the end (write \\\\ for a literal backslash)")
+			}
+			e, ok := templateEscapes[tmpl[i+1]]
+			if !ok {
+				return nil, fmt.Errorf("SignedContent: escape \\%c at byte %d unknown (want \\n, \\r, \\t or \\\\)", tmpl[i+1], i)
+			}
+			lit = append(lit, e)
+			i += 2
 		case c == '{':
 			end := strings.IndexByte(tmpl[i+1:], '}')
 			if end < 0 {
@@ -96,7 +106,16 @@ func compileTemplate(tmpl string) ([]part, error) {
 	return parts, nil
 }
 
+// templateEscapes are the escapes of a template, so that a Caddyfile
+// token, where "\n" is two characters, can hold a line break.
+var templateEscapes = map[byte]byte{'n': '\n', 'r': '\r', 't': '\t', '\\': '\\'}
+
 func templateVar(name string) (part, error) {
+	// The Caddyfile adapter expands {method} and {header.*} into Caddy's
+	// long placeholder names; both spellings mean the same here.
+	if long, ok := strings.CutPrefix(name, "http.request."); ok && (long == "method" || strings.HasPrefix(long, "header.")) {
+		name = long
+	}
 	switch name {
 	case "body":
 		return part{kind: partBody}, nil

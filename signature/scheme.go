@@ -57,6 +57,10 @@ type scheme struct {
 	// any configured override.
 	id, typ []source
 
+	// signsURL is set for code schemes that sign the request URL, so
+	// they accept Config.PublicURL (the engine's presets always do).
+	signsURL bool
+
 	// preset is set for schemes over the signed-content engine: the
 	// engine's Config fields are accepted, and preset supplies defaults.
 	preset *Preset
