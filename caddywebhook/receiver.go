@@ -133,7 +133,7 @@ type Receiver struct {
 
 	// Set in Provision: what the hot path reads.
 	verifier   signature.Verifier
-	needsURL   bool            // the verifier signs Request.URL
+	needsURL   bool // the verifier signs Request.URL
 	store      queue.Store
 	maxBody    int64
 	forward    []forwardHeader // headers stored with the event
