@@ -234,6 +234,10 @@ func compileEngine(cfg Config, ids []source) (*engine, error) {
 		return nil, errors.New("TimestampKey and SignatureKey are the same")
 	case strings.ContainsAny(cfg.SignatureKey+cfg.TimestampKey, ",;= \t"):
 		return nil, errors.New("SignatureKey and TimestampKey must not contain ',', ';', '=' or spaces")
+	case syn == syntaxList && strings.ContainsAny(cfg.SignaturePrefix, ", \t"):
+		return nil, errors.New("SignaturePrefix must not contain ',' or spaces with SignatureSyntax list")
+	case syn == syntaxPairs && strings.ContainsAny(cfg.SignaturePrefix, ",;"):
+		return nil, errors.New("SignaturePrefix must not contain ',' or ';' with SignatureSyntax pairs")
 	}
 	switch cfg.TimestampFormat {
 	case "", "unix":

@@ -225,7 +225,10 @@ func decodeBase64With(raw *base64.Encoding, dst []byte, s string) bool {
 	if raw.DecodedLen(len(s)) != len(dst) {
 		return false
 	}
-	n, err := raw.Decode(dst, []byte(s))
+	// Copied to the stack: converting s to []byte allocates once it is
+	// longer than the compiler's small buffer (an ed25519 signature is).
+	var src [(sha512.Size + 2) / 3 * 4]byte
+	n, err := raw.Decode(dst, src[:copy(src[:], s)])
 	return err == nil && n == len(dst)
 }
 

@@ -1,6 +1,8 @@
 package signature
 
 import (
+	"crypto/ed25519"
+	"encoding/hex"
 	"errors"
 	"net/http"
 	"strings"
@@ -218,7 +220,13 @@ func otherPublicKey(t *testing.T, scheme string) string {
 		// A P-256 key from openssl ecparam -genkey, not the test key.
 		return "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAECRUwsz0utldTQWF4Cok/34GqlqZf2b+AG33mPK9+XyxoEOu7v40Kvnx4WWG8tsrODlzHLgPreiitrF2QMrKvXQ=="
 	}
-	return strings.Repeat("11", 32)
+	return otherEdKey()
+}
+
+// otherEdKey is a valid ed25519 public key that did not sign the vectors:
+// that of the all-zero seed.
+func otherEdKey() string {
+	return hex.EncodeToString(ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize)).Public().(ed25519.PublicKey))
 }
 
 func TestStandardV1AndV1a(t *testing.T) {

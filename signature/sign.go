@@ -57,6 +57,9 @@ type SignOptions struct {
 	TimestampHeader string
 	TimestampKey    string
 	TimestampFormat string
+
+	// DeliveryIDHeader names the header of a signed {id}, as in Config.
+	DeliveryIDHeader string
 }
 
 // engineConfig is the Config of the engine fields of opts.
@@ -66,7 +69,7 @@ func (opts *SignOptions) engineConfig() Config {
 		SignatureKey: opts.SignatureKey, SignaturePrefix: opts.SignaturePrefix,
 		Algorithm: opts.Algorithm, Encoding: opts.Encoding, SignedContent: opts.SignedContent,
 		TimestampHeader: opts.TimestampHeader, TimestampKey: opts.TimestampKey,
-		TimestampFormat: opts.TimestampFormat,
+		TimestampFormat: opts.TimestampFormat, DeliveryIDHeader: opts.DeliveryIDHeader,
 	}
 }
 
