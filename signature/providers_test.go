@@ -214,8 +214,7 @@ func TestPublicKeySchemes(t *testing.T) {
 }
 
 // otherPublicKey is a valid key that did not sign the test requests.
-func otherPublicKey(t *testing.T, scheme string) string {
-	t.Helper()
+func otherPublicKey(t testing.TB, scheme string) string {
 	if scheme == SchemeSendGrid {
 		// A P-256 key from openssl ecparam -genkey, not the test key.
 		return "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAECRUwsz0utldTQWF4Cok/34GqlqZf2b+AG33mPK9+XyxoEOu7v40Kvnx4WWG8tsrODlzHLgPreiitrF2QMrKvXQ=="
