@@ -245,7 +245,7 @@ func (rc *Receiver) Provision(ctx caddy.Context) error {
 		return errf("scheme is required (one of %s)", strings.Join(signature.Schemes(), ", "))
 	}
 	if len(rc.Secrets) == 0 && len(rc.PublicKeys) == 0 {
-		return errf("at least one secret (or public_key) is required")
+		return errf("at least one secret is required (or public_key, for the schemes that sign with a private key)")
 	}
 	secrets, err := resolveKeys(rc.Secrets)
 	if err != nil {
