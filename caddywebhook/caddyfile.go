@@ -247,18 +247,30 @@ func parseReceiverDirective(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler
 //
 //	webhook_receiver [<matcher>] {
 //		source <name>                        # required; scopes dedupe, names metrics
-//		scheme github|stripe|standard|slack|shopify|gitlab|hmac
+//		scheme <name>                        # github, stripe, standard, slack, paddle, hmac…
 //		secret <secret>                      # repeatable (rotation); {env.X}, {file.X}
+//		public_key <key>                     # repeatable; discord, sendgrid, telnyx, standard v1a
+//		public_url <url>                     # the URL the sender signs, behind a proxy
 //		secret_mode <mode>                   # scheme-specific, e.g. raw for Polar
 //		tolerance <duration>|off             # timestamped schemes; default 5m
 //		max_body <size>                      # e.g. 1MB, 64KiB; default 1MB
 //		delivery_id header <name> | json <field>
 //		event_type  header <name> | json <field>
-//		hmac {                               # the generic hmac scheme
-//			header    <name>               # e.g. X-Signature
-//			algorithm sha256|sha1|sha512   # default sha256
-//			encoding  hex|base64           # default hex
-//			prefix    <text>               # e.g. sha256=
+//		signature_header <name>              # the signed-content engine (hmac, presets):
+//		signature_syntax plain|list|pairs    #   each also settable in the hmac block
+//		signature_key    <key>               #   pairs: e.g. v1
+//		signature_prefix <text>              #   e.g. sha256=
+//		algorithm        sha256|sha1|sha512
+//		encoding         hex|base64|base64url
+//		signed_content   <template>          #   e.g. "{timestamp}.{body}"
+//		timestamp_header <name>
+//		timestamp_key    <key>               #   pairs: e.g. t
+//		timestamp_format unix|unix_ms
+//		hmac {                               # the same, grouped (header, syntax, key,
+//			header    <name>               #   prefix, algorithm, encoding,
+//			algorithm sha256|sha1|sha512   #   signed_content, timestamp_header,
+//			encoding  hex|base64           #   timestamp_key, timestamp_format)
+//			prefix    <text>
 //		}
 //		to <kind> <args…> {                  # repeatable: one job per target
 //			name <name>                    # default: the kind, then <kind>-2, <kind>-3…
@@ -289,6 +301,27 @@ func (rc *Receiver) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("webhook_receiver: secret needs exactly one value (quote it if it has spaces)")
 			}
 			rc.Secrets = append(rc.Secrets, s)
+		case "public_key":
+			var s string
+			if !d.AllArgs(&s) {
+				// Never echo what was given, like a secret.
+				return d.Errf("webhook_receiver: public_key needs exactly one value")
+			}
+			rc.PublicKeys = append(rc.PublicKeys, s)
+		case "public_url":
+			if !d.AllArgs(&rc.PublicURL) {
+				return d.Errf("webhook_receiver: public_url needs one URL")
+			}
+		case "signature_header", "signature_syntax", "signature_key", "signature_prefix", "algorithm",
+			"encoding", "signed_content", "timestamp_header", "timestamp_key", "timestamp_format":
+			var v string
+			if !d.AllArgs(&v) {
+				return d.Errf("webhook_receiver: %s needs one value (quote it if it has spaces)", opt)
+			}
+			if rc.HMAC == nil {
+				rc.HMAC = new(HMACOptions)
+			}
+			*rc.HMAC.field(strings.TrimPrefix(opt, "signature_")) = v
 		case "secret_mode":
 			if !d.AllArgs(&rc.SecretMode) {
 				return d.Errf("webhook_receiver: secret_mode needs one value")
@@ -360,18 +393,39 @@ func (rc *Receiver) unmarshalHMAC(d *caddyfile.Dispenser) error {
 		if !d.AllArgs(&v) {
 			return d.Errf("webhook_receiver: hmac: %s needs one value", opt)
 		}
-		switch opt {
-		case "header":
-			rc.HMAC.Header = v
-		case "algorithm":
-			rc.HMAC.Algorithm = v
-		case "encoding":
-			rc.HMAC.Encoding = v
-		case "prefix":
-			rc.HMAC.Prefix = v
-		default:
+		f := rc.HMAC.field(opt)
+		if f == nil {
 			return d.Errf("webhook_receiver: hmac: unknown option %q", opt)
 		}
+		*f = v
+	}
+	return nil
+}
+
+// field is the option of the signed-content engine called name, as in the
+// hmac block, or nil.
+func (h *HMACOptions) field(name string) *string {
+	switch name {
+	case "header":
+		return &h.Header
+	case "syntax":
+		return &h.Syntax
+	case "key":
+		return &h.Key
+	case "prefix":
+		return &h.Prefix
+	case "algorithm":
+		return &h.Algorithm
+	case "encoding":
+		return &h.Encoding
+	case "signed_content":
+		return &h.SignedContent
+	case "timestamp_header":
+		return &h.TimestampHeader
+	case "timestamp_key":
+		return &h.TimestampKey
+	case "timestamp_format":
+		return &h.TimestampFormat
 	}
 	return nil
 }

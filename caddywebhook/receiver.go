@@ -69,16 +69,32 @@ type Receiver struct {
 	Source string `json:"source,omitempty"`
 
 	// Scheme is the signature scheme: github, stripe, standard (Standard
-	// Webhooks: Svix, Polar…), slack, shopify, gitlab or hmac (generic,
-	// see HMAC). Required.
+	// Webhooks: Svix, Polar…), slack, shopify, gitlab, discord, sendgrid,
+	// telnyx, hmac (generic, see HMAC) or a provider preset such as
+	// paddle, linear or lemonsqueezy (signature.Schemes lists them all).
+	// Required.
 	Scheme string `json:"scheme,omitempty"`
 
 	// Secrets are the accepted signing secrets, tried in order, so a
 	// secret can be rotated without downtime. Use placeholders such as
 	// {env.GITHUB_WEBHOOK_SECRET} or {file./run/secrets/github}: they are
 	// resolved once at provisioning and the values are kept out of the
-	// config, logs, errors and metrics. At least one is required.
+	// config, logs, errors and metrics. At least one is required, except
+	// by the schemes that sign with a private key (see PublicKeys).
 	Secrets []string `json:"secrets,omitempty"`
+
+	// PublicKeys are the accepted public keys of the schemes that sign
+	// with a private key, tried in order like secrets: ed25519 in hex
+	// (discord), base64 (telnyx) or whpk_… (standard v1a), ECDSA P-256 as
+	// base64 DER or PEM (sendgrid). Placeholders are resolved as for
+	// secrets. Required by discord, sendgrid and telnyx. Default: none.
+	PublicKeys []string `json:"public_keys,omitempty"`
+
+	// PublicURL is the URL the sender signs, for schemes that sign the
+	// request URL, when a proxy in front changes the scheme, host or path.
+	// Default: the URL rebuilt from the request (its scheme, Host header
+	// and original request URI).
+	PublicURL string `json:"public_url,omitempty"`
 
 	// SecretMode says how a standard scheme secret becomes the key:
 	// base64 (the specification, Svix), raw (the secret string's bytes,
@@ -105,8 +121,9 @@ type Receiver struct {
 	// Default: the scheme's event type, if it has one.
 	EventType *FieldSource `json:"event_type,omitempty"`
 
-	// HMAC configures the generic hmac scheme. Required with that scheme,
-	// refused with the others.
+	// HMAC configures the signed-content engine: required with the hmac
+	// scheme, optional with a preset (its fields override the preset's),
+	// refused with the other schemes.
 	HMAC *HMACOptions `json:"hmac,omitempty"`
 
 	// Targets receive the accepted events, each as its own job with its
@@ -116,6 +133,7 @@ type Receiver struct {
 
 	// Set in Provision: what the hot path reads.
 	verifier   signature.Verifier
+	needsURL   bool // the verifier signs Request.URL
 	store      queue.Store
 	maxBody    int64
 	forward    []forwardHeader // headers stored with the event
@@ -134,17 +152,37 @@ type FieldSource struct {
 	JSON string `json:"json,omitempty"`
 }
 
-// HMACOptions configures the generic hmac scheme: an HMAC of the raw body
-// in one header.
+// HMACOptions configures the signed-content engine: an HMAC over a
+// template of the body, timestamp, id, URL, method and headers, in one
+// header. With a preset, every field defaults to the preset's value.
 type HMACOptions struct {
-	// Header carries the signature, e.g. X-Signature. Required.
+	// Header carries the signature, e.g. X-Signature. Required with the
+	// hmac scheme.
 	Header string `json:"header,omitempty"`
+	// Syntax is how Header lists signatures: plain, list (comma- or
+	// space-separated) or pairs (key=value items, as in t=…,v1=…).
+	// Default: plain.
+	Syntax string `json:"syntax,omitempty"`
+	// Key is the key of the signatures in a pairs header, e.g. v1.
+	// Required with pairs.
+	Key string `json:"key,omitempty"`
 	// Algorithm is sha256, sha1 or sha512. Default: sha256.
 	Algorithm string `json:"algorithm,omitempty"`
-	// Encoding of the signature: hex or base64. Default: hex.
+	// Encoding of the signature: hex, base64 or base64url. Default: hex.
 	Encoding string `json:"encoding,omitempty"`
-	// Prefix precedes the encoded signature, as in "sha256=". Default: none.
+	// Prefix precedes each encoded signature, as in "sha256=". Default: none.
 	Prefix string `json:"prefix,omitempty"`
+	// SignedContent is the template of what is signed, e.g.
+	// "{timestamp}.{body}"; see signature.Config. Default: {body}.
+	SignedContent string `json:"signed_content,omitempty"`
+	// TimestampHeader names the header of the signed timestamp.
+	// Default: none.
+	TimestampHeader string `json:"timestamp_header,omitempty"`
+	// TimestampKey is the key of the timestamp in a pairs header, e.g. t.
+	// Default: none.
+	TimestampKey string `json:"timestamp_key,omitempty"`
+	// TimestampFormat is unix (seconds) or unix_ms. Default: unix.
+	TimestampFormat string `json:"timestamp_format,omitempty"`
 }
 
 // TargetConfig is one destination of a receiver's events.
@@ -259,25 +297,24 @@ func (rc *Receiver) Provision(ctx caddy.Context) error {
 	if rc.Scheme == "" {
 		return errf("scheme is required (one of %s)", strings.Join(signature.Schemes(), ", "))
 	}
-	if len(rc.Secrets) == 0 {
-		return errf("at least one secret is required")
+	if len(rc.Secrets) == 0 && len(rc.PublicKeys) == 0 {
+		return errf("at least one secret is required (or public_key, for the schemes that sign with a private key)")
 	}
-	secrets := make([]string, len(rc.Secrets))
-	for i, s := range rc.Secrets {
-		v, err := resolvePlaceholders(s)
-		if err != nil {
-			return errf("secret #%d: %w", i+1, err)
-		}
-		if v == "" {
-			return errf("secret #%d is empty", i+1)
-		}
-		secrets[i] = v
+	secrets, err := resolveKeys(rc.Secrets)
+	if err != nil {
+		return errf("secret %w", err)
+	}
+	publicKeys, err := resolveKeys(rc.PublicKeys)
+	if err != nil {
+		return errf("public_key %w", err)
 	}
 
 	cfg := signature.Config{
 		Scheme:     rc.Scheme,
 		Secrets:    secrets,
+		PublicKeys: publicKeys,
 		SecretMode: signature.SecretMode(rc.SecretMode),
+		PublicURL:  rc.PublicURL,
 	}
 	switch rc.Tolerance {
 	case "":
@@ -303,13 +340,16 @@ func (rc *Receiver) Provision(ctx caddy.Context) error {
 		cfg.EventTypeHeader, cfg.EventTypeField = f.Header, f.JSON
 	}
 	if h := rc.HMAC; h != nil {
-		cfg.SignatureHeader, cfg.Algorithm, cfg.Encoding, cfg.SignaturePrefix = h.Header, h.Algorithm, h.Encoding, h.Prefix
+		cfg.SignatureHeader, cfg.SignatureSyntax, cfg.SignatureKey = h.Header, h.Syntax, h.Key
+		cfg.Algorithm, cfg.Encoding, cfg.SignaturePrefix = h.Algorithm, h.Encoding, h.Prefix
+		cfg.SignedContent, cfg.TimestampHeader, cfg.TimestampKey, cfg.TimestampFormat = h.SignedContent, h.TimestampHeader, h.TimestampKey, h.TimestampFormat
 	}
 	v, err := signature.New(cfg)
 	if err != nil {
 		return errf("%w", err)
 	}
 	rc.verifier = v
+	rc.needsURL = signature.UsesURL(v)
 
 	rc.maxBody = rc.MaxBody
 	switch {
@@ -419,17 +459,28 @@ func validName(s string) bool {
 	return true
 }
 
+// resolveKeys resolves the placeholders of secrets or public keys.
+func resolveKeys(keys []string) ([]string, error) {
+	out := make([]string, len(keys))
+	for i, s := range keys {
+		v, err := resolvePlaceholders(s)
+		if err != nil {
+			return nil, fmt.Errorf("#%d: %w", i+1, err)
+		}
+		if v == "" {
+			return nil, fmt.Errorf("#%d is empty", i+1)
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
 // forwardHeaders lists the headers stored with each event for its targets:
 // the content type and the scheme's event-type header, never a signature.
 func forwardHeaders(scheme string, eventType *FieldSource) []forwardHeader {
 	names := []string{"Content-Type"}
-	switch scheme {
-	case signature.SchemeGitHub:
-		names = append(names, "X-GitHub-Event")
-	case signature.SchemeShopify:
-		names = append(names, "X-Shopify-Topic")
-	case signature.SchemeGitLab:
-		names = append(names, "X-Gitlab-Event")
+	if d, ok := signature.Lookup(scheme); ok {
+		names = append(names, d.Forward...)
 	}
 	if eventType != nil && eventType.Header != "" {
 		names = append(names, eventType.Header)
@@ -486,7 +537,11 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhtt
 	}
 
 	// 2. Verify before anything else looks at the bytes.
-	res, err := rc.verifier.Verify(r.Header, body)
+	req := signature.Request{Method: r.Method, Header: r.Header, Body: body}
+	if rc.needsURL {
+		req.URL = requestURL(r)
+	}
+	res, err := rc.verifier.Verify(req)
 	if err != nil {
 		putBuffer(bp)
 		if errors.Is(err, signature.ErrTimestamp) {
@@ -735,3 +790,21 @@ var (
 	_ caddyhttp.MiddlewareHandler = (*Receiver)(nil)
 	_ zapcore.ObjectMarshaler     = (*requestInfo)(nil)
 )
+
+// requestURL rebuilds the URL the sender requested: the scheme of the
+// connection, the Host header and the request URI as sent, before any
+// rewrite by an earlier handler.
+func requestURL(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	uri := r.RequestURI
+	if orig, ok := r.Context().Value(caddyhttp.OriginalRequestCtxKey).(http.Request); ok && orig.RequestURI != "" {
+		uri = orig.RequestURI
+	}
+	if uri == "" {
+		uri = r.URL.RequestURI()
+	}
+	return scheme + "://" + r.Host + uri
+}

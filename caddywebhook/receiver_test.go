@@ -80,6 +80,46 @@ func TestReceiver(t *testing.T) {
 			wantStatus: http.StatusAccepted, wantOutcome: "accepted", wantEvents: 1, wantJobs: []string{"http"},
 		},
 		{
+			name:      "engine signing the rebuilt URL and method",
+			receivers: []receiverConfig{urlReceiver("byurl", "")},
+			request: func(t *testing.T, h *harness) sent {
+				return sent{resp: sendURL(t, h, "byurl", "http://"+h.addr+"/hooks/byurl?acct=7", testBody(1))}
+			},
+			wantStatus: http.StatusAccepted, wantOutcome: "accepted", wantEvents: 1, wantJobs: []string{"http"},
+		},
+		{
+			name:      "engine signing another URL is refused",
+			receivers: []receiverConfig{urlReceiver("byurl", "")},
+			request: func(t *testing.T, h *harness) sent {
+				return sent{resp: sendURL(t, h, "byurl", "https://proxy.example/hooks/byurl?acct=7", testBody(1))}
+			},
+			wantStatus: http.StatusUnauthorized, wantOutcome: "bad_signature",
+		},
+		{
+			name:      "public_url names the URL a proxy in front received",
+			receivers: []receiverConfig{urlReceiver("byurl", "https://proxy.example/hooks/byurl?acct=7")},
+			request: func(t *testing.T, h *harness) sent {
+				return sent{resp: sendURL(t, h, "byurl", "https://proxy.example/hooks/byurl?acct=7", testBody(1))}
+			},
+			wantStatus: http.StatusAccepted, wantOutcome: "accepted", wantEvents: 1, wantJobs: []string{"http"},
+		},
+		{
+			name: "preset: paddle",
+			receivers: []receiverConfig{{
+				"handler": "webhook_receiver", "source": "paddle", "scheme": "paddle", "secrets": []string{testSecret},
+				"targets": []map[string]any{httpTarget("", "http://127.0.0.1:9/")},
+			}},
+			request: func(t *testing.T, h *harness) sent {
+				body := []byte(`{"event_id":"d-1","event_type":"transaction.completed"}`)
+				hdr, err := signature.Sign("paddle", testSecret, body, signature.SignOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return sent{resp: h.do(t, http.MethodPost, "/hooks/paddle", hdr, bytes.NewReader(body))}
+			},
+			wantStatus: http.StatusAccepted, wantOutcome: "accepted", wantEvents: 1, wantJobs: []string{"http"},
+		},
+		{
 			name:      "wrong secret is refused and nothing stored",
 			receivers: []receiverConfig{githubReceiver("gh", httpTarget("", "http://127.0.0.1:9/"))},
 			request: func(t *testing.T, h *harness) sent {
@@ -360,6 +400,36 @@ func TestTargetFilterWants(t *testing.T) {
 	}
 }
 
+// urlContent is what urlReceiver signs: the method, the URL and the body.
+const urlContent = "{method} {url}\\n{body}"
+
+// urlReceiver is an hmac receiver whose signature covers the request URL,
+// as Twilio's, Square's and HubSpot's do.
+func urlReceiver(source, publicURL string) receiverConfig {
+	rc := receiverConfig{
+		"handler": "webhook_receiver", "source": source, "scheme": "hmac", "secrets": []string{testSecret},
+		"hmac":        map[string]any{"header": "X-Sig", "signed_content": urlContent},
+		"delivery_id": map[string]any{"header": "X-Delivery"},
+		"targets":     []map[string]any{httpTarget("", "http://127.0.0.1:9/")},
+	}
+	if publicURL != "" {
+		rc["public_url"] = publicURL
+	}
+	return rc
+}
+
+// sendURL posts body to the receiver of source, signed for url.
+func sendURL(t *testing.T, h *harness, source, url string, body []byte) response {
+	t.Helper()
+	hdr, err := signature.Sign("hmac", testSecret, body, signature.SignOptions{
+		SignatureHeader: "X-Sig", SignedContent: urlContent, URL: url, Method: http.MethodPost,
+		Header: http.Header{"X-Delivery": {"d-1"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h.do(t, http.MethodPost, "/hooks/"+source+"?acct=7", hdr, bytes.NewReader(body))
+}
+
 func TestForwardHeaders(t *testing.T) {
 	tests := []struct {
 		scheme    string
@@ -373,6 +443,8 @@ func TestForwardHeaders(t *testing.T) {
 		{"hmac", &FieldSource{Header: "X-Event"}, "[Content-Type X-Event]"},
 		{"github", &FieldSource{Header: "x-github-event"}, "[Content-Type X-GitHub-Event]"},
 		{"standard", &FieldSource{JSON: "type"}, "[Content-Type]"},
+		{"linear", nil, "[Content-Type Linear-Event]"},
+		{"nosuch", nil, "[Content-Type]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.scheme, func(t *testing.T) {

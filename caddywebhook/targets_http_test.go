@@ -519,14 +519,14 @@ func TestHTTPTargetSignsRequest(t *testing.T) {
 	if err != nil {
 		t.Fatalf("signature.New: %v", err)
 	}
-	res, err := verifier.Verify(first.header, first.body)
+	res, err := verifier.Verify(signature.Request{Method: "POST", Header: first.header, Body: first.body})
 	if err != nil {
 		t.Fatalf("forwarded request does not verify: %v", err)
 	}
 	if res.DeliveryID != first.header.Get("webhook-id") || !strings.HasPrefix(res.DeliveryID, "msg_") {
 		t.Errorf("verified id = %q, webhook-id = %q", res.DeliveryID, first.header.Get("webhook-id"))
 	}
-	if _, err := verifier.Verify(first.header, append([]byte(" "), first.body...)); !errors.Is(err, signature.ErrNoMatch) {
+	if _, err := verifier.Verify(signature.Request{Method: "POST", Header: first.header, Body: append([]byte(" "), first.body...)}); !errors.Is(err, signature.ErrNoMatch) {
 		t.Errorf("altered body verifies: %v", err)
 	}
 	wrongKey := make([]byte, 32)
@@ -536,7 +536,7 @@ func TestHTTPTargetSignsRequest(t *testing.T) {
 	if err != nil {
 		t.Fatalf("signature.New: %v", err)
 	}
-	if _, err := wrong.Verify(first.header, first.body); !errors.Is(err, signature.ErrNoMatch) {
+	if _, err := wrong.Verify(signature.Request{Method: "POST", Header: first.header, Body: first.body}); !errors.Is(err, signature.ErrNoMatch) {
 		t.Errorf("another secret verifies: %v", err)
 	}
 

@@ -3,6 +3,7 @@ package signature
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -44,20 +45,40 @@ func TestVerifyAllocations(t *testing.T) {
 		{"stripe, id and type from JSON", Config{Scheme: SchemeStripe, Now: fixedClock}, SignOptions{}, 2},
 		{"slack, body hash id", Config{Scheme: SchemeSlack, Now: fixedClock}, SignOptions{}, 1},
 		{"hmac, override header", Config{Scheme: SchemeHMAC, SignatureHeader: "x-sig", DeliveryIDHeader: "x-id"}, SignOptions{SignatureHeader: "X-Sig"}, 0},
+		{"paddle, pairs, id and type from JSON", Config{Scheme: "paddle", Now: fixedClock}, SignOptions{}, 2},
+		{"linear, ids in headers", Config{Scheme: "linear"}, SignOptions{ID: "l", EventType: "Issue"}, 0},
+		{"engine, url, method, header and timestamp", Config{Scheme: SchemeHMAC, Now: fixedClock, SignatureHeader: "X-Sig", TimestampHeader: "X-Ts", DeliveryIDHeader: "X-Id",
+			SignedContent: "{method} {url}\n{timestamp}.{header.X-Id}.{body}"}, SignOptions{SignatureHeader: "X-Sig", TimestampHeader: "X-Ts", URL: "https://example.com/hook",
+			SignedContent: "{method} {url}\n{timestamp}.{header.X-Id}.{body}", Header: http.Header{"X-Id": {"id-1"}}}, 0},
+		// ed25519: one more, as crypto/ed25519 allocates its error for each
+		// key that does not verify (here the first of two).
+		{"discord, id and type from JSON", Config{Scheme: SchemeDiscord, Now: fixedClock}, SignOptions{}, 3},
+		{"telnyx, body hash id", Config{Scheme: SchemeTelnyx, Now: fixedClock}, SignOptions{}, 2},
+		{"standard v1a, type from JSON", Config{Scheme: SchemeStandard, Now: fixedClock}, SignOptions{ID: "m"}, 2},
 	}
 	const secret = "whsec_dGVzdA=="
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.cfg.Secrets = []string{"whsec_b3RoZXI=", secret}
+			key := secret
+			if strings.HasPrefix(tc.name, "discord") || strings.HasPrefix(tc.name, "telnyx") || strings.HasPrefix(tc.name, "standard v1a") {
+				tc.cfg.PublicKeys, key = []string{otherEdKey(), testPublicKey(tc.cfg.Scheme)}, testPrivateKey(tc.cfg.Scheme)
+				if tc.cfg.Scheme == SchemeStandard {
+					key = "whsk_" + edSeedB64
+				}
+			} else {
+				tc.cfg.Secrets = []string{"whsec_b3RoZXI=", secret}
+			}
 			v := setup(t, tc.cfg)
 			tc.opts.Timestamp = testNow
-			h, err := Sign(tc.cfg.Scheme, secret, body, tc.opts)
+			h, err := Sign(tc.cfg.Scheme, key, body, tc.opts)
 			if err != nil {
 				t.Fatal(err)
 			}
 			h.Set("X-Id", "id-1")
+			req := reqOf(h, body)
+			req.URL = tc.opts.URL
 			got := testing.AllocsPerRun(200, func() {
-				if _, err := v.Verify(h, body); err != nil {
+				if _, err := v.Verify(req); err != nil {
 					t.Fatal(err)
 				}
 			})
@@ -85,7 +106,7 @@ func TestVerifyConcurrent(t *testing.T) {
 					errs <- err
 					return
 				}
-				res, err := v.Verify(h, body)
+				res, err := v.Verify(reqOf(h, body))
 				if err != nil || res.SecretIndex != secret || res.EventType != fmt.Sprint("t", g) {
 					errs <- fmt.Errorf("goroutine %d, request %d: %+v, %v", g, i, res, err)
 					return

@@ -31,6 +31,8 @@ func BenchmarkVerify(b *testing.B) {
 		{Config{Scheme: SchemeShopify}, SignOptions{ID: "98880550-7158-44d4-b7cd-2c97c8a091b5", EventType: "orders/create"}},
 		{Config{Scheme: SchemeGitLab}, SignOptions{ID: "b1f2c3d4", EventType: "Push Hook"}},
 		{Config{Scheme: SchemeHMAC, SignatureHeader: "X-Sig"}, SignOptions{SignatureHeader: "X-Sig"}},
+		{Config{Scheme: "paddle", Now: fixedClock}, SignOptions{}},
+		{Config{Scheme: "linear"}, SignOptions{ID: "9c2f3b1e-7d52-4c84-8a46-7b6f0e7d4a11", EventType: "Issue"}},
 	}
 	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 	for _, s := range schemes {
@@ -49,12 +51,39 @@ func BenchmarkVerify(b *testing.B) {
 				b.SetBytes(int64(size))
 				b.ReportAllocs()
 				for b.Loop() {
-					if _, err := v.Verify(h, body); err != nil {
+					if _, err := v.Verify(reqOf(h, body)); err != nil {
 						b.Fatal(err)
 					}
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkVerifyPublicKey measures the signature schemes with the
+// signing key second of two, as BenchmarkVerify does with secrets.
+//
+//	go test -run '^$' -bench BenchmarkVerifyPublicKey -benchmem -count 1 ./signature/
+func BenchmarkVerifyPublicKey(b *testing.B) {
+	for _, scheme := range []string{SchemeStandard, SchemeDiscord, SchemeTelnyx, SchemeSendGrid} {
+		b.Run(scheme+"/512B", func(b *testing.B) {
+			other := otherEdKey()
+			if scheme == SchemeSendGrid {
+				other = otherPublicKey(nil, scheme)
+			}
+			v := setup(b, Config{Scheme: scheme, PublicKeys: []string{other, testPublicKey(scheme)}, Now: fixedClock})
+			body := benchBody(512)
+			h, err := Sign(scheme, testPrivateKey(scheme), body, SignOptions{ID: "msg_p5jXN8AQM9LWM0D4loKWxJek", Timestamp: testNow})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := v.Verify(reqOf(h, body)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
@@ -66,7 +95,7 @@ func BenchmarkReject(b *testing.B) {
 	h := http.Header{"Stripe-Signature": {"t=1700000000,v1=" + strings.Repeat("0", 64)}}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := v.Verify(h, body); err == nil {
+		if _, err := v.Verify(reqOf(h, body)); err == nil {
 			b.Fatal("forged request verified")
 		}
 	}

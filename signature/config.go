@@ -1,7 +1,6 @@
 package signature
 
 import (
-	"cmp"
 	"crypto/sha1"
 	"crypto/sha256"
 	"crypto/sha512"
@@ -31,29 +30,39 @@ const (
 	SecretBoth SecretMode = "both"
 )
 
-// Config selects a scheme and its secrets. The zero value of every field
-// but Scheme and Secrets is a sound default.
+// Config selects a scheme and its keys. The zero value of every field but
+// Scheme and the keys is a sound default.
 type Config struct {
-	// Scheme is one of Schemes(): github, stripe, standard, slack, shopify,
-	// gitlab, hmac. Required.
+	// Scheme is one of Schemes(): a scheme with code of its own (github,
+	// stripe, standard, slack, shopify, gitlab, discord, sendgrid, telnyx),
+	// hmac (the signed-content engine configured by hand) or a preset over
+	// the engine (paddle, linear, lemonsqueezy, …). Required.
 	Scheme string
 
-	// Secrets are the accepted secrets, tried in order; the first that
-	// verifies wins and its index is Result.SecretIndex. Several secrets let
-	// an endpoint rotate without downtime; each secret tried before the one
-	// that matches costs one MAC of the body, so list the current one first.
-	// For stripe the secret is used as given, "whsec_" included; for
-	// standard see SecretMode; for gitlab it is the token. Required: at
-	// least one, none empty.
+	// Secrets are the accepted shared secrets, tried in order; the first
+	// that verifies wins and its index is Result.SecretIndex. Several
+	// secrets let an endpoint rotate without downtime; each secret tried
+	// before the one that matches costs one MAC of the body, so list the
+	// current one first. For stripe the secret is used as given, "whsec_"
+	// included; for standard see SecretMode; for gitlab it is the token.
+	// Required, none empty, for the schemes that sign with a secret;
+	// refused by those that sign with a private key.
 	Secrets []string
+
+	// PublicKeys are the accepted public keys of the schemes that sign
+	// with a private key, tried in order like Secrets: ed25519 keys in hex
+	// (discord), base64 (telnyx) or "whpk_" + base64 (standard v1a), and
+	// ECDSA P-256 keys as base64 DER or PEM (sendgrid). Required for those
+	// schemes; standard takes Secrets, PublicKeys or both.
+	PublicKeys []string
 
 	// SecretMode applies to the standard scheme only: base64, raw or both.
 	// Default: base64.
 	SecretMode SecretMode
 
-	// Tolerance is how far a signed timestamp (stripe, standard, slack) may
-	// be from Now, in the past or the future; negative is an error. Schemes
-	// without a timestamp ignore it. Default: 5m (DefaultTolerance).
+	// Tolerance is how far a signed timestamp may be from Now, in the past
+	// or the future; negative is an error. Schemes without a timestamp
+	// ignore it. Default: 5m (DefaultTolerance).
 	Tolerance time.Duration
 
 	// IgnoreTimestamp turns the tolerance check off: an explicit choice, for
@@ -79,26 +88,77 @@ type Config struct {
 	EventTypeHeader string
 	EventTypeField  string
 
-	// SignatureHeader names the header that carries the MAC. hmac scheme
-	// only. Required for hmac.
+	// The fields below configure the signed-content engine: the hmac
+	// scheme and the presets over it. A preset sets its provider's values;
+	// a field set here overrides the preset's. Other schemes refuse them.
+
+	// SignatureHeader names the header that carries the MAC. Required for
+	// hmac; a preset's default otherwise.
 	SignatureHeader string
 
-	// Algorithm is sha256, sha1 or sha512. hmac scheme only. Default: sha256.
+	// SignatureSyntax is how SignatureHeader lists its MACs: plain (one
+	// MAC, after SignaturePrefix), list (several, separated by commas or
+	// spaces, each after SignaturePrefix; others are skipped) or pairs
+	// (key=value items separated by ',' or ';', as in
+	// "t=1700000000,v1=<mac>": the MACs are the values of SignatureKey,
+	// the timestamp may be the value of TimestampKey). Default: plain.
+	SignatureSyntax string
+
+	// SignatureKey is the key of the MACs in a pairs header, e.g. v1 or
+	// h1; every item with it is tried. Required with pairs.
+	SignatureKey string
+
+	// SignaturePrefix, when set, must precede each encoded MAC, as in
+	// "sha256=". Default: none.
+	SignaturePrefix string
+
+	// Algorithm is sha256, sha1 or sha512. Default: sha256.
 	Algorithm string
 
-	// Encoding of the MAC in SignatureHeader: hex (either case) or base64
-	// (padded or not). hmac scheme only. Default: hex.
+	// Encoding of each MAC: hex (either case), base64 or base64url (padded
+	// or not). Default: hex.
 	Encoding string
 
-	// SignaturePrefix, when set, must precede the encoded MAC, as in
-	// "sha256=". hmac scheme only. Default: none.
-	SignaturePrefix string
+	// SignedContent is what the MAC covers: a template of literal text and
+	// {body}, {timestamp}, {id} (the delivery id header, which must then
+	// be set), {url} (the public URL, see PublicURL), {method} and
+	// {header.<Name>} (a request header's value, empty when absent);
+	// Caddy's {http.request.method} and {http.request.header.<Name>} are
+	// accepted too, as the Caddyfile adapter writes them. "{{" and "}}"
+	// stand for literal braces, \n, \r, \t and \\ for a line feed, a
+	// carriage return, a tab and a backslash. Example: "{timestamp}.{body}".
+	// Default: {body}.
+	SignedContent string
+
+	// TimestampHeader names the header that carries the signed timestamp,
+	// or TimestampKey its key in a pairs SignatureHeader (e.g. t or ts).
+	// Set at most one; {timestamp} needs one. When set, the timestamp must
+	// be present and within Tolerance. Default: no timestamp.
+	TimestampHeader string
+	TimestampKey    string
+
+	// TimestampFormat is unix (seconds) or unix_ms (milliseconds), written
+	// in canonical decimal. Default: unix.
+	TimestampFormat string
+
+	// PublicURL is the URL the sender signed, for {url}, when a proxy in
+	// front changes what the request shows (scheme, host or path).
+	// Default: Request.URL, the URL rebuilt from the request.
+	PublicURL string
 }
 
 // New validates cfg and returns the Verifier for its scheme. Errors name the
-// offending field and never contain a secret.
+// offending field and never contain a secret. The Verifier of a scheme with
+// a handshake implements Handshaker too.
 func New(cfg Config) (Verifier, error) {
-	if err := cfg.validate(); err != nil {
+	s, err := lookup(cfg.Scheme)
+	if err != nil {
+		return nil, fmt.Errorf("signature: %w", err)
+	}
+	if s.preset != nil {
+		cfg = s.preset.apply(cfg)
+	}
+	if err := cfg.validate(s); err != nil {
 		return nil, fmt.Errorf("signature: %w", err)
 	}
 	b := base{now: cfg.Now, tolerance: cfg.Tolerance}
@@ -111,60 +171,63 @@ func New(cfg Config) (Verifier, error) {
 	if cfg.IgnoreTimestamp {
 		b.tolerance = 0
 	}
-	raw := func() { b.keys = rawKeys(sha256.New, cfg.Secrets) }
-	switch cfg.Scheme {
-	case SchemeGitHub:
-		raw()
-		b.meta = newMeta(cfg, []source{header(headerGitHubDelivery)}, []source{header(headerGitHubEvent)})
-		return &githubVerifier{b}, nil
-	case SchemeStripe:
-		raw()
-		b.meta = newMeta(cfg, []source{field("id")}, []source{field("type")})
-		return &stripeVerifier{b}, nil
-	case SchemeStandard:
-		keys, err := standardKeys(cfg.Secrets, cmp.Or(cfg.SecretMode, SecretBase64))
-		if err != nil {
-			return nil, fmt.Errorf("signature: %w", err)
-		}
-		b.keys = keys
-		b.meta = newMeta(cfg, []source{signedID()}, []source{field("type")})
-		return &standardVerifier{b}, nil
-	case SchemeSlack:
-		raw()
-		b.meta = newMeta(cfg, nil, nil)
-		return &slackVerifier{b}, nil
-	case SchemeShopify:
-		raw()
-		b.meta = newMeta(cfg,
-			[]source{header(headerShopifyEventID), header(headerShopifyWebhookID)},
-			[]source{header(headerShopifyTopic)})
-		return &shopifyVerifier{b}, nil
-	case SchemeGitLab:
-		b.meta = newMeta(cfg, []source{header(headerGitLabUUID)}, []source{header(headerGitLabEvent)})
-		return newGitLab(b, cfg.Secrets), nil
-	case SchemeHMAC:
-		newHash, _ := hashFor(cfg.Algorithm)
-		b.keys = rawKeys(newHash, cfg.Secrets)
-		b.meta = newMeta(cfg, nil, nil)
-		return newHMAC(b, cfg, newHash), nil
+	if s.Keys == KeySecrets {
+		b.keys = rawKeys(sha256.New, cfg.Secrets)
 	}
-	panic("unreachable: validate accepted scheme " + cfg.Scheme)
+	b.meta = newMeta(cfg, s.id, s.typ)
+	v, err := s.build(cfg, b)
+	if err != nil {
+		return nil, fmt.Errorf("signature: %w", err)
+	}
+	if s.handshake != nil {
+		v = &withHandshake{Verifier: v, handshake: s.handshake}
+	}
+	return v, nil
 }
 
-func (cfg *Config) validate() error {
-	known := false
-	for _, s := range Schemes() {
-		known = known || cfg.Scheme == s
+// engineFields are the Config fields only the signed-content engine reads.
+func (cfg *Config) engineFields() []struct{ name, value string } {
+	return []struct{ name, value string }{
+		{"SignatureHeader", cfg.SignatureHeader},
+		{"SignatureSyntax", cfg.SignatureSyntax},
+		{"SignatureKey", cfg.SignatureKey},
+		{"SignaturePrefix", cfg.SignaturePrefix},
+		{"Algorithm", cfg.Algorithm},
+		{"Encoding", cfg.Encoding},
+		{"SignedContent", cfg.SignedContent},
+		{"TimestampHeader", cfg.TimestampHeader},
+		{"TimestampKey", cfg.TimestampKey},
+		{"TimestampFormat", cfg.TimestampFormat},
 	}
-	if !known {
-		return fmt.Errorf("Scheme %q unknown (want one of %s)", cfg.Scheme, strings.Join(Schemes(), ", "))
+}
+
+// validate checks what every scheme shares; the scheme's build checks the
+// rest.
+func (cfg *Config) validate(s *scheme) error {
+	if err := checkKeys("Secrets", cfg.Secrets); err != nil {
+		return err
 	}
-	if len(cfg.Secrets) == 0 {
-		return errors.New("Secrets: at least one secret is required")
+	if err := checkKeys("PublicKeys", cfg.PublicKeys); err != nil {
+		return err
 	}
-	for i, s := range cfg.Secrets {
-		if s == "" {
-			return fmt.Errorf("Secrets[%d]: empty", i)
+	switch s.Keys {
+	case KeySecrets:
+		if len(cfg.Secrets) == 0 {
+			return errors.New("Secrets: at least one secret is required")
+		}
+		if len(cfg.PublicKeys) > 0 {
+			return fmt.Errorf("PublicKeys: the %s scheme signs with a shared secret (set Secrets)", s.Name)
+		}
+	case KeyPublic:
+		if len(cfg.PublicKeys) == 0 {
+			return errors.New("PublicKeys: at least one public key is required")
+		}
+		if len(cfg.Secrets) > 0 {
+			return fmt.Errorf("Secrets: the %s scheme signs with a private key (set PublicKeys)", s.Name)
+		}
+	case KeyEither:
+		if len(cfg.Secrets) == 0 && len(cfg.PublicKeys) == 0 {
+			return errors.New("Secrets: at least one secret or public key (PublicKeys) is required")
 		}
 	}
 	switch cfg.SecretMode {
@@ -172,7 +235,7 @@ func (cfg *Config) validate() error {
 	default:
 		return fmt.Errorf("SecretMode %q unknown (want base64, raw or both)", cfg.SecretMode)
 	}
-	if cfg.SecretMode != "" && cfg.Scheme != SchemeStandard {
+	if cfg.SecretMode != "" && s.Name != SchemeStandard {
 		return fmt.Errorf("SecretMode applies only to the %s scheme", SchemeStandard)
 	}
 	if cfg.Tolerance < 0 {
@@ -191,35 +254,31 @@ func (cfg *Config) validate() error {
 		{"DeliveryIDHeader", cfg.DeliveryIDHeader},
 		{"EventTypeHeader", cfg.EventTypeHeader},
 		{"SignatureHeader", cfg.SignatureHeader},
+		{"TimestampHeader", cfg.TimestampHeader},
 	} {
 		if h.value != "" && !ValidHeaderName(h.value) {
 			return fmt.Errorf("%s %q is not a valid header name", h.name, h.value)
 		}
 	}
-	if cfg.Scheme != SchemeHMAC {
-		for _, f := range []struct{ name, value string }{
-			{"SignatureHeader", cfg.SignatureHeader},
-			{"Algorithm", cfg.Algorithm},
-			{"Encoding", cfg.Encoding},
-			{"SignaturePrefix", cfg.SignaturePrefix},
-		} {
+	if cfg.PublicURL != "" && s.preset == nil && !s.signsURL {
+		return fmt.Errorf("PublicURL: the %s scheme does not sign the URL", s.Name)
+	}
+	if s.preset == nil {
+		for _, f := range cfg.engineFields() {
 			if f.value != "" {
-				return fmt.Errorf("%s applies only to the %s scheme", f.name, SchemeHMAC)
+				return fmt.Errorf("%s applies only to the %s scheme and its presets", f.name, SchemeHMAC)
 			}
 		}
-		return nil
 	}
-	if cfg.SignatureHeader == "" {
-		return fmt.Errorf("SignatureHeader is required for the %s scheme", SchemeHMAC)
-	}
-	if _, err := hashFor(cfg.Algorithm); err != nil {
-		return err
-	}
-	if _, err := encodingFor(cfg.Encoding); err != nil {
-		return err
-	}
-	if len(cfg.SignaturePrefix) > MaxHeaderLen {
-		return fmt.Errorf("SignaturePrefix longer than %d bytes", MaxHeaderLen)
+	return nil
+}
+
+// checkKeys refuses empty entries.
+func checkKeys(field string, keys []string) error {
+	for i, k := range keys {
+		if k == "" {
+			return fmt.Errorf("%s[%d]: empty", field, i)
+		}
 	}
 	return nil
 }
@@ -243,6 +302,7 @@ type encoding uint8
 const (
 	encHex encoding = iota
 	encBase64
+	encBase64URL
 )
 
 // encodingFor maps an Encoding name; empty means hex.
@@ -252,8 +312,10 @@ func encodingFor(name string) (encoding, error) {
 		return encHex, nil
 	case "base64":
 		return encBase64, nil
+	case "base64url":
+		return encBase64URL, nil
 	}
-	return 0, fmt.Errorf("Encoding %q unknown (want hex or base64)", name)
+	return 0, fmt.Errorf("Encoding %q unknown (want hex, base64 or base64url)", name)
 }
 
 // standardKeys derives the Standard Webhooks keys of every secret in mode.

@@ -57,6 +57,9 @@ func TestNewAcceptsEveryScheme(t *testing.T) {
 			if scheme == SchemeHMAC {
 				cfg.SignatureHeader = "X-Sig"
 			}
+			if d, _ := Lookup(scheme); d.Keys == KeyPublic {
+				cfg.Secrets, cfg.PublicKeys = nil, []string{testPublicKey(scheme)}
+			}
 			setup(t, cfg)
 		})
 	}
@@ -121,7 +124,7 @@ func TestSignRejects(t *testing.T) {
 		secret string
 		opts   SignOptions
 	}{
-		{"unknown scheme", "paddle", "s", SignOptions{}},
+		{"unknown scheme", "nosuch", "s", SignOptions{}},
 		{"empty secret", SchemeGitHub, "", SignOptions{}},
 		{"standard both mode", SchemeStandard, "whsec_dGVzdA==", SignOptions{SecretMode: SecretBoth}},
 		{"standard not base64", SchemeStandard, polarSecret, SignOptions{}},
@@ -147,7 +150,7 @@ func TestSignGeneratesStandardID(t *testing.T) {
 		t.Errorf("generated ids %q, %q: want distinct msg_ ids", idA, idB)
 	}
 	v := setup(t, Config{Scheme: SchemeStandard, Secrets: []string{"whsec_dGVzdA=="}})
-	if res, err := v.Verify(a, []byte("{}")); err != nil || res.DeliveryID != idA {
+	if res, err := v.Verify(reqOf(a, []byte("{}"))); err != nil || res.DeliveryID != idA {
 		t.Errorf("Verify = %+v, %v; want id %q", res, err, idA)
 	}
 }

@@ -23,10 +23,10 @@ func Example() {
 	h.Set("X-GitHub-Delivery", "72d3162e-cc78-11e3-81ab-4c9367dc0958")
 	h.Set("X-GitHub-Event", "push")
 
-	res, err := v.Verify(h, []byte("Hello, World!"))
+	res, err := v.Verify(signature.Request{Method: "POST", Header: h, Body: []byte("Hello, World!")})
 	fmt.Println(res.DeliveryID, res.EventType, err)
 
-	_, err = v.Verify(h, []byte("Hello, World?"))
+	_, err = v.Verify(signature.Request{Method: "POST", Header: h, Body: []byte("Hello, World?")})
 	fmt.Println(errors.Is(err, signature.ErrNoMatch))
 	// Output:
 	// 72d3162e-cc78-11e3-81ab-4c9367dc0958 push <nil>
@@ -48,7 +48,7 @@ func ExampleNew_rotation() {
 	body := []byte(`{"id":"evt_1","type":"invoice.paid"}`)
 	h, _ := signature.Sign(signature.SchemeStripe, "whsec_old", body, signature.SignOptions{Timestamp: now})
 
-	res, err := v.Verify(h, body)
+	res, err := v.Verify(signature.Request{Method: "POST", Header: h, Body: body})
 	fmt.Println(res.SecretIndex, res.DeliveryID, res.EventType, err)
 	// Output: 1 evt_1 invoice.paid <nil>
 }
@@ -71,7 +71,7 @@ func ExampleNew_standardWebhooks() {
 	h.Set("webhook-timestamp", "1614265330")
 	h.Set("webhook-signature", "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=")
 
-	res, err := v.Verify(h, []byte(`{"test": 2432232314}`))
+	res, err := v.Verify(signature.Request{Method: "POST", Header: h, Body: []byte(`{"test": 2432232314}`)})
 	fmt.Println(res.DeliveryID, err)
 
 	later := now.Add(10 * time.Minute)
@@ -80,7 +80,7 @@ func ExampleNew_standardWebhooks() {
 		Secrets: []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"},
 		Now:     func() time.Time { return later },
 	})
-	_, err = v.Verify(h, []byte(`{"test": 2432232314}`))
+	_, err = v.Verify(signature.Request{Method: "POST", Header: h, Body: []byte(`{"test": 2432232314}`)})
 	fmt.Println(errors.Is(err, signature.ErrTimestamp))
 	// Output:
 	// msg_p5jXN8AQM9LWM0D4loKWxJek <nil>

@@ -55,7 +55,7 @@ func checkSignedRoundTrip(t *testing.T, v Verifier, scheme string, body []byte, 
 	if err != nil {
 		t.Fatalf("Sign: %v", err)
 	}
-	if _, err := v.Verify(h, body); err != nil {
+	if _, err := v.Verify(reqOf(h, body)); err != nil {
 		t.Fatalf("Verify of a signed body: %v", err)
 	}
 	if len(body) == 0 || scheme == SchemeGitLab {
@@ -63,7 +63,7 @@ func checkSignedRoundTrip(t *testing.T, v Verifier, scheme string, body []byte, 
 	}
 	mutated := append([]byte(nil), body...)
 	mutated[flip%uint(len(body))] ^= 0x20
-	if _, err := v.Verify(h, mutated); !errors.Is(err, ErrNoMatch) {
+	if _, err := v.Verify(reqOf(h, mutated)); !errors.Is(err, ErrNoMatch) {
 		t.Fatalf("Verify of a mutated body: %v, want ErrNoMatch", err)
 	}
 }
@@ -133,20 +133,26 @@ func FuzzParseStandard(f *testing.F) {
 	f.Add("   ")
 	f.Add(strings.Repeat("v1,AAAA ", 20))
 	f.Fuzz(func(t *testing.T, value string) {
-		var sigs sigSet
+		var sigs standardSigs
 		err := parseStandard(value, &sigs)
 		checkSentinel(t, err)
 		if err != nil {
 			return
 		}
-		if sigs.n < 1 || sigs.n > MaxSignatures {
-			t.Fatalf("%d signatures accepted", sigs.n)
+		if n := sigs.v1.n + sigs.nv1a; n < 1 || n > MaxSignatures {
+			t.Fatalf("%d signatures accepted", n)
 		}
-		for i := range sigs.n {
-			enc := strings.TrimRight(base64.StdEncoding.EncodeToString(sigs.sig[i][:sha256.Size]), "=")
+		for i := range sigs.v1.n {
+			enc := strings.TrimRight(base64.StdEncoding.EncodeToString(sigs.v1.sig[i][:sha256.Size]), "=")
 			// Non-canonical trailing bits decode too; compare all but the last character.
 			if !strings.Contains(value, "v1,"+enc[:len(enc)-1]) {
 				t.Fatalf("signature %d is not a v1 of the header", i)
+			}
+		}
+		for i := range sigs.nv1a {
+			enc := strings.TrimRight(base64.StdEncoding.EncodeToString(sigs.v1a[i][:]), "=")
+			if !strings.Contains(value, "v1a,"+enc[:len(enc)-1]) {
+				t.Fatalf("signature %d is not a v1a of the header", i)
 			}
 		}
 	})
@@ -191,9 +197,10 @@ func FuzzParseHMAC(f *testing.F) {
 	f.Add("sha1=" + strings.ToUpper(genericSHA1Hex))
 	f.Add("sha1=")
 	f.Fuzz(func(t *testing.T, value string) {
-		v := setup(t, Config{Scheme: SchemeHMAC, Secrets: []string{fuzzSecret}, SignatureHeader: "X-Sig", Algorithm: "sha1", SignaturePrefix: "sha1="}).(*hmacVerifier)
+		v := setup(t, Config{Scheme: SchemeHMAC, Secrets: []string{fuzzSecret}, SignatureHeader: "X-Sig", Algorithm: "sha1", SignaturePrefix: "sha1="}).(*engine)
 		var sigs sigSet
-		err := v.parse(value, &sigs)
+		sigs.size = v.size
+		_, err := v.parse(value, &sigs)
 		checkSentinel(t, err)
 		if err == nil && !strings.EqualFold(value, "sha1="+hex.EncodeToString(sigs.sig[0][:sha1.Size])) {
 			t.Fatalf("parse(%q) accepted, decoded to something else", value)
@@ -262,7 +269,7 @@ func FuzzVerifyGitHub(f *testing.F) {
 	v := setup(f, Config{Scheme: SchemeGitHub, Secrets: []string{"other", fuzzSecret}})
 	f.Fuzz(func(t *testing.T, body []byte, sig, delivery string, flip uint) {
 		h := http.Header{"X-Hub-Signature-256": {sig}, "X-Github-Delivery": {delivery}}
-		res, err := v.Verify(h, body)
+		res, err := v.Verify(reqOf(h, body))
 		checkSentinel(t, err)
 		if err == nil {
 			want := githubPrefix + hex.EncodeToString(oracleMAC(sha256.New, []byte(fuzzSecret), body))
@@ -280,7 +287,7 @@ func FuzzVerifyStripe(f *testing.F) {
 	f.Add([]byte(`not json`), "t=1,v1=", uint(2))
 	v := setup(f, Config{Scheme: SchemeStripe, Secrets: []string{fuzzSecret}, Now: fixedClock})
 	f.Fuzz(func(t *testing.T, body []byte, value string, flip uint) {
-		res, err := v.Verify(http.Header{"Stripe-Signature": {value}}, body)
+		res, err := v.Verify(reqOf(http.Header{"Stripe-Signature": {value}}, body))
 		checkSentinel(t, err)
 		if err == nil {
 			var ts string
@@ -306,7 +313,7 @@ func FuzzVerifyStandard(f *testing.F) {
 	v := setup(f, Config{Scheme: SchemeStandard, Secrets: []string{standardSpecSecret}, IgnoreTimestamp: true})
 	f.Fuzz(func(t *testing.T, body []byte, id, ts, sig string, flip uint) {
 		h := http.Header{"Webhook-Id": {id}, "Webhook-Timestamp": {ts}, "Svix-Signature": {sig}}
-		res, err := v.Verify(h, body)
+		res, err := v.Verify(reqOf(h, body))
 		checkSentinel(t, err)
 		if err == nil {
 			want := base64.StdEncoding.EncodeToString(oracleMAC(sha256.New, key, body, id, ".", ts, "."))
@@ -326,13 +333,13 @@ func checkSignedRoundTripStandard(t *testing.T, v Verifier, body []byte, flip ui
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := v.Verify(h, body); err != nil {
+	if _, err := v.Verify(reqOf(h, body)); err != nil {
 		t.Fatalf("Verify of a signed body: %v", err)
 	}
 	if len(body) > 0 {
 		mutated := append([]byte(nil), body...)
 		mutated[flip%uint(len(body))] ^= 0x20
-		if _, err := v.Verify(h, mutated); !errors.Is(err, ErrNoMatch) {
+		if _, err := v.Verify(reqOf(h, mutated)); !errors.Is(err, ErrNoMatch) {
 			t.Fatalf("Verify of a mutated body: %v, want ErrNoMatch", err)
 		}
 	}
@@ -344,7 +351,7 @@ func FuzzVerifySlack(f *testing.F) {
 	v := setup(f, Config{Scheme: SchemeSlack, Secrets: []string{fuzzSecret}, Now: fixedClock})
 	f.Fuzz(func(t *testing.T, body []byte, ts, sig string, flip uint) {
 		h := http.Header{"X-Slack-Request-Timestamp": {ts}, "X-Slack-Signature": {sig}}
-		res, err := v.Verify(h, body)
+		res, err := v.Verify(reqOf(h, body))
 		checkSentinel(t, err)
 		if err == nil {
 			want := "v0=" + hex.EncodeToString(oracleMAC(sha256.New, []byte(fuzzSecret), body, "v0:", ts, ":"))
@@ -362,7 +369,7 @@ func FuzzVerifyShopify(f *testing.F) {
 	v := setup(f, Config{Scheme: SchemeShopify, Secrets: []string{fuzzSecret}})
 	f.Fuzz(func(t *testing.T, body []byte, sig, eventID string, flip uint) {
 		h := http.Header{"X-Shopify-Hmac-Sha256": {sig}, "X-Shopify-Event-Id": {eventID}}
-		res, err := v.Verify(h, body)
+		res, err := v.Verify(reqOf(h, body))
 		checkSentinel(t, err)
 		if err == nil {
 			want := base64.StdEncoding.EncodeToString(oracleMAC(sha256.New, []byte(fuzzSecret), body))
@@ -380,7 +387,7 @@ func FuzzVerifyGitLab(f *testing.F) {
 	f.Add([]byte(""), "", "")
 	v := setup(f, Config{Scheme: SchemeGitLab, Secrets: []string{"other", fuzzSecret}})
 	f.Fuzz(func(t *testing.T, body []byte, token, uuid string) {
-		res, err := v.Verify(http.Header{"X-Gitlab-Token": {token}, "X-Gitlab-Event-Uuid": {uuid}}, body)
+		res, err := v.Verify(reqOf(http.Header{"X-Gitlab-Token": {token}, "X-Gitlab-Event-Uuid": {uuid}}, body))
 		checkSentinel(t, err)
 		if err == nil && (token != fuzzSecret || res.SecretIndex != 1) {
 			t.Fatalf("token %q accepted: %+v", token, res)
@@ -397,7 +404,7 @@ func FuzzVerifyHMAC(f *testing.F) {
 	f.Add([]byte(`{"event_id":"e"}`), "sha1=", uint(4))
 	v := setup(f, Config{Scheme: SchemeHMAC, Secrets: []string{fuzzSecret}, SignatureHeader: "X-Sig", Algorithm: "sha1", SignaturePrefix: "sha1=", DeliveryIDField: "event_id"})
 	f.Fuzz(func(t *testing.T, body []byte, sig string, flip uint) {
-		res, err := v.Verify(http.Header{"X-Sig": {sig}}, body)
+		res, err := v.Verify(reqOf(http.Header{"X-Sig": {sig}}, body))
 		checkSentinel(t, err)
 		if err == nil {
 			want := "sha1=" + hex.EncodeToString(oracleMAC(sha1.New, []byte(fuzzSecret), body))

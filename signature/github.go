@@ -16,6 +16,16 @@ const (
 	githubPrefix          = "sha256="
 )
 
+func init() {
+	register(&scheme{
+		Scheme: Scheme{Name: SchemeGitHub, Keys: KeySecrets, Forward: []string{"X-GitHub-Event"}},
+		build:  func(_ Config, b base) (Verifier, error) { return &githubVerifier{b}, nil },
+		sign:   signGitHub,
+		id:     []source{header(headerGitHubDelivery)},
+		typ:    []source{header(headerGitHubEvent)},
+	})
+}
+
 var (
 	githubErrors  = newHeaderErrors(SchemeGitHub, headerGitHubSignature)
 	githubNoMatch = fmt.Errorf("%s: %w", SchemeGitHub, ErrNoMatch)
@@ -25,7 +35,8 @@ var (
 type githubVerifier struct{ base }
 
 // Verify implements Verifier.
-func (v *githubVerifier) Verify(h http.Header, body []byte) (Result, error) {
+func (v *githubVerifier) Verify(req Request) (Result, error) {
+	h, body := req.Header, req.Body
 	value, err := githubErrors.get(h, headerGitHubSignature)
 	if err != nil {
 		return Result{}, err
@@ -50,6 +61,14 @@ func parseGitHub(value string, sigs *sigSet) error {
 	}
 	sigs.commit()
 	return nil
+}
+
+func signGitHub(secret string, body []byte, opts SignOptions) (http.Header, error) {
+	h := http.Header{}
+	h.Set(headerGitHubSignature, githubPrefix+hexMAC(sha256.New, []byte(secret), body))
+	setNonEmpty(h, headerGitHubDelivery, opts.ID)
+	setNonEmpty(h, headerGitHubEvent, opts.EventType)
+	return h, nil
 }
 
 var _ Verifier = (*githubVerifier)(nil)

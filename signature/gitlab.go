@@ -14,6 +14,16 @@ const (
 	headerGitLabEvent = "X-Gitlab-Event"
 )
 
+func init() {
+	register(&scheme{
+		Scheme: Scheme{Name: SchemeGitLab, Keys: KeySecrets, Forward: []string{"X-Gitlab-Event"}},
+		build:  func(cfg Config, b base) (Verifier, error) { return newGitLab(b, cfg.Secrets), nil },
+		sign:   signGitLab,
+		id:     []source{header(headerGitLabUUID)},
+		typ:    []source{header(headerGitLabEvent)},
+	})
+}
+
 var (
 	gitlabErrors  = newHeaderErrors(SchemeGitLab, headerGitLabToken)
 	gitlabNoMatch = fmt.Errorf("%s: %w", SchemeGitLab, ErrNoMatch)
@@ -38,7 +48,8 @@ func newGitLab(b base, secrets []string) *gitlabVerifier {
 }
 
 // Verify implements Verifier.
-func (v *gitlabVerifier) Verify(h http.Header, body []byte) (Result, error) {
+func (v *gitlabVerifier) Verify(req Request) (Result, error) {
+	h, body := req.Header, req.Body
 	token, err := gitlabErrors.get(h, headerGitLabToken)
 	if err != nil {
 		return Result{}, err
@@ -57,6 +68,14 @@ func (v *gitlabVerifier) Verify(h http.Header, body []byte) (Result, error) {
 		return Result{}, gitlabNoMatch
 	}
 	return v.meta.result(index, h, body, ""), nil
+}
+
+func signGitLab(secret string, _ []byte, opts SignOptions) (http.Header, error) {
+	h := http.Header{}
+	h.Set(headerGitLabToken, secret)
+	setNonEmpty(h, headerGitLabUUID, opts.ID)
+	setNonEmpty(h, headerGitLabEvent, opts.EventType)
+	return h, nil
 }
 
 var _ Verifier = (*gitlabVerifier)(nil)

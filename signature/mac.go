@@ -44,20 +44,47 @@ func newMACKey(index int, newHash func() hash.Hash, key []byte) *macKey {
 	return k
 }
 
+// get returns a keyed state at its start; give it back with put.
+func (k *macKey) get() *macState {
+	st := k.pool.Get().(*macState)
+	st.h.Reset()
+	st.scratch = st.scratch[:0]
+	return st
+}
+
+// writeString adds s to the MAC. Strings are gathered in the scratch
+// buffer and written in one call when bytes follow or the sum is taken:
+// converting each to []byte would allocate.
+func (st *macState) writeString(s string) { st.scratch = append(st.scratch, s...) }
+
+// write adds b to the MAC, after any gathered strings.
+func (st *macState) write(b []byte) {
+	st.flush()
+	st.h.Write(b)
+}
+
+func (st *macState) flush() {
+	if len(st.scratch) > 0 {
+		st.h.Write(st.scratch)
+		st.scratch = st.scratch[:0]
+	}
+}
+
+// finish returns the MAC, valid until the state is put back.
+func (st *macState) finish() []byte {
+	st.flush()
+	return st.h.Sum(st.sum[:0])
+}
+
 // mac returns the MAC of the concatenation of head and body. The result is
 // valid until put.
 func (k *macKey) mac(body []byte, head ...string) (*macState, []byte) {
-	st := k.pool.Get().(*macState)
-	st.h.Reset()
-	if len(head) > 0 {
-		st.scratch = st.scratch[:0]
-		for _, part := range head {
-			st.scratch = append(st.scratch, part...)
-		}
-		st.h.Write(st.scratch)
+	st := k.get()
+	for _, part := range head {
+		st.writeString(part)
 	}
-	st.h.Write(body)
-	return st, st.h.Sum(st.sum[:0])
+	st.write(body)
+	return st, st.finish()
 }
 
 func (k *macKey) put(st *macState) {
@@ -181,6 +208,12 @@ func unhex(c byte) (byte, bool) {
 // decodeBase64 decodes standard base64, padded or not, into dst; it must
 // fill dst exactly.
 func decodeBase64(dst []byte, s string) bool {
+	return decodeBase64With(base64.RawStdEncoding, dst, s)
+}
+
+// decodeBase64With decodes s with raw (an unpadded encoding), a padded s
+// too, into dst; it must fill dst exactly.
+func decodeBase64With(raw *base64.Encoding, dst []byte, s string) bool {
 	if len(s) > base64.StdEncoding.EncodedLen(sha512.Size) {
 		return false
 	}
@@ -189,10 +222,13 @@ func decodeBase64(dst []byte, s string) bool {
 			s = s[:len(s)-1]
 		}
 	}
-	if base64.RawStdEncoding.DecodedLen(len(s)) != len(dst) {
+	if raw.DecodedLen(len(s)) != len(dst) {
 		return false
 	}
-	n, err := base64.RawStdEncoding.Decode(dst, []byte(s))
+	// Copied to the stack: converting s to []byte allocates once it is
+	// longer than the compiler's small buffer (an ed25519 signature is).
+	var src [(sha512.Size + 2) / 3 * 4]byte
+	n, err := raw.Decode(dst, src[:copy(src[:], s)])
 	return err == nil && n == len(dst)
 }
 

@@ -2,6 +2,7 @@ package signature
 
 import (
 	"crypto/sha256"
+	"encoding/base64"
 	"fmt"
 	"net/http"
 )
@@ -16,6 +17,16 @@ const (
 	headerShopifyTopic     = "X-Shopify-Topic"
 )
 
+func init() {
+	register(&scheme{
+		Scheme: Scheme{Name: SchemeShopify, Keys: KeySecrets, Forward: []string{headerShopifyTopic}},
+		build:  func(_ Config, b base) (Verifier, error) { return &shopifyVerifier{b}, nil },
+		sign:   signShopify,
+		id:     []source{header(headerShopifyEventID), header(headerShopifyWebhookID)},
+		typ:    []source{header(headerShopifyTopic)},
+	})
+}
+
 var (
 	shopifyErrors  = newHeaderErrors(SchemeShopify, headerShopifySignature)
 	shopifyNoMatch = fmt.Errorf("%s: %w", SchemeShopify, ErrNoMatch)
@@ -27,7 +38,8 @@ var (
 type shopifyVerifier struct{ base }
 
 // Verify implements Verifier.
-func (v *shopifyVerifier) Verify(h http.Header, body []byte) (Result, error) {
+func (v *shopifyVerifier) Verify(req Request) (Result, error) {
+	h, body := req.Header, req.Body
 	value, err := shopifyErrors.get(h, headerShopifySignature)
 	if err != nil {
 		return Result{}, err
@@ -51,6 +63,14 @@ func parseShopify(value string, sigs *sigSet) error {
 	}
 	sigs.commit()
 	return nil
+}
+
+func signShopify(secret string, body []byte, opts SignOptions) (http.Header, error) {
+	h := http.Header{}
+	h.Set(headerShopifySignature, base64.StdEncoding.EncodeToString(computeMAC(sha256.New, []byte(secret), body)))
+	setNonEmpty(h, headerShopifyEventID, opts.ID)
+	setNonEmpty(h, headerShopifyTopic, opts.EventType)
+	return h, nil
 }
 
 var _ Verifier = (*shopifyVerifier)(nil)

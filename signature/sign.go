@@ -2,9 +2,6 @@ package signature
 
 import (
 	"crypto/hmac"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -14,18 +11,20 @@ import (
 	"time"
 )
 
-// SignOptions are the parts of a signed request that are not the secret or
+// SignOptions are the parts of a signed request that are not the key or
 // the body. Fields a scheme does not use are ignored.
 type SignOptions struct {
 	// ID is the delivery id: webhook-id (standard; a random "msg_…" id when
 	// empty), X-GitHub-Delivery (github), X-Shopify-Event-Id (shopify),
-	// X-Gitlab-Event-UUID (gitlab). The header is left out when empty.
+	// X-Gitlab-Event-UUID (gitlab), a preset's id header. The header is
+	// left out when empty.
 	ID string
 
-	// EventType fills X-GitHub-Event, X-Shopify-Topic or X-Gitlab-Event.
+	// EventType fills X-GitHub-Event, X-Shopify-Topic, X-Gitlab-Event or
+	// a preset's event-type header.
 	EventType string
 
-	// Timestamp is the signing time for stripe, standard and slack.
+	// Timestamp is the signing time of the schemes that sign one.
 	// Default: time.Now().
 	Timestamp time.Time
 
@@ -37,88 +36,78 @@ type SignOptions struct {
 	// svix-signature instead of webhook-*.
 	Svix bool
 
-	// SignatureHeader, Algorithm, Encoding and SignaturePrefix configure the
-	// hmac scheme, as in Config.
+	// Method and URL are the request's, for a signed {method} or {url}.
+	// Default: POST and none.
+	Method string
+	URL    string
+
+	// Header holds further request headers, for a signed {header.<Name>};
+	// they are copied into the result.
+	Header http.Header
+
+	// The engine fields, as in Config, for hmac and the presets; a field
+	// set here overrides the preset's.
 	SignatureHeader string
+	SignatureSyntax string
+	SignatureKey    string
+	SignaturePrefix string
 	Algorithm       string
 	Encoding        string
-	SignaturePrefix string
+	SignedContent   string
+	TimestampHeader string
+	TimestampKey    string
+	TimestampFormat string
+
+	// DeliveryIDHeader names the header of a signed {id}, as in Config.
+	DeliveryIDHeader string
+}
+
+// engineConfig is the Config of the engine fields of opts.
+func (opts *SignOptions) engineConfig() Config {
+	return Config{
+		SignatureHeader: opts.SignatureHeader, SignatureSyntax: opts.SignatureSyntax,
+		SignatureKey: opts.SignatureKey, SignaturePrefix: opts.SignaturePrefix,
+		Algorithm: opts.Algorithm, Encoding: opts.Encoding, SignedContent: opts.SignedContent,
+		TimestampHeader: opts.TimestampHeader, TimestampKey: opts.TimestampKey,
+		TimestampFormat: opts.TimestampFormat, DeliveryIDHeader: opts.DeliveryIDHeader,
+	}
 }
 
 // Sign returns the headers a sender of scheme would send with body, signed
-// with secret. It is for tests, documentation and load generation: a
-// Verifier built with the same secret accepts the result.
-func Sign(scheme, secret string, body []byte, opts SignOptions) (http.Header, error) {
-	if secret == "" {
-		return nil, errors.New("sign: secret is empty")
+// with key: the shared secret, or for the schemes that sign with a private
+// key the private key (ed25519 as hex, base64 or "whsk_" + base64 of the
+// seed or the whole key; ECDSA as base64 DER or PEM, PKCS #8 or SEC 1). It
+// is for tests, documentation and load generation: a Verifier built with
+// the same secret, or the matching public key, accepts the result.
+func Sign(scheme, key string, body []byte, opts SignOptions) (http.Header, error) {
+	if key == "" {
+		return nil, errors.New("sign: key is empty")
 	}
+	s, ok := registry[scheme]
+	if !ok {
+		return nil, fmt.Errorf("sign: scheme %q unknown", scheme)
+	}
+	h, err := s.sign(key, body, opts)
+	if err != nil {
+		return nil, fmt.Errorf("sign: %w", err)
+	}
+	return h, nil
+}
+
+// unixString is the signing time of opts in unix seconds.
+func (opts *SignOptions) unixString() string {
 	ts := opts.Timestamp
 	if ts.IsZero() {
 		ts = time.Now()
 	}
-	unix := strconv.FormatInt(ts.Unix(), 10)
-	h := http.Header{}
-	set := func(name, value string) {
-		if value != "" {
-			h.Set(name, value)
-		}
+	return strconv.FormatInt(ts.Unix(), 10)
+}
+
+// setNonEmpty sets name to value unless value is empty.
+func setNonEmpty(h http.Header, name, value string) {
+	if value != "" {
+		h.Set(name, value)
 	}
-	switch scheme {
-	case SchemeGitHub:
-		h.Set(headerGitHubSignature, githubPrefix+hexMAC(sha256.New, []byte(secret), body))
-		set(headerGitHubDelivery, opts.ID)
-		set(headerGitHubEvent, opts.EventType)
-	case SchemeStripe:
-		h.Set(headerStripe, "t="+unix+",v1="+hexMAC(sha256.New, []byte(secret), body, unix, "."))
-	case SchemeStandard:
-		key, err := signingKey(secret, opts.SecretMode)
-		if err != nil {
-			return nil, fmt.Errorf("sign: %w", err)
-		}
-		id := opts.ID
-		if id == "" {
-			id = "msg_" + rand.Text()
-		}
-		mac := computeMAC(sha256.New, key, body, id, ".", unix, ".")
-		names := [3]string{headerStandardID, headerStandardTimestamp, headerStandardSignature}
-		if opts.Svix {
-			names = [3]string{headerSvixID, headerSvixTimestamp, headerSvixSignature}
-		}
-		h.Set(names[0], id)
-		h.Set(names[1], unix)
-		h.Set(names[2], "v1,"+base64.StdEncoding.EncodeToString(mac))
-	case SchemeSlack:
-		h.Set(headerSlackTimestamp, unix)
-		h.Set(headerSlackSignature, "v0="+hexMAC(sha256.New, []byte(secret), body, "v0:", unix, ":"))
-	case SchemeShopify:
-		h.Set(headerShopifySignature, base64.StdEncoding.EncodeToString(computeMAC(sha256.New, []byte(secret), body)))
-		set(headerShopifyEventID, opts.ID)
-		set(headerShopifyTopic, opts.EventType)
-	case SchemeGitLab:
-		h.Set(headerGitLabToken, secret)
-		set(headerGitLabUUID, opts.ID)
-		set(headerGitLabEvent, opts.EventType)
-	case SchemeHMAC:
-		cfg := Config{
-			Scheme: SchemeHMAC, Secrets: []string{secret},
-			SignatureHeader: opts.SignatureHeader, Algorithm: opts.Algorithm,
-			Encoding: opts.Encoding, SignaturePrefix: opts.SignaturePrefix,
-		}
-		if err := cfg.validate(); err != nil {
-			return nil, fmt.Errorf("sign: %w", err)
-		}
-		newHash, _ := hashFor(opts.Algorithm)
-		enc, _ := encodingFor(opts.Encoding)
-		mac := computeMAC(newHash, []byte(secret), body)
-		encoded := hex.EncodeToString(mac)
-		if enc == encBase64 {
-			encoded = base64.StdEncoding.EncodeToString(mac)
-		}
-		h.Set(opts.SignatureHeader, opts.SignaturePrefix+encoded)
-	default:
-		return nil, fmt.Errorf("sign: scheme %q unknown", scheme)
-	}
-	return h, nil
 }
 
 // signingKey is the standard scheme's key for opts.SecretMode.

@@ -36,34 +36,50 @@ const MaxHeaderLen = 8 << 10
 // cannot make Verify compute many MACs.
 const MaxSignatures = 16
 
-// The schemes Config.Scheme accepts.
+// The schemes with code of their own. Presets over the signed-content
+// engine (paddle, linear, …) register their names in their own files.
 const (
 	SchemeGitHub   = "github"
 	SchemeStripe   = "stripe"
-	SchemeStandard = "standard" // Standard Webhooks: Svix, Polar, …
+	SchemeStandard = "standard" // Standard Webhooks: Svix, Polar, …; v1 (HMAC) and v1a (ed25519)
 	SchemeSlack    = "slack"
 	SchemeShopify  = "shopify"
 	SchemeGitLab   = "gitlab"
-	SchemeHMAC     = "hmac" // generic: configurable header, algorithm, encoding
+	SchemeHMAC     = "hmac" // the signed-content engine, configured by hand
+	SchemeDiscord  = "discord"
+	SchemeSendGrid = "sendgrid"
+	SchemeTelnyx   = "telnyx"
 )
-
-// Schemes returns the names of every supported scheme, in a fixed order.
-func Schemes() []string {
-	return []string{SchemeGitHub, SchemeStripe, SchemeStandard, SchemeSlack, SchemeShopify, SchemeGitLab, SchemeHMAC}
-}
 
 // Result is what a verified request says about itself.
 type Result struct {
-	SecretIndex int    // index in Config.Secrets of the secret that verified
+	// SecretIndex is the index of the key that verified: in Config.Secrets
+	// for a MAC or a token, in Config.PublicKeys for a signature.
+	SecretIndex int
 	DeliveryID  string // scheme's id, an override, or "sha256:<hex of body>"
 	EventType   string // may be empty
 }
 
+// Request is what a Verifier reads of an HTTP request. It is passed by
+// value and holds no copies, so building one costs nothing.
+type Request struct {
+	// Method is the request method, as in "POST".
+	Method string
+	// URL is the public URL the sender signed: scheme, host, path and
+	// query, as in "https://example.com/hooks/twilio?x=1". Only schemes
+	// that sign the URL read it (see UsesURL); Config.PublicURL replaces it.
+	URL string
+	// Header is the request's header.
+	Header http.Header
+	// Body is the raw body, exactly as received.
+	Body []byte
+}
+
 // Verifier checks one endpoint's requests. Verify is safe for concurrent
-// use; body must be the raw bytes exactly as received.
+// use.
 type Verifier interface {
 	// Verify returns the request's Result when a signature verifies with
-	// one of the secrets (and its timestamp is within the tolerance), or an
+	// one of the keys (and its timestamp is within the tolerance), or an
 	// error wrapping one of the sentinel errors.
-	Verify(header http.Header, body []byte) (Result, error)
+	Verify(req Request) (Result, error)
 }

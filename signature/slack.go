@@ -1,6 +1,7 @@
 package signature
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"fmt"
 	"net/http"
@@ -15,6 +16,15 @@ const (
 	headerSlackTimestamp = "X-Slack-Request-Timestamp"
 )
 
+func init() {
+	register(&scheme{
+		Scheme:    Scheme{Name: SchemeSlack, Keys: KeySecrets},
+		build:     func(_ Config, b base) (Verifier, error) { return &slackVerifier{b}, nil },
+		sign:      signSlack,
+		handshake: slackHandshake,
+	})
+}
+
 var (
 	slackSignatureErrors = newHeaderErrors(SchemeSlack, headerSlackSignature)
 	slackTimestampErrors = newHeaderErrors(SchemeSlack, headerSlackTimestamp)
@@ -25,7 +35,8 @@ var (
 type slackVerifier struct{ base }
 
 // Verify implements Verifier.
-func (v *slackVerifier) Verify(h http.Header, body []byte) (Result, error) {
+func (v *slackVerifier) Verify(req Request) (Result, error) {
+	h, body := req.Header, req.Body
 	ts, err := slackTimestampErrors.get(h, headerSlackTimestamp)
 	if err != nil {
 		return Result{}, err
@@ -67,6 +78,48 @@ func parseSlack(value string, sigs *sigSet) error {
 	}
 	sigs.commit()
 	return nil
+}
+
+func signSlack(secret string, body []byte, opts SignOptions) (http.Header, error) {
+	unix := opts.unixString()
+	h := http.Header{}
+	h.Set(headerSlackTimestamp, unix)
+	h.Set(headerSlackSignature, "v0="+hexMAC(sha256.New, []byte(secret), body, "v0:", unix, ":"))
+	return h, nil
+}
+
+// Slack checks an Events API request URL with a url_verification event,
+// signed like any other, and expects its challenge back
+// (https://api.slack.com/events/url_verification): in plain text, as JSON
+// or form-encoded; plain text is the simplest.
+var slackChallengeFields = []string{"type", "challenge"}
+
+// slackHandshake answers url_verification. The body is searched for the
+// type's name before anything else: a plain byte search, not a parse, so an
+// ordinary event costs next to nothing here and nothing is read as JSON
+// before its signature verified.
+func slackHandshake(v Verifier, req Request) (HandshakeResponse, bool, error) {
+	if req.Method != http.MethodPost || !bytes.Contains(req.Body, []byte("url_verification")) {
+		return HandshakeResponse{}, false, nil
+	}
+	if _, err := v.Verify(req); err != nil {
+		return HandshakeResponse{}, false, err
+	}
+	var vals [2]string
+	var found [2]bool
+	lookupJSON(req.Body, slackChallengeFields, vals[:], found[:])
+	if vals[0] != "url_verification" {
+		// An event that merely mentions the word: not a handshake.
+		return HandshakeResponse{}, false, nil
+	}
+	if !found[1] || vals[1] == "" || len(vals[1]) > MaxHeaderLen {
+		return HandshakeResponse{}, false, fmt.Errorf("%s: url_verification without a challenge: %w", SchemeSlack, ErrMalformedHeader)
+	}
+	return HandshakeResponse{
+		Status:      http.StatusOK,
+		ContentType: "text/plain; charset=utf-8",
+		Body:        []byte(vals[1]),
+	}, true, nil
 }
 
 var _ Verifier = (*slackVerifier)(nil)

@@ -12,6 +12,16 @@ import (
 // header carries one v1 per active secret.
 const headerStripe = "Stripe-Signature"
 
+func init() {
+	register(&scheme{
+		Scheme: Scheme{Name: SchemeStripe, Keys: KeySecrets},
+		build:  func(_ Config, b base) (Verifier, error) { return &stripeVerifier{b}, nil },
+		sign:   signStripe,
+		id:     []source{field("id")},
+		typ:    []source{field("type")},
+	})
+}
+
 var (
 	stripeErrors  = newHeaderErrors(SchemeStripe, headerStripe)
 	stripeNoMatch = fmt.Errorf("%s: %w", SchemeStripe, ErrNoMatch)
@@ -23,7 +33,8 @@ var (
 type stripeVerifier struct{ base }
 
 // Verify implements Verifier.
-func (v *stripeVerifier) Verify(h http.Header, body []byte) (Result, error) {
+func (v *stripeVerifier) Verify(req Request) (Result, error) {
+	h, body := req.Header, req.Body
 	value, err := stripeErrors.get(h, headerStripe)
 	if err != nil {
 		return Result{}, err
@@ -84,6 +95,13 @@ func parseStripe(value string, sigs *sigSet) (ts string, unix int64, err error) 
 		return "", 0, stripeNoMatch
 	}
 	return ts, unix, nil
+}
+
+func signStripe(secret string, body []byte, opts SignOptions) (http.Header, error) {
+	unix := opts.unixString()
+	h := http.Header{}
+	h.Set(headerStripe, "t="+unix+",v1="+hexMAC(sha256.New, []byte(secret), body, unix, "."))
+	return h, nil
 }
 
 var _ Verifier = (*stripeVerifier)(nil)

@@ -151,7 +151,7 @@ func TestPublishedVectors(t *testing.T) {
 	for _, tc := range publishedVectors(t) {
 		t.Run(tc.name, func(t *testing.T) {
 			v := setup(t, tc.cfg)
-			got, err := v.Verify(tc.header, []byte(tc.body))
+			got, err := v.Verify(reqOf(tc.header, []byte(tc.body)))
 			if err != nil {
 				t.Fatalf("Verify: %v", err)
 			}
@@ -173,7 +173,7 @@ func TestOneByteChange(t *testing.T) {
 	for _, tc := range publishedVectors(t) {
 		v := setup(t, tc.cfg)
 		for i := range len(tc.body) {
-			if _, err := v.Verify(tc.header, []byte(flip(tc.body, i))); !errors.Is(err, ErrNoMatch) {
+			if _, err := v.Verify(reqOf(tc.header, []byte(flip(tc.body, i)))); !errors.Is(err, ErrNoMatch) {
 				t.Fatalf("%s: body byte %d flipped: err = %v, want ErrNoMatch", tc.name, i, err)
 			}
 		}
@@ -185,16 +185,21 @@ func TestOneByteChange(t *testing.T) {
 			// The last digit: still a canonical timestamp, within tolerance.
 			h := tc.header.Clone()
 			h.Set(name, flip(value, len(value)-1))
-			if _, err := v.Verify(h, []byte(tc.body)); !errors.Is(err, ErrNoMatch) {
+			if _, err := v.Verify(reqOf(h, []byte(tc.body))); !errors.Is(err, ErrNoMatch) {
 				t.Errorf("%s: %s changed: err = %v, want ErrNoMatch", tc.name, name, err)
 			}
 		}
 		if sig := tc.header.Get("Stripe-Signature"); sig != "" {
 			h := tc.header.Clone()
 			h.Set("Stripe-Signature", "t=1700000001"+sig[len("t=1700000000"):])
-			if _, err := v.Verify(h, []byte(tc.body)); !errors.Is(err, ErrNoMatch) {
+			if _, err := v.Verify(reqOf(h, []byte(tc.body))); !errors.Is(err, ErrNoMatch) {
 				t.Errorf("%s: t changed: err = %v, want ErrNoMatch", tc.name, err)
 			}
 		}
 	}
+}
+
+// reqOf is the Request of a POST with h and body.
+func reqOf(h http.Header, body []byte) Request {
+	return Request{Method: http.MethodPost, Header: h, Body: body}
 }

@@ -321,7 +321,7 @@ func TestVerify(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			v := setup(t, tc.cfg)
-			got, err := v.Verify(tc.header, []byte(tc.body))
+			got, err := v.Verify(reqOf(tc.header, []byte(tc.body)))
 			if tc.wantErr != nil {
 				if !errors.Is(err, tc.wantErr) {
 					t.Fatalf("Verify error = %v, want %v", err, tc.wantErr)

@@ -110,7 +110,7 @@ func (s *verifyingServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusBadRequest)
 		return
 	}
-	res, err := s.v.Verify(r.Header, body)
+	res, err := s.v.Verify(signature.Request{Method: "POST", Header: r.Header, Body: body})
 	if err != nil {
 		w.WriteHeader(http.StatusUnauthorized)
 		return

@@ -1,0 +1,153 @@
+package signature
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+)
+
+// KeyKind says which Config field holds a scheme's keys.
+type KeyKind uint8
+
+const (
+	// KeySecrets: shared secrets in Config.Secrets (HMAC keys, tokens).
+	KeySecrets KeyKind = iota + 1
+	// KeyPublic: public keys in Config.PublicKeys (ed25519, ECDSA).
+	KeyPublic
+	// KeyEither: Secrets, PublicKeys or both (Standard Webhooks v1, v1a).
+	KeyEither
+)
+
+// Scheme describes a registered scheme to the code around this package:
+// the receiver reads which headers to forward and whether GET requests may
+// be handshakes.
+type Scheme struct {
+	// Name is what Config.Scheme selects.
+	Name string
+	// Keys says which Config field holds the scheme's keys.
+	Keys KeyKind
+	// Forward lists the request headers stored with each event for its
+	// targets, besides Content-Type: the sender's event-type header, never
+	// a signature.
+	Forward []string
+	// GETHandshake is true when the sender checks an endpoint with a GET
+	// request, so the receiver must let GET reach Handshake.
+	GETHandshake bool
+}
+
+// scheme is a registry entry: the public description and the code.
+type scheme struct {
+	Scheme
+
+	// build returns the verifier of a validated cfg; b carries the keys
+	// of KeySecrets schemes (raw bytes, SHA-256) unless the scheme
+	// replaces them, the clock and the id and type chains.
+	build func(cfg Config, b base) (Verifier, error)
+
+	// sign returns the headers a sender would send; key is a secret or a
+	// private key, as the scheme's Keys say.
+	sign func(key string, body []byte, opts SignOptions) (http.Header, error)
+
+	// handshake, when set, answers the sender's endpoint checks; v is
+	// the scheme's own verifier, for handshakes that are signed.
+	handshake func(v Verifier, req Request) (HandshakeResponse, bool, error)
+
+	// id and typ are where the delivery id and event type come from, after
+	// any configured override.
+	id, typ []source
+
+	// signsURL is set for code schemes that sign the request URL, so
+	// they accept Config.PublicURL (the engine's presets always do).
+	signsURL bool
+
+	// preset is set for schemes over the signed-content engine: the
+	// engine's Config fields are accepted, and preset supplies defaults.
+	preset *Preset
+}
+
+var registry = map[string]*scheme{}
+
+// register adds s to the registry; it is called from the init function of
+// the scheme's file, and a duplicate name is a programming error.
+func register(s *scheme) {
+	if _, dup := registry[s.Name]; dup {
+		panic("signature: scheme " + s.Name + " registered twice")
+	}
+	if s.Name == "" || strings.ToLower(s.Name) != s.Name || s.build == nil || s.sign == nil || s.Keys == 0 {
+		panic("signature: scheme " + s.Name + " is incomplete")
+	}
+	registry[s.Name] = s
+}
+
+// Schemes returns the name of every registered scheme and preset, sorted.
+func Schemes() []string {
+	names := make([]string, 0, len(registry))
+	for name := range registry {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Lookup returns the description of the scheme or preset called name.
+func Lookup(name string) (Scheme, bool) {
+	s, ok := registry[name]
+	if !ok {
+		return Scheme{}, false
+	}
+	d := s.Scheme
+	d.Forward = slices.Clone(d.Forward)
+	return d, true
+}
+
+func lookup(name string) (*scheme, error) {
+	s, ok := registry[name]
+	if !ok {
+		return nil, fmt.Errorf("Scheme %q unknown (want one of %s)", name, strings.Join(Schemes(), ", "))
+	}
+	return s, nil
+}
+
+// HandshakeResponse is the answer to a sender's endpoint check.
+type HandshakeResponse struct {
+	Status      int         // HTTP status, e.g. 200
+	ContentType string      // of Body; empty when Body is empty
+	Body        []byte      // e.g. the echoed challenge
+	Header      http.Header // extra response headers, e.g. X-Hook-Secret; may be nil
+}
+
+// Handshaker is implemented by the Verifier of a scheme whose sender checks
+// the endpoint before (or besides) sending events: Slack's url_verification,
+// Discord's PING, a GET with a challenge, an echoed secret header.
+type Handshaker interface {
+	// Handshake reports ok=false, with no error, when req is not a
+	// handshake: the caller goes on to Verify. With ok=true, resp is the
+	// answer and the request is not an event. A handshake that claims to
+	// be one but fails its check returns an error wrapping a sentinel
+	// (ErrNoMatch for a forged one), as Verify does.
+	Handshake(req Request) (resp HandshakeResponse, ok bool, err error)
+}
+
+// withHandshake adds a scheme's handshake to its verifier.
+type withHandshake struct {
+	Verifier
+	handshake func(v Verifier, req Request) (HandshakeResponse, bool, error)
+}
+
+// Handshake implements Handshaker.
+func (w *withHandshake) Handshake(req Request) (HandshakeResponse, bool, error) {
+	return w.handshake(w.Verifier, req)
+}
+
+// UsesURL reports whether v reads Request.URL, so that a caller builds the
+// URL string only for the schemes that sign it.
+func UsesURL(v Verifier) bool {
+	if w, ok := v.(*withHandshake); ok {
+		v = w.Verifier
+	}
+	u, ok := v.(interface{ usesURL() bool })
+	return ok && u.usesURL()
+}
+
+var _ Handshaker = (*withHandshake)(nil)
