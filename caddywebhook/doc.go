@@ -1,0 +1,29 @@
+// Package caddywebhook is the Caddy side of the caddywebhook plugin: Caddy
+// modules that make Caddy a durable webhook receiver. A signed request is
+// verified (package signature) and stored with one job per target (package
+// queue) before it is answered 202; a worker pool in the same process then
+// delivers each job to its target, with leases, retries, dead letters and
+// replay.
+//
+// Importing the package registers its modules, each in the file named for
+// it:
+//
+//	http.handlers.webhook_receiver  Receiver       receiver.go, Caddyfile directive webhook_receiver
+//	webhook                         App            app.go, storage.go, global option webhook { … }
+//	webhook.targets.http            HTTPTarget     targets_http.go
+//	webhook.targets.exec            ExecTarget     targets_exec.go
+//	admin.api.webhook               (admin API)    admin.go, /webhook/… on Caddy's admin endpoint
+//
+// It also adds the `caddy webhook` command (command.go), a client of the
+// admin API, and the caddy_webhook_* metrics (metrics.go). caddyfile.go
+// holds the Caddyfile parsing of the directive and the global option.
+//
+// The modules' config fields are the JSON reference; each field's doc
+// comment ends with its default, and README.md's configuration
+// tables are checked against them by a test. docs/ARCHITECTURE.md follows a
+// request and a delivery through the files and draws the job state machine.
+//
+// Build Caddy with the plugin with xcaddy (see xcaddy.md):
+//
+//	xcaddy build --with github.com/caddywebhook/caddywebhook
+package caddywebhook
