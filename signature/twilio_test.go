@@ -146,3 +146,24 @@ func FuzzTwilioParams(f *testing.F) {
 		}
 	})
 }
+
+// FuzzOtherPortURL: adding the default port and removing it again gives
+// the URL back, and the path and query are never touched.
+func FuzzOtherPortURL(f *testing.F) {
+	for _, s := range []string{twilioURL, "https://h:443/p", "http://[::1]/x", "https://u@h", "https://", "x://y"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, u string) {
+		other := otherPortURL(u)
+		if other == "" {
+			return
+		}
+		_, rest, _ := strings.Cut(u, "://")
+		if i := strings.IndexAny(rest, "/?#"); i >= 0 && !strings.HasSuffix(other, rest[i:]) {
+			t.Fatalf("otherPortURL(%q) = %q changed the path or query", u, other)
+		}
+		if len(other) > len(u) && otherPortURL(other) != u {
+			t.Fatalf("otherPortURL(otherPortURL(%q)) = %q", u, otherPortURL(other))
+		}
+	})
+}
