@@ -56,8 +56,8 @@ type Config struct {
 	// schemes; standard takes Secrets, PublicKeys or both.
 	PublicKeys []string
 
-	// SecretMode applies to the standard scheme only: base64, raw or both.
-	// Default: base64.
+	// SecretMode applies to the standard scheme and its senders only:
+	// base64, raw or both. Default: base64 (polar: both).
 	SecretMode SecretMode
 
 	// Tolerance is how far a signed timestamp may be from Now, in the past
@@ -235,8 +235,8 @@ func (cfg *Config) validate(s *scheme) error {
 	default:
 		return fmt.Errorf("SecretMode %q unknown (want base64, raw or both)", cfg.SecretMode)
 	}
-	if cfg.SecretMode != "" && s.Name != SchemeStandard {
-		return fmt.Errorf("SecretMode applies only to the %s scheme", SchemeStandard)
+	if cfg.SecretMode != "" && s.secretMode == "" {
+		return fmt.Errorf("SecretMode applies only to the %s scheme and its senders (svix, polar, …)", SchemeStandard)
 	}
 	if cfg.Tolerance < 0 {
 		return fmt.Errorf("Tolerance %s is negative (set IgnoreTimestamp to turn the check off)", cfg.Tolerance)

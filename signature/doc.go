@@ -1,8 +1,9 @@
 // Package signature verifies signed webhook requests: GitHub, Stripe,
 // Standard Webhooks (Svix, Polar; HMAC v1 and ed25519 v1a), Slack, Shopify,
-// GitLab, Discord, SendGrid, Telnyx, the providers whose presets run on the
-// signed-content engine (Paddle, Linear, Lemon Squeezy, …) and a generic
-// hmac scheme, with several keys for rotation, timestamp tolerance in both
+// GitLab, Discord, SendGrid, Telnyx, Twilio, Netlify, Plaid, the Standard
+// Webhooks senders by name (svix, clerk, resend, polar, brex, gitlabsigned),
+// the providers whose presets run on the signed-content engine (Paddle,
+// Linear, Lemon Squeezy, Notion, …) and a generic hmac scheme, with several keys for rotation, timestamp tolerance in both
 // directions and the delivery id and event type of each request.
 //
 // It imports only the standard library. Verify before parsing: nothing reads
@@ -50,6 +51,13 @@
 //	          telnyx-timestamp
 //	sendgrid  X-Twilio-Email-Event-Webhook-…        ECDSA P-256 SHA-256("<ts><body>"), DER in
 //	          Signature, …-Timestamp                base64; PublicKeys base64 DER or PEM
+//	twilio    X-Twilio-Signature: <b64>             HMAC-SHA1(URL + sorted form name+value), or
+//	                                                of the URL with bodySHA256 for JSON bodies
+//	netlify   X-Webhook-Signature: <JWS>            HS256 JWS, claim sha256 = hex SHA-256(body)
+//	plaid     Plaid-Verification: <JWT>             ES256 JWT, request_body_sha256 and iat;
+//	                                                PublicKeys as JWK (kid-bound) or PEM
+//	svix, clerk, resend, polar, brex, gitlabsigned  the standard scheme under the sender's
+//	                                                name: its secret form, type and headers
 //	hmac      Config.SignatureHeader                the signed-content engine, by hand
 //	<preset>  paddle, linear, lemonsqueezy, …       the engine, with the provider's values
 //

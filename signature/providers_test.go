@@ -74,7 +74,7 @@ const (
 
 // testPublicKey is a public key the scheme accepts.
 func testPublicKey(scheme string) string {
-	if scheme == SchemeSendGrid {
+	if scheme == SchemeSendGrid || scheme == "plaid" {
 		return p256PubB64
 	}
 	return edPubB64
@@ -83,7 +83,7 @@ func testPublicKey(scheme string) string {
 // testPrivateKey is the private key of testPublicKey.
 func testPrivateKey(scheme string) string {
 	switch scheme {
-	case SchemeSendGrid:
+	case SchemeSendGrid, "plaid":
 		return p256PrivB64
 	case SchemeStandard:
 		return "whsk_" + edSeedB64

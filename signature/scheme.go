@@ -61,6 +61,10 @@ type scheme struct {
 	// they accept Config.PublicURL (the engine's presets always do).
 	signsURL bool
 
+	// secretMode is set for the Standard Webhooks schemes: their default
+	// SecretMode; the others refuse Config.SecretMode.
+	secretMode SecretMode
+
 	// preset is set for schemes over the signed-content engine: the
 	// engine's Config fields are accepted, and preset supplies defaults.
 	preset *Preset

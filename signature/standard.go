@@ -25,12 +25,40 @@ const (
 )
 
 func init() {
+	registerStandard(standardSender{name: SchemeStandard, keys: KeyEither, mode: SecretBase64, typ: []source{field("type")}})
+}
+
+// standardSender is a sender that signs the Standard Webhooks way under a
+// name of its own (svix.go, polar.go, …): the standard scheme with that
+// sender's secret form, event type and Sign headers. The id is always the
+// signed webhook-id, and both header families are always accepted.
+type standardSender struct {
+	name    string
+	keys    KeyKind    // KeyEither for senders that sign v1a too, else KeySecrets
+	mode    SecretMode // how its secrets become keys; Config.SecretMode overrides it
+	svix    bool       // Sign writes the svix-* headers
+	typ     []source
+	forward []string
+}
+
+// registerStandard registers a Standard Webhooks sender.
+func registerStandard(s standardSender) {
 	register(&scheme{
-		Scheme: Scheme{Name: SchemeStandard, Keys: KeyEither},
-		build:  buildStandard,
-		sign:   signStandard,
-		id:     []source{signedID()},
-		typ:    []source{field("type")},
+		Scheme: Scheme{Name: s.name, Keys: s.keys, Forward: s.forward},
+		build: func(cfg Config, b base) (Verifier, error) {
+			return buildStandard(cfg, b, cmp.Or(cfg.SecretMode, s.mode))
+		},
+		sign: func(key string, body []byte, opts SignOptions) (http.Header, error) {
+			if opts.SecretMode == "" && s.mode != SecretBase64 {
+				// As the sender does: with the secret's bytes.
+				opts.SecretMode = SecretRaw
+			}
+			opts.Svix = opts.Svix || s.svix
+			return signStandard(key, body, opts)
+		},
+		id:         []source{signedID()},
+		typ:        s.typ,
+		secretMode: s.mode,
 	})
 }
 
@@ -50,8 +78,8 @@ type standardVerifier struct {
 	public []ed25519.PublicKey
 }
 
-func buildStandard(cfg Config, b base) (Verifier, error) {
-	keys, err := standardKeys(cfg.Secrets, cmp.Or(cfg.SecretMode, SecretBase64))
+func buildStandard(cfg Config, b base, mode SecretMode) (Verifier, error) {
+	keys, err := standardKeys(cfg.Secrets, mode)
 	if err != nil {
 		return nil, err
 	}
