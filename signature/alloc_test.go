@@ -46,7 +46,7 @@ func TestVerifyAllocations(t *testing.T) {
 		{"slack, body hash id", Config{Scheme: SchemeSlack, Now: fixedClock}, SignOptions{}, 1},
 		{"hmac, override header", Config{Scheme: SchemeHMAC, SignatureHeader: "x-sig", DeliveryIDHeader: "x-id"}, SignOptions{SignatureHeader: "X-Sig"}, 0},
 		{"paddle, pairs, id and type from JSON", Config{Scheme: "paddle", Now: fixedClock}, SignOptions{}, 2},
-		{"linear, ids in headers", Config{Scheme: "linear"}, SignOptions{ID: "l", EventType: "Issue"}, 0},
+		{"linear, ids in headers, timestamp from JSON", Config{Scheme: "linear", Now: fixedClock}, SignOptions{ID: "l", EventType: "Issue"}, 0},
 		{"engine, url, method, header and timestamp", Config{Scheme: SchemeHMAC, Now: fixedClock, SignatureHeader: "X-Sig", TimestampHeader: "X-Ts", DeliveryIDHeader: "X-Id",
 			SignedContent: "{method} {url}\n{timestamp}.{header.X-Id}.{body}"}, SignOptions{SignatureHeader: "X-Sig", TimestampHeader: "X-Ts", URL: "https://example.com/hook",
 			SignedContent: "{method} {url}\n{timestamp}.{header.X-Id}.{body}", Header: http.Header{"X-Id": {"id-1"}}}, 0},
