@@ -161,22 +161,23 @@ func syntaxFor(name string) (syntax, error) {
 // engine is the Verifier of the hmac scheme and of every preset.
 type engine struct {
 	base
-	parts     []part
-	newHash   func() hash.Hash
-	header    string // canonical SignatureHeader
-	syntax    syntax
-	sigKey    string   // pairs: the key of the MACs
-	more      []string // canonical further headers of one plain MAC each
-	prefix    string
-	enc       encoding
-	size      int    // MAC bytes
-	tsHeader  string // canonical TimestampHeader
-	tsKey     string // pairs: the key of the timestamp
-	tsField   string // JSON path of the timestamp, read after the MAC
-	tsFormat  tsFormat
-	idHeader  string // canonical, for {id}
-	publicURL string
-	urlUsed   bool
+	parts        []part
+	newHash      func() hash.Hash
+	header       string // canonical SignatureHeader
+	syntax       syntax
+	sigKey       string   // pairs: the key of the MACs
+	more         []string // canonical further headers of one plain MAC each
+	secretBase64 bool
+	prefix       string
+	enc          encoding
+	size         int    // MAC bytes
+	tsHeader     string // canonical TimestampHeader
+	tsKey        string // pairs: the key of the timestamp
+	tsField      string // JSON path of the timestamp, read after the MAC
+	tsFormat     tsFormat
+	idHeader     string // canonical, for {id}
+	publicURL    string
+	urlUsed      bool
 
 	sigErrors, tsErrors, idErrors headerErrors
 	noMatch, tsFieldErr           error
@@ -265,6 +266,9 @@ func compileEngine(cfg Config, ids []source) (*engine, error) {
 	if e.tsField != "" {
 		e.tsFieldErr = fmt.Errorf("%s: body field %s: timestamp missing or malformed: %w", cfg.Scheme, cfg.TimestampField, ErrTimestamp)
 	}
+	if s := registry[cfg.Scheme]; s != nil && s.preset != nil {
+		e.secretBase64 = s.preset.SecretBase64
+	}
 	if s := registry[cfg.Scheme]; s != nil && s.preset != nil && strings.EqualFold(cfg.SignatureHeader, s.preset.Defaults.SignatureHeader) {
 		// A header configured in the preset's place replaces them too.
 		for _, h := range s.preset.MoreSignatureHeaders {
@@ -316,9 +320,30 @@ func buildEngine(cfg Config, b base) (Verifier, error) {
 	if err != nil {
 		return nil, err
 	}
-	b.keys = rawKeys(e.newHash, cfg.Secrets)
+	b.keys = make([]*macKey, len(cfg.Secrets))
+	for i, secret := range cfg.Secrets {
+		key, err := e.key(secret)
+		if err != nil {
+			return nil, fmt.Errorf("Secrets[%d]: %w", i, err)
+		}
+		b.keys[i] = newMACKey(i, e.newHash, key)
+	}
 	e.base = b
 	return e, nil
+}
+
+// key is the HMAC key of a secret: its bytes, or for a preset whose
+// secrets are base64 what they decode to.
+func (e *engine) key(secret string) ([]byte, error) {
+	if !e.secretBase64 {
+		return []byte(secret), nil
+	}
+	key, err := base64.RawStdEncoding.DecodeString(strings.TrimRight(secret, "="))
+	if err != nil || len(key) == 0 {
+		// err would quote a byte offset only, but say less anyway.
+		return nil, errors.New("not base64 (this provider's secrets are)")
+	}
+	return key, nil
 }
 
 // Verify implements Verifier.
@@ -598,7 +623,11 @@ func signEngine(s *scheme, secret string, body []byte, opts SignOptions) (http.H
 		h.Set(e.tsHeader, stamp)
 	}
 	req := Request{Method: cmp.Or(opts.Method, http.MethodPost), URL: opts.URL, Header: h, Body: body}
-	st := &macState{h: hmac.New(e.newHash, []byte(secret))}
+	key, err := e.key(secret)
+	if err != nil {
+		return nil, err
+	}
+	st := &macState{h: hmac.New(e.newHash, key)}
 	e.content(st, &req, stamp, id)
 	encoded := e.prefix + e.encode(st.finish())
 	if e.syntax == syntaxPairs {

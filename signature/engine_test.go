@@ -279,6 +279,9 @@ func TestEveryScheme(t *testing.T) {
 			case KeyPublic:
 				cfg.PublicKeys, key = []string{testPublicKey(name)}, testPrivateKey(name)
 			default:
+				if s := registry[name]; s.preset != nil && s.preset.SecretBase64 {
+					key = "dGVzdA=="
+				}
 				cfg.Secrets = []string{key}
 			}
 			if name == SchemeHMAC {

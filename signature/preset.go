@@ -34,6 +34,11 @@ type Preset struct {
 	// Config sets another SignatureHeader.
 	MoreSignatureHeaders []string
 
+	// SecretBase64 is true when the provider hands out its secrets in
+	// base64 and signs with the decoded bytes (Airtable's
+	// macSecretBase64); New refuses a secret that does not decode.
+	SecretBase64 bool
+
 	// PairSeparator joins the items of a pairs header in Sign: "," or
 	// ";". Verify accepts either. Default: ",".
 	PairSeparator string
