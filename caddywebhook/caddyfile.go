@@ -265,12 +265,13 @@ func parseReceiverDirective(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler
 //		signed_content   <template>          #   e.g. "{timestamp}.{body}"
 //		timestamp_header <name>
 //		timestamp_key    <key>               #   pairs: e.g. t
-//		timestamp_format unix|unix_ms
+//		timestamp_field  <field>             #   in the JSON body, e.g. webhookTimestamp
+//		timestamp_format unix|unix_ms|rfc3339
 //		hmac {                               # the same, grouped (header, syntax, key,
 //			header    <name>               #   prefix, algorithm, encoding,
 //			algorithm sha256|sha1|sha512   #   signed_content, timestamp_header,
-//			encoding  hex|base64           #   timestamp_key, timestamp_format)
-//			prefix    <text>
+//			encoding  hex|base64           #   timestamp_key, timestamp_field,
+//			prefix    <text>               #   timestamp_format)
 //		}
 //		to <kind> <args…> {                  # repeatable: one job per target
 //			name <name>                    # default: the kind, then <kind>-2, <kind>-3…
@@ -313,7 +314,7 @@ func (rc *Receiver) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("webhook_receiver: public_url needs one URL")
 			}
 		case "signature_header", "signature_syntax", "signature_key", "signature_prefix", "algorithm",
-			"encoding", "signed_content", "timestamp_header", "timestamp_key", "timestamp_format":
+			"encoding", "signed_content", "timestamp_header", "timestamp_key", "timestamp_field", "timestamp_format":
 			var v string
 			if !d.AllArgs(&v) {
 				return d.Errf("webhook_receiver: %s needs one value (quote it if it has spaces)", opt)
@@ -424,6 +425,8 @@ func (h *HMACOptions) field(name string) *string {
 		return &h.TimestampHeader
 	case "timestamp_key":
 		return &h.TimestampKey
+	case "timestamp_field":
+		return &h.TimestampField
 	case "timestamp_format":
 		return &h.TimestampFormat
 	}

@@ -181,7 +181,12 @@ type HMACOptions struct {
 	// TimestampKey is the key of the timestamp in a pairs header, e.g. t.
 	// Default: none.
 	TimestampKey string `json:"timestamp_key,omitempty"`
-	// TimestampFormat is unix (seconds) or unix_ms. Default: unix.
+	// TimestampField is a field of the JSON body that holds the sender's
+	// timestamp, as Linear's webhookTimestamp, checked against the
+	// tolerance after the signature verified; see signature.Config.
+	// Default: none.
+	TimestampField string `json:"timestamp_field,omitempty"`
+	// TimestampFormat is unix (seconds), unix_ms or rfc3339. Default: unix.
 	TimestampFormat string `json:"timestamp_format,omitempty"`
 }
 
@@ -343,6 +348,7 @@ func (rc *Receiver) Provision(ctx caddy.Context) error {
 		cfg.SignatureHeader, cfg.SignatureSyntax, cfg.SignatureKey = h.Header, h.Syntax, h.Key
 		cfg.Algorithm, cfg.Encoding, cfg.SignaturePrefix = h.Algorithm, h.Encoding, h.Prefix
 		cfg.SignedContent, cfg.TimestampHeader, cfg.TimestampKey, cfg.TimestampFormat = h.SignedContent, h.TimestampHeader, h.TimestampKey, h.TimestampFormat
+		cfg.TimestampField = h.TimestampField
 	}
 	v, err := signature.New(cfg)
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 // benchBody is a JSON object of exactly n bytes with an id and a type at
 // the top level and the padding in a nested object, like a provider event.
 func benchBody(n int) []byte {
-	const head, tail = `{"id":"evt_1NG8Du2eZvKYlo2CUI79vXWy","data":{"pad":"`, `"},"type":"invoice.paid"}`
+	const head, tail = `{"id":"evt_1NG8Du2eZvKYlo2CUI79vXWy","data":{"pad":"`, `"},"type":"invoice.paid","webhookTimestamp":1700000000000}`
 	return []byte(head + strings.Repeat("x", n-len(head)-len(tail)) + tail)
 }
 
@@ -32,7 +32,11 @@ func BenchmarkVerify(b *testing.B) {
 		{Config{Scheme: SchemeGitLab}, SignOptions{ID: "b1f2c3d4", EventType: "Push Hook"}},
 		{Config{Scheme: SchemeHMAC, SignatureHeader: "X-Sig"}, SignOptions{SignatureHeader: "X-Sig"}},
 		{Config{Scheme: "paddle", Now: fixedClock}, SignOptions{}},
-		{Config{Scheme: "linear"}, SignOptions{ID: "9c2f3b1e-7d52-4c84-8a46-7b6f0e7d4a11", EventType: "Issue"}},
+		{Config{Scheme: "linear", Now: fixedClock}, SignOptions{ID: "9c2f3b1e-7d52-4c84-8a46-7b6f0e7d4a11", EventType: "Issue"}},
+		{Config{Scheme: "zendesk", Now: fixedClock}, SignOptions{ID: "8350205582"}},
+		{Config{Scheme: "box", Now: fixedClock}, SignOptions{}},
+		{Config{Scheme: "hubspot", Now: fixedClock}, SignOptions{URL: "https://example.com/hubspot"}},
+		{Config{Scheme: "pagerduty"}, SignOptions{ID: "w-1"}},
 	}
 	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 	for _, s := range schemes {
@@ -48,10 +52,12 @@ func BenchmarkVerify(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
+				req := reqOf(h, body)
+				req.URL = opts.URL
 				b.SetBytes(int64(size))
 				b.ReportAllocs()
 				for b.Loop() {
-					if _, err := v.Verify(reqOf(h, body)); err != nil {
+					if _, err := v.Verify(req); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -74,8 +74,9 @@ type Config struct {
 	// Now is the clock for the tolerance check. Default: time.Now.
 	Now func() time.Time
 
-	// DeliveryIDHeader names a request header, or DeliveryIDField a
-	// top-level field of the JSON body (string or number), that overrides the
+	// DeliveryIDHeader names a request header, or DeliveryIDField a field
+	// of the JSON body (a string or a number; a nested field is a path of
+	// member names joined with dots, as in "event.id"), that overrides the
 	// scheme's delivery id. Set at most one. Both are read only after the
 	// signature verified. When the request lacks it, the scheme's own id is
 	// used, and without that "sha256:" + the hex SHA-256 of the body.
@@ -137,8 +138,18 @@ type Config struct {
 	TimestampHeader string
 	TimestampKey    string
 
+	// TimestampField names a field of the JSON body (a path as in
+	// DeliveryIDField) that holds the sender's timestamp, as Linear's
+	// webhookTimestamp: a number, or a string in TimestampFormat. It is
+	// covered by the body's MAC and read only after it verified, and
+	// only while the tolerance check is on; a verified request without it
+	// is ErrTimestamp. Exclusive with TimestampHeader and TimestampKey, and
+	// not available to {timestamp}. Default: none.
+	TimestampField string
+
 	// TimestampFormat is unix (seconds) or unix_ms (milliseconds), written
-	// in canonical decimal. Default: unix.
+	// in canonical decimal, or rfc3339 (as in 2021-03-25T05:09:27Z, with
+	// any offset and fractional seconds), signed as sent. Default: unix.
 	TimestampFormat string
 
 	// PublicURL is the URL the sender signed, for {url}, when a proxy in
@@ -198,6 +209,7 @@ func (cfg *Config) engineFields() []struct{ name, value string } {
 		{"TimestampHeader", cfg.TimestampHeader},
 		{"TimestampKey", cfg.TimestampKey},
 		{"TimestampFormat", cfg.TimestampFormat},
+		{"TimestampField", cfg.TimestampField},
 	}
 }
 

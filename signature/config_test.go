@@ -57,6 +57,9 @@ func TestNewAcceptsEveryScheme(t *testing.T) {
 			if scheme == SchemeHMAC {
 				cfg.SignatureHeader = "X-Sig"
 			}
+			if s := registry[scheme]; s.preset != nil && s.preset.SecretBase64 {
+				cfg.Secrets = []string{"dGVzdA=="}
+			}
 			if d, _ := Lookup(scheme); d.Keys == KeyPublic {
 				cfg.Secrets, cfg.PublicKeys = nil, []string{testPublicKey(scheme)}
 			}

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
+	"strings"
 )
 
 // sourceKind says where a delivery id or event type is read from.
@@ -27,15 +28,18 @@ func header(name string) source {
 func field(name string) source { return source{kind: fromField, name: name} }
 func signedID() source         { return source{kind: fromSigned} }
 
-// maxFields bounds the JSON fields one verifier reads: an id and an event
-// type, each from an override and from the scheme.
-const maxFields = 4
+// maxFields bounds the top-level JSON fields one verifier reads: an id and
+// an event type, each from an override and from the scheme, and a
+// timestamp.
+const maxFields = 5
 
 // meta resolves the delivery id and event type of a verified request: each
 // is the first present value of its chain, the configured override first.
+// A field source's name may be a path, members joined with dots
+// ("event.id").
 type meta struct {
 	id, typ []source
-	fields  []string // distinct JSON field names the chains read
+	fields  []string // distinct top-level JSON members the chains and the timestamp read
 }
 
 func newMeta(cfg Config, id, typ []source) meta {
@@ -43,11 +47,22 @@ func newMeta(cfg Config, id, typ []source) meta {
 	m.id = chain(cfg.DeliveryIDHeader, cfg.DeliveryIDField, id)
 	m.typ = chain(cfg.EventTypeHeader, cfg.EventTypeField, typ)
 	for _, s := range append(append([]source(nil), m.id...), m.typ...) {
-		if s.kind == fromField && m.fieldIndex(s.name) < 0 {
-			m.fields = append(m.fields, s.name)
+		if s.kind == fromField {
+			m.addField(s.name)
 		}
 	}
+	if cfg.TimestampField != "" {
+		m.addField(cfg.TimestampField)
+	}
 	return m
+}
+
+// addField notes the top-level member of path.
+func (m *meta) addField(path string) {
+	top, _, _ := strings.Cut(path, ".")
+	if m.fieldIndex(top) < 0 {
+		m.fields = append(m.fields, top)
+	}
 }
 
 func chain(overrideHeader, overrideField string, defaults []source) []source {
@@ -70,22 +85,41 @@ func (m *meta) fieldIndex(name string) int {
 	return -1
 }
 
-// jsonValues are the body's fields, looked up once and only when a chain
-// gets that far.
+// jsonValues are the body's top-level members, looked up once and only
+// when something asks for one.
 type jsonValues struct {
-	done  bool
-	vals  [maxFields]string
-	found [maxFields]bool
+	done bool
+	raws [maxFields][]byte
+}
+
+// field returns the raw JSON value at path in body, nil when absent. path's
+// top-level member must be one of m.fields.
+func (m *meta) field(path string, body []byte, js *jsonValues) []byte {
+	if !js.done {
+		js.done = true
+		lookupJSONRaw(body, m.fields, js.raws[:len(m.fields)])
+	}
+	top, rest, nested := strings.Cut(path, ".")
+	raw := js.raws[m.fieldIndex(top)]
+	if nested {
+		raw = jsonAt(raw, rest)
+	}
+	return raw
 }
 
 // result builds the Result of a request whose signature verified with the
 // secret at index. signed is the id the scheme signed, if any.
 func (m *meta) result(index int, h http.Header, body []byte, signed string) Result {
 	var js jsonValues
+	return m.resultWith(index, h, body, signed, &js)
+}
+
+// resultWith is result with the body's members already looked up in js.
+func (m *meta) resultWith(index int, h http.Header, body []byte, signed string, js *jsonValues) Result {
 	r := Result{
 		SecretIndex: index,
-		DeliveryID:  m.resolve(m.id, h, body, signed, &js),
-		EventType:   m.resolve(m.typ, h, body, signed, &js),
+		DeliveryID:  m.resolve(m.id, h, body, signed, js),
+		EventType:   m.resolve(m.typ, h, body, signed, js),
 	}
 	if r.DeliveryID == "" {
 		r.DeliveryID = bodyID(body)
@@ -102,11 +136,7 @@ func (m *meta) resolve(c []source, h http.Header, body []byte, signed string, js
 		case fromSigned:
 			v = signed
 		case fromField:
-			if !js.done {
-				js.done = true
-				lookupJSON(body, m.fields, js.vals[:len(m.fields)], js.found[:len(m.fields)])
-			}
-			v = js.vals[m.fieldIndex(s.name)]
+			v, _ = jsonScalar(m.field(s.name, body, js))
 		}
 		if v != "" && len(v) <= MaxHeaderLen {
 			return v

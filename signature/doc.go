@@ -68,7 +68,9 @@
 // encoding. Config's engine fields describe that arrangement: SignedContent
 // is a template such as "{timestamp}.{body}", compiled once by New; the
 // timestamp comes from TimestampHeader or from a key of the signature
-// header (TimestampKey, as Stripe's t=); SignatureSyntax reads one MAC
+// header (TimestampKey, as Stripe's t=), in unix seconds, milliseconds or
+// RFC 3339, or from a field of the verified body (TimestampField, as
+// Linear's webhookTimestamp); SignatureSyntax reads one MAC
 // (plain), a list, or key=value pairs; Algorithm and Encoding say how the
 // MAC is made and written. Verify streams the template's parts into the MAC
 // without concatenating them with the body.

@@ -161,24 +161,36 @@ func syntaxFor(name string) (syntax, error) {
 // engine is the Verifier of the hmac scheme and of every preset.
 type engine struct {
 	base
-	parts     []part
-	newHash   func() hash.Hash
-	header    string // canonical SignatureHeader
-	syntax    syntax
-	sigKey    string // pairs: the key of the MACs
-	prefix    string
-	enc       encoding
-	size      int    // MAC bytes
-	tsHeader  string // canonical TimestampHeader
-	tsKey     string // pairs: the key of the timestamp
-	tsMillis  bool
-	idHeader  string // canonical, for {id}
-	publicURL string
-	urlUsed   bool
+	parts        []part
+	newHash      func() hash.Hash
+	header       string // canonical SignatureHeader
+	syntax       syntax
+	sigKey       string   // pairs: the key of the MACs
+	more         []string // canonical further headers of one plain MAC each
+	secretBase64 bool
+	prefix       string
+	enc          encoding
+	size         int    // MAC bytes
+	tsHeader     string // canonical TimestampHeader
+	tsKey        string // pairs: the key of the timestamp
+	tsField      string // JSON path of the timestamp, read after the MAC
+	tsFormat     tsFormat
+	idHeader     string // canonical, for {id}
+	publicURL    string
+	urlUsed      bool
 
 	sigErrors, tsErrors, idErrors headerErrors
-	noMatch                       error
+	noMatch, tsFieldErr           error
 }
+
+// tsFormat is how a timestamp is written.
+type tsFormat uint8
+
+const (
+	tsUnix tsFormat = iota
+	tsUnixMillis
+	tsRFC3339
+)
 
 // compileEngine checks the engine fields of cfg, whose preset defaults are
 // applied, and compiles them; ids is the delivery id chain, whose first
@@ -217,6 +229,7 @@ func compileEngine(cfg Config, ids []source) (*engine, error) {
 		size:      newHash().Size(),
 		tsHeader:  http.CanonicalHeaderKey(cfg.TimestampHeader),
 		tsKey:     cfg.TimestampKey,
+		tsField:   cfg.TimestampField,
 		publicURL: cfg.PublicURL,
 		sigErrors: newHeaderErrors(cfg.Scheme, cfg.SignatureHeader),
 		noMatch:   fmt.Errorf("%s: %w", cfg.Scheme, ErrNoMatch),
@@ -230,6 +243,8 @@ func compileEngine(cfg Config, ids []source) (*engine, error) {
 		return nil, errors.New("TimestampKey applies only to SignatureSyntax pairs (or set TimestampHeader)")
 	case cfg.TimestampKey != "" && cfg.TimestampHeader != "":
 		return nil, errors.New("TimestampHeader and TimestampKey are mutually exclusive")
+	case cfg.TimestampField != "" && (cfg.TimestampKey != "" || cfg.TimestampHeader != ""):
+		return nil, errors.New("TimestampField and TimestampHeader or TimestampKey are mutually exclusive")
 	case cfg.TimestampKey != "" && cfg.TimestampKey == cfg.SignatureKey:
 		return nil, errors.New("TimestampKey and SignatureKey are the same")
 	case strings.ContainsAny(cfg.SignatureKey+cfg.TimestampKey, ",;= \t"):
@@ -242,9 +257,26 @@ func compileEngine(cfg Config, ids []source) (*engine, error) {
 	switch cfg.TimestampFormat {
 	case "", "unix":
 	case "unix_ms":
-		e.tsMillis = true
+		e.tsFormat = tsUnixMillis
+	case "rfc3339":
+		e.tsFormat = tsRFC3339
 	default:
-		return nil, fmt.Errorf("TimestampFormat %q unknown (want unix or unix_ms)", cfg.TimestampFormat)
+		return nil, fmt.Errorf("TimestampFormat %q unknown (want unix, unix_ms or rfc3339)", cfg.TimestampFormat)
+	}
+	if e.tsField != "" {
+		e.tsFieldErr = fmt.Errorf("%s: body field %s: timestamp missing or malformed: %w", cfg.Scheme, cfg.TimestampField, ErrTimestamp)
+	}
+	if s := registry[cfg.Scheme]; s != nil && s.preset != nil {
+		e.secretBase64 = s.preset.SecretBase64
+	}
+	if s := registry[cfg.Scheme]; s != nil && s.preset != nil && strings.EqualFold(cfg.SignatureHeader, s.preset.Defaults.SignatureHeader) {
+		// A header configured in the preset's place replaces them too.
+		for _, h := range s.preset.MoreSignatureHeaders {
+			e.more = append(e.more, http.CanonicalHeaderKey(h))
+		}
+		if len(e.more) > 0 && syn != syntaxPlain {
+			return nil, errors.New("a preset's further signature headers need SignatureSyntax plain")
+		}
 	}
 	if e.tsHeader != "" {
 		e.tsErrors = newHeaderErrors(cfg.Scheme, cfg.TimestampHeader)
@@ -288,9 +320,30 @@ func buildEngine(cfg Config, b base) (Verifier, error) {
 	if err != nil {
 		return nil, err
 	}
-	b.keys = rawKeys(e.newHash, cfg.Secrets)
+	b.keys = make([]*macKey, len(cfg.Secrets))
+	for i, secret := range cfg.Secrets {
+		key, err := e.key(secret)
+		if err != nil {
+			return nil, fmt.Errorf("Secrets[%d]: %w", i, err)
+		}
+		b.keys[i] = newMACKey(i, e.newHash, key)
+	}
 	e.base = b
 	return e, nil
+}
+
+// key is the HMAC key of a secret: its bytes, or for a preset whose
+// secrets are base64 what they decode to.
+func (e *engine) key(secret string) ([]byte, error) {
+	if !e.secretBase64 {
+		return []byte(secret), nil
+	}
+	key, err := base64.RawStdEncoding.DecodeString(strings.TrimRight(secret, "="))
+	if err != nil || len(key) == 0 {
+		// err would quote a byte offset only, but say less anyway.
+		return nil, errors.New("not base64 (this provider's secrets are)")
+	}
+	return key, nil
 }
 
 // Verify implements Verifier.
@@ -305,6 +358,9 @@ func (e *engine) Verify(req Request) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	for _, name := range e.more {
+		e.parseMore(req.Header.Get(name), &sigs)
+	}
 	var unix int64
 	if e.tsHeader != "" {
 		if ts, err = e.tsErrors.get(req.Header, e.tsHeader); err != nil {
@@ -313,11 +369,8 @@ func (e *engine) Verify(req Request) (Result, error) {
 	}
 	if e.hasTimestamp() {
 		var ok bool
-		if unix, ok = parseUnix(ts); !ok {
+		if unix, ok = e.parseTime(ts); !ok {
 			return Result{}, e.tsErrors.malformed
-		}
-		if e.tsMillis {
-			unix /= 1000
 		}
 	}
 	var id string
@@ -347,7 +400,63 @@ func (e *engine) Verify(req Request) (Result, error) {
 			return Result{}, err
 		}
 	}
-	return e.meta.result(index, req.Header, req.Body, id), nil
+	var js jsonValues
+	if e.tsField != "" && e.tolerance != 0 {
+		if err := e.checkField(e.meta.field(e.tsField, req.Body, &js)); err != nil {
+			return Result{}, err
+		}
+	}
+	return e.meta.resultWith(index, req.Header, req.Body, id, &js), nil
+}
+
+// parseTime reads a timestamp in the engine's format as unix seconds.
+func (e *engine) parseTime(s string) (int64, bool) {
+	switch e.tsFormat {
+	case tsRFC3339:
+		t, err := time.Parse(time.RFC3339, s)
+		return t.Unix(), err == nil
+	case tsUnixMillis:
+		ms, ok := parseUnix(s)
+		return ms / 1000, ok
+	}
+	return parseUnix(s)
+}
+
+// checkField applies the tolerance to the timestamp of a body field, raw
+// as scanned: a number, or a string in the engine's format.
+func (e *engine) checkField(raw []byte) error {
+	var (
+		unix int64
+		ok   bool
+	)
+	switch {
+	case len(raw) > 0 && raw[0] == '"':
+		if s, _ := jsonScalar(raw); s != "" && len(s) <= MaxHeaderLen {
+			unix, ok = e.parseTime(s)
+		}
+	case e.tsFormat == tsRFC3339:
+	case e.tsFormat == tsUnixMillis:
+		unix, ok = parseUnix(raw)
+		unix /= 1000
+	default:
+		unix, ok = parseUnix(raw)
+	}
+	if !ok {
+		return e.tsFieldErr
+	}
+	return e.checkTime(unix)
+}
+
+// parseMore adds the MAC of a further signature header, if it decodes and
+// there is room: a header that does not read matches nothing, as a list's
+// undecodable entries do.
+func (e *engine) parseMore(value string, sigs *sigSet) {
+	if value == "" || sigs.n == MaxSignatures {
+		return
+	}
+	if encoded, ok := strings.CutPrefix(value, e.prefix); ok && e.decode(sigs.slot(), encoded) {
+		sigs.commit()
+	}
 }
 
 // content writes the signed content of req into st.
@@ -491,8 +600,11 @@ func signEngine(s *scheme, secret string, body []byte, opts SignOptions) (http.H
 		ts = time.Now()
 	}
 	stamp := strconv.FormatInt(ts.Unix(), 10)
-	if e.tsMillis {
+	switch e.tsFormat {
+	case tsUnixMillis:
 		stamp = strconv.FormatInt(ts.UnixMilli(), 10)
+	case tsRFC3339:
+		stamp = ts.UTC().Format(time.RFC3339Nano)
 	}
 	h := opts.Header.Clone()
 	if h == nil {
@@ -511,7 +623,11 @@ func signEngine(s *scheme, secret string, body []byte, opts SignOptions) (http.H
 		h.Set(e.tsHeader, stamp)
 	}
 	req := Request{Method: cmp.Or(opts.Method, http.MethodPost), URL: opts.URL, Header: h, Body: body}
-	st := &macState{h: hmac.New(e.newHash, []byte(secret))}
+	key, err := e.key(secret)
+	if err != nil {
+		return nil, err
+	}
+	st := &macState{h: hmac.New(e.newHash, key)}
 	e.content(st, &req, stamp, id)
 	encoded := e.prefix + e.encode(st.finish())
 	if e.syntax == syntaxPairs {

@@ -92,6 +92,13 @@ func TestEngine(t *testing.T) {
 			},
 		},
 		{
+			name: "rfc3339 timestamp header after the body, base64",
+			cfg:  Config{SignatureHeader: "X-Sig", Encoding: "base64", TimestampHeader: "X-Ts", TimestampFormat: "rfc3339", SignedContent: "{body}{timestamp}"},
+			tamper: map[string]func(*Request){
+				"ts": func(r *Request) { r.Header.Set("X-Ts", "2023-11-14T22:13:21Z") },
+			},
+		},
+		{
 			name: "public url replaces the request's",
 			cfg:  Config{SignatureHeader: "X-Sig", SignedContent: "{url}{body}", PublicURL: "https://public.example/hook"},
 			opts: SignOptions{URL: "https://public.example/hook"},
@@ -226,6 +233,9 @@ func TestEngineRejects(t *testing.T) {
 		{"id without header", base(Config{SignedContent: "{id}.{body}"}), "DeliveryIDHeader"},
 		{"bad template", base(Config{SignedContent: "{nope}"}), "SignedContent"},
 		{"unknown timestamp format", base(Config{TimestampHeader: "X-Ts", TimestampFormat: "iso"}), "TimestampFormat"},
+		{"timestamp field and header", base(Config{TimestampHeader: "X-Ts", TimestampField: "ts"}), "TimestampField"},
+		{"timestamp field for {timestamp}", base(Config{TimestampField: "ts", SignedContent: "{timestamp}{body}"}), "TimestampHeader"},
+		{"timestamp field on github", Config{Scheme: SchemeGitHub, Secrets: []string{"s"}, TimestampField: "ts"}, "TimestampField"},
 		{"bad timestamp header", base(Config{TimestampHeader: "X Ts"}), "TimestampHeader"},
 		{"public url without {url}", base(Config{PublicURL: "https://a/"}), "PublicURL"},
 		{"public url not http", base(Config{SignedContent: "{url}", PublicURL: "ftp://a/"}), "PublicURL"},
@@ -255,7 +265,7 @@ func TestEveryScheme(t *testing.T) {
 	if !slices.IsSorted(names) {
 		t.Errorf("Schemes() = %v, not sorted", names)
 	}
-	body := []byte(`{"id":"i-1","type":"t","event_id":"e-1","event_type":"et"}`)
+	body := []byte(`{"id":"i-1","type":"t","event_id":"e-1","event_type":"et","webhookTimestamp":1700000000000}`)
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
 			d, ok := Lookup(name)
@@ -269,6 +279,9 @@ func TestEveryScheme(t *testing.T) {
 			case KeyPublic:
 				cfg.PublicKeys, key = []string{testPublicKey(name)}, testPrivateKey(name)
 			default:
+				if s := registry[name]; s.preset != nil && s.preset.SecretBase64 {
+					key = "dGVzdA=="
+				}
 				cfg.Secrets = []string{key}
 			}
 			if name == SchemeHMAC {
@@ -360,5 +373,81 @@ func TestSlackHandshake(t *testing.T) {
 	}
 	if _, ok := setup(t, Config{Scheme: SchemeGitHub, Secrets: []string{"s"}}).(Handshaker); ok {
 		t.Error("the github verifier is a Handshaker")
+	}
+}
+
+// TestEngineTimestampField reads a timestamp from the verified body, as
+// Linear's webhookTimestamp, in each format and at a nested path.
+func TestEngineTimestampField(t *testing.T) {
+	const secret = "s"
+	cases := []struct {
+		name    string
+		cfg     Config // Scheme, Secrets, SignatureHeader and Now are added
+		body    string
+		wantErr error
+	}{
+		{"ms number", Config{TimestampField: "ts", TimestampFormat: "unix_ms"}, `{"ts":1700000000123}`, nil},
+		{"seconds as a string", Config{TimestampField: "ts"}, `{"ts":"1700000000"}`, nil},
+		{"nested rfc3339", Config{TimestampField: "meta.sent", TimestampFormat: "rfc3339"}, `{"meta":{"sent":"2023-11-14T22:13:20.5+00:00"}}`, nil},
+		{"stale", Config{TimestampField: "ts"}, `{"ts":1699990000}`, ErrTimestamp},
+		{"future", Config{TimestampField: "ts", TimestampFormat: "unix_ms"}, `{"ts":1700001000000}`, ErrTimestamp},
+		{"missing", Config{TimestampField: "ts"}, `{"id":"x"}`, ErrTimestamp},
+		{"not canonical", Config{TimestampField: "ts"}, `{"ts":1.7e9}`, ErrTimestamp},
+		{"an object", Config{TimestampField: "ts"}, `{"ts":{"s":1700000000}}`, ErrTimestamp},
+		{"rfc3339 as a number", Config{TimestampField: "ts", TimestampFormat: "rfc3339"}, `{"ts":1700000000}`, ErrTimestamp},
+		{"not JSON", Config{TimestampField: "ts"}, `ts=1700000000`, ErrTimestamp},
+		{"stale but ignored", Config{TimestampField: "ts", IgnoreTimestamp: true}, `{"ts":1}`, nil},
+		{"missing but ignored", Config{TimestampField: "ts", IgnoreTimestamp: true}, `{}`, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := tc.cfg
+			cfg.Scheme, cfg.Secrets, cfg.SignatureHeader, cfg.Now = SchemeHMAC, []string{secret}, "X-Sig", fixedClock
+			v := setup(t, cfg)
+			body := []byte(tc.body)
+			h := hdr("X-Sig", hexMAC(sha256.New, []byte(secret), body))
+			if _, err := v.Verify(reqOf(h, body)); !errors.Is(err, tc.wantErr) || (tc.wantErr == nil) != (err == nil) {
+				t.Fatalf("err = %v, want %v", err, tc.wantErr)
+			}
+			// A forgery is ErrNoMatch whatever its timestamp.
+			forged := hdr("X-Sig", hexMAC(sha256.New, []byte("other"), body))
+			if _, err := v.Verify(reqOf(forged, body)); !errors.Is(err, ErrNoMatch) {
+				t.Errorf("forged: err = %v, want ErrNoMatch", err)
+			}
+		})
+	}
+}
+
+func TestJSONAt(t *testing.T) {
+	cases := []struct {
+		name string
+		body string
+		path string
+		want string // raw; "" for nil
+	}{
+		{"top level", `{"id":"x"}`, "id", `"x"`},
+		{"nested", `{"event":{"id":"e-1","type":"t"}}`, "event.id", `"e-1"`},
+		{"deeper, last wins", `{"a":{"b":{"c":1,"c":2}}}`, "a.b.c", `2`},
+		{"object value", `{"a":{"b":{}}}`, "a.b", `{}`},
+		{"through an array", `{"a":[{"b":1}]}`, "a.b", ""},
+		{"through a string", `{"a":"b"}`, "a.b", ""},
+		{"absent", `{"a":{"c":1}}`, "a.b", ""},
+		{"escaped member", `{"a":{"\u0062":1}}`, "a.b", `1`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			top, rest, nested := strings.Cut(tc.path, ".")
+			raws := make([][]byte, 1)
+			if !lookupJSONRaw([]byte(tc.body), []string{top}, raws) {
+				t.Fatal("body not valid")
+			}
+			got := raws[0]
+			if nested {
+				got = jsonAt(got, rest)
+			}
+			if string(got) != tc.want {
+				t.Errorf("jsonAt = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

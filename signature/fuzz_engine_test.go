@@ -1,12 +1,17 @@
 package signature
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Fuzz targets of the signed-content engine, the key parsers and the
@@ -184,6 +189,100 @@ func FuzzVerifyEd25519(f *testing.F) {
 			if _, err := v.Verify(reqOf(h, mutated)); err == nil {
 				t.Fatal("Verify of a mutated body succeeded")
 			}
+		}
+	})
+}
+
+// FuzzJSONPath holds the nested-field lookup to encoding/json: the raw value
+// at a dotted path is what decoding into nested maps finds.
+func FuzzJSONPath(f *testing.F) {
+	f.Add([]byte(`{"event":{"id":"e-1","type":"t"},"id":"x"}`), "event.id")
+	f.Add([]byte(`{"a":{"b":{"c":1,"c":{"d":2}}}}`), "a.b.c.d")
+	f.Add([]byte(`{"a":[{"b":1}],"a":{"\u0062":null}}`), "a.b")
+	f.Add([]byte(`{"a":{"":{"":3}}}`), "a..")
+	f.Fuzz(func(t *testing.T, body []byte, path string) {
+		top, rest, nested := strings.Cut(path, ".")
+		raws := make([][]byte, 1)
+		if !lookupJSONRaw(body, []string{top}, raws) {
+			return // validity is FuzzLookupJSON's oracle
+		}
+		got := raws[0]
+		if nested {
+			got = jsonAt(got, rest)
+		}
+		var want json.RawMessage = body
+		for _, name := range strings.Split(path, ".") {
+			var m map[string]json.RawMessage
+			if len(want) == 0 || want[0] != '{' || json.Unmarshal(want, &m) != nil {
+				want = nil
+				break
+			}
+			want = m[name]
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("path %q = %q, encoding/json says %q", path, got, want)
+		}
+	})
+}
+
+// FuzzVerifyTimestampField verifies bodies whose timestamp field is
+// arbitrary: only a fresh canonical timestamp passes, and a forged body is
+// ErrNoMatch whatever it holds.
+func FuzzVerifyTimestampField(f *testing.F) {
+	f.Add([]byte(`{"webhookTimestamp":1700000000000}`), uint(3))
+	f.Add([]byte(`{"webhookTimestamp":"1700000000000"}`), uint(0))
+	f.Add([]byte(`{"webhookTimestamp":-1}`), uint(1))
+	f.Add([]byte(`{"webhookTimestamp":17000000000000000000000}`), uint(1))
+	v := setup(f, Config{Scheme: "linear", Secrets: []string{"other", fuzzSecret}, Now: fixedClock})
+	f.Fuzz(func(t *testing.T, body []byte, flip uint) {
+		h, err := Sign("linear", fuzzSecret, body, SignOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = v.Verify(reqOf(h, body))
+		checkSentinel(t, err)
+		if err != nil && !errors.Is(err, ErrTimestamp) {
+			t.Fatalf("Verify of a signed body: %v", err)
+		}
+		if err == nil {
+			raws := make([][]byte, 1)
+			lookupJSONRaw(body, []string{"webhookTimestamp"}, raws)
+			ms, ok := jsonScalar(raws[0])
+			n, perr := strconv.ParseInt(ms, 10, 64)
+			if !ok || perr != nil || n/1000 < testNow.Unix()-60 || n/1000 > testNow.Unix()+60 {
+				t.Fatalf("accepted webhookTimestamp %q", ms)
+			}
+		}
+		if len(body) > 0 {
+			mutated := append([]byte(nil), body...)
+			mutated[flip%uint(len(body))] ^= 0x20
+			if _, err := v.Verify(reqOf(h, mutated)); !errors.Is(err, ErrNoMatch) {
+				t.Fatalf("Verify of a mutated body: %v, want ErrNoMatch", err)
+			}
+		}
+	})
+}
+
+// FuzzVerifyRFC3339 verifies arbitrary RFC 3339 timestamp headers: a
+// signed one is accepted exactly when it parses and is within the
+// tolerance, and every error wraps one sentinel.
+func FuzzVerifyRFC3339(f *testing.F) {
+	f.Add("2023-11-14T22:13:20Z")
+	f.Add("2023-11-14T15:13:20.123456789-07:00")
+	f.Add("2023-11-14T22:13:20")
+	f.Add("2023-02-30T22:13:20Z")
+	const secret = "s"
+	cfg := Config{Scheme: SchemeHMAC, Secrets: []string{secret}, Now: fixedClock, SignatureHeader: "X-Sig", TimestampHeader: "X-Ts", TimestampFormat: "rfc3339", SignedContent: "{timestamp}{body}"}
+	v := setup(f, cfg)
+	f.Fuzz(func(t *testing.T, ts string) {
+		body := []byte("{}")
+		h := hdr("X-Ts", ts, "X-Sig", hexMAC(sha256.New, []byte(secret), body, ts))
+		_, err := v.Verify(reqOf(h, body))
+		checkSentinel(t, err)
+		parsed, perr := time.Parse(time.RFC3339, ts)
+		fresh := perr == nil && parsed.Unix() >= testNow.Unix()-300 && parsed.Unix() <= testNow.Unix()+300
+		if h.Get("X-Ts") == ts && ts != "" && len(ts) <= MaxHeaderLen && (err == nil) != fresh {
+			t.Fatalf("timestamp %q: err = %v, parsed %v, %v", ts, err, parsed, perr)
 		}
 	})
 }

@@ -2,6 +2,7 @@ package signature
 
 import (
 	"encoding/json"
+	"strings"
 )
 
 // maxJSONDepth matches encoding/json's nesting limit, so a body this
@@ -18,6 +19,17 @@ const maxJSONDepth = 10000
 // decoder or decoding the (often large) data object it skips.
 func lookupJSON(body []byte, keys, vals []string, found []bool) bool {
 	var raws [maxFields][]byte
+	ok := lookupJSONRaw(body, keys, raws[:len(keys)])
+	for i := range keys {
+		vals[i], found[i] = jsonScalar(raws[i])
+	}
+	return ok
+}
+
+// lookupJSONRaw is lookupJSON without the decoding: raws[i] is the raw
+// value of keys[i], nil when absent or when body is not a valid object.
+func lookupJSONRaw(body []byte, keys []string, raws [][]byte) bool {
+	clear(raws)
 	ok := scanObject(body, func(key, value []byte) {
 		for i, want := range keys {
 			if jsonKeyIs(key, want) {
@@ -25,19 +37,47 @@ func lookupJSON(body []byte, keys, vals []string, found []bool) bool {
 			}
 		}
 	})
-	for i := range keys {
-		vals[i], found[i] = "", false
-		if !ok || raws[i] == nil {
-			continue
-		}
-		switch raw := raws[i]; raw[0] {
-		case '"':
-			vals[i], found[i] = jsonString(raw), true
-		case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
-			vals[i], found[i] = string(raw), true
-		}
+	if !ok {
+		clear(raws)
 	}
 	return ok
+}
+
+// jsonScalar is the value of a raw JSON string (decoded) or number (its
+// literal); anything else, nil included, is not found.
+func jsonScalar(raw []byte) (string, bool) {
+	if len(raw) == 0 {
+		return "", false
+	}
+	switch raw[0] {
+	case '"':
+		return jsonString(raw), true
+	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		return string(raw), true
+	}
+	return "", false
+}
+
+// jsonAt descends from raw, a value scanObject accepted, along path: member
+// names joined with dots, as in "event.id" (an empty path is one step, to
+// the member named ""). It returns nil when a step is not an object or
+// lacks the member.
+func jsonAt(raw []byte, path string) []byte {
+	for more := true; more && raw != nil; {
+		var name string
+		name, path, more = strings.Cut(path, ".")
+		if raw[0] != '{' {
+			return nil
+		}
+		var next []byte
+		scanObject(raw, func(key, value []byte) {
+			if jsonKeyIs(key, name) {
+				next = value
+			}
+		})
+		raw = next
+	}
+	return raw
 }
 
 // jsonKeyIs reports whether the quoted JSON string key decodes to want.

@@ -235,8 +235,9 @@ func decodeBase64With(raw *base64.Encoding, dst []byte, s string) bool {
 // parseUnix parses a unix time in seconds written the canonical way: digits
 // only, no sign, no leading zero. The senders' libraries sign the number
 // re-formatted, so a non-canonical form could not have been signed by them.
-func parseUnix(s string) (int64, bool) {
-	if s == "" || len(s) > 18 || (s[0] == '0' && len(s) > 1) {
+// It takes the bytes of a JSON number too, without converting them.
+func parseUnix[T string | []byte](s T) (int64, bool) {
+	if len(s) == 0 || len(s) > 18 || (s[0] == '0' && len(s) > 1) {
 		return 0, false
 	}
 	var n int64

@@ -15,7 +15,8 @@ type Preset struct {
 
 	// Defaults holds the provider's engine fields (SignatureHeader,
 	// SignatureSyntax, SignatureKey, SignaturePrefix, Algorithm, Encoding,
-	// SignedContent, TimestampHeader, TimestampKey, TimestampFormat) and
+	// SignedContent, TimestampHeader, TimestampKey, TimestampField,
+	// TimestampFormat) and
 	// its Tolerance; a Config field that is set overrides its default.
 	// Its DeliveryIDHeader or DeliveryIDField and EventTypeHeader or
 	// EventTypeField are the provider's own sources, read after a
@@ -25,6 +26,18 @@ type Preset struct {
 	// Forward lists the headers stored with each event for its targets
 	// besides Content-Type: the provider's event-type header, if any.
 	Forward []string
+
+	// MoreSignatureHeaders are further headers that each carry one MAC
+	// in the plain syntax, tried as the SignatureHeader's is: Box's
+	// secondary signature, DocuSign's numbered family. SignatureHeader
+	// must be present; these may be absent. They are dropped when a
+	// Config sets another SignatureHeader.
+	MoreSignatureHeaders []string
+
+	// SecretBase64 is true when the provider hands out its secrets in
+	// base64 and signs with the decoded bytes (Airtable's
+	// macSecretBase64); New refuses a secret that does not decode.
+	SecretBase64 bool
 
 	// PairSeparator joins the items of a pairs header in Sign: "," or
 	// ";". Verify accepts either. Default: ",".
@@ -78,6 +91,10 @@ func (p *Preset) apply(cfg Config) Config {
 	cfg.TimestampHeader = cmp.Or(cfg.TimestampHeader, d.TimestampHeader)
 	cfg.TimestampKey = cmp.Or(cfg.TimestampKey, d.TimestampKey)
 	cfg.TimestampFormat = cmp.Or(cfg.TimestampFormat, d.TimestampFormat)
+	if cfg.TimestampHeader == "" && cfg.TimestampKey == "" {
+		// A configured header or key replaces the preset's field.
+		cfg.TimestampField = cmp.Or(cfg.TimestampField, d.TimestampField)
+	}
 	if cfg.Tolerance == 0 && !cfg.IgnoreTimestamp {
 		cfg.Tolerance = d.Tolerance
 	}

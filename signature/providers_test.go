@@ -139,7 +139,7 @@ func providerVectors(t *testing.T) []vector {
 		},
 		{
 			name:   "linear/openssl vector",
-			cfg:    Config{Scheme: "linear", Secrets: []string{linearSecret}},
+			cfg:    Config{Scheme: "linear", Secrets: []string{linearSecret}, Now: at},
 			header: hdr("Linear-Signature", linearSig, "Linear-Delivery", "d-1", "Linear-Event", "Issue"),
 			body:   linearBody,
 			want:   Result{DeliveryID: "d-1", EventType: "Issue"},
