@@ -112,7 +112,7 @@ func (a *adminAPI) route(path string) (adminRoute, int64, error) {
 	case len(parts) == 1 && parts[0] == "jobs":
 		return adminRoute{
 			methods: methods(http.MethodGet, a.handleList),
-			params:  []string{"status", "source", "target", "limit", "cursor"},
+			params:  append([]string{"status", "source", "target", "limit", "cursor"}, listFilterParams...),
 		}, 0, nil
 	case len(parts) == 1 && parts[0] == "replay":
 		return adminRoute{
@@ -138,6 +138,9 @@ func (a *adminAPI) route(path string) (adminRoute, int64, error) {
 			return adminRoute{}, 0, err
 		}
 		return adminRoute{methods: methods(http.MethodPost, a.handleReplay)}, id, nil
+	}
+	if route, id, ok, err := a.opsRoute(parts); ok {
+		return route, id, err
 	}
 	return adminRoute{}, 0, apiError(http.StatusNotFound, "no webhook admin endpoint at %s", path)
 }
@@ -180,19 +183,12 @@ func (a *adminAPI) handleList(w http.ResponseWriter, r *http.Request, q *activeQ
 			return badParam("status", "must be pending, running, done or dead, not %q", s)
 		}
 	}
-	if s := query.Get("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > adminMaxLimit {
-			return badParam("limit", "must be a whole number from 1 to %d, not %q", adminMaxLimit, s)
-		}
-		p.Limit = n
+	var err error
+	if p.Limit, p.Cursor, err = pageParams(query.Get); err != nil {
+		return err
 	}
-	if s := query.Get("cursor"); s != "" {
-		c, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || c < 1 {
-			return badParam("cursor", "must be a positive job id from next_cursor, not %q", s)
-		}
-		p.Cursor = c
+	if err := a.parseListFilters(query, &p); err != nil {
+		return err
 	}
 	page, err := q.Store.ListJobs(r.Context(), p)
 	if err != nil {

@@ -96,6 +96,9 @@ type App struct {
 	started bool
 	pool    *queue.Pool
 	keeper  *queue.Housekeeper
+
+	// receivers by source, for the admin API's injected events (ops.go)
+	receivers map[string]*Receiver
 }
 
 // BackoffConfig is the retry backoff of failing jobs.
@@ -459,6 +462,7 @@ func (o *observer) JobFinished(job *queue.Job, c queue.Completion, recorded bool
 		level = zapcore.ErrorLevel
 	}
 	webhookMetrics.deliveries.WithLabelValues(job.Source, job.Target, word).Inc()
+	tails.publishDelivery(job, word, c.Duration, c.Error)
 	if recorded {
 		webhookMetrics.duration.WithLabelValues(job.Source, job.Target).Observe(c.Duration.Seconds())
 	}
@@ -482,6 +486,7 @@ func (o *observer) JobFinished(job *queue.Job, c queue.Completion, recorded bool
 // JobHandedBack implements queue.Observer.
 func (o *observer) JobHandedBack(job *queue.Job) {
 	webhookMetrics.deliveries.WithLabelValues(job.Source, job.Target, deliveryHandedBack).Inc()
+	tails.publishDelivery(job, deliveryHandedBack, 0, "")
 	o.logger.Info(deliveryHandedBack, jobFields(job, zap.String("outcome", deliveryHandedBack))...)
 }
 

@@ -28,7 +28,7 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "webhook",
-		Usage: "<stats|list|show|replay|discard|purge> [--address <interface>] [--config <path> [--adapter <name>]] [--json]",
+		Usage: "<stats|list|show|events|replay|resend|discard|purge|send|sign|tail> [--address <interface>] [--config <path> [--adapter <name>]] [--json]",
 		Short: "Inspects the webhook queue of a running Caddy: stats, jobs, replay, discard, purge",
 		Long: `
 Talks to the webhook admin API (/webhook/ on Caddy's admin endpoint) of a
@@ -208,6 +208,7 @@ is accepted and delivered again.
 	purge.Flags().String("older-than", "", "Purge done jobs finished longer ago than this (e.g. 72h, 7d); default: the app's retention")
 
 	cmd.AddCommand(stats, list, show, replay, discard, purge)
+	addOpsCommands(cmd, run, list, show)
 }
 
 // cli is one run of a `caddy webhook` subcommand.
@@ -348,6 +349,7 @@ func (c *cli) list(cmd *cobra.Command, _ []string) error {
 			q.Set(name, v)
 		}
 	}
+	flagQuery(cmd, q, map[string]string{"event": "event_type", "delivery": "delivery_id", "since": "since", "until": "until"})
 	if fl.Changed("limit") {
 		n, _ := fl.GetInt("limit")
 		q.Set("limit", strconv.Itoa(n))

@@ -29,6 +29,7 @@ import (
 type cliFixture struct {
 	*adminFixture
 	addr     string // host:port of the admin server
+	srv      *httptest.Server
 	requests atomic.Int64
 }
 
@@ -40,7 +41,7 @@ func setupCLI(t *testing.T) (*cliFixture, adminData) {
 	d := f.seed(t)
 	srv := httptest.NewServer(f.countRequests(f.handler))
 	t.Cleanup(srv.Close)
-	f.addr = srv.Listener.Addr().String()
+	f.addr, f.srv = srv.Listener.Addr().String(), srv
 	return f, d
 }
 
@@ -444,7 +445,7 @@ func TestCLIErrors(t *testing.T) {
 		{name: "no webhook app", args: static("stats"), noApp: true, wantStderr: "Error: no webhook app is running", wantRequest: true},
 		{name: "limit out of range", args: static("list", "--limit", "5000"), wantStderr: "invalid parameter limit: must be a whole number from 1 to 1000, not \"5000\" (HTTP 400)", wantRequest: true},
 		{name: "bad status", args: static("list", "--status", "failed"), wantStderr: "invalid parameter status: must be pending, running, done or dead", wantRequest: true},
-		{name: "show without id", args: static("show"), wantStderr: "show needs one job id"},
+		{name: "show without id", args: static("show"), wantStderr: "show needs a job id"},
 		{name: "show a non-number", args: static("show", "../../config"), wantStderr: `job id must be a positive number, not "../../config"`},
 		{name: "discard a negative id", args: static("discard", "-3"), wantStderr: "unknown shorthand flag"},
 		{name: "replay with neither flag", args: static("replay"), wantStderr: "say which jobs to replay"},
@@ -625,7 +626,7 @@ func TestCLIRegistered(t *testing.T) {
 			t.Errorf("%s: no long help or example", sub.Name())
 		}
 	}
-	if want := []string{"discard", "list", "purge", "replay", "show", "stats"}; !slices.Equal(names, want) {
+	if want := []string{"discard", "events", "list", "purge", "replay", "resend", "send", "show", "sign", "stats", "tail"}; !slices.Equal(names, want) {
 		t.Errorf("subcommands = %v, want %v", names, want)
 	}
 	for _, flag := range []string{"address", "config", "adapter", "json"} {

@@ -380,6 +380,7 @@ func (rc *Receiver) Provision(ctx caddy.Context) error {
 	if err := app.registerReceiver(rc.Source, targets); err != nil {
 		return err
 	}
+	app.addReceiver(rc)
 	rc.store = app.store
 
 	for o := range numOutcomes {
@@ -702,6 +703,7 @@ func (rc *Receiver) answer(w http.ResponseWriter, r *http.Request, info *request
 	if c := rc.received[o]; c != nil {
 		c.Inc()
 	}
+	tails.publishReceived(info)
 	w.WriteHeader(outcomeStatus[o])
 }
 

@@ -124,6 +124,15 @@ type ListParams struct {
 	Filter
 	Limit  int   // default 50, at most 1000
 	Cursor int64 // return jobs with ID < Cursor; 0 starts at the newest
+
+	// EventType, when not empty, keeps the jobs of events of this type.
+	EventType string
+	// DeliveryID, with Source, keeps the jobs of the one event with that
+	// dedupe key (delivery ids are unique per source only).
+	DeliveryID string
+	// Since and Until bound when the job's event was stored: Since <=
+	// created < Until. Zero means unbounded.
+	Since, Until time.Time
 }
 
 // Page sizes of ListJobs.
@@ -230,6 +239,9 @@ type Store interface {
 	Stats(ctx context.Context, now time.Time) (Stats, error)
 	ListJobs(ctx context.Context, p ListParams) (JobPage, error)
 	GetJob(ctx context.Context, id int64) (JobDetail, error)
+
+	// EventStore: events, lookups by delivery id, resend (events.go).
+	EventStore
 
 	// Ready receives a value after a commit that made work ready (an
 	// enqueue, replay or hand-back), so an idle pool in this process wakes at

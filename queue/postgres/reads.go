@@ -100,6 +100,9 @@ func (s *Store) ListJobs(ctx context.Context, p queue.ListParams) (queue.JobPage
 	if err != nil {
 		return queue.JobPage{}, err
 	}
+	if storekit.Filtered(p) {
+		return s.listJobsFiltered(ctx, p, limit)
+	}
 	var jobs []queue.JobSummary
 	err = s.readTx(ctx, func(tx pgx.Tx) error {
 		// One row more than the page tells whether another page follows.

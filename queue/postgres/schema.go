@@ -76,6 +76,13 @@ ALTER TABLE jobs SET (
 ALTER TABLE attempts SET (autovacuum_vacuum_scale_factor = 0.05, autovacuum_vacuum_threshold = 1000);
 ALTER TABLE events SET (autovacuum_vacuum_scale_factor = 0.05, autovacuum_vacuum_threshold = 1000);
 `,
+	// Issue 15: events listed newest first and filtered by when they were
+	// stored (GET /webhook/events, the jobs listing's since) walk this
+	// index instead of the table. Its key only grows, so an enqueue adds
+	// its entry at the right edge of the tree.
+	`
+CREATE INDEX events_created ON events (created_at, id);
+`,
 }
 
 // schemaVersion is the version this build writes.

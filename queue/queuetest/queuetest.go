@@ -14,7 +14,8 @@
 // Run, the table of subtests and the shared fixtures live in this file; the
 // checks are split by area, one file each: enqueue.go, claim_lease.go
 // (claims, leases, the fence, hand-back), finish.go, replay_discard.go,
-// purge.go, reads.go (stats, listing, one job), lifecycle.go (the ready
+// purge.go, reads.go (stats, listing, one job), events.go (events,
+// lookups by delivery id, resend, a job added to an event), lifecycle.go (the ready
 // signal, close) and workers.go (many workers at once).
 package queuetest
 
@@ -52,6 +53,11 @@ func Run(t *testing.T, open func(t *testing.T) queue.Store) {
 		{"stats", testStats},
 		{"list/filters and paging", testList},
 		{"get", testGet},
+		{"events/list filters and paging", testListEvents},
+		{"events/get and find", testGetEvent},
+		{"list/event filters", testListJobsFilters},
+		{"resend", testResend},
+		{"events/add job", testAddJob},
 		{"ready", testReady},
 		{"close", testClose},
 		{"concurrent workers", testWorkers},

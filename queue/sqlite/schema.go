@@ -72,6 +72,13 @@ CREATE TABLE attempts (
 	PRIMARY KEY (job_id, slot)
 ) WITHOUT ROWID;
 `,
+	// Issue 15: events listed newest first and filtered by when they were
+	// stored (GET /webhook/events, the jobs listing's since) walk this
+	// index instead of the table. Its key only grows, so an enqueue adds
+	// its entry at the right edge of the tree.
+	`
+CREATE INDEX events_created ON events (created_at);
+`,
 }
 
 // schemaVersion is the version this build writes.

@@ -1,0 +1,479 @@
+package caddywebhook
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/textproto"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
+
+	"github.com/caddywebhook/caddywebhook/queue"
+	"github.com/caddywebhook/caddywebhook/signature"
+)
+
+// The operators' endpoints of issue 15, beside admin.go's: events as well
+// as jobs, the jobs listing's further filters, resend, injected test
+// events and the live tail.
+//
+//	GET  /webhook/events               events, newest first, with their jobs
+//	GET  /webhook/events/{id}          one event with its headers and payload
+//	POST /webhook/events/{id}/send     a new job of the event for ?target=
+//	POST /webhook/jobs/{id}/resend     a done or dead job delivered again
+//	POST /webhook/send                 an event injected as if verified
+//	GET  /webhook/tail                 received events and attempts, live
+
+// opsRoute maps the paths of these endpoints; ok is false for any other.
+func (a *adminAPI) opsRoute(parts []string) (route adminRoute, id int64, ok bool, err error) {
+	switch {
+	case len(parts) == 1 && parts[0] == "events":
+		return adminRoute{
+			methods: methods(http.MethodGet, a.handleEvents),
+			params:  []string{"source", "delivery_id", "event_type", "since", "until", "has_target", "limit", "cursor"},
+		}, 0, true, nil
+	case len(parts) == 2 && parts[0] == "events":
+		id, err := parseEventID(parts[1])
+		return adminRoute{methods: methods(http.MethodGet, a.handleEvent)}, id, true, err
+	case len(parts) == 3 && parts[0] == "events" && parts[2] == "send":
+		id, err := parseEventID(parts[1])
+		return adminRoute{methods: methods(http.MethodPost, a.handleSendEvent), params: []string{"target"}}, id, true, err
+	case len(parts) == 3 && parts[0] == "jobs" && parts[2] == "resend":
+		id, err := parseID(parts[1])
+		return adminRoute{methods: methods(http.MethodPost, a.handleResend)}, id, true, err
+	case len(parts) == 1 && parts[0] == "send":
+		return adminRoute{methods: methods(http.MethodPost, a.handleInject)}, 0, true, nil
+	case len(parts) == 1 && parts[0] == "tail":
+		return adminRoute{
+			methods: methods(http.MethodGet, a.handleTail),
+			params:  []string{"source", "target", "outcome"},
+		}, 0, true, nil
+	}
+	return adminRoute{}, 0, false, nil
+}
+
+// listFilterParams are the jobs listing's filters beyond status, source
+// and target.
+var listFilterParams = []string{"event_type", "delivery_id", "since", "until"}
+
+// parseListFilters reads the jobs listing's further filters into p.
+func (a *adminAPI) parseListFilters(query map[string][]string, p *queue.ListParams) error {
+	get := func(name string) string {
+		if v := query[name]; len(v) > 0 {
+			return v[0]
+		}
+		return ""
+	}
+	p.EventType, p.DeliveryID = get("event_type"), get("delivery_id")
+	var err error
+	if p.Since, p.Until, err = a.timeRange(get("since"), get("until")); err != nil {
+		return err
+	}
+	if p.DeliveryID != "" && p.Source == "" {
+		return badParam("delivery_id", "needs source too: delivery ids are unique per source only")
+	}
+	return nil
+}
+
+// timeRange parses since and until: an RFC 3339 time, or a duration back
+// from now such as 90m, 1h or 2d.
+func (a *adminAPI) timeRange(since, until string) (time.Time, time.Time, error) {
+	now := a.clock()
+	parse := func(name, s string) (time.Time, error) {
+		if s == "" {
+			return time.Time{}, nil
+		}
+		if t, err := time.Parse(time.RFC3339, s); err == nil {
+			return t, nil
+		}
+		if d, err := caddy.ParseDuration(s); err == nil && d >= 0 {
+			return now.Add(-d), nil
+		}
+		return time.Time{}, badParam(name, "must be an RFC 3339 time or a duration back from now such as 1h or 2d, not %q", s)
+	}
+	lo, err := parse("since", since)
+	if err != nil {
+		return lo, lo, err
+	}
+	hi, err := parse("until", until)
+	if err != nil {
+		return lo, hi, err
+	}
+	if !lo.IsZero() && !hi.IsZero() && !lo.Before(hi) {
+		return lo, hi, badParam("until", "%s is not after since %s", hi.Format(time.RFC3339), lo.Format(time.RFC3339))
+	}
+	return lo, hi, nil
+}
+
+// pageParams reads limit and cursor; what is not given stays 0.
+func pageParams(get func(string) string) (limit int, cursor int64, err error) {
+	if s := get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > adminMaxLimit {
+			return 0, 0, badParam("limit", "must be a whole number from 1 to %d, not %q", adminMaxLimit, s)
+		}
+		limit = n
+	}
+	if s := get("cursor"); s != "" {
+		c, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || c < 1 {
+			return 0, 0, badParam("cursor", "must be a positive id from next_cursor, not %q", s)
+		}
+		cursor = c
+	}
+	return limit, cursor, nil
+}
+
+func (a *adminAPI) handleEvents(w http.ResponseWriter, r *http.Request, q *activeQueue, _ int64) error {
+	query := r.URL.Query()
+	p := queue.EventListParams{EventFilter: queue.EventFilter{
+		Source:     query.Get("source"),
+		DeliveryID: query.Get("delivery_id"),
+		EventType:  query.Get("event_type"),
+	}}
+	if p.DeliveryID != "" && p.Source == "" {
+		return badParam("delivery_id", "needs source too: delivery ids are unique per source only")
+	}
+	var err error
+	if p.Since, p.Until, err = a.timeRange(query.Get("since"), query.Get("until")); err != nil {
+		return err
+	}
+	switch s := query.Get("has_target"); s {
+	case "":
+	case "true", "false":
+		v := s == "true"
+		p.HasTarget = &v
+	default:
+		return badParam("has_target", "must be true or false, not %q", s)
+	}
+	if p.Limit, p.Cursor, err = pageParams(query.Get); err != nil {
+		return err
+	}
+	page, err := q.Store.ListEvents(r.Context(), p)
+	if err != nil {
+		return storeError(0, err)
+	}
+	if page.Events == nil {
+		page.Events = []queue.EventSummary{}
+	}
+	return writeJSON(w, http.StatusOK, page)
+}
+
+// eventResponse is an event in full; payload_text repeats the payload as
+// text when it is valid UTF-8, as a job's response does.
+type eventResponse struct {
+	queue.EventDetail
+	PayloadText string `json:"payload_text,omitempty"`
+}
+
+func (a *adminAPI) handleEvent(w http.ResponseWriter, r *http.Request, q *activeQueue, id int64) error {
+	ev, err := q.Store.GetEvent(r.Context(), id)
+	if err != nil {
+		return eventStoreError(id, err)
+	}
+	if ev.Headers == nil {
+		ev.Headers = []queue.Header{}
+	}
+	resp := eventResponse{EventDetail: ev}
+	if utf8.Valid(ev.Payload) {
+		resp.PayloadText = string(ev.Payload)
+	}
+	return writeJSON(w, http.StatusOK, resp)
+}
+
+// sendEventResponse reports a job added to a stored event.
+type sendEventResponse struct {
+	EventID int64  `json:"event_id"`
+	JobID   int64  `json:"job_id"`
+	Target  string `json:"target"`
+}
+
+func (a *adminAPI) handleSendEvent(w http.ResponseWriter, r *http.Request, q *activeQueue, id int64) error {
+	target := r.URL.Query().Get("target")
+	if target == "" {
+		return badParam("target", "is required: the target of the event's source to send it to")
+	}
+	ev, err := q.Store.GetEvent(r.Context(), id)
+	if err != nil {
+		return eventStoreError(id, err)
+	}
+	src, ok := lookupSource(q, ev.Source)
+	if !ok {
+		return apiError(http.StatusBadRequest, "source %q of event %d is not in the running config", ev.Source, id)
+	}
+	if !slices.Contains(src.targets, target) {
+		return badParam("target", "%q is not a target of source %q in the running config (its targets: %s)",
+			target, ev.Source, strings.Join(src.targets, ", "))
+	}
+	jobID, err := q.Store.AddJob(r.Context(), id, target)
+	if err != nil {
+		return eventStoreError(id, err)
+	}
+	adminLogger().Info("webhook event sent to a target", zap.String("source", ev.Source), zap.String("target", target),
+		zap.Int64("event_id", id), zap.Int64("job_id", jobID), zap.String("delivery_id", ev.DeliveryID))
+	return writeJSON(w, http.StatusOK, sendEventResponse{EventID: id, JobID: jobID, Target: target})
+}
+
+// resendResponse reports a resent job.
+type resendResponse struct {
+	ID     int64 `json:"id"`
+	Resent bool  `json:"resent"`
+}
+
+func (a *adminAPI) handleResend(w http.ResponseWriter, r *http.Request, q *activeQueue, id int64) error {
+	if err := q.Store.Resend(r.Context(), id); err != nil {
+		return eventStoreError(id, err)
+	}
+	adminLogger().Info("webhook job resent", zap.Int64("job_id", id))
+	return writeJSON(w, http.StatusOK, resendResponse{ID: id, Resent: true})
+}
+
+// injectedHeader marks an injected event: it is stored with the event, so
+// history shows it, and the http target forwards it, so the handler sees
+// it.
+const injectedHeader = "X-Webhook-Injected"
+
+// injectRequest is the body of POST /webhook/send.
+type injectRequest struct {
+	Source     string            `json:"source"`
+	EventType  string            `json:"event_type,omitempty"`
+	DeliveryID string            `json:"delivery_id,omitempty"`
+	Headers    map[string]string `json:"headers,omitempty"`
+	Body       *string           `json:"body,omitempty"`
+	BodyBase64 string            `json:"body_base64,omitempty"`
+}
+
+// injectResponse reports an injected event.
+type injectResponse struct {
+	EventID    int64    `json:"event_id"`
+	DeliveryID string   `json:"delivery_id"`
+	Duplicate  bool     `json:"duplicate,omitempty"`
+	Jobs       int      `json:"jobs"`
+	Targets    []string `json:"targets"`
+}
+
+// maxInjectOverhead is what the JSON around an injected body may add.
+const maxInjectOverhead = 64 << 10
+
+func (a *adminAPI) handleInject(w http.ResponseWriter, r *http.Request, q *activeQueue, _ int64) error {
+	// The body cap is the source's, which the body names: read up to the
+	// largest one a source may have (base64 adds a third) and check after.
+	raw, err := io.ReadAll(io.LimitReader(r.Body, maxMaxBody/3*4+maxInjectOverhead+1))
+	if err != nil {
+		return apiError(http.StatusBadRequest, "read request body: %v", err)
+	}
+	if len(raw) > maxMaxBody/3*4+maxInjectOverhead {
+		return apiError(http.StatusRequestEntityTooLarge, "request body is larger than any source accepts")
+	}
+	var req injectRequest
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return apiError(http.StatusBadRequest, "decode request body: %v", err)
+	}
+	if req.Source == "" {
+		return apiError(http.StatusBadRequest, "source is required")
+	}
+	src, ok := lookupSource(q, req.Source)
+	if !ok {
+		return apiError(http.StatusBadRequest, "source %q is not in the running config", req.Source)
+	}
+	var payload []byte
+	switch {
+	case req.Body != nil && req.BodyBase64 != "":
+		return apiError(http.StatusBadRequest, "give body or body_base64, not both")
+	case req.BodyBase64 != "":
+		if payload, err = base64.StdEncoding.DecodeString(req.BodyBase64); err != nil {
+			return apiError(http.StatusBadRequest, "body_base64: %v", err)
+		}
+	case req.Body != nil:
+		payload = []byte(*req.Body)
+	default:
+		payload = []byte("{}")
+	}
+	if int64(len(payload)) > src.maxBody {
+		return apiError(http.StatusRequestEntityTooLarge, "body of %d bytes is larger than source %q accepts (%d)", len(payload), req.Source, src.maxBody)
+	}
+	headers, err := injectHeaders(req.Headers)
+	if err != nil {
+		return err
+	}
+	if req.DeliveryID == "" {
+		b := make([]byte, 12)
+		rand.Read(b)
+		req.DeliveryID = "injected-" + hex.EncodeToString(b)
+	}
+	targets := src.targetsFor(req.EventType)
+	res, err := q.Store.Enqueue(r.Context(), queue.Event{
+		Source:     req.Source,
+		DeliveryID: req.DeliveryID,
+		EventType:  req.EventType,
+		Headers:    headers,
+		Payload:    payload,
+		Targets:    targets,
+	})
+	if err != nil {
+		return storeError(0, err)
+	}
+	word := outcomeAccepted
+	switch {
+	case res.Duplicate:
+		word = outcomeDuplicate
+	case res.Jobs == 0:
+		word = outcomeNoTarget
+	}
+	adminLogger().Info("webhook event injected", zap.String("source", req.Source), zap.String("outcome", word.String()),
+		zap.String("delivery_id", req.DeliveryID), zap.String("event_type", req.EventType),
+		zap.Int64("event_id", res.EventID), zap.Int("jobs", res.Jobs), zap.Bool("injected", true))
+	tails.publish(tailLine{Kind: tailReceived, Source: req.Source, Outcome: word.String(), DeliveryID: req.DeliveryID,
+		EventType: req.EventType, EventID: res.EventID, Injected: true})
+	if res.Duplicate || targets == nil {
+		targets = []string{}
+	}
+	return writeJSON(w, http.StatusOK, injectResponse{EventID: res.EventID, DeliveryID: req.DeliveryID,
+		Duplicate: res.Duplicate, Jobs: res.Jobs, Targets: targets})
+}
+
+// injectHeaders checks the headers of an injected event and returns them
+// as stored: Content-Type (application/json unless given), the others in
+// name order, and the injected marker last.
+func injectHeaders(given map[string]string) ([]queue.Header, error) {
+	out := []queue.Header{{Name: "Content-Type", Value: "application/json"}}
+	names := make([]string, 0, len(given))
+	for name := range given {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		value := given[name]
+		canon := textproto.CanonicalMIMEHeaderKey(name)
+		switch {
+		case !signature.ValidHeaderName(name):
+			return nil, apiError(http.StatusBadRequest, "header %q: not a valid header name", name)
+		case !httpValidHeaderValue(value):
+			return nil, apiError(http.StatusBadRequest, "header %s: the value has a control character", name)
+		case canon == injectedHeader:
+			return nil, apiError(http.StatusBadRequest, "header %s is set by the server", name)
+		case canon == "Content-Type":
+			out[0].Value = value
+		default:
+			out = append(out, queue.Header{Name: name, Value: value})
+		}
+	}
+	return append(out, queue.Header{Name: injectedHeader, Value: "1"}), nil
+}
+
+// tailKeepalive is how often an idle tail sends a comment line, so proxies
+// and the client can tell a quiet stream from a dead one.
+const tailKeepalive = 15 * time.Second
+
+func (a *adminAPI) handleTail(w http.ResponseWriter, r *http.Request, _ *activeQueue, _ int64) error {
+	query := r.URL.Query()
+	rc := http.NewResponseController(w)
+	sub := tails.subscribe(tailFilter{source: query.Get("source"), target: query.Get("target"), outcome: query.Get("outcome")})
+	defer tails.unsubscribe(sub)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	if _, err := io.WriteString(w, ": tail of the webhook queue\n\n"); err != nil {
+		return nil
+	}
+	if err := rc.Flush(); err != nil {
+		return nil // the client is gone, or cannot stream
+	}
+	keepalive := time.NewTicker(tailKeepalive)
+	defer keepalive.Stop()
+	for {
+		var line tailLine
+		select {
+		case <-r.Context().Done():
+			return nil
+		case <-keepalive.C:
+			if _, err := io.WriteString(w, ": keepalive\n\n"); err != nil {
+				return nil
+			}
+			if err := rc.Flush(); err != nil {
+				return nil
+			}
+			continue
+		case line = <-sub.lines:
+		}
+		if n := sub.dropped.Swap(0); n > 0 {
+			if writeEvent(w, tailLine{Time: time.Now().UTC(), Kind: tailDropped, Dropped: n}) != nil {
+				return nil
+			}
+		}
+		if writeEvent(w, line) != nil {
+			return nil
+		}
+		// Send whatever else is waiting before flushing once.
+		for more := true; more; {
+			select {
+			case line = <-sub.lines:
+				if writeEvent(w, line) != nil {
+					return nil
+				}
+			default:
+				more = false
+			}
+		}
+		if err := rc.Flush(); err != nil {
+			return nil
+		}
+	}
+}
+
+// writeEvent writes one server-sent event holding l as JSON.
+func writeEvent(w io.Writer, l tailLine) error {
+	b, err := json.Marshal(l)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "data: %s\n\n", b)
+	return err
+}
+
+// lookupSource finds source in the config of the active queue's app.
+func lookupSource(q *activeQueue, source string) (sourceConfig, bool) {
+	cfg, ok := q.owner.(runningConfig)
+	if !ok {
+		return sourceConfig{}, false
+	}
+	return cfg.sourceConfig(source)
+}
+
+// adminLogger logs the operators' writes, as Caddy's admin logs its own.
+func adminLogger() *zap.Logger { return caddy.Log().Named("admin.api.webhook") }
+
+func parseEventID(s string) (int64, error) {
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || id < 1 {
+		return 0, badParam("id", "must be a positive event id, not %q", s)
+	}
+	return id, nil
+}
+
+// eventStoreError is storeError for the operations that name an event or
+// resend a job; id names the event or the job.
+func eventStoreError(id int64, err error) error {
+	switch {
+	case errors.Is(err, queue.ErrEventNotFound):
+		return apiError(http.StatusNotFound, "event %d not found", id)
+	case errors.Is(err, queue.ErrNotFinished):
+		return apiError(http.StatusConflict, "job %d is pending or running; only done or dead jobs can be resent", id)
+	}
+	return storeError(id, err)
+}

@@ -1,0 +1,169 @@
+package caddywebhook
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/caddywebhook/caddywebhook/queue"
+)
+
+// The tail: GET /webhook/tail streams one line per received event and per
+// delivery attempt as they happen, like `stripe listen`. The receivers and
+// the pools' observers publish to one hub in the process; each subscriber
+// (one open tail request) gets the lines that match its filter through a
+// bounded buffer. Publishing never waits: a subscriber whose buffer is
+// full loses the line, and the count of lost lines is sent to it with the
+// next line it gets. With no subscriber, publishing is one atomic load, so
+// ingest and the pool pay nothing for the feature while nobody watches.
+//
+// A line carries what the logs already carry: ids, source, target, event
+// type, outcome word, the receiver's status code, attempt number, duration
+// and the delivery's error text (truncated as in the logs). Never a
+// header, a body or a secret.
+
+// tailBuffer is how many lines a subscriber may be behind before it loses
+// lines.
+const tailBuffer = 256
+
+// tailLine is one line of the tail, sent as JSON.
+type tailLine struct {
+	Time time.Time `json:"time"`
+	// Kind is received (a request to a receiver, or an injected event),
+	// delivery (an attempt ended) or dropped (lines this subscriber lost).
+	Kind       string  `json:"kind"`
+	Source     string  `json:"source,omitempty"`
+	Target     string  `json:"target,omitempty"`
+	Outcome    string  `json:"outcome,omitempty"`
+	Status     int     `json:"status,omitempty"` // the receiver's answer, for received
+	DeliveryID string  `json:"delivery_id,omitempty"`
+	EventType  string  `json:"event_type,omitempty"`
+	EventID    int64   `json:"event_id,omitempty"`
+	JobID      int64   `json:"job_id,omitempty"`
+	Attempt    int     `json:"attempt,omitempty"`
+	DurationMS float64 `json:"duration_ms,omitempty"`
+	Error      string  `json:"error,omitempty"`
+	Injected   bool    `json:"injected,omitempty"`
+	Dropped    int64   `json:"dropped,omitempty"`
+}
+
+// Kinds of tail lines.
+const (
+	tailReceived = "received"
+	tailDelivery = "delivery"
+	tailDropped  = "dropped"
+)
+
+// tailFilter selects lines; empty fields match everything. A target
+// filter keeps only deliveries: a received event has no target yet.
+type tailFilter struct {
+	source, target, outcome string
+}
+
+func (f tailFilter) match(l *tailLine) bool {
+	return (f.source == "" || f.source == l.Source) &&
+		(f.target == "" || f.target == l.Target) &&
+		(f.outcome == "" || f.outcome == l.Outcome)
+}
+
+// tailHub fans lines out to the subscribers.
+type tailHub struct {
+	n    atomic.Int32 // subscribers, read without the lock
+	mu   sync.RWMutex
+	subs map[*tailSub]struct{}
+}
+
+// tailSub is one subscriber.
+type tailSub struct {
+	filter  tailFilter
+	lines   chan tailLine
+	dropped atomic.Int64
+}
+
+// tails is the process's hub; like the active queue, it outlives reloads.
+var tails tailHub
+
+// active reports whether anyone listens; publishers check it before they
+// build a line.
+func (h *tailHub) active() bool { return h.n.Load() > 0 }
+
+// subscribe adds a subscriber; the caller must unsubscribe it.
+func (h *tailHub) subscribe(f tailFilter) *tailSub {
+	s := &tailSub{filter: f, lines: make(chan tailLine, tailBuffer)}
+	h.mu.Lock()
+	if h.subs == nil {
+		h.subs = make(map[*tailSub]struct{})
+	}
+	h.subs[s] = struct{}{}
+	h.n.Add(1)
+	h.mu.Unlock()
+	return s
+}
+
+func (h *tailHub) unsubscribe(s *tailSub) {
+	h.mu.Lock()
+	if _, ok := h.subs[s]; ok {
+		delete(h.subs, s)
+		h.n.Add(-1)
+	}
+	h.mu.Unlock()
+}
+
+// publish offers l to every subscriber whose filter matches, without
+// waiting for any.
+func (h *tailHub) publish(l tailLine) {
+	if !h.active() {
+		return
+	}
+	if l.Time.IsZero() {
+		l.Time = time.Now().UTC()
+	}
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	for s := range h.subs {
+		if !s.filter.match(&l) {
+			continue
+		}
+		select {
+		case s.lines <- l:
+		default:
+			s.dropped.Add(1)
+		}
+	}
+}
+
+// publishReceived reports what a receiver did with a request.
+func (h *tailHub) publishReceived(info *requestInfo) {
+	if !h.active() {
+		return
+	}
+	h.publish(tailLine{
+		Kind:       tailReceived,
+		Source:     info.source,
+		Outcome:    info.outcome.String(),
+		Status:     outcomeStatus[info.outcome],
+		DeliveryID: info.deliveryID,
+		EventType:  info.eventType,
+	})
+}
+
+// publishDelivery reports the end of a delivery attempt with its outcome
+// word (delivered, retry, dead, lease_lost, handed_back).
+func (h *tailHub) publishDelivery(job *queue.Job, word string, d time.Duration, errText string) {
+	if !h.active() {
+		return
+	}
+	h.publish(tailLine{
+		Kind:       tailDelivery,
+		Source:     job.Source,
+		Target:     job.Target,
+		Outcome:    word,
+		DeliveryID: job.DeliveryID,
+		EventType:  job.EventType,
+		EventID:    job.EventID,
+		JobID:      job.ID,
+		Attempt:    job.Attempt,
+		DurationMS: float64(d.Microseconds()) / 1000,
+		Error:      truncate(errText, maxLoggedError),
+	})
+}

@@ -1,0 +1,261 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/caddywebhook/caddywebhook/queue"
+	"github.com/caddywebhook/caddywebhook/queue/storekit"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// The operators' reads of events, and the jobs listing's filters beyond
+// status, source and target. Each statement has an index to walk: the
+// dedupe key's unique index for a delivery id, events_created for time
+// order and ranges, events_no_jobs for events without a job. The other
+// filters (source, event type, status, target) narrow the walk.
+const (
+	eventCols = `id, source, delivery_id, event_type, created_at`
+
+	// eventFilter: $1, $2 the time range; $3 source, $4 event type ('' for
+	// any); $5 has_target (-1 any, 0 none, 1 some); $6 the cursor, $7 its
+	// time. The range's upper end is already cut at the cursor's time, so
+	// the cursor only skips the rows of that same millisecond.
+	eventFilter = `created_at >= $1 AND created_at < $2
+	AND ($3 = '' OR source = $3) AND ($4 = '' OR event_type = $4)
+	AND ($5::int < 0 OR (targets > 0) = ($5::int > 0))
+	AND ($6::bigint = 0 OR created_at < $7 OR id < $6)`
+
+	sqlListEvents = `SELECT ` + eventCols + ` FROM events
+WHERE ` + eventFilter + `
+ORDER BY created_at DESC, id DESC LIMIT $8`
+
+	sqlListBareEvents = `SELECT ` + eventCols + ` FROM events
+WHERE targets = 0 AND ` + eventFilter + `
+ORDER BY created_at DESC, id DESC LIMIT $8`
+
+	sqlListEventByKey = `SELECT ` + eventCols + ` FROM events
+WHERE source = $3 AND delivery_id = $9 AND ` + eventFilter + `
+ORDER BY created_at DESC, id DESC LIMIT $8`
+
+	// sqlCursorTime is the time of the cursor's event, or of the nearest
+	// older one if it was deleted since.
+	sqlCursorTime = `SELECT created_at FROM events WHERE id <= $1 ORDER BY id DESC LIMIT 1`
+
+	sqlEventJobs = `SELECT event_id, id, target, status, attempts FROM jobs
+WHERE event_id = ANY ($1::bigint[]) ORDER BY event_id, id`
+
+	sqlGetEvent = `SELECT ` + eventCols + `, headers, payload FROM events WHERE id = $1`
+
+	sqlFindEvent = `SELECT ` + eventCols + `, headers, payload FROM events WHERE source = $1 AND delivery_id = $2`
+
+	jobCols = `j.id, j.event_id, j.source, e.delivery_id, e.event_type, j.target, j.status,
+	j.attempts, j.run_at, j.last_error, j.created_at, j.finished_at`
+
+	// jobFilter: $1 status, $2 source, $3 target, $5 event type ('' for
+	// any); $4 the cursor; $6, $7 the time range of the event.
+	jobFilter = `($1 = '' OR j.status = $1) AND ($2 = '' OR j.source = $2) AND ($3 = '' OR j.target = $3)
+	AND ($4::bigint = 0 OR j.id < $4) AND ($5 = '' OR e.event_type = $5)
+	AND e.created_at >= $6 AND e.created_at < $7`
+
+	sqlListJobsByDelivery = `SELECT ` + jobCols + `
+FROM events AS e JOIN jobs AS j ON j.event_id = e.id
+WHERE e.source = $2 AND e.delivery_id = $9 AND ` + jobFilter + `
+ORDER BY j.id DESC LIMIT $8`
+
+	// sqlListJobs serves a time range and an event type: the planner
+	// walks events_created for a range and the jobs' primary key
+	// otherwise (SQLite needs a statement for each).
+	sqlListJobs = `SELECT ` + jobCols + `
+FROM jobs AS j JOIN events AS e ON e.id = j.event_id
+WHERE ` + jobFilter + `
+ORDER BY j.id DESC LIMIT $8`
+)
+
+// The ends of an unbounded time range.
+var (
+	minTime = pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
+	maxTime = pgtype.Timestamptz{InfinityModifier: pgtype.Infinity, Valid: true}
+)
+
+// timeRange is a time filter as bind values, unbounded ends infinite.
+func timeRange(since, until time.Time) (pgtype.Timestamptz, pgtype.Timestamptz) {
+	lo, hi := minTime, maxTime
+	if !since.IsZero() {
+		lo = pgtype.Timestamptz{Time: ms(since), Valid: true}
+	}
+	if !until.IsZero() {
+		hi = pgtype.Timestamptz{Time: ms(until), Valid: true}
+	}
+	return lo, hi
+}
+
+// ListEvents pages through events matching p, newest first.
+func (s *Store) ListEvents(ctx context.Context, p queue.EventListParams) (queue.EventPage, error) {
+	limit, err := storekit.EventPageSize(p)
+	if err != nil {
+		return queue.EventPage{}, err
+	}
+	lo, hi := timeRange(p.Since, p.Until)
+	query := sqlListEvents
+	switch {
+	case p.DeliveryID != "":
+		query = sqlListEventByKey
+	case p.HasTarget != nil && !*p.HasTarget:
+		query = sqlListBareEvents
+	}
+	var events []queue.EventSummary
+	err = s.readTx(ctx, func(tx pgx.Tx) error {
+		cursorAt := minTime
+		if p.Cursor > 0 {
+			var at time.Time
+			err := tx.QueryRow(ctx, sqlCursorTime, p.Cursor).Scan(&at)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil // nothing is older than the cursor
+			}
+			if err != nil {
+				return err
+			}
+			cursorAt = pgtype.Timestamptz{Time: at, Valid: true}
+			if next := at.Add(time.Millisecond); hi.InfinityModifier != pgtype.Finite || next.Before(hi.Time) {
+				hi = pgtype.Timestamptz{Time: next, Valid: true}
+			}
+		}
+		args := []any{lo, hi, p.Source, p.EventType, storekit.HasTarget(p.HasTarget), p.Cursor, cursorAt, limit + 1}
+		if p.DeliveryID != "" {
+			args = append(args, p.DeliveryID)
+		}
+		rows, err := tx.Query(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		events = make([]queue.EventSummary, 0, limit+1)
+		for rows.Next() {
+			var e queue.EventSummary
+			if err := rows.Scan(&e.ID, &e.Source, &e.DeliveryID, &e.EventType, &e.CreatedAt); err != nil {
+				rows.Close()
+				return err
+			}
+			events = append(events, e)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return readEventJobs(ctx, tx, events)
+	})
+	if err != nil {
+		return queue.EventPage{}, s.readFail("list events", err)
+	}
+	return storekit.TrimEventPage(events, limit), nil
+}
+
+// readEventJobs fills the jobs of events in one statement.
+func readEventJobs(ctx context.Context, tx pgx.Tx, events []queue.EventSummary) error {
+	if len(events) == 0 {
+		return nil
+	}
+	ids := make([]int64, len(events))
+	at := make(map[int64]int, len(events))
+	for i := range events {
+		ids[i] = events[i].ID
+		at[events[i].ID] = i
+		events[i].Jobs = []queue.EventJob{}
+	}
+	rows, err := tx.Query(ctx, sqlEventJobs, ids)
+	if err != nil {
+		return err
+	}
+	var eventID int64
+	var j queue.EventJob
+	_, err = pgx.ForEachRow(rows, []any{&eventID, &j.ID, &j.Target, &j.Status, &j.Attempts}, func() error {
+		if i, ok := at[eventID]; ok {
+			events[i].Jobs = append(events[i].Jobs, j)
+		}
+		return nil
+	})
+	return err
+}
+
+// GetEvent returns one event with its headers, payload and jobs.
+func (s *Store) GetEvent(ctx context.Context, id int64) (queue.EventDetail, error) {
+	d, err := s.readEvent(ctx, sqlGetEvent, id)
+	if err != nil {
+		return queue.EventDetail{}, s.readFail(fmt.Sprintf("get event %d", id), err)
+	}
+	return d, nil
+}
+
+// FindEvent returns the event source's sender delivered as deliveryID.
+func (s *Store) FindEvent(ctx context.Context, source, deliveryID string) (queue.EventDetail, error) {
+	d, err := s.readEvent(ctx, sqlFindEvent, source, deliveryID)
+	if err != nil {
+		return queue.EventDetail{}, s.readFail(fmt.Sprintf("find event %q of %s", deliveryID, source), err)
+	}
+	return d, nil
+}
+
+func (s *Store) readEvent(ctx context.Context, query string, args ...any) (queue.EventDetail, error) {
+	var d queue.EventDetail
+	err := s.readTx(ctx, func(tx pgx.Tx) error {
+		var hdr []byte
+		err := tx.QueryRow(ctx, query, args...).Scan(&d.ID, &d.Source, &d.DeliveryID, &d.EventType, &d.CreatedAt, &hdr, &d.Payload)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return queue.ErrEventNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if d.Headers, err = storekit.DecodeHeaders(hdr); err != nil {
+			return err
+		}
+		if d.Payload == nil {
+			d.Payload = []byte{}
+		}
+		events := []queue.EventSummary{d.EventSummary}
+		if err := readEventJobs(ctx, tx, events); err != nil {
+			return err
+		}
+		d.Jobs = events[0].Jobs
+		return nil
+	})
+	return d, err
+}
+
+// listJobsFiltered is ListJobs for the filters of storekit.Filtered.
+func (s *Store) listJobsFiltered(ctx context.Context, p queue.ListParams, limit int) (queue.JobPage, error) {
+	if err := storekit.CheckListFilters(p.Source, p.DeliveryID, p.Since, p.Until); err != nil {
+		return queue.JobPage{}, fmt.Errorf("list jobs: %w", err)
+	}
+	lo, hi := timeRange(p.Since, p.Until)
+	args := []any{string(p.Status), p.Source, p.Target, p.Cursor, p.EventType, lo, hi, limit + 1}
+	query := sqlListJobs
+	if p.DeliveryID != "" {
+		query = sqlListJobsByDelivery
+		args = append(args, p.DeliveryID)
+	}
+	var jobs []queue.JobSummary
+	err := s.readTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		jobs = make([]queue.JobSummary, 0, limit+1)
+		for rows.Next() {
+			var j queue.JobSummary
+			if err := scanSummary(rows, &j); err != nil {
+				return err
+			}
+			jobs = append(jobs, j)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return queue.JobPage{}, s.readFail("list jobs", err)
+	}
+	return storekit.TrimPage(jobs, limit), nil
+}

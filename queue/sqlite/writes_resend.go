@@ -1,0 +1,113 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/caddywebhook/caddywebhook/queue"
+)
+
+// The operators' writes that deliver a stored event again. They are rare
+// and not on the hot path, so they run on the writer between batches
+// (onWriter), each in its own transaction, rather than as request kinds
+// of the group commit.
+const (
+	// sqlResendDone makes a done job dead so that sqlReplay, in the same
+	// transaction, replays it: a resend is a replay, with whatever a
+	// replay does to the attempt count, the history and the budget.
+	sqlResendDone = `UPDATE jobs SET status = 'dead' WHERE id = ?1 AND status = 'done'`
+
+	sqlEventSource = `SELECT source FROM events WHERE id = ?1`
+
+	sqlAddJob = `INSERT INTO jobs (event_id, source, target, run_at, created_at) VALUES (?1, ?2, ?3, ?4, ?4)`
+
+	// sqlCountJob counts the added job in events.targets, so the event
+	// leaves events_no_jobs and is never purged as a bare event while a
+	// job refers to it.
+	sqlCountJob = `UPDATE events SET targets = targets + 1 WHERE id = ?1`
+)
+
+// writeTx runs f in a transaction on the write connection, between the
+// writer's batches, and signals Ready after the commit if ready is set.
+func (s *Store) writeTx(ctx context.Context, f func(tx *sql.Tx) (ready bool, err error)) error {
+	return s.onWriter(ctx, func(w *writer) error {
+		tx, err := w.conn.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		ready, err := f(tx)
+		if err != nil {
+			return err
+		}
+		if err := tx.Commit(); err != nil {
+			return err
+		}
+		if ready {
+			s.signalReady()
+		}
+		return nil
+	})
+}
+
+// Resend gives the done or dead job id a fresh attempt budget, due now.
+func (s *Store) Resend(ctx context.Context, id int64) error {
+	err := s.writeTx(ctx, func(tx *sql.Tx) (bool, error) {
+		if _, err := tx.ExecContext(ctx, sqlResendDone, id); err != nil {
+			return false, err
+		}
+		res, err := tx.ExecContext(ctx, sqlReplay, ms(s.cfg.Now()), id)
+		if err != nil {
+			return false, err
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			return true, nil
+		}
+		var status string
+		err = tx.QueryRowContext(ctx, sqlJobState, id).Scan(&status, new(int64))
+		if errors.Is(err, sql.ErrNoRows) {
+			return false, queue.ErrNotFound
+		}
+		if err != nil {
+			return false, err
+		}
+		return false, fmt.Errorf("%w: it is %s", queue.ErrNotFinished, status)
+	})
+	if err != nil {
+		return fmt.Errorf("resend job %d: %w", id, err)
+	}
+	return nil
+}
+
+// AddJob makes a new pending job, due now, delivering event eventID to
+// target.
+func (s *Store) AddJob(ctx context.Context, eventID int64, target string) (int64, error) {
+	var id int64
+	err := s.writeTx(ctx, func(tx *sql.Tx) (bool, error) {
+		var source string
+		err := tx.QueryRowContext(ctx, sqlEventSource, eventID).Scan(&source)
+		if errors.Is(err, sql.ErrNoRows) {
+			return false, queue.ErrEventNotFound
+		}
+		if err != nil {
+			return false, err
+		}
+		res, err := tx.ExecContext(ctx, sqlAddJob, eventID, source, target, ms(s.cfg.Now()))
+		if err != nil {
+			return false, err
+		}
+		if id, err = res.LastInsertId(); err != nil {
+			return false, err
+		}
+		if _, err := tx.ExecContext(ctx, sqlCountJob, eventID); err != nil {
+			return false, err
+		}
+		return true, nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("add job for event %d: %w", eventID, err)
+	}
+	return id, nil
+}
