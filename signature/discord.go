@@ -25,16 +25,18 @@ func init() {
 // any interaction, {"type":1,…}, and wants {"type":1} (PONG) back; it also
 // sends PINGs with bad signatures and removes the URL unless they get 401.
 func discordHandshake(v Verifier, req Request) (HandshakeResponse, bool, error) {
-	if req.Method != http.MethodPost || !bytes.Contains(req.Body, []byte(`"type"`)) {
+	// A byte search first, as in slackHandshake: nothing is parsed
+	// before it verified.
+	if req.Method != http.MethodPost || !bytes.Contains(req.Body, []byte(`"type":1`)) {
 		return HandshakeResponse{}, false, nil
+	}
+	if _, err := v.Verify(req); err != nil {
+		return HandshakeResponse{}, false, err
 	}
 	var vals [1]string
 	var found [1]bool
 	if lookupJSON(req.Body, []string{"type"}, vals[:], found[:]); vals[0] != "1" {
 		return HandshakeResponse{}, false, nil
-	}
-	if _, err := v.Verify(req); err != nil {
-		return HandshakeResponse{}, false, err
 	}
 	return HandshakeResponse{Status: http.StatusOK, ContentType: "application/json", Body: []byte(`{"type":1}`)}, true, nil
 }
