@@ -144,6 +144,12 @@ func (h *harness) load(t *testing.T, app map[string]any, receivers ...receiverCo
 				"fields": map[string]any{
 					"request>headers>X-Hub-Signature-256": map[string]any{"filter": "delete"},
 					"request>headers>Webhook-Signature":   map[string]any{"filter": "delete"},
+					// Handshakes: Asana's secret both ways, Meta's token in the query.
+					"request>headers>X-Hook-Secret": map[string]any{"filter": "delete"},
+					"resp_headers>X-Hook-Secret":    map[string]any{"filter": "delete"},
+					"request>uri": map[string]any{"filter": "query", "actions": []map[string]any{
+						{"type": "delete", "parameter": "hub.verify_token"},
+					}},
 				},
 			},
 		}}},

@@ -251,6 +251,8 @@ func parseReceiverDirective(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler
 //		secret <secret>                      # repeatable (rotation); {env.X}, {file.X}
 //		public_key <key>                     # repeatable; discord, sendgrid, telnyx, standard v1a
 //		public_url <url>                     # the URL the sender signs, behind a proxy
+//		verify_token <token>                 # meta's GET handshake; {env.X}, {file.X}
+//		issued_secret_file <path>            # asana: where its handshake secret is kept
 //		secret_mode <mode>                   # scheme-specific, e.g. raw for Polar
 //		tolerance <duration>|off             # timestamped schemes; default 5m
 //		max_body <size>                      # e.g. 1MB, 64KiB; default 1MB
@@ -309,6 +311,15 @@ func (rc *Receiver) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("webhook_receiver: public_key needs exactly one value")
 			}
 			rc.PublicKeys = append(rc.PublicKeys, s)
+		case "verify_token":
+			if !d.AllArgs(&rc.VerifyToken) {
+				// Never echo what was given: it is a secret.
+				return d.Errf("webhook_receiver: verify_token needs exactly one value")
+			}
+		case "issued_secret_file":
+			if !d.AllArgs(&rc.IssuedSecretFile) {
+				return d.Errf("webhook_receiver: issued_secret_file needs one path")
+			}
 		case "public_url":
 			if !d.AllArgs(&rc.PublicURL) {
 				return d.Errf("webhook_receiver: public_url needs one URL")

@@ -1,12 +1,15 @@
 package caddywebhook
 
 import (
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/textproto"
+	"os"
 	"strings"
 	"sync"
 
@@ -38,12 +41,22 @@ func init() {
 //     no target wants (stored, no job) — and 503 when the store failed,
 //     so the sender retries. It never answers 2xx for anything not on disk.
 //
-// Other methods than POST get 405. The handler is terminal: it never calls
+// Some senders check the endpoint before sending events (a handshake:
+// Slack's url_verification, Meta's GET hub.challenge, Zoom's
+// endpoint.url_validation, …). The receiver answers them itself,
+// synchronously, as the scheme says (signature.Handshaker), after
+// verifying them wherever the sender signs them; a handshake is never
+// stored as an event, and a forged one gets 401 like any forgery.
+//
+// Other methods than POST get 405, except GET for the schemes whose
+// handshake is a GET (meta, dropbox, x, okta). A POST whose signature
+// header is missing or malformed gets 401 before its body is read. The
+// handler is terminal: it never calls
 // the next handler, on success or failure, since the request is answered.
 //
 // Each request gets one outcome word — accepted, duplicate, no_target,
-// bad_signature, stale_timestamp, too_large, method_not_allowed,
-// store_failed, bad_request — in Caddy's access log (the "webhook" object
+// handshake, bad_signature, stale_timestamp, too_large,
+// method_not_allowed, store_failed, bad_request — in Caddy's access log (the "webhook" object
 // of the extra log fields: source, outcome, delivery_id, event_type), in
 // the metric caddy_webhook_events_received_total, and in the placeholders
 // {webhook.outcome}, {webhook.source}, {webhook.delivery_id} and
@@ -90,6 +103,23 @@ type Receiver struct {
 	// secrets. Required by discord, sendgrid and telnyx. Default: none.
 	PublicKeys []string `json:"public_keys,omitempty"`
 
+	// VerifyToken is the token of the meta scheme's GET handshake
+	// (hub.verify_token, chosen in the App Dashboard next to the callback
+	// URL): a secret, so use a placeholder as for secrets. The handshake
+	// is refused without it. Default: none.
+	VerifyToken string `json:"verify_token,omitempty"`
+
+	// IssuedSecretFile is where the receiver writes a signing secret the
+	// sender issues in its handshake (Asana's X-Hook-Secret), once: the
+	// file is created with mode 0600 when it does not exist, and the
+	// handshake is refused (401) when it does, so an endpoint accepts a
+	// new secret only while the operator has armed it by removing the
+	// file. At provisioning, the file's content, when it exists, is one of
+	// the secrets (after those of Secrets); reload Caddy after the
+	// handshake to verify with it. Without it, such a handshake is refused
+	// unless it presents one of the Secrets. Default: none.
+	IssuedSecretFile string `json:"issued_secret_file,omitempty"`
+
 	// PublicURL is the URL the sender signs, for schemes that sign the
 	// request URL, when a proxy in front changes the scheme, host or path.
 	// Default: the URL rebuilt from the request (its scheme, Host header
@@ -133,7 +163,9 @@ type Receiver struct {
 
 	// Set in Provision: what the hot path reads.
 	verifier   signature.Verifier
-	needsURL   bool // the verifier signs Request.URL
+	handshaker signature.Handshaker // nil when the scheme has no handshake
+	getAllowed bool                 // the scheme's handshake is a GET
+	needsURL   bool                 // the verifier signs Request.URL
 	store      queue.Store
 	maxBody    int64
 	forward    []forwardHeader // headers stored with the event
@@ -302,12 +334,30 @@ func (rc *Receiver) Provision(ctx caddy.Context) error {
 	if rc.Scheme == "" {
 		return errf("scheme is required (one of %s)", strings.Join(signature.Schemes(), ", "))
 	}
-	if len(rc.Secrets) == 0 && len(rc.PublicKeys) == 0 {
+	if len(rc.Secrets) == 0 && len(rc.PublicKeys) == 0 && rc.IssuedSecretFile == "" {
 		return errf("at least one secret is required (or public_key, for the schemes that sign with a private key)")
 	}
 	secrets, err := resolveKeys(rc.Secrets)
 	if err != nil {
 		return errf("secret %w", err)
+	}
+	if rc.IssuedSecretFile != "" {
+		issued, err := readIssuedSecret(rc.IssuedSecretFile)
+		if err != nil {
+			return errf("issued_secret_file: %w", err)
+		}
+		switch {
+		case issued != "":
+			secrets = append(secrets, issued)
+		case len(secrets) == 0:
+			// Armed, before the handshake: no event can verify until the
+			// issued secret is written and Caddy reloaded.
+			secrets = []string{rand.Text() + rand.Text()}
+		}
+	}
+	verifyToken, err := resolvePlaceholders(rc.VerifyToken)
+	if err != nil {
+		return errf("verify_token %w", err)
 	}
 	publicKeys, err := resolveKeys(rc.PublicKeys)
 	if err != nil {
@@ -315,11 +365,12 @@ func (rc *Receiver) Provision(ctx caddy.Context) error {
 	}
 
 	cfg := signature.Config{
-		Scheme:     rc.Scheme,
-		Secrets:    secrets,
-		PublicKeys: publicKeys,
-		SecretMode: signature.SecretMode(rc.SecretMode),
-		PublicURL:  rc.PublicURL,
+		Scheme:      rc.Scheme,
+		Secrets:     secrets,
+		PublicKeys:  publicKeys,
+		SecretMode:  signature.SecretMode(rc.SecretMode),
+		PublicURL:   rc.PublicURL,
+		VerifyToken: verifyToken,
 	}
 	switch rc.Tolerance {
 	case "":
@@ -356,6 +407,10 @@ func (rc *Receiver) Provision(ctx caddy.Context) error {
 	}
 	rc.verifier = v
 	rc.needsURL = signature.UsesURL(v)
+	rc.handshaker, _ = v.(signature.Handshaker)
+	if d, ok := signature.Lookup(rc.Scheme); ok {
+		rc.getAllowed = d.GETHandshake
+	}
 
 	rc.maxBody = rc.MaxBody
 	switch {
@@ -519,13 +574,27 @@ var errTooLarge = errors.New("body too large")
 // next: the receiver answers every request itself.
 func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
 	info := &requestInfo{source: rc.Source}
+	if r.Method == http.MethodGet && rc.getAllowed {
+		rc.serveGET(w, r, info)
+		return nil
+	}
 	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		rc.answer(w, r, info, outcomeMethodNotAllowed)
+		rc.methodNotAllowed(w, r, info)
 		return nil
 	}
 	if r.ContentLength > rc.maxBody {
 		rc.answer(w, r, info, outcomeTooLarge)
+		return nil
+	}
+
+	// A request whose signature header is missing or malformed cannot
+	// verify: refused before its body is read.
+	req := signature.Request{Method: r.Method, Header: r.Header}
+	if rc.needsURL || (rc.handshaker != nil && r.URL.RawQuery != "") {
+		req.URL = requestURL(r)
+	}
+	if err := signature.CheckHeaders(rc.verifier, req); err != nil {
+		rc.refuse(w, r, info, err)
 		return nil
 	}
 
@@ -543,19 +612,25 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhtt
 		return nil
 	}
 
-	// 2. Verify before anything else looks at the bytes.
-	req := signature.Request{Method: r.Method, Header: r.Header, Body: body}
-	if rc.needsURL {
-		req.URL = requestURL(r)
+	// 2. Verify before anything else looks at the bytes: a handshake
+	// first, answered here and never stored, then an event.
+	req.Body = body
+	if rc.handshaker != nil {
+		resp, ok, err := rc.handshaker.Handshake(req)
+		if err != nil || ok {
+			putBuffer(bp)
+			if err != nil {
+				rc.refuse(w, r, info, err)
+			} else {
+				rc.answerHandshake(w, r, info, resp)
+			}
+			return nil
+		}
 	}
 	res, err := rc.verifier.Verify(req)
 	if err != nil {
 		putBuffer(bp)
-		if errors.Is(err, signature.ErrTimestamp) {
-			rc.answer(w, r, info, outcomeStaleTimestamp)
-		} else {
-			rc.answer(w, r, info, outcomeBadSignature)
-		}
+		rc.refuse(w, r, info, err)
 		return nil
 	}
 
@@ -598,6 +673,103 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhtt
 		rc.answer(w, r, info, outcomeAccepted)
 	}
 	return nil
+}
+
+// serveGET answers the GET handshake of the schemes that have one, and 405
+// to any other GET.
+func (rc *Receiver) serveGET(w http.ResponseWriter, r *http.Request, info *requestInfo) {
+	req := signature.Request{Method: r.Method, URL: requestURL(r), Header: r.Header}
+	resp, ok, err := rc.handshaker.Handshake(req)
+	switch {
+	case err != nil:
+		rc.refuse(w, r, info, err)
+	case ok:
+		rc.answerHandshake(w, r, info, resp)
+	default:
+		rc.methodNotAllowed(w, r, info)
+	}
+}
+
+func (rc *Receiver) methodNotAllowed(w http.ResponseWriter, r *http.Request, info *requestInfo) {
+	allow := http.MethodPost
+	if rc.getAllowed {
+		allow = "GET, POST"
+	}
+	w.Header().Set("Allow", allow)
+	rc.answer(w, r, info, outcomeMethodNotAllowed)
+}
+
+// refuse answers 401 to a request or handshake that did not verify.
+func (rc *Receiver) refuse(w http.ResponseWriter, r *http.Request, info *requestInfo, err error) {
+	if errors.Is(err, signature.ErrTimestamp) {
+		rc.answer(w, r, info, outcomeStaleTimestamp)
+	} else {
+		rc.answer(w, r, info, outcomeBadSignature)
+	}
+}
+
+// answerHandshake writes the scheme's answer to a verified handshake. A
+// secret the sender issues in it is written to IssuedSecretFile first;
+// when it cannot be, the handshake is refused, since confirming it would
+// subscribe an endpoint that cannot verify what follows.
+func (rc *Receiver) answerHandshake(w http.ResponseWriter, r *http.Request, info *requestInfo, resp signature.HandshakeResponse) {
+	if resp.IssuedSecret != "" {
+		if rc.IssuedSecretFile == "" {
+			rc.answer(w, r, info, outcomeBadSignature)
+			return
+		}
+		if err := writeIssuedSecret(rc.IssuedSecretFile, resp.IssuedSecret); err != nil {
+			// The error names the file, never the secret.
+			rc.logger.Warn("handshake secret not kept", zap.String("source", rc.Source), zap.Error(err))
+			rc.answer(w, r, info, outcomeBadSignature)
+			return
+		}
+		rc.logger.Info("handshake secret written; reload to verify with it",
+			zap.String("source", rc.Source), zap.String("file", rc.IssuedSecretFile))
+	}
+	h := w.Header()
+	for k, v := range resp.Header {
+		h[k] = v
+	}
+	if resp.ContentType != "" {
+		h.Set("Content-Type", resp.ContentType)
+	}
+	rc.record(r, info, outcomeHandshake)
+	w.WriteHeader(resp.Status)
+	w.Write(resp.Body)
+}
+
+// readIssuedSecret returns the secret in path, "" when the file does not
+// exist.
+func readIssuedSecret(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read secret: %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// writeIssuedSecret creates path, mode 0600, with secret; it fails when
+// the file exists.
+func writeIssuedSecret(path, secret string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("create secret file: %w", err)
+	}
+	if _, err := f.WriteString(secret + "\n"); err != nil {
+		f.Close()
+		os.Remove(path)
+		return fmt.Errorf("write secret file: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		os.Remove(path)
+		return fmt.Errorf("sync secret file: %w", err)
+	}
+	return f.Close()
 }
 
 func putBuffer(bp *[]byte) {
@@ -689,9 +861,15 @@ func (f targetFilter) wants(eventType string) bool {
 	return false
 }
 
-// answer records the outcome in the access log, the placeholders and the
-// metrics, and writes the status with an empty body.
+// answer records the outcome and writes its status with an empty body.
 func (rc *Receiver) answer(w http.ResponseWriter, r *http.Request, info *requestInfo, o outcome) {
+	rc.record(r, info, o)
+	w.WriteHeader(outcomeStatus[o])
+}
+
+// record records the outcome in the access log, the placeholders and the
+// metrics.
+func (rc *Receiver) record(r *http.Request, info *requestInfo, o outcome) {
 	info.outcome = o
 	ctx := r.Context()
 	if extra, ok := ctx.Value(caddyhttp.ExtraLogFieldsCtxKey).(*caddyhttp.ExtraLogFields); ok {
@@ -704,7 +882,6 @@ func (rc *Receiver) answer(w http.ResponseWriter, r *http.Request, info *request
 		c.Inc()
 	}
 	tails.publishReceived(info)
-	w.WriteHeader(outcomeStatus[o])
 }
 
 // outcome is what became of one request.
@@ -721,6 +898,7 @@ const (
 	outcomeMethodNotAllowed
 	outcomeStoreFailed
 	outcomeBadRequest
+	outcomeHandshake
 	numOutcomes
 )
 
@@ -734,6 +912,7 @@ var outcomeWords = [numOutcomes]string{
 	outcomeMethodNotAllowed: "method_not_allowed",
 	outcomeStoreFailed:      "store_failed",
 	outcomeBadRequest:       "bad_request",
+	outcomeHandshake:        "handshake",
 }
 
 var outcomeStatus = [numOutcomes]int{
@@ -746,6 +925,7 @@ var outcomeStatus = [numOutcomes]int{
 	outcomeMethodNotAllowed: http.StatusMethodNotAllowed,
 	outcomeStoreFailed:      http.StatusServiceUnavailable,
 	outcomeBadRequest:       http.StatusBadRequest,
+	outcomeHandshake:        http.StatusOK, // the scheme's answer says
 }
 
 // String returns the outcome word.

@@ -89,6 +89,14 @@ type Config struct {
 	EventTypeHeader string
 	EventTypeField  string
 
+	// VerifyToken is the token a sender's GET handshake must carry, for
+	// the schemes whose handshake checks one apart from the signing keys
+	// (meta: hub.verify_token, chosen in the App Dashboard). It is a
+	// secret: compared in constant time, never in an error. Without it
+	// every such handshake is refused. Other schemes refuse it.
+	// Default: none.
+	VerifyToken string
+
 	// The fields below configure the signed-content engine: the hmac
 	// scheme and the presets over it. A preset sets its provider's values;
 	// a field set here overrides the preset's. Other schemes refuse them.
@@ -172,7 +180,7 @@ func New(cfg Config) (Verifier, error) {
 	if err := cfg.validate(s); err != nil {
 		return nil, fmt.Errorf("signature: %w", err)
 	}
-	b := base{now: cfg.Now, tolerance: cfg.Tolerance}
+	b := base{now: cfg.Now, tolerance: cfg.Tolerance, verifyToken: cfg.VerifyToken}
 	if b.now == nil {
 		b.now = time.Now
 	}
@@ -191,7 +199,7 @@ func New(cfg Config) (Verifier, error) {
 		return nil, fmt.Errorf("signature: %w", err)
 	}
 	if s.handshake != nil {
-		v = &withHandshake{Verifier: v, handshake: s.handshake}
+		v = &withHandshake{Verifier: v, handshake: s.handshake, unsigned: s.unsignedHandshake}
 	}
 	return v, nil
 }
@@ -249,6 +257,9 @@ func (cfg *Config) validate(s *scheme) error {
 	}
 	if cfg.SecretMode != "" && s.secretMode == "" {
 		return fmt.Errorf("SecretMode applies only to the %s scheme and its senders (svix, polar, …)", SchemeStandard)
+	}
+	if cfg.VerifyToken != "" && !s.verifyToken {
+		return fmt.Errorf("VerifyToken: the %s scheme has no handshake that checks one", s.Name)
 	}
 	if cfg.Tolerance < 0 {
 		return fmt.Errorf("Tolerance %s is negative (set IgnoreTimestamp to turn the check off)", cfg.Tolerance)

@@ -126,8 +126,12 @@
 //     headers.
 //
 // Set GETHandshake (Preset.GETHandshake) when the handshake arrives as a
-// GET, so the receiver lets GET requests through to it. slack.go is the
-// model.
+// GET, so the receiver lets GET requests through to it. A POST handshake
+// that is unsigned (asana.go, woocommerce.go) also sets UnsignedHandshake,
+// which CheckHeaders consults so that it is not refused before its body is
+// read. A handshake that signs a challenge with the event key (zoom.go,
+// x.go) must keep challenges and events apart, so that no answer is an
+// event's signature. slack.go is the model.
 //
 // # Errors
 //

@@ -21,6 +21,7 @@ type edScheme struct {
 	sigErrors headerErrors
 	tsErrors  headerErrors
 	noMatch   error
+	handshake func(v Verifier, req Request) (HandshakeResponse, bool, error)
 }
 
 func newEdScheme(name, sigHeader, tsHeader, sep string, hexSig bool) *edScheme {
@@ -43,9 +44,10 @@ func (s *edScheme) register(id, typ []source) {
 			}
 			return &edVerifier{base: b, scheme: s, keys: keys}, nil
 		},
-		sign: s.sign,
-		id:   id,
-		typ:  typ,
+		sign:      s.sign,
+		handshake: s.handshake,
+		id:        id,
+		typ:       typ,
 	})
 }
 

@@ -298,7 +298,8 @@ func TestEveryScheme(t *testing.T) {
 			}
 			changed := append([]byte(nil), body...)
 			changed[2] ^= 1
-			if _, err := v.Verify(reqOf(h, changed)); name != SchemeGitLab && !errors.Is(err, ErrNoMatch) {
+			// gitlab and okta send the secret itself: the body is not signed.
+			if _, err := v.Verify(reqOf(h, changed)); name != SchemeGitLab && name != "okta" && !errors.Is(err, ErrNoMatch) {
 				t.Errorf("Verify of a changed body: %v, want ErrNoMatch", err)
 			}
 			for _, f := range d.Forward {

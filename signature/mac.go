@@ -14,10 +14,23 @@ import (
 // base is what every MAC scheme shares: its keys, its clock and where the
 // delivery id and event type come from.
 type base struct {
-	keys      []*macKey
-	tolerance time.Duration // zero: the timestamp check is off
-	now       func() time.Time
-	meta      meta
+	keys        []*macKey
+	tolerance   time.Duration // zero: the timestamp check is off
+	now         func() time.Time
+	meta        meta
+	verifyToken string // Config.VerifyToken, for the handshakes that check one
+}
+
+// core returns b itself: handshake functions, given a Verifier, reach the
+// keys and the clock of the verifiers that embed a base through it.
+func (b *base) core() *base { return b }
+
+// coreOf returns the base of v, or nil when v has none.
+func coreOf(v Verifier) *base {
+	if c, ok := v.(interface{ core() *base }); ok {
+		return c.core()
+	}
+	return nil
 }
 
 // macKey is one HMAC key. Keyed HMAC states are pooled so a verification

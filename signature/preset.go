@@ -49,22 +49,32 @@ type Preset struct {
 
 	// GETHandshake is true when Handshake answers GET requests.
 	GETHandshake bool
+
+	// UnsignedHandshake, when set, reports from the method, URL and
+	// headers alone whether a POST may be an unsigned handshake, which
+	// CheckHeaders must then let through (see Handshaker).
+	UnsignedHandshake func(req Request) bool
 }
 
 // registerPreset registers p as a scheme over the engine.
-func registerPreset(p Preset) {
+func registerPreset(p Preset) { register(presetScheme(p)) }
+
+// presetScheme returns the registry entry of p, for a provider file that
+// adds to it (a build that wraps the engine's) before registering it.
+func presetScheme(p Preset) *scheme {
 	s := &scheme{
-		Scheme:    Scheme{Name: p.Name, Keys: KeySecrets, Forward: p.Forward, GETHandshake: p.GETHandshake},
-		build:     buildEngine,
-		handshake: p.Handshake,
-		id:        sourceOf(p.Defaults.DeliveryIDHeader, p.Defaults.DeliveryIDField),
-		typ:       sourceOf(p.Defaults.EventTypeHeader, p.Defaults.EventTypeField),
-		preset:    &p,
+		Scheme:            Scheme{Name: p.Name, Keys: KeySecrets, Forward: p.Forward, GETHandshake: p.GETHandshake},
+		build:             buildEngine,
+		handshake:         p.Handshake,
+		unsignedHandshake: p.UnsignedHandshake,
+		id:                sourceOf(p.Defaults.DeliveryIDHeader, p.Defaults.DeliveryIDField),
+		typ:               sourceOf(p.Defaults.EventTypeHeader, p.Defaults.EventTypeField),
+		preset:            &p,
 	}
 	s.sign = func(secret string, body []byte, opts SignOptions) (http.Header, error) {
 		return signEngine(s, secret, body, opts)
 	}
-	register(s)
+	return s
 }
 
 // sourceOf is the chain of one header or field, or none.

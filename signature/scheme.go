@@ -53,6 +53,17 @@ type scheme struct {
 	// the scheme's own verifier, for handshakes that are signed.
 	handshake func(v Verifier, req Request) (HandshakeResponse, bool, error)
 
+	// unsignedHandshake, when set, reports from the method, URL and
+	// headers alone whether req may be an unsigned handshake sent by POST
+	// (Asana's X-Hook-Secret, WooCommerce's ping), which CheckHeaders then
+	// lets through to Handshake.
+	unsignedHandshake func(req Request) bool
+
+	// verifyToken is set for schemes whose handshake compares a token
+	// configured apart from the keys (Meta's verify token), so that they
+	// accept Config.VerifyToken.
+	verifyToken bool
+
 	// id and typ are where the delivery id and event type come from, after
 	// any configured override.
 	id, typ []source
@@ -119,6 +130,14 @@ type HandshakeResponse struct {
 	ContentType string      // of Body; empty when Body is empty
 	Body        []byte      // e.g. the echoed challenge
 	Header      http.Header // extra response headers, e.g. X-Hook-Secret; may be nil
+
+	// IssuedSecret is a secret the sender issues in the handshake and
+	// signs its later events with (Asana's X-Hook-Secret), when it is
+	// none of the configured secrets. The caller must keep it where the
+	// operator can configure it, and answer 401 instead when it cannot:
+	// the response echoes it, and echoing a secret the receiver will not
+	// verify with would confirm a subscription that can never deliver.
+	IssuedSecret string
 }
 
 // Handshaker is implemented by the Verifier of a scheme whose sender checks
@@ -137,11 +156,39 @@ type Handshaker interface {
 type withHandshake struct {
 	Verifier
 	handshake func(v Verifier, req Request) (HandshakeResponse, bool, error)
+	unsigned  func(req Request) bool
 }
 
 // Handshake implements Handshaker.
 func (w *withHandshake) Handshake(req Request) (HandshakeResponse, bool, error) {
 	return w.handshake(w.Verifier, req)
+}
+
+// headerChecker is implemented by the verifiers that can tell from the
+// headers alone that a request cannot verify.
+type headerChecker interface {
+	checkHeaders(h http.Header) error
+}
+
+// CheckHeaders reports, from req's method, URL and headers alone (its
+// Body is not read), whether req is already known to fail Verify: its
+// signature, timestamp or id header is missing or malformed. Call it
+// before reading the body, so a request that cannot verify is refused
+// unread. The error wraps ErrMissingHeader or ErrMalformedHeader, as
+// Verify's would. It returns nil when the request may verify, when it may
+// be an unsigned handshake of the scheme, and for schemes whose verifier
+// cannot tell without the body.
+func CheckHeaders(v Verifier, req Request) error {
+	if w, ok := v.(*withHandshake); ok {
+		if w.unsigned != nil && w.unsigned(req) {
+			return nil
+		}
+		v = w.Verifier
+	}
+	if c, ok := v.(headerChecker); ok {
+		return c.checkHeaders(req.Header)
+	}
+	return nil
 }
 
 // UsesURL reports whether v reads Request.URL, so that a caller builds the

@@ -103,7 +103,7 @@ func (v *twilioVerifier) Verify(req Request) (Result, error) {
 		}
 	}
 	var params *twilioParams
-	if want, ok := queryValue(url, "bodySHA256"); ok {
+	if want, ok := rawQueryValue(url, "bodySHA256"); ok {
 		// The JSON form: the URL alone is signed, the body hashed.
 		sum := sha256.Sum256(req.Body)
 		var got [2 * sha256.Size]byte
@@ -227,9 +227,9 @@ func appendUnescaped(dst, s []byte) ([]byte, bool) {
 	return dst, true
 }
 
-// queryValue returns the raw value of the first query parameter called
+// rawQueryValue returns the raw value of the first query parameter called
 // name in url.
-func queryValue(url, name string) (string, bool) {
+func rawQueryValue(url, name string) (string, bool) {
 	_, query, ok := strings.Cut(url, "?")
 	if !ok {
 		return "", false
@@ -280,7 +280,7 @@ func otherPortURL(url string) string {
 func signTwilio(secret string, body []byte, opts SignOptions) (http.Header, error) {
 	st := &macState{h: hmac.New(sha1.New, []byte(secret))}
 	st.writeString(opts.URL)
-	if _, ok := queryValue(opts.URL, "bodySHA256"); !ok && len(body) > 0 {
+	if _, ok := rawQueryValue(opts.URL, "bodySHA256"); !ok && len(body) > 0 {
 		var p twilioParams
 		if !p.parse(body) {
 			return nil, errors.New("body is not form-encoded")

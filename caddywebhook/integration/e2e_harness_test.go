@@ -153,6 +153,11 @@ const siteLog = `	log {
 			request>headers>X-Slack-Signature delete
 			request>headers>X-Shopify-Hmac-Sha256 delete
 			request>headers>X-Gitlab-Token delete
+			request>headers>X-Hook-Secret delete
+			resp_headers>X-Hook-Secret delete
+			request>uri query {
+				delete hub.verify_token
+			}
 			wrap json
 		}
 	}`

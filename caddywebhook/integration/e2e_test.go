@@ -43,6 +43,7 @@ func TestE2E(t *testing.T) {
 		t.Run("stop_slow_upstream", testStopSlowUpstream)
 		t.Run("demo_caddyfile", testDemoCaddyfile)
 		t.Run("json_config", testJSONConfig)
+		t.Run("engine_paths_and_handshakes", testEnginePathsAndHandshakes)
 	})
 	// After every scenario, including their cleanups, has finished.
 	t.Run("log_audit", auditLogs)

@@ -1,0 +1,207 @@
+package caddywebhook
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caddywebhook/caddywebhook/signature"
+)
+
+// TestReceiverHandshakes sends each scheme's handshake to an in-process
+// Caddy: the answer is the scheme's, nothing is stored, and the access log
+// says handshake; a forged one is 401, and GET is 405 for the schemes
+// without a GET handshake.
+func TestReceiverHandshakes(t *testing.T) {
+	receiver := func(source, scheme string, extra map[string]any) receiverConfig {
+		rc := receiverConfig{
+			"handler": "webhook_receiver", "source": source, "scheme": scheme, "secrets": []string{testSecret},
+			"targets": []map[string]any{httpTarget("", "http://127.0.0.1:9/")},
+		}
+		for k, v := range extra {
+			rc[k] = v
+		}
+		return rc
+	}
+	slackSigned := func(body string) http.Header {
+		h, err := signature.Sign("slack", testSecret, []byte(body), signature.SignOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	const challenge = `{"type":"url_verification","challenge":"c-123"}`
+	issuedFile := filepath.Join(t.TempDir(), "asana.secret")
+
+	tests := []struct {
+		name        string
+		receiver    receiverConfig
+		method      string
+		path        string // after /hooks/<source>
+		header      http.Header
+		body        string
+		wantStatus  int
+		wantBody    string
+		wantType    string
+		wantOutcome string
+		check       func(t *testing.T, got response)
+	}{
+		{
+			name: "slack url_verification echoed", receiver: receiver("slack", "slack", nil),
+			method: http.MethodPost, header: slackSigned(challenge), body: challenge,
+			wantStatus: 200, wantBody: "c-123", wantType: "text/plain; charset=utf-8", wantOutcome: "handshake",
+		},
+		{
+			name: "forged slack url_verification refused", receiver: receiver("slack", "slack", nil),
+			method: http.MethodPost, header: slackSigned(challenge), body: strings.Replace(challenge, "c-123", "c-124", 1),
+			wantStatus: 401, wantOutcome: "bad_signature",
+		},
+		{
+			name: "meta GET verification echoed", receiver: receiver("meta", "meta", map[string]any{"verify_token": "{env." + testSecretEnv + "}"}),
+			method: http.MethodGet, path: "?hub.mode=subscribe&hub.challenge=1158201444&hub.verify_token=" + testSecret,
+			wantStatus: 200, wantBody: "1158201444", wantType: "text/plain; charset=utf-8", wantOutcome: "handshake",
+			check: func(t *testing.T, got response) {
+				if got.header.Get("X-Content-Type-Options") != "nosniff" {
+					t.Error("no nosniff")
+				}
+			},
+		},
+		{
+			name: "meta GET with a wrong token refused", receiver: receiver("meta", "meta", map[string]any{"verify_token": "right"}),
+			method: http.MethodGet, path: "?hub.mode=subscribe&hub.challenge=1&hub.verify_token=wrong",
+			wantStatus: 401, wantOutcome: "bad_signature",
+		},
+		{
+			name: "meta GET that is no handshake is 405", receiver: receiver("meta", "meta", nil),
+			method: http.MethodGet, wantStatus: 405, wantOutcome: "method_not_allowed",
+			check: func(t *testing.T, got response) {
+				if got.header.Get("Allow") != "GET, POST" {
+					t.Errorf("Allow = %q", got.header.Get("Allow"))
+				}
+			},
+		},
+		{
+			name: "GET is 405 for a scheme without a GET handshake", receiver: receiver("slack", "slack", nil),
+			method: http.MethodGet, path: "?challenge=1", wantStatus: 405, wantOutcome: "method_not_allowed",
+		},
+		{
+			name: "asana secret written once and echoed", receiver: receiver("asana", "asana", map[string]any{"issued_secret_file": issuedFile}),
+			method: http.MethodPost, header: http.Header{"X-Hook-Secret": {"issued-0123"}},
+			wantStatus: 200, wantOutcome: "handshake",
+			check: func(t *testing.T, got response) {
+				if got.header.Get("X-Hook-Secret") != "issued-0123" {
+					t.Errorf("X-Hook-Secret = %q", got.header.Get("X-Hook-Secret"))
+				}
+				b, err := os.ReadFile(issuedFile)
+				if err != nil || string(b) != "issued-0123\n" {
+					t.Errorf("issued secret file = %q, %v", b, err)
+				}
+				if fi, err := os.Stat(issuedFile); err != nil || fi.Mode().Perm() != 0o600 {
+					t.Errorf("issued secret file mode = %v, %v", fi.Mode(), err)
+				}
+			},
+		},
+		{
+			name: "asana new secret refused without issued_secret_file", receiver: receiver("asana", "asana", nil),
+			method: http.MethodPost, header: http.Header{"X-Hook-Secret": {"issued-0123"}},
+			wantStatus: 401, wantOutcome: "bad_signature",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.load(t, map[string]any{"workers": 0}, tt.receiver)
+			var body io.Reader
+			if tt.body != "" {
+				body = bytes.NewReader([]byte(tt.body))
+			}
+			got := h.do(t, tt.method, "/hooks/"+tt.receiver["source"].(string)+tt.path, tt.header, body)
+			if got.status != tt.wantStatus || string(got.body) != tt.wantBody {
+				t.Errorf("answer = %d %q, want %d %q", got.status, got.body, tt.wantStatus, tt.wantBody)
+			}
+			if tt.wantType != "" && got.header.Get("Content-Type") != tt.wantType {
+				t.Errorf("Content-Type = %q, want %q", got.header.Get("Content-Type"), tt.wantType)
+			}
+			if o := got.header.Get("Echo-Outcome"); o != tt.wantOutcome {
+				t.Errorf("{webhook.outcome} = %q, want %q", o, tt.wantOutcome)
+			}
+			if tt.check != nil {
+				tt.check(t, got)
+			}
+			st, err := h.store(t).Stats(context.Background(), time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Events != 0 {
+				t.Errorf("events stored = %d, want none", st.Events)
+			}
+			access := accessLines(h.logs(t))
+			if len(access) == 0 {
+				t.Fatal("no access log line")
+			}
+			if wh, _ := access[len(access)-1]["webhook"].(map[string]any); wh["outcome"] != tt.wantOutcome {
+				t.Errorf("access log webhook fields = %v, want outcome %q", wh, tt.wantOutcome)
+			}
+			raw := h.rawLogs(t)
+			assertNoCanaries(t, raw)
+			if bytes.Contains(raw, []byte("issued-0123")) {
+				t.Error("logs contain the issued secret")
+			}
+		})
+	}
+}
+
+// countingReader counts the bytes read from it.
+type countingReader struct {
+	r    io.Reader
+	read int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.read += n
+	return n, err
+}
+
+// TestReceiverRefusesBeforeReading: a request whose signature header is
+// missing or malformed gets 401 and its body, however long its declared
+// length, is not read.
+func TestReceiverRefusesBeforeReading(t *testing.T) {
+	tests := []struct {
+		name   string
+		scheme string
+		header http.Header
+	}{
+		{"engine preset without its header", "twitch", http.Header{}},
+		{"engine preset with a malformed header", "dropbox", http.Header{"X-Dropbox-Signature": {"not-hex"}}},
+		{"slack without its timestamp", "slack", http.Header{"X-Slack-Signature": {"v0=00"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v, err := signature.New(signature.Config{Scheme: tt.scheme, Secrets: []string{testSecret}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rc := &Receiver{Source: "s", verifier: v, maxBody: 64 << 20}
+			rc.handshaker, _ = v.(signature.Handshaker)
+			body := &countingReader{r: bytes.NewReader(bytes.Repeat([]byte("x"), 32<<20))}
+			r := httptest.NewRequest(http.MethodPost, "/hooks/s", body)
+			r.Header = tt.header
+			r.ContentLength = 32 << 20
+			w := httptest.NewRecorder()
+			if err := rc.ServeHTTP(w, r, nil); err != nil {
+				t.Fatal(err)
+			}
+			if w.Code != http.StatusUnauthorized || body.read != 0 {
+				t.Errorf("status %d after reading %d bytes, want 401 after none", w.Code, body.read)
+			}
+		})
+	}
+}
