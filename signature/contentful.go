@@ -18,7 +18,7 @@ import (
 //	<method>\n<path>\n<name>:<value>;<name>:<value>…\n<body>
 //
 // in lowercase hex in X-Contentful-Signature
-// (https://www.contentful.com/developers/docs/webhooks/request-verification/,
+// (https://contentful.com/developers/docs/webhooks/request-verification,
 // and node-apps-toolkit's verifyRequest and signRequest, which the page
 // refers to for the details). The request chooses its signed headers:
 // X-Contentful-Signed-Headers lists them, separated by commas, and always
@@ -27,7 +27,9 @@ import (
 // names are lower-cased, sorted and written once each, with their trimmed
 // values; the list's own value is written as that sorted, comma-joined
 // list, as verifyRequest rebuilds it. A signed header sent twice is
-// refused: Node would join or drop the copies depending on the name.
+// refused: Node would join or drop the copies depending on the name. The
+// timestamp is held to Config.Tolerance (verifyRequest's default TTL is
+// 30 s, in the past only).
 //
 // The path is the request's path and query as sent, encoded as the
 // toolkit's getNormalizedEncodedURI does: encodeURI of the path, and of
@@ -39,7 +41,7 @@ import (
 // The delivery id is X-Contentful-Idempotency-Key
 // (https://www.contentful.com/developers/changelog/idempotency-key-headers-for-webhook-requests/),
 // the event type X-Contentful-Topic, as in ContentManagement.Entry.publish
-// (https://www.contentful.com/developers/docs/webhooks/headers/).
+// (https://contentful.com/developers/docs/webhooks/headers).
 const (
 	headerContentfulSignature     = "X-Contentful-Signature"
 	headerContentfulSignedHeaders = "X-Contentful-Signed-Headers"

@@ -10,7 +10,7 @@ import (
 )
 
 // Contentful's request verification
-// (https://www.contentful.com/developers/docs/webhooks/request-verification/)
+// (https://contentful.com/developers/docs/webhooks/request-verification)
 // refers to node-apps-toolkit's verifyRequest for the algorithm: HMAC-SHA256
 // in hex over "<method>\n<path>\n<signed headers>\n<body>", the headers
 // named in x-contentful-signed-headers lower-cased, sorted and joined as
