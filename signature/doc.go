@@ -1,7 +1,7 @@
 // Package signature verifies signed webhook requests: GitHub, Stripe,
 // Standard Webhooks (Svix, Polar; HMAC v1 and ed25519 v1a), Slack, Shopify,
-// GitLab, Discord, SendGrid, Telnyx, Twilio, Netlify, Plaid, the Standard
-// Webhooks senders by name (svix, clerk, resend, polar, brex, gitlabsigned),
+// GitLab, Discord, SendGrid, Telnyx, Twilio, Contentful, Netlify, Plaid,
+// the Standard Webhooks senders by name (svix, clerk, resend, polar, brex, gitlabsigned),
 // the providers whose presets run on the signed-content engine (Paddle,
 // Linear, Lemon Squeezy, Notion, …) and a generic hmac scheme, with several keys for rotation, timestamp tolerance in both
 // directions and the delivery id and event type of each request.
@@ -53,6 +53,9 @@
 //	          Signature, …-Timestamp                base64; PublicKeys base64 DER or PEM
 //	twilio    X-Twilio-Signature: <b64>             HMAC-SHA1(URL + sorted form name+value), or
 //	                                                of the URL with bodySHA256 for JSON bodies
+//	contentful X-Contentful-Signature: <hex>,       HMAC-SHA256("<method>\n<path>\n<headers>\n
+//	          X-Contentful-Signed-Headers,          <body>"), the listed headers sorted, the
+//	          X-Contentful-Timestamp (ms)           path and query as Contentful encodes them
 //	netlify   X-Webhook-Signature: <JWS>            HS256 JWS, claim sha256 = hex SHA-256(body)
 //	plaid     Plaid-Verification: <JWT>             ES256 JWT, request_body_sha256 and iat;
 //	                                                PublicKeys as JWK (kid-bound) or PEM
