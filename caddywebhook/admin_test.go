@@ -139,13 +139,14 @@ func (f *adminFixture) addJob(t *testing.T, spec jobSpec) int64 {
 	if err != nil {
 		t.Fatalf("claim: %v", err)
 	}
-	var others []int64
+	var others []queue.Claimed
+	var fence int64
 	found := false
 	for _, j := range jobs {
 		if j.ID == id {
-			found = true
+			found, fence = true, j.Fence
 		} else {
-			others = append(others, j.ID)
+			others = append(others, j.Claimed())
 		}
 	}
 	if !found {
@@ -161,7 +162,7 @@ func (f *adminFixture) addJob(t *testing.T, spec jobSpec) int64 {
 	}
 	finished := adminT0.Add(-spec.finished)
 	rec, err := f.store.Finish(ctx, []queue.Completion{{
-		JobID: id, Owner: owner, Status: spec.status, Error: spec.lastError,
+		JobID: id, Owner: owner, Fence: fence, Status: spec.status, Error: spec.lastError,
 		Started: finished.Add(-time.Second), Duration: time.Second, Now: finished,
 	}})
 	if err != nil || !rec[0] {

@@ -311,8 +311,8 @@ func (s *scrubbedStore) Claim(ctx context.Context, p queue.ClaimParams) ([]*queu
 }
 
 // ExtendLeases implements queue.Store.
-func (s *scrubbedStore) ExtendLeases(ctx context.Context, owner string, ids []int64, until time.Time) ([]int64, error) {
-	lost, err := s.Store.ExtendLeases(ctx, owner, ids, until)
+func (s *scrubbedStore) ExtendLeases(ctx context.Context, p queue.ExtendParams) ([]int64, error) {
+	lost, err := s.Store.ExtendLeases(ctx, p)
 	return lost, s.scrub(err)
 }
 
@@ -323,8 +323,8 @@ func (s *scrubbedStore) Finish(ctx context.Context, cs []queue.Completion) ([]bo
 }
 
 // HandBack implements queue.Store.
-func (s *scrubbedStore) HandBack(ctx context.Context, owner string, ids []int64) error {
-	return s.scrub(s.Store.HandBack(ctx, owner, ids))
+func (s *scrubbedStore) HandBack(ctx context.Context, owner string, claims []queue.Claimed) error {
+	return s.scrub(s.Store.HandBack(ctx, owner, claims))
 }
 
 // Replay implements queue.Store.
