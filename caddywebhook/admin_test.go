@@ -353,8 +353,9 @@ func TestAdminRoutes(t *testing.T) {
 				if r := decode[replayResponse](t, rec); r.ID != d.githubHTTPDead || r.Replayed != 1 {
 					t.Errorf("response = %+v", r)
 				}
-				if j := f.getJob(t, d.githubHTTPDead); j.Status != queue.StatusPending || j.Attempts != 0 {
-					t.Errorf("after replay: status %s, attempts %d; want pending, 0", j.Status, j.Attempts)
+				// The attempts keep counting; the replay is counted.
+				if j := f.getJob(t, d.githubHTTPDead); j.Status != queue.StatusPending || j.Attempts != 1 || j.Replays != 1 {
+					t.Errorf("after replay: status %s, attempts %d, replays %d; want pending, 1, 1", j.Status, j.Attempts, j.Replays)
 				}
 			},
 		},
