@@ -142,13 +142,14 @@ func (f *adminFixture) addJob(t *testing.T, spec jobSpec) int64 {
 	if err != nil {
 		t.Fatalf("claim: %v", err)
 	}
-	var others []int64
+	var others []queue.Claimed
+	var fence int64
 	found := false
 	for _, j := range jobs {
 		if j.ID == id {
-			found = true
+			found, fence = true, j.Fence
 		} else {
-			others = append(others, j.ID)
+			others = append(others, j.Claimed())
 		}
 	}
 	if !found {
@@ -164,7 +165,7 @@ func (f *adminFixture) addJob(t *testing.T, spec jobSpec) int64 {
 	}
 	finished := adminT0.Add(-spec.finished)
 	rec, err := f.store.Finish(ctx, []queue.Completion{{
-		JobID: id, Owner: owner, Status: spec.status, Error: spec.lastError,
+		JobID: id, Owner: owner, Fence: fence, Status: spec.status, Error: spec.lastError,
 		Started: finished.Add(-time.Second), Duration: time.Second, Now: finished,
 	}})
 	if err != nil || !rec[0] {
@@ -355,8 +356,9 @@ func TestAdminRoutes(t *testing.T) {
 				if r := decode[replayResponse](t, rec); r.ID != d.githubHTTPDead || r.Replayed != 1 {
 					t.Errorf("response = %+v", r)
 				}
-				if j := f.getJob(t, d.githubHTTPDead); j.Status != queue.StatusPending || j.Attempts != 0 {
-					t.Errorf("after replay: status %s, attempts %d; want pending, 0", j.Status, j.Attempts)
+				// The attempts keep counting; the replay is counted.
+				if j := f.getJob(t, d.githubHTTPDead); j.Status != queue.StatusPending || j.Attempts != 1 || j.Replays != 1 {
+					t.Errorf("after replay: status %s, attempts %d, replays %d; want pending, 1, 1", j.Status, j.Attempts, j.Replays)
 				}
 			},
 		},

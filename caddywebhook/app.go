@@ -20,6 +20,9 @@ import (
 
 func init() {
 	caddy.RegisterModule(new(App))
+	// A config without the webhook app may be the one running when Caddy
+	// exits: the pools still draining from earlier configs stop then too.
+	caddy.OnExit(func(ctx context.Context) { stopDrains(ctx) })
 }
 
 // App is the webhook app: it owns the durable queue the receivers write to
@@ -31,9 +34,13 @@ func init() {
 // PostgreSQL DSN and schema), since Caddy starts the new config before it
 // stops the old one. Each config load gets its own pool: for a moment two
 // pools share the store, and the leases and fences of the queue, not luck,
-// keep every job in one worker at a time. The old pool hands its
-// unfinished jobs back when it stops. With PostgreSQL, pools in other
-// Caddy instances share it too, on the same terms.
+// keep every job in one worker at a time. A reload does not wait for the
+// old pool: as Caddy's servers drain old connections in the background,
+// the old pool stops claiming at once and its running deliveries finish
+// in the background, their leases kept, so the new pool never starts
+// them again. Only when Caddy exits does a pool wait shutdown_grace and
+// hand its unfinished jobs back. With PostgreSQL, pools in other Caddy
+// instances share the store too, on the same terms.
 type App struct {
 	// Storage says where the queue lives: a SQLite file for one Caddy, or
 	// a PostgreSQL database that several Caddy instances share. Default:
@@ -80,8 +87,10 @@ type App struct {
 	Retention caddy.Duration `json:"retention,omitempty"`
 
 	// ShutdownGrace is how long running deliveries may finish when Caddy
-	// stops or reloads; after it they are cancelled and their jobs handed
-	// back without being charged an attempt. Default: 10s.
+	// stops (caddy stop, SIGTERM); after it they are cancelled and their
+	// jobs handed back without being charged an attempt. A reload does not
+	// wait: the old config's deliveries finish in the background, each
+	// bounded by its target's timeout. Default: 10s.
 	ShutdownGrace caddy.Duration `json:"shutdown_grace,omitempty"`
 
 	ctx        caddy.Context
@@ -309,7 +318,10 @@ func (a *App) Start() error {
 		return fmt.Errorf("webhook: %w", err)
 	}
 	if pool != nil {
-		if err := pool.Start(a.ctx); err != nil {
+		// The pool ends by Stop or Drain only: the context of a config
+		// that a reload replaced is cancelled while its pool may still
+		// drain.
+		if err := pool.Start(context.WithoutCancel(a.ctx)); err != nil {
 			_ = keeper.Stop(context.WithoutCancel(a.ctx))
 			return fmt.Errorf("webhook: %w", err)
 		}
@@ -336,10 +348,12 @@ func (a *App) Start() error {
 // their cancelled context before it hands their jobs back regardless.
 const stopMargin = 5 * time.Second
 
-// Stop stops claiming, gives running deliveries the shutdown grace, hands
-// the rest back without charging an attempt, and stops housekeeping. The
-// store stays open for the config that replaces this one; Cleanup releases
-// it.
+// Stop stops housekeeping and the pool's claims. When Caddy exits, it
+// gives running deliveries (this pool's and those still draining from
+// earlier configs) the shutdown grace and hands the rest back without
+// charging an attempt. On a reload it returns at once: the pool drains in
+// the background (see drain). The store stays open for the config that
+// replaces this one; Cleanup releases it.
 func (a *App) Stop() error {
 	a.mu.Lock()
 	pool, keeper := a.pool, a.keeper
@@ -354,8 +368,20 @@ func (a *App) Stop() error {
 	defer cancel()
 	var errs []error
 	if pool != nil {
-		if err := pool.Stop(ctx); err != nil {
-			errs = append(errs, err)
+		if caddy.Exiting() {
+			// This pool and the draining ones stop together, so exiting
+			// takes one grace, not one per reload still draining.
+			drained := make(chan struct{})
+			go func() {
+				defer close(drained)
+				stopDrains(ctx)
+			}()
+			if err := pool.Stop(ctx); err != nil {
+				errs = append(errs, err)
+			}
+			<-drained
+		} else {
+			a.drain(pool, grace)
 		}
 	}
 	if keeper != nil {
@@ -367,6 +393,69 @@ func (a *App) Stop() error {
 		return fmt.Errorf("webhook: stop: %w", err)
 	}
 	return nil
+}
+
+// drains holds the pools of replaced configs whose deliveries are still
+// finishing, each with its shutdown grace, for stopDrains.
+var drains = struct {
+	mu    sync.Mutex
+	pools map[*queue.Pool]time.Duration
+}{pools: make(map[*queue.Pool]time.Duration)}
+
+// drain lets pool's running deliveries finish in the background after a
+// reload: the pool stops claiming at once, hands back the jobs it claimed
+// ahead, and keeps extending the leases of the running ones until each
+// returns (bounded by its target's timeout), so the new config's pool
+// never starts them again. The drain holds its own reference to the
+// store, which this app's Cleanup would otherwise close under it, and
+// drops it when done.
+func (a *App) drain(pool *queue.Pool, grace time.Duration) {
+	key := a.storeKey
+	if _, _, err := stores.LoadOrNew(key, func() (caddy.Destructor, error) {
+		return nil, errors.New("store is closed")
+	}); err != nil {
+		// This app holds a reference until Cleanup, so the store is open;
+		// should it not be, a real stop is the safe way out.
+		a.logger.Error("webhook pool cannot drain in the background; stopping it", zap.Error(err))
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), grace+stopMargin)
+		defer cancel()
+		_ = pool.Stop(ctx)
+		return
+	}
+	drains.mu.Lock()
+	drains.pools[pool] = grace
+	drains.mu.Unlock()
+	pool.Drain()
+	logger := a.logger.With(zap.String("lease_owner", pool.Owner()))
+	logger.Info("webhook pool draining: running deliveries finish in the background")
+	go func() {
+		<-pool.Done()
+		drains.mu.Lock()
+		delete(drains.pools, pool)
+		drains.mu.Unlock()
+		if _, err := stores.Delete(key); err != nil {
+			logger.Error("close store after drain", zap.Error(err))
+		}
+		logger.Info("webhook pool drained")
+	}()
+}
+
+// stopDrains stops every pool still draining, all at once: each gives its
+// running deliveries its shutdown grace, then hands them back uncharged.
+// It returns when all have stopped, or when ctx ends.
+func stopDrains(ctx context.Context) {
+	drains.mu.Lock()
+	pools := maps.Clone(drains.pools)
+	drains.mu.Unlock()
+	var wg sync.WaitGroup
+	for pool, grace := range pools {
+		wg.Go(func() {
+			pctx, cancel := context.WithTimeout(ctx, grace+stopMargin)
+			defer cancel()
+			_ = pool.Stop(pctx)
+		})
+	}
+	wg.Wait()
 }
 
 // Cleanup releases this app's reference to the store; the last reference

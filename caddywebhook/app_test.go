@@ -377,7 +377,7 @@ func newUpstream(t *testing.T) *upstream {
 			case <-r.Context().Done():
 				return
 			}
-			http.Error(w, "held", http.StatusServiceUnavailable)
+			w.WriteHeader(http.StatusNoContent)
 			return
 		}
 		u.got <- upstreamRequest{deliveryID: id, attempt: r.Header.Get("X-Webhook-Attempt"), body: b}
@@ -390,7 +390,7 @@ func newUpstream(t *testing.T) *upstream {
 }
 
 // hold makes the first request for deliveryID block until the returned
-// channel is closed or the client gives up.
+// channel is closed (then it is answered 204) or the client gives up.
 func (u *upstream) hold(deliveryID string) chan struct{} {
 	ch := make(chan struct{})
 	u.mu.Lock()
@@ -481,21 +481,22 @@ func TestAppWorkersZeroReceivesOnly(t *testing.T) {
 	}
 }
 
-// TestAppReloadHandsBackAndKeepsOrphans reloads twice with one database:
-// (1) a delivery running in the old pool when the reload stops it is
-// handed back without a charged attempt and finished by the new pool;
+// TestAppReloadDrainsAndKeepsOrphans reloads with one database:
+// (1) a reload does not wait for a delivery running in the old pool, even
+// with a long shutdown_grace; the delivery finishes in the background with
+// its lease kept, is recorded once as attempt 1, and the new pool never
+// starts it again (issue 12, item 8);
 // (2) a job whose target the new config no longer has is never claimed and
 // stays visible in the stats.
-func TestAppReloadHandsBackAndKeepsOrphans(t *testing.T) {
+func TestAppReloadDrainsAndKeepsOrphans(t *testing.T) {
 	h := newHarness(t)
 	up := newUpstream(t)
 	app := func() map[string]any {
-		return map[string]any{"workers": 2, "shutdown_grace": "50ms", "lease": "2s"}
+		return map[string]any{"workers": 2, "shutdown_grace": "30s", "lease": "1s"}
 	}
 	h.load(t, app(), githubReceiver("gh", httpTarget("old", up.url)))
 
 	release := up.hold("slow")
-	defer close(release)
 	if got := h.post(t, "gh", "slow", "push", testBody(1)); got != http.StatusAccepted {
 		t.Fatalf("status %d, want 202", got)
 	}
@@ -503,18 +504,32 @@ func TestAppReloadHandsBackAndKeepsOrphans(t *testing.T) {
 		t.Fatalf("upstream got %+v, want the held request", r)
 	}
 
-	// Reload to a config that keeps the route: the old pool's grace runs
-	// out, it hands the job back, the new pool delivers it.
+	// Reload to a config that keeps the route: it returns without waiting
+	// for the running delivery.
+	began := time.Now()
 	h.load(t, app(), githubReceiver("gh", httpTarget("old", up.url)))
-	r := up.next(t)
-	if r.deliveryID != "slow" {
-		t.Fatalf("upstream got %q after the reload, want slow", r.deliveryID)
+	if took := time.Since(began); took > 10*time.Second {
+		t.Errorf("reload took %s, want it not to wait for the running delivery (shutdown_grace 30s)", took)
 	}
 	s := h.store(t)
-	js := jobs(t, s)
-	j := waitStatus(t, s, js[0].ID, queue.StatusDone)
-	if j.Attempts != 1 || r.attempt != "1" {
-		t.Errorf("attempts = %d, upstream saw attempt %q; want 1: a hand-back must not charge an attempt", j.Attempts, r.attempt)
+	slow := jobs(t, s)[0]
+	// The new pool delivers new work...
+	if got := h.post(t, "gh", "after", "push", testBody(2)); got != http.StatusAccepted {
+		t.Fatalf("status %d, want 202", got)
+	}
+	if r := up.next(t); r.deliveryID != "after" {
+		t.Fatalf("upstream got %q after the reload, want after: slow must not be started again", r.deliveryID)
+	}
+	// ...while the old pool keeps the slow job's lease, leases after leases.
+	first := waitStatus(t, s, slow.ID, queue.StatusRunning).LeaseUntil
+	testutil.Eventually(t, func() bool {
+		j, err := s.GetJob(context.Background(), slow.ID)
+		return err == nil && j.LeaseUntil.After(first.Add(2*time.Second))
+	}, func() string { return "the draining pool does not extend the running job's lease" })
+	close(release)
+	j := waitStatus(t, s, slow.ID, queue.StatusDone)
+	if j.Attempts != 1 || len(j.History) != 1 {
+		t.Errorf("slow job: %d attempts, history %+v; want done once, by attempt 1", j.Attempts, j.History)
 	}
 
 	// A config without workers leaves a job for target "old" pending...
@@ -545,8 +560,16 @@ func TestAppReloadHandsBackAndKeepsOrphans(t *testing.T) {
 	}
 
 	lines := h.logs(t)
-	if !hasLog(lines, func(m map[string]any) bool { return m["msg"] == "handed_back" && m["delivery_id"] == "slow" }) {
-		t.Error("no handed_back log line for the job running at the reload")
+	if hasLog(lines, func(m map[string]any) bool { return m["msg"] == "handed_back" }) {
+		t.Error("a reload handed a delivery back")
+	}
+	if !hasLog(lines, func(m map[string]any) bool { return m["msg"] == "webhook pool drained" }) {
+		t.Error("no log line says the old pool drained")
+	}
+	for len(up.got) > 0 {
+		if r := <-up.got; r.deliveryID == "slow" {
+			t.Errorf("slow was delivered again: %+v", r)
+		}
 	}
 	assertNoCanaries(t, h.rawLogs(t))
 }

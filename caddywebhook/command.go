@@ -401,6 +401,9 @@ func (c *cli) show(_ *cobra.Command, args []string) error {
 	fmt.Fprintf(tw, "delivery id:\t%s\n", cell(job.DeliveryID, 0))
 	fmt.Fprintf(tw, "event id:\t%d\n", job.EventID)
 	fmt.Fprintf(tw, "attempts:\t%d\n", job.Attempts)
+	if job.Replays > 0 {
+		fmt.Fprintf(tw, "replays:\t%d\n", job.Replays)
+	}
 	fmt.Fprintf(tw, "created:\t%s\n", when(job.CreatedAt, now))
 	switch job.Status {
 	case queue.StatusPending:

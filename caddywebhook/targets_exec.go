@@ -53,14 +53,17 @@ var execPlaceholders = []string{
 	"webhook.source",
 	"webhook.target",
 	"webhook.attempt",
+	"webhook.replay",
 	"webhook.job_id",
 }
 
 // ExecTarget delivers a webhook by running a program, without a shell: the
 // payload on its standard input, the metadata in its environment
 // (WEBHOOK_DELIVERY_ID, WEBHOOK_SOURCE, WEBHOOK_EVENT_TYPE, WEBHOOK_ATTEMPT,
-// WEBHOOK_JOB_ID, WEBHOOK_TARGET, WEBHOOK_CONTENT_TYPE) and, if the args ask
-// for them, in its arguments.
+// WEBHOOK_REPLAY, WEBHOOK_JOB_ID, WEBHOOK_TARGET, WEBHOOK_CONTENT_TYPE) and,
+// if the args ask for them, in its arguments. WEBHOOK_ATTEMPT keeps
+// counting across replays; WEBHOOK_REPLAY is the number of replays, 0 on a
+// first delivery.
 //
 // Exit status 0 means done; an exit status listed in permanent_exit_codes
 // parks the job as dead; any other status, a death by signal or a timeout is
@@ -84,7 +87,7 @@ type ExecTarget struct {
 
 	// The program's arguments. Each may contain {webhook.event_type},
 	// {webhook.delivery_id}, {webhook.source}, {webhook.target},
-	// {webhook.attempt} and {webhook.job_id}, and Caddy's global
+	// {webhook.attempt}, {webhook.replay} and {webhook.job_id}, and Caddy's global
 	// placeholders such as {env.*}; they expand within their argument, so
 	// an argument stays exactly one argument whatever a sender put in the
 	// event type or delivery id, and nothing is interpreted by a shell. An
@@ -243,6 +246,7 @@ func execReplacer(job *queue.Job) *caddy.Replacer {
 	repl.Set("webhook.source", job.Source)
 	repl.Set("webhook.target", job.Target)
 	repl.Set("webhook.attempt", strconv.Itoa(job.Attempt))
+	repl.Set("webhook.replay", strconv.Itoa(job.Replays))
 	repl.Set("webhook.job_id", strconv.FormatInt(job.ID, 10))
 	return repl
 }
@@ -375,6 +379,7 @@ func execEnv(job *queue.Job) []string {
 		"WEBHOOK_SOURCE=" + job.Source,
 		"WEBHOOK_EVENT_TYPE=" + job.EventType,
 		"WEBHOOK_ATTEMPT=" + strconv.Itoa(job.Attempt),
+		"WEBHOOK_REPLAY=" + strconv.Itoa(job.Replays),
 		"WEBHOOK_JOB_ID=" + strconv.FormatInt(job.ID, 10),
 		"WEBHOOK_TARGET=" + job.Target,
 		"WEBHOOK_CONTENT_TYPE=" + contentType,

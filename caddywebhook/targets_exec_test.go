@@ -149,7 +149,7 @@ func TestExecTargetEnvironment(t *testing.T) {
 				InheritEnv: tt.inheritEnv,
 			})
 			job := targetTestJob("exec")
-			job.Attempt = 3
+			job.Attempt, job.Replays = 3, 1
 			if err := tgt.Deliver(t.Context(), job); err != nil {
 				t.Fatalf("Deliver: %v", err)
 			}
@@ -159,6 +159,7 @@ func TestExecTargetEnvironment(t *testing.T) {
 				"WEBHOOK_SOURCE":       "github",
 				"WEBHOOK_EVENT_TYPE":   "push",
 				"WEBHOOK_ATTEMPT":      "3",
+				"WEBHOOK_REPLAY":       "1",
 				"WEBHOOK_JOB_ID":       "42",
 				"WEBHOOK_TARGET":       "exec",
 				"WEBHOOK_CONTENT_TYPE": "application/json",

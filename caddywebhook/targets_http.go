@@ -40,8 +40,16 @@ const (
 	httpHeaderSource = "X-Webhook-Source"
 	// httpHeaderEventType carries the event type, when the event has one.
 	httpHeaderEventType = "X-Webhook-Event-Type"
-	// httpHeaderAttempt carries the attempt number, 1 for the first delivery.
+	// httpHeaderAttempt carries the attempt number, 1 for the first
+	// delivery. It keeps counting across replays, so a resend never
+	// repeats a number the upstream has seen answered; only a delivery cut
+	// short by a stop (handed back, uncharged) is sent again with its
+	// number.
 	httpHeaderAttempt = "X-Webhook-Attempt"
+	// httpHeaderReplay carries how many times an operator replayed the job
+	// from dead; absent until the first replay, so its presence marks a
+	// resend.
+	httpHeaderReplay = "X-Webhook-Replay"
 	// httpHeaderJobID carries the id of the job in the queue, the handle for the
 	// admin API (`caddy webhook show <id>`).
 	httpHeaderJobID = "X-Webhook-Job-Id"
@@ -67,7 +75,8 @@ const (
 // content type and the scheme's event-type header, never the sender's
 // signature), the extra static headers, the metadata headers
 // X-Webhook-Delivery-Id, X-Webhook-Source, X-Webhook-Event-Type,
-// X-Webhook-Attempt and X-Webhook-Job-Id, and, with sign_secret, a Standard
+// X-Webhook-Attempt, X-Webhook-Job-Id and, after a replay, X-Webhook-Replay,
+// and, with sign_secret, a Standard
 // Webhooks signature (webhook-id, webhook-timestamp, webhook-signature).
 //
 // The upstream's answer decides the job's fate: 2xx is done; 408, 425, 429,
@@ -271,6 +280,11 @@ func (t *HTTPTarget) Deliver(ctx context.Context, job *queue.Job) error {
 		req.Header.Del(httpHeaderEventType)
 	}
 	req.Header.Set(httpHeaderAttempt, strconv.Itoa(job.Attempt))
+	if job.Replays > 0 {
+		req.Header.Set(httpHeaderReplay, strconv.Itoa(job.Replays))
+	} else {
+		req.Header.Del(httpHeaderReplay) // not from a static header either
+	}
 	req.Header.Set(httpHeaderJobID, strconv.FormatInt(job.ID, 10))
 	if t.signSecret != "" {
 		signed, err := httpSign(t.signSecret, httpMessageID(job), t.now(), job.Payload)

@@ -431,12 +431,49 @@ func TestHTTPTargetForwardsRequest(t *testing.T) {
 		"X-Webhook-Event-Type":  "push",
 		"X-Webhook-Attempt":     "3",
 		"X-Webhook-Job-Id":      "42",
+		"X-Webhook-Replay":      "", // a first delivery: absent
 		"Webhook-Signature":     "",
 	}
 	for name, value := range want {
 		if got := req.header.Values(name); value == "" && len(got) != 0 || value != "" && (len(got) != 1 || got[0] != value) {
 			t.Errorf("header %s = %q, want %q", name, got, value)
 		}
+	}
+}
+
+// TestHTTPTargetReplayHeaders: a resend is visible as one. The attempt
+// number keeps counting across replays, and X-Webhook-Replay, absent on a
+// first delivery, counts the replays, whatever a static header says.
+func TestHTTPTargetReplayHeaders(t *testing.T) {
+	tests := []struct {
+		name               string
+		attempt, replays   int
+		wantAttempt, wantR string
+	}{
+		{"first delivery", 1, 0, "1", ""},
+		{"retry", 2, 0, "2", ""},
+		{"after one replay", 4, 1, "4", "1"},
+		{"after two replays", 7, 2, "7", "2"},
+	}
+	handler, seen := httpTestRecorder(t)
+	tgt, _ := httpTestSetup(t, handler, func(tgt *HTTPTarget) {
+		tgt.Headers = http.Header{"X-Webhook-Replay": {"spoofed by config"}}
+	})
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			job := targetTestJob("http")
+			job.Attempt, job.Replays = tt.attempt, tt.replays
+			if err := tgt.Deliver(t.Context(), job); err != nil {
+				t.Fatalf("Deliver: %v", err)
+			}
+			req := <-seen
+			if got := req.header.Get("X-Webhook-Attempt"); got != tt.wantAttempt {
+				t.Errorf("X-Webhook-Attempt = %q, want %q", got, tt.wantAttempt)
+			}
+			if got := req.header.Values("X-Webhook-Replay"); tt.wantR == "" && len(got) != 0 || tt.wantR != "" && (len(got) != 1 || got[0] != tt.wantR) {
+				t.Errorf("X-Webhook-Replay = %q, want %q", got, tt.wantR)
+			}
+		})
 	}
 }
 

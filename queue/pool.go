@@ -50,7 +50,10 @@ type PoolConfig struct {
 	// Lease is how long a claimed job stays ours without news from us; the
 	// pool extends the leases of running jobs every Lease/3, so a handler
 	// may run longer than Lease, and a pool that dies gives its jobs up
-	// within Lease. Default: 1m.
+	// within Lease. A pool that cannot extend a lease (the store fails, or
+	// the process was paused) cancels the handler a quarter of the lease
+	// before the lease can run out, so that no other worker ever starts
+	// the job while this one still runs it. Default: 1m.
 	Lease time.Duration
 	// PollInterval bounds how long ready work can wait when nothing wakes
 	// the pool: work committed by another process, or a scheduled retry the
@@ -88,7 +91,10 @@ type PoolConfig struct {
 	// Observer receives events for metrics and logs. Default: NopObserver.
 	Observer Observer
 	// Now is the clock for timestamps written to the store (claims, leases,
-	// run_at, history). Default: time.Now.
+	// run_at, history). Default: time.Now, and then the store times leases
+	// with its own clock (the database server's, for PostgreSQL). The
+	// pool's self-fencing always measures the lease on this process's
+	// monotonic clock.
 	Now func() time.Time
 }
 
@@ -115,7 +121,11 @@ type Pool struct {
 	lease   time.Duration
 	poll    time.Duration
 	grace   time.Duration
+	margin  time.Duration // self-fencing: a run is cancelled this long before its lease can end
 	routes  []Route
+	// storeClock is set when no Now was configured: claims and extensions
+	// then let the store time leases with its own clock.
+	storeClock bool
 
 	mu        sync.Mutex
 	busy      int            // handlers running
@@ -128,25 +138,38 @@ type Pool struct {
 	freed chan struct{} // a worker became idle or a job left running; buffered 1
 	wg    sync.WaitGroup
 
-	life     sync.Mutex
-	started  bool
-	stopping chan struct{}
-	stopOnce sync.Once
-	done     chan struct{}
+	life      sync.Mutex
+	started   bool
+	stopping  chan struct{}
+	stopOnce  sync.Once
+	draining  chan struct{}
+	drainOnce sync.Once
+	done      chan struct{}
 }
 
-// run is one claimed job. Its flags are guarded by Pool.mu.
+// run is one claim of a job. Its flags and its deadline are guarded by
+// Pool.mu. Pool.running holds at most one run per job: a claim of a job
+// the pool still runs (its lease ran out during a pause) loses the older
+// run first.
 type run struct {
-	job        *Job
-	ctx        context.Context // the handler's, cancelled by cancel
-	cancel     context.CancelFunc
-	wctx       context.Context // never cancelled: the bookkeeping writes
-	leaseUntil time.Time
-	waiting    bool // claimed ahead, in Pool.buffered, not started
-	handled    bool // the handler has returned
-	lost       bool // the lease is gone; record nothing
-	shutdown   bool // cancelled by Stop after the grace
-	abandoned  bool // handed back by Stop while the handler still ran
+	job    *Job
+	ctx    context.Context // the handler's, cancelled by cancel
+	cancel context.CancelFunc
+	wctx   context.Context // never cancelled: the bookkeeping writes
+	// deadline is the earliest the lease can end, on this process's
+	// monotonic clock: the lease's length from just before the claim or
+	// the last extension was sent. fence cancels the run at deadline
+	// minus Pool.margin unless an extension moved it.
+	deadline  time.Time
+	fence     *time.Timer
+	prev      *run          // an older run of the job, to return before this one starts
+	returned  chan struct{} // closed when the handler has returned
+	waiting   bool          // claimed ahead, in Pool.buffered, not started
+	started   bool          // a worker runs (or ran) it
+	handled   bool          // the handler has returned
+	lost      bool          // the lease is gone; record nothing
+	shutdown  bool          // cancelled by Stop after the grace
+	abandoned bool          // handed back by Stop while the handler still ran
 }
 
 // NewPool checks cfg, fills in its defaults and returns a pool that is not
@@ -201,8 +224,10 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 		running:  make(map[int64]*run),
 		freed:    make(chan struct{}, 1),
 		stopping: make(chan struct{}),
+		draining: make(chan struct{}),
 		done:     make(chan struct{}),
 	}
+	p.margin = p.lease / 4
 	if p.decider.Retry == nil {
 		p.decider.Retry = Backoff{}
 	}
@@ -211,6 +236,7 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 	}
 	if p.now == nil {
 		p.now = time.Now
+		p.storeClock = true
 	}
 	return p, nil
 }
@@ -246,13 +272,16 @@ func (p *Pool) Start(ctx context.Context) error {
 		p.extendLoop(leaseCtx)
 	}()
 	go func() {
-		<-p.stopping
-		unwatch()
+		select {
+		case <-p.stopping:
+		case <-p.draining:
+		}
 		cancelLoop()
 		<-loopDone // no claim after this
 		p.drain(base)
+		unwatch()
 		// Leases are extended until the last handler has returned, so a
-		// handler in its grace period keeps its job.
+		// handler in its grace period, or draining, keeps its job.
 		cancelLease()
 		<-leaseDone
 		close(p.done)
@@ -285,3 +314,35 @@ func (p *Pool) Stop(ctx context.Context) error {
 }
 
 func (p *Pool) beginStop() { p.stopOnce.Do(func() { close(p.stopping) }) }
+
+// Drain stops claiming at once, hands the jobs claimed ahead back to
+// pending, uncharged, and lets the running handlers finish however long
+// they take, their leases extended meanwhile and their results recorded;
+// it returns at once, and Done is closed when the last handler's result is
+// recorded. This is a reload's stop: the deliveries of the old config end
+// in the background, neither cut short nor started again by the new
+// config's pool. A Stop during the drain (the process exits) gives the
+// handlers still running ShutdownGrace, then hands their jobs back, as a
+// Stop does. Drain is idempotent; it does nothing on a pool that was never
+// started.
+func (p *Pool) Drain() {
+	p.life.Lock()
+	started := p.started
+	p.life.Unlock()
+	if started {
+		p.drainOnce.Do(func() { close(p.draining) })
+	}
+}
+
+// Done is closed when the pool has stopped, or has drained: every handler
+// has returned and its result is recorded or its job handed back.
+func (p *Pool) Done() <-chan struct{} { return p.done }
+
+// storeNow is the time claims and extensions pass as their Now: zero when
+// the pool uses the default clock, so the store times leases itself.
+func (p *Pool) storeNow() time.Time {
+	if p.storeClock {
+		return time.Time{}
+	}
+	return p.now()
+}

@@ -112,11 +112,14 @@ func (p *Pool) claim(ctx context.Context) (claimed, limit int, err error) {
 	// caller gave up would leave jobs leased to nobody until the lease ends.
 	// Jobs that arrive after ctx ended are handed back below instead.
 	wctx := context.WithoutCancel(ctx)
+	// The lease ends no earlier than its length after the claim was sent,
+	// whichever clock the store times it with.
+	sent := time.Now()
 	jobs, err := p.store.Claim(wctx, ClaimParams{
 		Owner:  p.owner,
 		Limit:  limit,
 		Lease:  p.lease,
-		Now:    p.now(),
+		Now:    p.storeNow(),
 		Routes: p.routes,
 	})
 	if err != nil {
@@ -126,21 +129,35 @@ func (p *Pool) claim(ctx context.Context) (claimed, limit int, err error) {
 		return 0, limit, nil
 	}
 	if ctx.Err() != nil {
-		ids := make([]int64, len(jobs))
+		claims := make([]Claimed, len(jobs))
 		for i, job := range jobs {
-			ids[i] = job.ID
+			claims[i] = job.Claimed()
 		}
-		if err := p.store.HandBack(wctx, p.owner, ids); err != nil {
+		if err := p.store.HandBack(wctx, p.owner, claims); err != nil {
 			p.obs.StoreError("hand back", err)
 		}
 		return 0, limit, nil
 	}
+	var lost []*run
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	for _, job := range jobs {
 		hctx, cancel := context.WithCancel(wctx)
-		r := &run{job: job, ctx: hctx, cancel: cancel, wctx: wctx, leaseUntil: job.LeaseUntil}
+		r := &run{job: job, ctx: hctx, cancel: cancel, wctx: wctx, returned: make(chan struct{})}
+		if old := p.running[job.ID]; old != nil {
+			// We claimed a job we still hold: its lease ran out while
+			// this process was paused, and the claim made the old run
+			// stale. The pool never holds two runs of one job: the old
+			// one is lost, and the new one starts only once the old
+			// handler has returned.
+			if p.loseLocked(old) {
+				lost = append(lost, old)
+			}
+			if old.started && !old.handled {
+				r.prev = old
+			}
+		}
 		p.running[job.ID] = r
+		p.armLocked(r, sent.Add(p.lease))
 		if p.busy < p.workers {
 			p.startLocked(r)
 		} else {
@@ -148,5 +165,7 @@ func (p *Pool) claim(ctx context.Context) (claimed, limit int, err error) {
 			p.buffered = append(p.buffered, r)
 		}
 	}
+	p.mu.Unlock()
+	p.reportLost(lost)
 	return len(jobs), limit, nil
 }

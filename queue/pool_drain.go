@@ -5,13 +5,15 @@ import (
 	"time"
 )
 
-// drain hands back the buffered jobs at once, waits for running handlers for
-// the grace period, then cancels them, and waits for every worker goroutine
-// to record or hand back its job. ctx carries the hand-back.
+// drain hands back the buffered jobs at once, waits for running handlers
+// for the grace period once Stop has begun (for as long as they take before
+// that, while the pool drains), then cancels them, and waits for every
+// worker goroutine to record or hand back its job. ctx carries the
+// hand-back.
 func (p *Pool) drain(ctx context.Context) {
 	p.handBackBuffered(ctx)
-	grace := time.NewTimer(p.grace)
-	defer grace.Stop()
+	var grace <-chan time.Time
+	stopping := p.stopping
 wait:
 	for {
 		p.mu.Lock()
@@ -22,7 +24,13 @@ wait:
 		}
 		select {
 		case <-p.freed:
-		case <-grace.C:
+		case <-stopping:
+			// A Stop, at once or during a drain: the grace starts now.
+			stopping = nil
+			t := time.NewTimer(p.grace)
+			defer t.Stop()
+			grace = t.C
+		case <-grace:
 			p.mu.Lock()
 			for _, r := range p.running {
 				if !r.handled {
@@ -40,33 +48,33 @@ wait:
 // handBackBuffered hands the jobs claimed ahead back to pending, uncharged.
 // They never started, so the observer hears nothing of them.
 func (p *Pool) handBackBuffered(ctx context.Context) {
-	ids := p.takeBuffered()
-	if len(ids) == 0 {
+	claims := p.takeBuffered()
+	if len(claims) == 0 {
 		return
 	}
 	p.signalFreed()
-	if err := p.store.HandBack(ctx, p.owner, ids); err != nil {
+	if err := p.store.HandBack(ctx, p.owner, claims); err != nil {
 		p.obs.StoreError("hand back", err)
 	}
 }
 
 // takeBuffered removes the jobs claimed ahead from the buffer and from
-// running, and returns their ids.
-func (p *Pool) takeBuffered() []int64 {
+// running, and returns their claims.
+func (p *Pool) takeBuffered() []Claimed {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.buffered) == 0 {
 		return nil
 	}
-	ids := make([]int64, len(p.buffered))
+	claims := make([]Claimed, len(p.buffered))
 	for i, r := range p.buffered {
-		ids[i] = r.job.ID
+		claims[i] = r.job.Claimed()
 		r.waiting = false
 		r.cancel()
-		delete(p.running, r.job.ID)
+		p.removeLocked(r)
 	}
 	p.buffered = nil
-	return ids
+	return claims
 }
 
 // abandon hands back the jobs whose handlers ignore their cancelled context
@@ -74,25 +82,25 @@ func (p *Pool) takeBuffered() []int64 {
 // back the fence rejects them.
 func (p *Pool) abandon(ctx context.Context) {
 	var jobs []*Job
-	var ids []int64
+	var claims []Claimed
 	p.mu.Lock()
-	for id, r := range p.running {
+	for _, r := range p.running {
 		// Buffered jobs are the drain's: it hands them back, with the
 		// pool's context, as soon as the loop has ended.
 		if !r.handled && !r.abandoned && !r.lost && !r.waiting {
 			r.abandoned = true
 			r.cancel()
-			delete(p.running, id)
+			p.removeLocked(r)
 			jobs = append(jobs, r.job)
-			ids = append(ids, id)
+			claims = append(claims, r.job.Claimed())
 		}
 	}
 	p.mu.Unlock()
-	if len(ids) == 0 {
+	if len(claims) == 0 {
 		return
 	}
 	p.signalFreed()
-	if err := p.store.HandBack(ctx, p.owner, ids); err != nil {
+	if err := p.store.HandBack(ctx, p.owner, claims); err != nil {
 		p.obs.StoreError("hand back", err)
 	}
 	for _, job := range jobs {
@@ -100,10 +108,12 @@ func (p *Pool) abandon(ctx context.Context) {
 	}
 }
 
-// isStopping reports whether Stop has begun.
-func (p *Pool) isStopping() bool {
+// isQuitting reports whether Stop or Drain has begun.
+func (p *Pool) isQuitting() bool {
 	select {
 	case <-p.stopping:
+		return true
+	case <-p.draining:
 		return true
 	default:
 		return false

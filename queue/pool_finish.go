@@ -45,7 +45,7 @@ func (p *Pool) finish(ctx context.Context, f finishing) {
 		}
 		p.mu.Lock()
 		for i, f := range batch {
-			delete(p.running, f.r.job.ID)
+			p.removeLocked(f.r)
 			if i < len(recorded) && recorded[i] && f.c.Status == StatusPending &&
 				(p.nextRetry.IsZero() || f.c.RunAt.Before(p.nextRetry)) {
 				p.nextRetry = f.c.RunAt

@@ -6,7 +6,8 @@ import (
 )
 
 // extendLoop extends the leases of running and buffered jobs every Lease/3,
-// so a lease survives two failed extensions before it runs out.
+// so a lease survives two failed extensions before it runs out; a run
+// whose lease could not be extended is cancelled before that (see fence).
 func (p *Pool) extendLoop(ctx context.Context) {
 	t := time.NewTicker(p.lease / 3)
 	defer t.Stop()
@@ -20,26 +21,36 @@ func (p *Pool) extendLoop(ctx context.Context) {
 	}
 }
 
-// extendOnce extends the leases of all jobs this pool holds, running or
+// extendOnce extends the leases of all claims this pool holds, running or
 // buffered, in one call; it cancels the handlers of running jobs it has lost
-// and drops lost jobs from the buffer.
+// and drops lost jobs from the buffer. When the store fails, nothing
+// changes: each run's fence timer cancels it before its lease can end.
 func (p *Pool) extendOnce(ctx context.Context) {
 	p.mu.Lock()
-	ids := make([]int64, 0, len(p.running))
-	for id, r := range p.running {
+	runs := make([]*run, 0, len(p.running))
+	claims := make([]Claimed, 0, len(p.running))
+	for _, r := range p.running {
 		if !r.lost && !r.abandoned {
-			ids = append(ids, id)
+			runs = append(runs, r)
+			claims = append(claims, r.job.Claimed())
 		}
 	}
 	p.mu.Unlock()
-	if len(ids) == 0 {
+	if len(runs) == 0 {
 		return
 	}
-	now := p.now()
-	until := now.Add(p.lease)
-	lostIDs, err := p.store.ExtendLeases(ctx, p.owner, ids, until)
-	if err != nil && ctx.Err() != nil {
-		return // the pool is stopping; the handlers are done
+	sent := time.Now()
+	lostIDs, err := p.store.ExtendLeases(ctx, ExtendParams{
+		Owner:  p.owner,
+		Claims: claims,
+		Lease:  p.lease,
+		Now:    p.storeNow(),
+	})
+	if err != nil {
+		if ctx.Err() == nil {
+			p.obs.StoreError("extend leases", err)
+		}
+		return
 	}
 	lostSet := make(map[int64]bool, len(lostIDs))
 	for _, id := range lostIDs {
@@ -47,44 +58,73 @@ func (p *Pool) extendOnce(ctx context.Context) {
 	}
 
 	var lost []*run
-	dropped := false
 	p.mu.Lock()
-	for _, id := range ids {
-		r := p.running[id]
-		if r == nil {
-			continue // finished meanwhile
-		}
-		var gone bool
-		if err != nil {
-			// While the store fails, a lease that has run out may already
-			// belong to another pool: stop the handler rather than run the
-			// job twice at once.
-			gone = !now.Before(r.leaseUntil)
-		} else {
-			gone = lostSet[id]
-			if !gone {
-				r.leaseUntil = until
+	for _, r := range runs {
+		switch {
+		case p.running[r.job.ID] != r:
+			// Finished meanwhile, or replaced by a new claim of the job.
+		case lostSet[r.job.ID]:
+			if p.loseLocked(r) {
+				lost = append(lost, r)
 			}
-		}
-		// A job whose handler has returned is settled by the fence in
-		// Finish; only a running handler needs stopping, and a buffered
-		// job must not start.
-		if gone && !r.handled && !r.lost {
-			r.lost = true
-			if r.waiting {
-				p.dropBufferedLocked(r)
-				dropped = true
-			}
-			lost = append(lost, r)
+		default:
+			p.armLocked(r, sent.Add(p.lease))
 		}
 	}
 	p.mu.Unlock()
-	if dropped {
+	p.reportLost(lost)
+}
+
+// armLocked records that r's lease ends no earlier than deadline and sets
+// r's fence timer to cancel the run Pool.margin before it. p.mu is held.
+func (p *Pool) armLocked(r *run, deadline time.Time) {
+	r.deadline = deadline
+	wait := time.Until(deadline) - p.margin
+	if r.fence == nil {
+		r.fence = time.AfterFunc(wait, func() { p.fence(r) })
+		return
+	}
+	r.fence.Reset(wait)
+}
+
+// fence is self-fencing: it cancels r, whose lease was not extended in
+// time, before the lease can end and another worker take the job. A run
+// whose handler has returned is left to the fence in Finish.
+func (p *Pool) fence(r *run) {
+	p.mu.Lock()
+	if p.running[r.job.ID] != r || time.Until(r.deadline) > p.margin {
+		// Gone, or extended while this timer fired.
+		p.mu.Unlock()
+		return
+	}
+	lost := p.loseLocked(r)
+	p.mu.Unlock()
+	if lost {
+		p.reportLost([]*run{r})
+	}
+}
+
+// loseLocked marks r's lease lost, unless its handler has returned (the
+// fence in Finish settles that one) or it is already lost or handed back,
+// and drops it from the buffer if it was not started. It reports whether r
+// was newly lost: the caller then reports it with reportLost. p.mu is held.
+func (p *Pool) loseLocked(r *run) bool {
+	if r.handled || r.lost || r.abandoned {
+		return false
+	}
+	r.lost = true
+	if r.fence != nil {
+		r.fence.Stop()
+	}
+	if r.waiting {
+		p.dropBufferedLocked(r)
 		p.signalFreed() // the buffer has room
 	}
-	if err != nil {
-		p.obs.StoreError("extend leases", err)
-	}
+	return true
+}
+
+// reportLost cancels the handlers of lost runs and tells the observer.
+func (p *Pool) reportLost(lost []*run) {
 	for _, r := range lost {
 		r.cancel()
 		p.obs.LeaseLost(r.job)
@@ -101,5 +141,16 @@ func (p *Pool) dropBufferedLocked(r *run) {
 		}
 	}
 	r.waiting = false
-	delete(p.running, r.job.ID)
+	p.removeLocked(r)
+}
+
+// removeLocked removes r from running, unless a newer claim of its job
+// took its place, and stops its fence timer. p.mu is held.
+func (p *Pool) removeLocked(r *run) {
+	if r.fence != nil {
+		r.fence.Stop()
+	}
+	if p.running[r.job.ID] == r {
+		delete(p.running, r.job.ID)
+	}
 }

@@ -23,7 +23,10 @@ type Observer interface {
 	// reported: no delivery was attempted.
 	JobHandedBack(job *Job)
 	// LeaseLost is called when the pool can no longer prove it holds the
-	// job's lease while its handler runs; the handler's ctx is cancelled.
+	// job's lease while its handler runs: an extension found the claim
+	// gone, the lease came within a quarter of its end unextended, or the
+	// pool claimed the job again after its lease ran out (a pause). The
+	// handler's ctx is cancelled.
 	// It is also called for a job claimed ahead whose lease is lost before
 	// it started: that job is dropped, never started, and no JobFinished
 	// follows.

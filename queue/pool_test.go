@@ -731,8 +731,9 @@ func TestPoolPicksUpReplay(t *testing.T) {
 	if !f.recorded || f.c.Status != queue.StatusDone {
 		t.Fatalf("after replay: recorded %v %s, want recorded done", f.recorded, f.c.Status)
 	}
-	if f.job.Attempt != 1 {
-		t.Errorf("replayed job ran as attempt %d, want 1 (a fresh budget)", f.job.Attempt)
+	if f.job.Attempt != 2 || f.job.Replays != 1 || f.job.ReplayBase != 1 {
+		t.Errorf("replayed job ran as attempt %d (replays %d, base %d), want attempt 2 of replay 1: numbered on, with a fresh budget",
+			f.job.Attempt, f.job.Replays, f.job.ReplayBase)
 	}
 	if j := getJob(t, s, id); j.Status != queue.StatusDone {
 		t.Fatalf("job %s, want done", j.Status)
@@ -834,7 +835,17 @@ type hookedStore struct {
 	beforeClaim   func()
 	afterClaim    func()
 	finishError   func() error // non-nil error: Finish writes nothing and fails
-	afterHandBack func(ctx context.Context, ids []int64)
+	extendError   func() error // non-nil error: ExtendLeases writes nothing and fails
+	afterHandBack func(ctx context.Context, claims []queue.Claimed)
+}
+
+func (s *hookedStore) ExtendLeases(ctx context.Context, p queue.ExtendParams) ([]int64, error) {
+	if s.extendError != nil {
+		if err := s.extendError(); err != nil {
+			return nil, err
+		}
+	}
+	return s.Store.ExtendLeases(ctx, p)
 }
 
 func (s *hookedStore) Claim(ctx context.Context, p queue.ClaimParams) ([]*queue.Job, error) {
@@ -848,10 +859,10 @@ func (s *hookedStore) Claim(ctx context.Context, p queue.ClaimParams) ([]*queue.
 	return jobs, err
 }
 
-func (s *hookedStore) HandBack(ctx context.Context, owner string, ids []int64) error {
-	err := s.Store.HandBack(ctx, owner, ids)
+func (s *hookedStore) HandBack(ctx context.Context, owner string, claims []queue.Claimed) error {
+	err := s.Store.HandBack(ctx, owner, claims)
 	if s.afterHandBack != nil {
-		s.afterHandBack(ctx, ids)
+		s.afterHandBack(ctx, claims)
 	}
 	return err
 }
@@ -972,7 +983,11 @@ func TestPoolStopHandsBackBuffered(t *testing.T) {
 				value any
 			}
 			handedBack := make(chan handBack, 1)
-			s := &hookedStore{Store: setup(t, nil), afterHandBack: func(ctx context.Context, ids []int64) {
+			s := &hookedStore{Store: setup(t, nil), afterHandBack: func(ctx context.Context, claims []queue.Claimed) {
+				ids := make([]int64, len(claims))
+				for i, c := range claims {
+					ids[i] = c.ID
+				}
 				handedBack <- handBack{ids, ctx.Err(), ctx.Value(ctxKey{})}
 			}}
 			rec := newRecorder(t, 10)

@@ -9,6 +9,7 @@ import (
 // startLocked runs r's handler in a new worker goroutine. p.mu is held.
 func (p *Pool) startLocked(r *run) {
 	r.waiting = false
+	r.started = true
 	p.busy++
 	p.wg.Add(1)
 	go p.work(r)
@@ -18,10 +19,17 @@ func (p *Pool) startLocked(r *run) {
 // and records the result.
 func (p *Pool) work(r *run) {
 	defer p.wg.Done()
+	if r.prev != nil {
+		// An older run of this job, lost to this claim, is still
+		// returning: never two runs of one job at once.
+		<-r.prev.returned
+		r.prev = nil
+	}
 	p.obs.JobStarted(r.job)
 	started := p.now()
 	err := p.call(r.ctx, r.job)
 	r.cancel()
+	close(r.returned)
 	wctx := r.wctx
 
 	p.mu.Lock()
@@ -29,12 +37,12 @@ func (p *Pool) work(r *run) {
 	r.handled = true
 	lost, shutdown, abandoned := r.lost, r.shutdown, r.abandoned
 	if lost {
-		delete(p.running, r.job.ID)
+		p.removeLocked(r)
 	}
 	// The next job starts before this one's result is committed: the
 	// worker never waits for a commit between jobs. Once Stop has begun,
 	// buffered jobs are handed back instead.
-	if len(p.buffered) > 0 && !p.isStopping() {
+	if len(p.buffered) > 0 && !p.isQuitting() {
 		next := p.buffered[0]
 		p.buffered[0] = nil
 		p.buffered = p.buffered[1:]
@@ -51,7 +59,7 @@ func (p *Pool) work(r *run) {
 	case shutdown && err != nil:
 		// The error is most likely the cancellation itself: the stop's
 		// fault, not the job's.
-		if err := p.store.HandBack(wctx, p.owner, []int64{r.job.ID}); err != nil {
+		if err := p.store.HandBack(wctx, p.owner, []Claimed{r.job.Claimed()}); err != nil {
 			p.obs.StoreError("hand back", err)
 		}
 		p.forget(r)
@@ -83,7 +91,7 @@ func (p *Pool) call(ctx context.Context, job *Job) (err error) {
 // forget removes a job that is no longer ours.
 func (p *Pool) forget(r *run) {
 	p.mu.Lock()
-	delete(p.running, r.job.ID)
+	p.removeLocked(r)
 	p.mu.Unlock()
 	p.signalFreed()
 }

@@ -80,14 +80,16 @@ type Decider struct {
 // the requested Retry-After (capped by MaxRetryAfter). Started and Duration
 // are left for the caller.
 func (d Decider) Decide(job *Job, err error, now time.Time) Completion {
-	c := Completion{JobID: job.ID, Owner: job.LeaseOwner, Now: now}
+	c := Completion{JobID: job.ID, Owner: job.LeaseOwner, Fence: job.Fence, Now: now}
+	// The budget and the backoff start again at a replay.
+	attempt := job.Attempt - job.ReplayBase
 	switch {
 	case err == nil:
 		c.Status = StatusDone
 		return c
 	case IsPermanent(err):
 		c.Status = StatusDead
-	case job.Attempt >= cmp.Or(d.MaxAttempts, DefaultMaxAttempts):
+	case attempt >= cmp.Or(d.MaxAttempts, DefaultMaxAttempts):
 		c.Status = StatusDead
 	default:
 		c.Status = StatusPending
@@ -95,7 +97,7 @@ func (d Decider) Decide(job *Job, err error, now time.Time) Completion {
 		if retry == nil {
 			retry = Backoff{}
 		}
-		wait := retry.NextRetry(max(job.Attempt, 1))
+		wait := retry.NextRetry(max(attempt, 1))
 		if after, ok := RetryAfterOf(err); ok {
 			wait = max(wait, min(after, cmp.Or(d.MaxRetryAfter, DefaultMaxRetryAfter)))
 		}

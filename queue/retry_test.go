@@ -95,10 +95,10 @@ func TestDecide(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			job := &queue.Job{ID: 42, Attempt: tt.attempt, LeaseOwner: "pool-a"}
+			job := &queue.Job{ID: 42, Attempt: tt.attempt, LeaseOwner: "pool-a", Fence: 7}
 			c := d.Decide(job, tt.err, now)
-			if c.JobID != 42 || c.Owner != "pool-a" || !c.Now.Equal(now) {
-				t.Errorf("Decide identity = (%d, %q, %s), want (42, pool-a, %s)", c.JobID, c.Owner, c.Now, now)
+			if c.JobID != 42 || c.Owner != "pool-a" || c.Fence != 7 || !c.Now.Equal(now) {
+				t.Errorf("Decide identity = (%d, %q, fence %d, %s), want (42, pool-a, fence 7, %s)", c.JobID, c.Owner, c.Fence, c.Now, now)
 			}
 			if c.Status != tt.status {
 				t.Errorf("Status = %s, want %s", c.Status, tt.status)
@@ -108,6 +108,33 @@ func TestDecide(t *testing.T) {
 			}
 			if c.Error != tt.errText {
 				t.Errorf("Error = %q, want %q", c.Error, tt.errText)
+			}
+		})
+	}
+}
+
+// TestDecideAfterReplay: attempts keep counting across replays, and the
+// budget and the backoff count only those since the last replay.
+func TestDecideAfterReplay(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	transient := errors.New("upstream 503")
+	d := queue.Decider{MaxAttempts: 3, Retry: queue.Backoff{Base: time.Minute, Rand: func() float64 { return 1 }}}
+	tests := []struct {
+		name          string
+		attempt, base int
+		status        queue.Status
+		runAt         time.Time
+	}{
+		{"first attempt after a replay retries, first backoff", 6, 5, queue.StatusPending, now.Add(time.Minute)},
+		{"second after a replay, doubled backoff", 7, 5, queue.StatusPending, now.Add(2 * time.Minute)},
+		{"budget spent since the replay", 8, 5, queue.StatusDead, time.Time{}},
+		{"same attempt number without a replay is dead", 6, 0, queue.StatusDead, time.Time{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := d.Decide(&queue.Job{ID: 1, Attempt: tt.attempt, ReplayBase: tt.base, Replays: 1}, transient, now)
+			if c.Status != tt.status || !c.RunAt.Equal(tt.runAt) {
+				t.Errorf("Decide = %s at %s, want %s at %s", c.Status, c.RunAt, tt.status, tt.runAt)
 			}
 		})
 	}

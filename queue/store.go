@@ -69,10 +69,49 @@ type Job struct {
 	Target     string
 	Headers    []Header
 	Payload    []byte
-	Attempt    int // attempts so far, this one included (counted at claim)
+	// Attempt numbers this delivery: attempts so far, this one included
+	// (counted at claim). It keeps counting across replays, so a handler
+	// can tell a resend from a first delivery; a hand-back uncharges it.
+	Attempt int
+	// Replays is how many times the job was replayed from dead; 0 until
+	// the first replay.
+	Replays int
+	// ReplayBase is the attempts made before the last replay (0 if none):
+	// the attempt budget (PoolConfig.MaxAttempts) and the backoff count
+	// the attempts after it, Attempt − ReplayBase.
+	ReplayBase int
+	// Fence is this claim's fence token: a counter the store increments on
+	// every claim of the job and never lowers, so it names this claim
+	// alone. ExtendLeases, Finish and HandBack match on it.
+	Fence      int64
 	LeaseOwner string
 	LeaseUntil time.Time
 	CreatedAt  time.Time
+}
+
+// Claimed returns the claim of j that the fenced Store methods take.
+func (j *Job) Claimed() Claimed { return Claimed{ID: j.ID, Fence: j.Fence} }
+
+// Claimed names one claim of a job: a job id and the fence token the claim
+// was given (Job.Fence). A claim is stale once the job was claimed again,
+// by any owner, or finished or handed back: the fenced methods then change
+// nothing. The lease owner alone cannot tell a pool's stale claim from its
+// current one, after a pause longer than the lease let the pool claim its
+// own running job again.
+type Claimed struct {
+	ID    int64
+	Fence int64
+}
+
+// ExtendParams extends the leases of claims still held.
+type ExtendParams struct {
+	Owner  string        // the owner the claims were made by
+	Claims []Claimed     // the claims to extend
+	Lease  time.Duration // the new lease runs this long from Now
+	// Now is the time the new lease starts from. Zero means the store's
+	// clock: the database server's for PostgreSQL, so that instances
+	// whose clocks disagree still agree on when a lease ends.
+	Now time.Time
 }
 
 // ClaimParams selects and leases ready jobs.
@@ -80,7 +119,11 @@ type ClaimParams struct {
 	Owner string        // the lease owner written on each claimed job; unique per pool
 	Limit int           // at most this many jobs
 	Lease time.Duration // lease length from Now
-	Now   time.Time
+	// Now decides which jobs are due and when their leases end. Zero
+	// means the store's clock; PostgreSQL then takes lease deadlines
+	// (and the expiry of earlier leases) from the database server's clock,
+	// so instances whose clocks disagree still agree on them.
+	Now time.Time
 	// Routes, when not nil, limits the claim to jobs for these (source,
 	// target) pairs, so a job whose source or target no longer exists in
 	// config waits, visible in Stats, instead of failing.
@@ -94,10 +137,11 @@ type Route struct {
 }
 
 // Completion is the outcome of one attempt, recorded by Finish under the fence
-// (the job must still be running under Owner).
+// (the job must still be running under Owner, in the claim Fence names).
 type Completion struct {
 	JobID    int64
 	Owner    string
+	Fence    int64     // the claim's Job.Fence
 	Status   Status    // StatusDone, StatusPending (retry at RunAt) or StatusDead
 	RunAt    time.Time // next attempt, for StatusPending
 	Error    string    // last error; stored truncated to MaxErrorLen bytes
@@ -151,6 +195,7 @@ type JobSummary struct {
 	Target     string    `json:"target"`
 	Status     Status    `json:"status"`
 	Attempts   int       `json:"attempts"`
+	Replays    int       `json:"replays,omitempty"`
 	RunAt      time.Time `json:"run_at"`
 	LastError  string    `json:"last_error,omitempty"`
 	CreatedAt  time.Time `json:"created_at"`
@@ -206,22 +251,26 @@ type Store interface {
 	Enqueue(ctx context.Context, ev Event) (EnqueueResult, error)
 
 	// Claim leases up to p.Limit ready jobs (pending and due, or running with
-	// an expired lease) in one statement, counting an attempt on each.
+	// an expired lease) in one statement, counting an attempt on each and
+	// giving each claim a new fence token.
 	Claim(ctx context.Context, p ClaimParams) ([]*Job, error)
 
-	// ExtendLeases moves the lease of each job still running under owner to
-	// until and returns the ids it could not extend: those jobs are lost.
-	ExtendLeases(ctx context.Context, owner string, ids []int64, until time.Time) (lost []int64, err error)
+	// ExtendLeases moves the lease of each claim still held (the job
+	// running under p.Owner in that claim) to p.Now + p.Lease and returns
+	// the ids it could not extend: those claims are lost.
+	ExtendLeases(ctx context.Context, p ExtendParams) (lost []int64, err error)
 
 	// Finish records completions under the fence. recorded[i] is false when
-	// cs[i]'s job is no longer running under its owner; nothing is written for it.
+	// cs[i]'s claim is no longer held (the job is not running under its
+	// owner in that claim); nothing is written for it.
 	Finish(ctx context.Context, cs []Completion) (recorded []bool, err error)
 
-	// HandBack returns jobs running under owner to pending, due now, without
-	// charging the attempt they were claimed with.
-	HandBack(ctx context.Context, owner string, ids []int64) error
+	// HandBack returns the jobs of claims still held by owner to pending,
+	// due now, without charging the attempt they were claimed with.
+	HandBack(ctx context.Context, owner string, claims []Claimed) error
 
-	// Replay gives the dead job id a fresh attempt budget, due now.
+	// Replay gives the dead job id a fresh attempt budget, due now; its
+	// attempts keep counting and its replays go up by one.
 	// ErrNotFound if there is no such job, ErrNotDead if it is not dead.
 	Replay(ctx context.Context, id int64) error
 

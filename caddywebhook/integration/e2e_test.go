@@ -517,11 +517,14 @@ func testReplay(t *testing.T) {
 				up.waitAnswered(t, id, http.StatusOK, 1)
 				js := c.waitJobs(t, "github", id, "done")
 				ds := up.forKey(id)
-				if len(ds) != 2 || ds[1].Attempt != "1" {
-					t.Errorf("upstream got %s, want the dead attempt and one replayed attempt numbered 1", summarize(ds))
+				// A resend is visible as one: numbered on from the dead
+				// attempt, and marked by X-Webhook-Replay (issue 12, item 9).
+				if len(ds) != 2 || ds[0].Attempt != "1" || ds[0].Header.Get("X-Webhook-Replay") != "" ||
+					ds[1].Attempt != "2" || ds[1].Header.Get("X-Webhook-Replay") != "1" {
+					t.Errorf("upstream got %s, want attempt 1 (no replay header), then the replayed attempt 2 with X-Webhook-Replay: 1", summarize(ds))
 				}
-				if js[0].Attempts != 1 {
-					t.Errorf("job = %s, want 1 attempt after replay (a fresh budget)", js[0])
+				if js[0].Attempts != 2 {
+					t.Errorf("job = %s, want 2 attempts: numbered across the replay", js[0])
 				}
 			}
 		})

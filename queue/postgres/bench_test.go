@@ -137,7 +137,7 @@ FROM `+schema+`.events`, b.N)
 				claimed.Add(int64(len(jobs)))
 				cs := make([]queue.Completion, len(jobs))
 				for i, j := range jobs {
-					cs[i] = queue.Completion{JobID: j.ID, Owner: owner, Status: queue.StatusDone, Started: now, Now: time.Now()}
+					cs[i] = queue.Completion{JobID: j.ID, Owner: owner, Fence: j.Fence, Status: queue.StatusDone, Started: now, Now: time.Now()}
 				}
 				rec, err := s.Finish(b.Context(), cs)
 				if err != nil {

@@ -60,7 +60,7 @@ func TestNotifyWakesOtherInstance(t *testing.T) {
 			}
 		}},
 		{"replay", func(t *testing.T, a *Store, id int64) {
-			if _, err := a.Finish(t.Context(), []queue.Completion{{JobID: id, Owner: "o", Status: queue.StatusDead}}); err != nil {
+			if _, err := a.Finish(t.Context(), []queue.Completion{{JobID: id, Owner: "o", Fence: 1, Status: queue.StatusDead}}); err != nil {
 				t.Fatal(err)
 			}
 			if err := a.Replay(t.Context(), id); err != nil {
@@ -68,12 +68,12 @@ func TestNotifyWakesOtherInstance(t *testing.T) {
 			}
 		}},
 		{"hand back", func(t *testing.T, a *Store, id int64) {
-			if err := a.HandBack(t.Context(), "o", []int64{id}); err != nil {
+			if err := a.HandBack(t.Context(), "o", []queue.Claimed{{ID: id, Fence: 1}}); err != nil {
 				t.Fatal(err)
 			}
 		}},
 		{"retry due now", func(t *testing.T, a *Store, id int64) {
-			rec, err := a.Finish(t.Context(), []queue.Completion{{JobID: id, Owner: "o", Status: queue.StatusPending}})
+			rec, err := a.Finish(t.Context(), []queue.Completion{{JobID: id, Owner: "o", Fence: 1, Status: queue.StatusPending}})
 			if err != nil || !rec[0] {
 				t.Fatalf("Finish = %v, %v", rec, err)
 			}
@@ -304,15 +304,15 @@ ANALYZE `+schema+`.jobs; ANALYZE `+schema+`.events;`)
 		want   []string
 		forbid []string
 	}{
-		{"claim", sqlClaim, []any{"o", now.Add(time.Minute), now, 16, false, []string{}, []string{}},
+		{"claim", sqlClaim, []any{"o", int64(60000), now, 16, false, []string{}, []string{}, nil},
 			[]string{"Index Scan using jobs_pending", "jobs_leased", "jobs_pkey"}, []string{"Seq Scan on jobs", "Sort Key: jobs.run_at"}},
-		{"claim with routes", sqlClaim, []any{"o", now.Add(time.Minute), now, 16, true, []string{"shop"}, []string{"mail"}},
+		{"claim with routes", sqlClaim, []any{"o", int64(60000), now, 16, true, []string{"shop"}, []string{"mail"}, now},
 			[]string{"Index Scan using jobs_pending"}, []string{"Seq Scan on jobs"}},
 		{"finish", sqlFinish, []any{ids, []string{"o", "o", "o"}, []string{"done", "done", "done"},
-			[]time.Time{now, now, now}, []string{"", "", ""}, []time.Time{now, now, now}, []time.Time{now, now, now}, []int64{0, 0, 0}},
+			[]time.Time{now, now, now}, []string{"", "", ""}, []time.Time{now, now, now}, []time.Time{now, now, now}, []int64{0, 0, 0}, []int64{1, 1, 1}},
 			nil, []string{"Seq Scan on jobs", "Seq Scan on attempts"}},
-		{"extend", sqlExtend, []any{ids, "o", now}, nil, []string{"Seq Scan on jobs"}},
-		{"hand back", sqlHandBack, []any{ids, "o", now}, nil, []string{"Seq Scan on jobs", "Seq Scan on attempts"}},
+		{"extend", sqlExtend, []any{ids, []int64{1, 1, 1}, "o", nil, int64(60000)}, nil, []string{"Seq Scan on jobs"}},
+		{"hand back", sqlHandBack, []any{ids, "o", now, []int64{1, 1, 1}}, nil, []string{"Seq Scan on jobs", "Seq Scan on attempts"}},
 		{"enqueue batch", sqlEnqueueBatch, []any{[]string{"shop", "shop"}, []string{"d10", "new"}, []string{"", ""},
 			[][]byte{{}, {}}, [][]byte{{}, {}}, []int32{1, 2}, []time.Time{now, now}, []int32{1, 2, 2}, []string{"a", "a", "b"}},
 			[]string{"Conflict Arbiter Indexes: events_source_delivery_id_key"}, []string{"Seq Scan on events", "Seq Scan on jobs"}},

@@ -6,17 +6,21 @@
 // enqueues share that statement and commit (Config.MaxBatch); Claim leases a batch
 // of ready jobs in one statement whose row locks use FOR UPDATE SKIP
 // LOCKED, so claimers in any number of processes take different jobs
-// without waiting for each other; leases and the fence in Finish keep a job
-// in one worker at a time exactly as on SQLite. Finish, ExtendLeases and
+// without waiting for each other; leases and the fence token of each claim
+// keep a job in one worker at a time exactly as on SQLite. Finish, ExtendLeases and
 // HandBack take their whole batch in one round trip (unnest arrays).
 //
 // # Times
 //
 // The store stamps rows with the times its callers pass in
-// (ClaimParams.Now, Completion.Now) or with Config.Now, never with the
-// server's now(), so a test with an injected clock sees the same behaviour
-// as on SQLite; like the SQLite store it keeps times to the millisecond.
-// The instances' clocks must agree to well within a lease.
+// (ClaimParams.Now, Completion.Now) or with Config.Now, so a test with an
+// injected clock sees the same behaviour as on SQLite; like the SQLite
+// store it keeps times to the millisecond. Lease deadlines are the one
+// exception: a Claim or ExtendLeases without a Now (as the pool sends
+// them) times leases with the server's now(), so instances whose clocks
+// disagree still agree on when a lease ends, and which leases have
+// expired. The instances' clocks need only agree well enough for due times
+// (retries, run_at).
 //
 // # Waking pools in other instances
 //

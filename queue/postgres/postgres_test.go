@@ -274,7 +274,7 @@ func TestSafeStrings(t *testing.T) {
 	if string(jobs[0].Payload) != string(payload) || jobs[0].Headers[0].Value != "a\x00b\xff" {
 		t.Errorf("claimed payload %q headers %q, want them byte for byte", jobs[0].Payload, jobs[0].Headers)
 	}
-	rec, err := s.Finish(ctx, []queue.Completion{{JobID: jobs[0].ID, Owner: "o", Status: queue.StatusDead,
+	rec, err := s.Finish(ctx, []queue.Completion{{JobID: jobs[0].ID, Owner: "o", Fence: jobs[0].Fence, Status: queue.StatusDead,
 		Error: "exit 1: \x00\xff tail", Now: time.Now()}})
 	if err != nil || !rec[0] {
 		t.Fatalf("Finish = %v, %v", rec, err)

@@ -25,15 +25,13 @@ GROUP BY source, target, status ORDER BY source, target, status`
 
 	sqlEventCount = `SELECT count(*) FROM events`
 
-	sqlList = `SELECT j.id, j.event_id, j.source, e.delivery_id, e.event_type, j.target, j.status,
-	j.attempts, j.run_at, j.last_error, j.created_at, j.finished_at
+	sqlList = `SELECT ` + jobCols + `
 FROM jobs AS j JOIN events AS e ON e.id = j.event_id
 WHERE ($1 = '' OR j.status = $1) AND ($2 = '' OR j.source = $2) AND ($3 = '' OR j.target = $3)
 	AND ($4 = 0 OR j.id < $4)
 ORDER BY j.id DESC LIMIT $5`
 
-	sqlGet = `SELECT j.id, j.event_id, j.source, e.delivery_id, e.event_type, j.target, j.status,
-	j.attempts, j.run_at, j.last_error, j.created_at, j.finished_at,
+	sqlGet = `SELECT ` + jobCols + `,
 	e.headers, e.payload, coalesce(j.lease_owner, ''), j.lease_until
 FROM jobs AS j JOIN events AS e ON e.id = j.event_id
 WHERE j.id = $1`
@@ -132,7 +130,7 @@ func (s *Store) ListJobs(ctx context.Context, p queue.ListParams) (queue.JobPage
 func scanSummary(row pgx.Row, j *queue.JobSummary, extra ...any) error {
 	var finished pgtype.Timestamptz
 	dest := append([]any{&j.ID, &j.EventID, &j.Source, &j.DeliveryID, &j.EventType, &j.Target, &j.Status,
-		&j.Attempts, &j.RunAt, &j.LastError, &j.CreatedAt, &finished}, extra...)
+		&j.Attempts, &j.Replays, &j.RunAt, &j.LastError, &j.CreatedAt, &finished}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return err
 	}

@@ -52,8 +52,9 @@ WHERE event_id = ANY ($1::bigint[]) ORDER BY event_id, id`
 
 	sqlFindEvent = `SELECT ` + eventCols + `, headers, payload FROM events WHERE source = $1 AND delivery_id = $2`
 
+	// jobCols are the columns of a queue.JobSummary, in scanSummary's order.
 	jobCols = `j.id, j.event_id, j.source, e.delivery_id, e.event_type, j.target, j.status,
-	j.attempts, j.run_at, j.last_error, j.created_at, j.finished_at`
+	j.attempts, j.replays, j.run_at, j.last_error, j.created_at, j.finished_at`
 
 	// jobFilter: $1 status, $2 source, $3 target, $5 event type ('' for
 	// any); $4 the cursor; $6, $7 the time range of the event.

@@ -14,7 +14,8 @@ import (
 // the store's schema.
 //
 // Times are timestamptz written from the callers' clocks, to the
-// millisecond. The partial indexes hold only the rows a hot query looks
+// millisecond, except lease deadlines, which the server's clock sets
+// unless a caller passes its own (see sqlClaim). The partial indexes hold only the rows a hot query looks
 // for, so claim and purge cost does not grow with the number of done or
 // dead jobs; see the package doc for the autovacuum settings.
 var migrations = []string{
@@ -76,7 +77,20 @@ ALTER TABLE jobs SET (
 ALTER TABLE attempts SET (autovacuum_vacuum_scale_factor = 0.05, autovacuum_vacuum_threshold = 1000);
 ALTER TABLE events SET (autovacuum_vacuum_scale_factor = 0.05, autovacuum_vacuum_threshold = 1000);
 `,
-	// Issue 15: events listed newest first and filtered by when they were
+	// Version 2 (issue 12): a fence token per claim, and replays that keep
+	// counting attempts. fence counts the claims ever made of the job and
+	// is never lowered (a hand-back lowers attempts), so it names one
+	// claim. A replay no longer resets attempts: replay_base keeps the
+	// attempts made before the last replay, which the budget starts from.
+	// Existing rows start at 0, as if never replayed. Adding a column with
+	// a constant default rewrites no row.
+	`
+ALTER TABLE jobs
+	ADD COLUMN fence bigint NOT NULL DEFAULT 0,
+	ADD COLUMN replays integer NOT NULL DEFAULT 0,
+	ADD COLUMN replay_base integer NOT NULL DEFAULT 0;
+`,
+	// Version 3 (issue 15): events listed newest first and filtered by when they were
 	// stored (GET /webhook/events, the jobs listing's since) walk this
 	// index instead of the table. Its key only grows, so an enqueue adds
 	// its entry at the right edge of the tree.

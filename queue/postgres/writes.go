@@ -48,7 +48,15 @@ SELECT id, (SELECT count(*) FROM jb) FROM ev`
 	// $5 is true when $6/$7 hold the (source, target) routes to limit the
 	// claim to. Payload and headers come from the events in the same
 	// statement.
-	sqlClaim = `WITH due AS (
+	//
+	// Leases are timed by clock: $8, or the server's own clock when $8 is
+	// NULL, so instances whose clocks disagree still agree on when a lease
+	// ends (the pool passes NULL). $2 is the lease in milliseconds. Due
+	// times stay on the caller's clock ($3), the clock they were written
+	// with.
+	sqlClaim = `WITH clock AS (
+	SELECT coalesce($8::timestamptz, date_trunc('milliseconds', now())) AS now
+), due AS (
 	SELECT id, run_at FROM jobs
 	WHERE status = 'pending' AND run_at <= $3` + routeFilter + `
 	ORDER BY run_at, id
@@ -56,7 +64,7 @@ SELECT id, (SELECT count(*) FROM jb) FROM ev`
 	FOR UPDATE SKIP LOCKED
 ), expired AS (
 	SELECT id, run_at FROM jobs
-	WHERE status = 'running' AND lease_until <= $3` + routeFilter + `
+	WHERE status = 'running' AND lease_until <= (SELECT now FROM clock)` + routeFilter + `
 	ORDER BY lease_until, id
 	LIMIT $4
 	FOR UPDATE SKIP LOCKED
@@ -66,29 +74,41 @@ SELECT id, (SELECT count(*) FROM jb) FROM ev`
 	LIMIT $4
 ), claimed AS (
 	UPDATE jobs AS j
-	SET status = 'running', attempts = j.attempts + 1, lease_owner = $1, lease_until = $2
+	SET status = 'running', attempts = j.attempts + 1, fence = j.fence + 1, lease_owner = $1,
+		lease_until = (SELECT now FROM clock) + $2::bigint * interval '1 millisecond'
 	WHERE j.id = ANY (ARRAY(SELECT id FROM pick))
-	RETURNING j.id, j.event_id, j.source, j.target, j.attempts, j.run_at, j.created_at
+	RETURNING j.id, j.event_id, j.source, j.target, j.attempts, j.run_at, j.created_at,
+		j.fence, j.replays, j.replay_base, j.lease_until
 )
-SELECT c.id, c.event_id, c.source, e.delivery_id, e.event_type, c.target, e.headers, e.payload, c.attempts, c.created_at
+SELECT c.id, c.event_id, c.source, e.delivery_id, e.event_type, c.target, e.headers, e.payload, c.attempts, c.created_at,
+	c.fence, c.replays, c.replay_base, c.lease_until
 FROM claimed AS c JOIN events AS e ON e.id = c.event_id
 ORDER BY c.run_at, c.id`
 
 	routeFilter = `
 	AND (NOT $5 OR (source, target) IN (SELECT * FROM unnest($6::text[], $7::text[])))`
 
-	sqlExtend = `UPDATE jobs SET lease_until = $3
-WHERE id = ANY ($1::bigint[]) AND lease_owner = $2 AND status = 'running'
-RETURNING id`
+	// sqlExtend extends the claims ($1 ids, $2 their fence tokens) still
+	// held by $3, to $5 milliseconds past $4 or, when $4 is NULL, past the
+	// server's clock (see sqlClaim).
+	sqlExtend = `UPDATE jobs AS j
+SET lease_until = coalesce($4::timestamptz, date_trunc('milliseconds', now())) + $5::bigint * interval '1 millisecond'
+FROM unnest($1::bigint[], $2::bigint[]) AS c (id, fence)
+WHERE j.id = c.id AND j.fence = c.fence AND j.lease_owner = $3 AND j.status = 'running'
+RETURNING j.id`
 
+	// A replay keeps the attempts counting (history and X-Webhook-Attempt
+	// number across replays) and starts a new budget from them.
 	sqlReplay = `UPDATE jobs
-SET status = 'pending', attempts = 0, run_at = $2, lease_owner = NULL, lease_until = NULL, finished_at = NULL
+SET status = 'pending', replays = replays + 1, replay_base = attempts, run_at = $2,
+	lease_owner = NULL, lease_until = NULL, finished_at = NULL
 WHERE id = $1 AND status = 'dead'`
 
 	sqlJobStatus = `SELECT status FROM jobs WHERE id = $1`
 
 	sqlReplayDead = `UPDATE jobs
-SET status = 'pending', attempts = 0, run_at = $1, lease_owner = NULL, lease_until = NULL, finished_at = NULL
+SET status = 'pending', replays = replays + 1, replay_base = attempts, run_at = $1,
+	lease_owner = NULL, lease_until = NULL, finished_at = NULL
 WHERE status = 'dead' AND ($2 = '' OR source = $2) AND ($3 = '' OR target = $3)`
 
 	// sqlDiscard deletes a job that is not running, then its event if no
@@ -127,14 +147,16 @@ SELECT count(*) FROM d`
 	SELECT id FROM events WHERE targets = 0 AND created_at < $1 LIMIT $2 FOR UPDATE SKIP LOCKED)`
 )
 
-// sqlHandBack returns the jobs to pending without the attempt they were
+// sqlHandBack returns the jobs of the claims ($1 ids, $4 their fence
+// tokens) still held by $2 to pending without the attempt they were
 // claimed with, and records the interrupted attempt as "running": it did
 // not end, and it was not charged.
 var sqlHandBack = `WITH back AS (
-	UPDATE jobs
-	SET status = 'pending', run_at = $3, attempts = greatest(attempts - 1, 0), lease_owner = NULL, lease_until = NULL
-	WHERE id = ANY ($1::bigint[]) AND lease_owner = $2 AND status = 'running'
-	RETURNING id, attempts
+	UPDATE jobs AS j
+	SET status = 'pending', run_at = $3, attempts = greatest(j.attempts - 1, 0), lease_owner = NULL, lease_until = NULL
+	FROM unnest($1::bigint[], $4::bigint[]) AS c (id, fence)
+	WHERE j.id = c.id AND j.fence = c.fence AND j.lease_owner = $2 AND j.status = 'running'
+	RETURNING j.id, j.attempts
 ), hist AS (
 	INSERT INTO attempts (job_id, attempt, started_at, duration_ns, outcome, error)
 	SELECT id, attempts + 1, $3, 0, 'running', 'handed back' FROM back
@@ -147,8 +169,8 @@ SELECT count(*) FROM back`
 // the ids it recorded. Ids must be distinct within one call.
 var sqlFinish = `WITH c AS (
 	SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::timestamptz[], $5::text[],
-		$6::timestamptz[], $7::timestamptz[], $8::bigint[])
-		AS c (id, owner, status, run_at, err, at, started, duration_ns)
+		$6::timestamptz[], $7::timestamptz[], $8::bigint[], $9::bigint[])
+		AS c (id, owner, status, run_at, err, at, started, duration_ns, fence)
 ), upd AS (
 	UPDATE jobs AS j
 	SET status = c.status,
@@ -157,7 +179,7 @@ var sqlFinish = `WITH c AS (
 		lease_owner = NULL, lease_until = NULL,
 		finished_at = CASE WHEN c.status = 'pending' THEN NULL ELSE c.at END
 	FROM c
-	WHERE j.id = c.id AND j.lease_owner = c.owner AND j.status = 'running'
+	WHERE j.id = c.id AND j.lease_owner = c.owner AND j.fence = c.fence AND j.status = 'running'
 	RETURNING j.id, j.attempts, c.started, c.duration_ns, c.status, c.err
 ), hist AS (
 	INSERT INTO attempts (job_id, attempt, started_at, duration_ns, outcome, error)
@@ -228,29 +250,30 @@ func (s *Store) Claim(ctx context.Context, p queue.ClaimParams) ([]*queue.Job, e
 	if s.isClosed() {
 		return nil, queue.ErrClosed
 	}
-	now := p.Now
-	if now.IsZero() {
-		now = s.cfg.Now()
+	// Without p.Now, the lease is timed by the server's clock (nil $8).
+	var leaseNow any
+	now := ms(s.cfg.Now())
+	if !p.Now.IsZero() {
+		now = ms(p.Now)
+		leaseNow = now
 	}
-	now = ms(now)
-	until := ms(now.Add(p.Lease))
 	filter := p.Routes != nil
 	sources := make([]string, len(p.Routes))
 	targets := make([]string, len(p.Routes))
 	for i, r := range p.Routes {
 		sources[i], targets[i] = r.Source, r.Target
 	}
-	rows, err := s.pool.Query(ctx, sqlClaim, p.Owner, until, now, p.Limit, filter, sources, targets)
+	rows, err := s.pool.Query(ctx, sqlClaim, p.Owner, p.Lease.Milliseconds(), now, p.Limit, filter, sources, targets, leaseNow)
 	if err != nil {
 		return nil, s.fail("claim", err)
 	}
 	defer rows.Close()
 	var jobs []*queue.Job
 	for rows.Next() {
-		j := &queue.Job{LeaseOwner: p.Owner, LeaseUntil: until}
+		j := &queue.Job{LeaseOwner: p.Owner}
 		var headers []byte
 		if err := rows.Scan(&j.ID, &j.EventID, &j.Source, &j.DeliveryID, &j.EventType, &j.Target,
-			&headers, &j.Payload, &j.Attempt, &j.CreatedAt); err != nil {
+			&headers, &j.Payload, &j.Attempt, &j.CreatedAt, &j.Fence, &j.Replays, &j.ReplayBase, &j.LeaseUntil); err != nil {
 			return nil, s.fail("claim", err)
 		}
 		if j.Headers, err = storekit.DecodeHeaders(headers); err != nil {
@@ -267,16 +290,22 @@ func (s *Store) Claim(ctx context.Context, p queue.ClaimParams) ([]*queue.Job, e
 	return jobs, nil
 }
 
-// ExtendLeases moves the lease of each job still running under owner to
-// until, in one statement, and returns the ids it could not extend.
-func (s *Store) ExtendLeases(ctx context.Context, owner string, ids []int64, until time.Time) ([]int64, error) {
-	if len(ids) == 0 {
+// ExtendLeases moves the lease of each claim still held, in one
+// statement, and returns the ids it could not extend. Without p.Now the
+// new lease is timed by the server's clock.
+func (s *Store) ExtendLeases(ctx context.Context, p queue.ExtendParams) ([]int64, error) {
+	if len(p.Claims) == 0 {
 		return nil, nil
 	}
 	if s.isClosed() {
 		return nil, queue.ErrClosed
 	}
-	rows, err := s.pool.Query(ctx, sqlExtend, ids, owner, ms(until))
+	ids, fences := splitClaims(p.Claims)
+	var leaseNow any
+	if !p.Now.IsZero() {
+		leaseNow = ms(p.Now)
+	}
+	rows, err := s.pool.Query(ctx, sqlExtend, ids, fences, p.Owner, leaseNow, p.Lease.Milliseconds())
 	if err != nil {
 		return nil, s.fail("extend leases", err)
 	}
@@ -332,7 +361,7 @@ func (s *Store) Finish(ctx context.Context, cs []queue.Completion) ([]bool, erro
 		for _, i := range round {
 			a.add(&cs[i], now)
 		}
-		rows, err := s.pool.Query(ctx, sqlFinish, a.ids, a.owners, a.statuses, a.runAts, a.errs, a.ats, a.starteds, a.durations)
+		rows, err := s.pool.Query(ctx, sqlFinish, a.ids, a.owners, a.statuses, a.runAts, a.errs, a.ats, a.starteds, a.durations, a.fences)
 		if err != nil {
 			return nil, s.fail("finish jobs", err)
 		}
@@ -356,6 +385,17 @@ func (s *Store) Finish(ctx context.Context, cs []queue.Completion) ([]bool, erro
 	return recorded, nil
 }
 
+// splitClaims returns the ids and the fence tokens of claims, as the
+// arrays the fenced statements unnest.
+func splitClaims(claims []queue.Claimed) (ids, fences []int64) {
+	ids = make([]int64, len(claims))
+	fences = make([]int64, len(claims))
+	for i, c := range claims {
+		ids[i], fences[i] = c.ID, c.Fence
+	}
+	return ids, fences
+}
+
 // idSet reads a column of ids into a set.
 func idSet(rows pgx.Rows) (map[int64]bool, error) {
 	set := make(map[int64]bool)
@@ -371,6 +411,7 @@ func idSet(rows pgx.Rows) (map[int64]bool, error) {
 // unnests.
 type finishArgs struct {
 	ids       []int64
+	fences    []int64
 	owners    []string
 	statuses  []string
 	runAts    []time.Time
@@ -384,6 +425,7 @@ type finishArgs struct {
 func (a *finishArgs) add(c *queue.Completion, now time.Time) {
 	at, runAt := storekit.Times(c, now)
 	a.ids = append(a.ids, c.JobID)
+	a.fences = append(a.fences, c.Fence)
 	a.owners = append(a.owners, c.Owner)
 	a.statuses = append(a.statuses, string(c.Status))
 	a.runAts = append(a.runAts, ms(runAt))
@@ -407,17 +449,18 @@ func cleanError(s string) string {
 	return storekit.TruncateError(s)
 }
 
-// HandBack returns jobs running under owner to pending, due now, without
-// charging their attempt, in one statement.
-func (s *Store) HandBack(ctx context.Context, owner string, ids []int64) error {
-	if len(ids) == 0 {
+// HandBack returns the jobs of claims still held by owner to pending, due
+// now, without charging their attempt, in one statement.
+func (s *Store) HandBack(ctx context.Context, owner string, claims []queue.Claimed) error {
+	if len(claims) == 0 {
 		return nil
 	}
 	if s.isClosed() {
 		return queue.ErrClosed
 	}
+	ids, fences := splitClaims(claims)
 	var n int64
-	if err := s.pool.QueryRow(ctx, sqlHandBack, ids, owner, ms(s.cfg.Now())).Scan(&n); err != nil {
+	if err := s.pool.QueryRow(ctx, sqlHandBack, ids, owner, ms(s.cfg.Now()), fences).Scan(&n); err != nil {
 		return s.fail("hand back jobs", err)
 	}
 	if n > 0 {

@@ -144,11 +144,10 @@ func testFence(t *testing.T, s queue.Store) {
 			}
 		})
 	}
-	lost, err := s.ExtendLeases(t.Context(), "a", []int64{stale.ID}, at.Add(time.Hour))
-	if err != nil || !slices.Equal(lost, []int64{stale.ID}) {
-		t.Errorf("stale ExtendLeases = %v, %v; want the job lost", lost, err)
+	if lost := extend(t, s, "a", claims(stale), at, time.Hour); !slices.Equal(lost, []int64{stale.ID}) {
+		t.Errorf("stale ExtendLeases = %v; want the job lost", lost)
 	}
-	if err := s.HandBack(t.Context(), "a", []int64{stale.ID}); err != nil {
+	if err := s.HandBack(t.Context(), "a", claims(stale)); err != nil {
 		t.Fatal(err)
 	}
 	if d := get(t, s, stale.ID); d.Status != queue.StatusRunning || d.LeaseOwner != "b" {
@@ -164,10 +163,7 @@ func testExtend(t *testing.T, s queue.Store) {
 	at := now()
 	jobs := claimAt(t, s, "a", 2, at)
 	until := at.Add(10 * lease)
-	lost, err := s.ExtendLeases(t.Context(), "a", []int64{jobs[0].ID, jobs[1].ID, 1 << 40}, until)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lost := extend(t, s, "a", append(claims(jobs...), queue.Claimed{ID: 1 << 40, Fence: 1}), at, 10*lease)
 	if !slices.Equal(lost, []int64{1 << 40}) {
 		t.Errorf("lost = %v, want only the unknown id", lost)
 	}
@@ -178,16 +174,15 @@ func testExtend(t *testing.T, s queue.Store) {
 	if got := claimAt(t, s, "b", 2, at.Add(2*lease)); len(got) != 0 {
 		t.Errorf("claimed %v under an extended lease", ids(got))
 	}
-	lost, err = s.ExtendLeases(t.Context(), "b", ids(jobs), until)
-	if err != nil || !slices.Equal(lost, ids(jobs)) {
-		t.Errorf("ExtendLeases by a non-owner = %v, %v; want both lost", lost, err)
+	if lost := extend(t, s, "b", claims(jobs...), at, 10*lease); !slices.Equal(lost, ids(jobs)) {
+		t.Errorf("ExtendLeases by a non-owner = %v; want both lost", lost)
 	}
 }
 
 func testHandBack(t *testing.T, s queue.Store) {
 	enqueue(t, s, event("shop", "d1", "mail"))
 	j := claimOne(t, s, "a")
-	if err := s.HandBack(t.Context(), "a", []int64{j.ID}); err != nil {
+	if err := s.HandBack(t.Context(), "a", claims(j)); err != nil {
 		t.Fatal(err)
 	}
 	d := get(t, s, j.ID)

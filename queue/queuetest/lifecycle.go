@@ -24,6 +24,7 @@ func testReady(t *testing.T, s queue.Store) {
 		}
 	}
 	drain()
+	var claimed *queue.Job
 	steps := []struct {
 		name  string
 		write func(t *testing.T)
@@ -32,9 +33,9 @@ func testReady(t *testing.T, s queue.Store) {
 		{"enqueue with a target", func(t *testing.T) { enqueue(t, s, event("shop", "d1", "mail")) }, true},
 		{"enqueue without a target", func(t *testing.T) { enqueue(t, s, event("shop", "d2")) }, false},
 		{"duplicate", func(t *testing.T) { enqueue(t, s, event("shop", "d1", "mail")) }, false},
-		{"claim", func(t *testing.T) { claimOne(t, s, "w") }, false},
+		{"claim", func(t *testing.T) { claimed = claimOne(t, s, "w") }, false},
 		{"hand-back", func(t *testing.T) {
-			if err := s.HandBack(t.Context(), "w", []int64{list(t, s, queue.ListParams{}).Jobs[0].ID}); err != nil {
+			if err := s.HandBack(t.Context(), "w", []queue.Claimed{claimed.Claimed()}); err != nil {
 				t.Fatal(err)
 			}
 		}, true},

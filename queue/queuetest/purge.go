@@ -22,7 +22,7 @@ func testPurge(t *testing.T, s queue.Store) {
 	}
 	finish(t, s, done(jobs["old"][0], old), done(jobs["old"][1], old), done(jobs["mixed"][0], old), done(jobs["recent"][0], start))
 	finish(t, s, dead(jobs["mixed"][1], "boom"))
-	if err := s.HandBack(t.Context(), "w", ids(jobs["waiting"])); err != nil {
+	if err := s.HandBack(t.Context(), "w", claims(jobs["waiting"]...)); err != nil {
 		t.Fatal(err)
 	}
 	steps := []struct {

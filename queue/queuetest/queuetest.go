@@ -13,9 +13,11 @@
 //
 // Run, the table of subtests and the shared fixtures live in this file; the
 // checks are split by area, one file each: enqueue.go, claim_lease.go
-// (claims, leases, the fence, hand-back), finish.go, replay_discard.go,
-// purge.go, reads.go (stats, listing, one job), events.go (events,
-// lookups by delivery id, resend, a job added to an event), lifecycle.go (the ready
+// (claims, leases, the fence, hand-back), fence.go (the fence token of
+// each claim), finish.go, replay_discard.go, resend.go (attempts numbered
+// across replays), purge.go, reads.go (stats, listing, one job), events.go
+// (events, lookups by delivery id, resend, a job added to an event),
+// lifecycle.go (the ready
 // signal, close) and workers.go (many workers at once).
 package queuetest
 
@@ -41,12 +43,15 @@ func Run(t *testing.T, open func(t *testing.T) queue.Store) {
 		{"lease/expiry takeover", testTakeover},
 		{"lease/fence", testFence},
 		{"lease/extend reports lost", testExtend},
+		{"fence/stale claim of the same owner", testStaleClaimSameOwner},
+		{"fence/hand-back ends the claim", testHandBackEndsClaim},
 		{"handback/no charge", testHandBack},
 		{"finish/outcomes", testFinish},
 		{"finish/history bounded", testHistory},
 		{"finish/error truncated", testTruncate},
 		{"replay/one", testReplay},
 		{"replay/dead by filter", testReplayDead},
+		{"replay/numbered across replays", testReplayNumbering},
 		{"discard", testDiscard},
 		{"purge/retention", testPurge},
 		{"purge/limit", testPurgeLimit},
@@ -132,17 +137,17 @@ func finish(t *testing.T, s queue.Store, cs ...queue.Completion) []bool {
 }
 
 func done(j *queue.Job, at time.Time) queue.Completion {
-	return queue.Completion{JobID: j.ID, Owner: j.LeaseOwner, Status: queue.StatusDone, Started: at, Duration: time.Millisecond, Now: at}
+	return queue.Completion{JobID: j.ID, Owner: j.LeaseOwner, Fence: j.Fence, Status: queue.StatusDone, Started: at, Duration: time.Millisecond, Now: at}
 }
 
 func retry(j *queue.Job, runAt time.Time, msg string) queue.Completion {
 	at := now()
-	return queue.Completion{JobID: j.ID, Owner: j.LeaseOwner, Status: queue.StatusPending, RunAt: runAt, Error: msg, Started: at, Duration: time.Millisecond, Now: at}
+	return queue.Completion{JobID: j.ID, Owner: j.LeaseOwner, Fence: j.Fence, Status: queue.StatusPending, RunAt: runAt, Error: msg, Started: at, Duration: time.Millisecond, Now: at}
 }
 
 func dead(j *queue.Job, msg string) queue.Completion {
 	at := now()
-	return queue.Completion{JobID: j.ID, Owner: j.LeaseOwner, Status: queue.StatusDead, Error: msg, Started: at, Duration: time.Millisecond, Now: at}
+	return queue.Completion{JobID: j.ID, Owner: j.LeaseOwner, Fence: j.Fence, Status: queue.StatusDead, Error: msg, Started: at, Duration: time.Millisecond, Now: at}
 }
 
 func get(t *testing.T, s queue.Store, id int64) queue.JobDetail {
@@ -180,6 +185,25 @@ func ids(jobs []*queue.Job) []int64 {
 		out[i] = j.ID
 	}
 	return out
+}
+
+func claims(jobs ...*queue.Job) []queue.Claimed {
+	out := make([]queue.Claimed, len(jobs))
+	for i, j := range jobs {
+		out[i] = j.Claimed()
+	}
+	return out
+}
+
+// extend extends the leases of claims by owner to at + l and returns the
+// ids lost.
+func extend(t *testing.T, s queue.Store, owner string, cs []queue.Claimed, at time.Time, l time.Duration) []int64 {
+	t.Helper()
+	lost, err := s.ExtendLeases(t.Context(), queue.ExtendParams{Owner: owner, Claims: cs, Lease: l, Now: at})
+	if err != nil {
+		t.Fatalf("ExtendLeases(%s): %v", owner, err)
+	}
+	return lost
 }
 
 func list(t *testing.T, s queue.Store, p queue.ListParams) queue.JobPage {

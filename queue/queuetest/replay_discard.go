@@ -29,11 +29,13 @@ func testReplay(t *testing.T, s queue.Store) {
 		})
 	}
 	d := get(t, s, jobs[0].ID)
-	if d.Status != queue.StatusPending || d.Attempts != 0 || d.RunAt.After(now()) || !d.FinishedAt.IsZero() {
-		t.Errorf("replayed job %+v, want pending, 0 attempts, due now", d.JobSummary)
+	if d.Status != queue.StatusPending || d.Attempts != 1 || d.Replays != 1 || d.RunAt.After(now()) || !d.FinishedAt.IsZero() {
+		t.Errorf("replayed job %+v, want pending, 1 attempt kept, 1 replay, due now", d.JobSummary)
 	}
-	if j := claimOne(t, s, "w"); j.ID != jobs[0].ID || j.Attempt != 1 {
-		t.Errorf("claim after replay = job %d attempt %d, want job %d attempt 1", j.ID, j.Attempt, jobs[0].ID)
+	// The attempts keep counting; the budget starts again from them.
+	if j := claimOne(t, s, "w"); j.ID != jobs[0].ID || j.Attempt != 2 || j.Replays != 1 || j.ReplayBase != 1 {
+		t.Errorf("claim after replay = job %d attempt %d replays %d base %d, want job %d attempt 2 replays 1 base 1",
+			j.ID, j.Attempt, j.Replays, j.ReplayBase, jobs[0].ID)
 	}
 }
 
@@ -67,8 +69,8 @@ func testReplayDead(t *testing.T, s queue.Store) {
 		t.Errorf("Stats = %+v, want the 4 jobs pending", st)
 	}
 	for _, j := range claim(t, s, "w", 10) {
-		if j.Attempt != 1 {
-			t.Errorf("job %d replayed at attempt %d, want 1", j.ID, j.Attempt)
+		if j.Attempt != 2 || j.Replays != 1 || j.ReplayBase != 1 {
+			t.Errorf("job %d replayed at attempt %d replays %d base %d, want attempt 2 replays 1 base 1", j.ID, j.Attempt, j.Replays, j.ReplayBase)
 		}
 	}
 }

@@ -98,7 +98,7 @@ func testWorkers(t *testing.T, s queue.Store) {
 						status = queue.StatusPending
 					}
 					at := time.Now()
-					cs[i] = queue.Completion{JobID: j.ID, Owner: owner, Status: status, RunAt: at, Error: "retry", Started: at, Now: at}
+					cs[i] = queue.Completion{JobID: j.ID, Owner: owner, Fence: j.Fence, Status: status, RunAt: at, Error: "retry", Started: at, Now: at}
 				}
 				// The lease is released by the Finish below; forget the
 				// holder first so that a legitimate re-claim is not flagged.

@@ -202,7 +202,7 @@ func claimFinishN(b *testing.B, s *Store, workers, batch, n int) {
 			}
 			cs = cs[:0]
 			for _, j := range jobs {
-				cs = append(cs, queue.Completion{JobID: j.ID, Owner: owner, Status: queue.StatusDone, Started: now, Duration: time.Millisecond, Now: now})
+				cs = append(cs, queue.Completion{JobID: j.ID, Owner: owner, Fence: j.Fence, Status: queue.StatusDone, Started: now, Duration: time.Millisecond, Now: now})
 			}
 			if _, err := s.Finish(context.Background(), cs); err != nil {
 				return err

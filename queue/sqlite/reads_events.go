@@ -55,8 +55,9 @@ WHERE event_id IN (SELECT value FROM json_each(?1)) ORDER BY event_id, id`
 
 	sqlFindEvent = `SELECT ` + eventCols + `, headers, payload FROM events WHERE source = ?1 AND delivery_id = ?2`
 
+	// jobCols are the columns of a queue.JobSummary, in scanSummary's order.
 	jobCols = `j.id, j.event_id, j.source, e.delivery_id, e.event_type, j.target, j.status,
-	j.attempts, j.run_at, j.last_error, j.created_at, coalesce(j.finished_at, 0)`
+	j.attempts, j.replays, j.run_at, j.last_error, j.created_at, coalesce(j.finished_at, 0)`
 
 	// jobFilter: ?1 status, ?2 source, ?3 target, ?5 event type ('' for
 	// any); ?4 the cursor; ?6, ?7 the time range of the event.

@@ -72,7 +72,18 @@ CREATE TABLE attempts (
 	PRIMARY KEY (job_id, slot)
 ) WITHOUT ROWID;
 `,
-	// Issue 15: events listed newest first and filtered by when they were
+	// Version 2 (issue 12): a fence token per claim, and replays that keep
+	// counting attempts. fence counts the claims ever made of the job and
+	// is never lowered (a hand-back lowers attempts), so it names one
+	// claim. A replay no longer resets attempts: replay_base keeps the
+	// attempts made before the last replay, which the budget starts from.
+	// Existing rows start at 0, as if never replayed.
+	`
+ALTER TABLE jobs ADD COLUMN fence INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN replays INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN replay_base INTEGER NOT NULL DEFAULT 0;
+`,
+	// Version 3 (issue 15): events listed newest first and filtered by when they were
 	// stored (GET /webhook/events, the jobs listing's since) walk this
 	// index instead of the table. Its key only grows, so an enqueue adds
 	// its entry at the right edge of the tree.

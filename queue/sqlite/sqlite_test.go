@@ -652,7 +652,7 @@ func TestReadyOnlyForReadyWork(t *testing.T) {
 			return err
 		}},
 		{"retry not yet due", func() error {
-			_, err := s.Finish(t.Context(), []queue.Completion{{JobID: jobs[0].ID, Owner: "w", Status: queue.StatusPending, RunAt: time.Now().Add(time.Hour)}})
+			_, err := s.Finish(t.Context(), []queue.Completion{{JobID: jobs[0].ID, Owner: "w", Fence: jobs[0].Fence, Status: queue.StatusPending, RunAt: time.Now().Add(time.Hour)}})
 			return err
 		}},
 	}

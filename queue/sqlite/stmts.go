@@ -34,7 +34,7 @@ ON CONFLICT (source, delivery_id) DO NOTHING`
 	// nearly every claim. That re-prepare cost more than the claim itself
 	// (312 µs against 68 µs a claim, measured for docs/BENCHMARKS.md).
 	sqlClaim = `UPDATE jobs
-SET status = 'running', attempts = attempts + 1, lease_owner = ?1, lease_until = ?2
+SET status = 'running', attempts = attempts + 1, fence = fence + 1, lease_owner = ?1, lease_until = ?2
 WHERE id IN (
 	SELECT id FROM (
 		SELECT id, run_at FROM (
@@ -49,7 +49,7 @@ WHERE id IN (
 	)
 	ORDER BY run_at, id LIMIT ?4 + 0
 )
-RETURNING id, event_id, source, target, attempts, run_at, created_at`
+RETURNING id, event_id, source, target, attempts, run_at, created_at, fence, replays, replay_base`
 
 	routeFilter = `
 			AND (?5 IS NULL OR EXISTS (SELECT 1 FROM json_each(?5) AS r
@@ -60,7 +60,10 @@ RETURNING id, event_id, source, target, attempts, run_at, created_at`
 	sqlClaimEvents = `SELECT id, delivery_id, event_type, headers, payload FROM events
 WHERE id IN (SELECT value FROM json_each(?1))`
 
-	sqlExtend = `UPDATE jobs SET lease_until = ?1 WHERE id = ?2 AND lease_owner = ?3 AND status = 'running'`
+	// sqlExtend, sqlFinish and sqlHandBack match the claim, not only the
+	// owner: the fence token tells a pool's current claim from its stale
+	// one after a pause longer than the lease.
+	sqlExtend = `UPDATE jobs SET lease_until = ?1 WHERE id = ?2 AND lease_owner = ?3 AND fence = ?4 AND status = 'running'`
 
 	// sqlFinish records an outcome under the fence. A retry (pending) gets
 	// its run_at and no finished_at; done and dead are stamped finished.
@@ -71,21 +74,25 @@ SET status = ?1,
 	lease_owner = NULL, lease_until = NULL,
 	finished_at = CASE WHEN ?1 = 'pending' THEN NULL ELSE ?4 END,
 	history = history + 1
-WHERE id = ?5 AND lease_owner = ?6 AND status = 'running'`
+WHERE id = ?5 AND lease_owner = ?6 AND fence = ?7 AND status = 'running'`
 
 	sqlHandBack = `UPDATE jobs
 SET status = 'pending', run_at = ?1, attempts = max(attempts - 1, 0), lease_owner = NULL, lease_until = NULL,
 	history = history + 1
-WHERE id = ?2 AND lease_owner = ?3 AND status = 'running'`
+WHERE id = ?2 AND lease_owner = ?3 AND fence = ?4 AND status = 'running'`
 
+	// A replay keeps the attempts counting (history and X-Webhook-Attempt
+	// number across replays) and starts a new budget from them.
 	sqlReplay = `UPDATE jobs
-SET status = 'pending', attempts = 0, run_at = ?1, lease_owner = NULL, lease_until = NULL, finished_at = NULL
+SET status = 'pending', replays = replays + 1, replay_base = attempts, run_at = ?1,
+	lease_owner = NULL, lease_until = NULL, finished_at = NULL
 WHERE id = ?2 AND status = 'dead'`
 
 	sqlJobState = `SELECT status, event_id FROM jobs WHERE id = ?1`
 
 	sqlReplayDead = `UPDATE jobs
-SET status = 'pending', attempts = 0, run_at = ?1, lease_owner = NULL, lease_until = NULL, finished_at = NULL
+SET status = 'pending', replays = replays + 1, replay_base = attempts, run_at = ?1,
+	lease_owner = NULL, lease_until = NULL, finished_at = NULL
 WHERE status = 'dead' AND (?2 = '' OR source = ?2) AND (?3 = '' OR target = ?3)`
 
 	sqlDeleteJob = `DELETE FROM jobs WHERE id = ?1`

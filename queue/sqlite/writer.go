@@ -55,8 +55,8 @@ type request struct {
 	claim  queue.ClaimParams
 	routes string // claim.Routes as JSON, encoded by the caller
 	owner  string
-	ids    []int64
-	until  time.Time
+	claims []queue.Claimed
+	extend queue.ExtendParams
 	cs     []queue.Completion
 	id     int64
 	filter queue.Filter
@@ -179,7 +179,7 @@ func (w *writer) init(s *Store) {
 	w.batch = make([]*request, 0, s.cfg.MaxBatch)
 	w.live = make([]*request, 0, s.cfg.MaxBatch)
 	w.hbuf = make([]byte, 0, 512)
-	w.row = make([]driver.Value, 8)
+	w.row = make([]driver.Value, 10)
 	w.lastTruncate = time.Now()
 }
 

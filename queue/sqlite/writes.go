@@ -72,13 +72,13 @@ func (s *Store) Claim(ctx context.Context, p queue.ClaimParams) ([]*queue.Job, e
 	return jobs, nil
 }
 
-// ExtendLeases moves the lease of each job still running under owner.
-func (s *Store) ExtendLeases(ctx context.Context, owner string, ids []int64, until time.Time) ([]int64, error) {
-	if len(ids) == 0 {
+// ExtendLeases moves the lease of each claim still held.
+func (s *Store) ExtendLeases(ctx context.Context, p queue.ExtendParams) ([]int64, error) {
+	if len(p.Claims) == 0 {
 		return nil, nil
 	}
 	r := newRequest(ctx, kindExtend)
-	r.owner, r.ids, r.until = owner, ids, until
+	r.extend = p
 	err := s.do(ctx, r)
 	lost := r.lost
 	recycle(r)
@@ -107,14 +107,14 @@ func (s *Store) Finish(ctx context.Context, cs []queue.Completion) ([]bool, erro
 	return recorded, nil
 }
 
-// HandBack returns jobs running under owner to pending, due now, without
-// charging their attempt.
-func (s *Store) HandBack(ctx context.Context, owner string, ids []int64) error {
-	if len(ids) == 0 {
+// HandBack returns the jobs of claims still held by owner to pending, due
+// now, without charging their attempt.
+func (s *Store) HandBack(ctx context.Context, owner string, claims []queue.Claimed) error {
+	if len(claims) == 0 {
 		return nil
 	}
 	r := newRequest(ctx, kindHandBack)
-	r.owner, r.ids = owner, ids
+	r.owner, r.claims = owner, claims
 	err := s.do(ctx, r)
 	recycle(r)
 	return err
@@ -187,7 +187,7 @@ func (w *writer) exec(r *request, now time.Time) error {
 	case kindClaim:
 		return w.claim(r, now)
 	case kindExtend:
-		return w.extend(r)
+		return w.extend(r, now)
 	case kindFinish:
 		return w.finish(r, now)
 	case kindHandBack:
@@ -277,13 +277,16 @@ func (w *writer) claim(r *request, now time.Time) error {
 		runAt int64
 	}
 	var got []claimed
-	err = each(rows, w.row[:7], func(row []driver.Value) error {
+	err = each(rows, w.row[:10], func(row []driver.Value) error {
 		got = append(got, claimed{&queue.Job{
 			ID:         asInt(row[0]),
 			EventID:    asInt(row[1]),
 			Source:     asString(row[2]),
 			Target:     asString(row[3]),
 			Attempt:    int(asInt(row[4])),
+			Fence:      asInt(row[7]),
+			Replays:    int(asInt(row[8])),
+			ReplayBase: int(asInt(row[9])),
 			LeaseOwner: p.Owner,
 			LeaseUntil: fromMS(ms(until)),
 			CreatedAt:  fromMS(asInt(row[6])),
@@ -363,15 +366,19 @@ func cmpInt(a, b int64) int {
 	return 0
 }
 
-func (w *writer) extend(r *request) error {
-	until := ms(r.until)
-	for _, id := range r.ids {
-		res, err := w.st.extend.Exec(until, id, r.owner)
+func (w *writer) extend(r *request, now time.Time) error {
+	p := &r.extend
+	if !p.Now.IsZero() {
+		now = p.Now
+	}
+	until := ms(now.Add(p.Lease))
+	for _, c := range p.Claims {
+		res, err := w.st.extend.Exec(until, c.ID, p.Owner, c.Fence)
 		if err != nil {
-			return fmt.Errorf("extend lease of job %d: %w", id, err)
+			return fmt.Errorf("extend lease of job %d: %w", c.ID, err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			r.lost = append(r.lost, id)
+			r.lost = append(r.lost, c.ID)
 		}
 	}
 	return nil
@@ -383,7 +390,7 @@ func (w *writer) finish(r *request, now time.Time) error {
 		c := &r.cs[i]
 		at, runAt := storekit.Times(c, now)
 		msg := storekit.TruncateError(c.Error)
-		res, err := w.st.finish.Exec(string(c.Status), ms(runAt), msg, ms(at), c.JobID, c.Owner)
+		res, err := w.st.finish.Exec(string(c.Status), ms(runAt), msg, ms(at), c.JobID, c.Owner, c.Fence)
 		if err != nil {
 			return fmt.Errorf("finish job %d: %w", c.JobID, err)
 		}
@@ -412,8 +419,9 @@ func (w *writer) addAttempt(id int64, offset int, started time.Time, d time.Dura
 }
 
 func (w *writer) handBack(r *request, now time.Time) error {
-	for _, id := range r.ids {
-		res, err := w.st.handBack.Exec(ms(now), id, r.owner)
+	for _, c := range r.claims {
+		id := c.ID
+		res, err := w.st.handBack.Exec(ms(now), id, r.owner, c.Fence)
 		if err != nil {
 			return fmt.Errorf("hand back job %d: %w", id, err)
 		}
