@@ -70,8 +70,19 @@ func TestE2EOperators(t *testing.T) {
 	if len(got) != 2 || got[1].Header.Get("X-Webhook-Job-Id") != job || got[1].Header.Get("X-Webhook-Delivery-Id") != id {
 		t.Errorf("upstream got %s, want job %s delivered twice", summarize(got), job)
 	}
+	// The handler tells the resend from the first delivery: the attempt
+	// number goes on counting and the replay header is set only on it.
+	if len(got) == 2 {
+		first, again := got[0].Header, got[1].Header
+		if first.Get("X-Webhook-Attempt") != "1" || first.Get("X-Webhook-Replay") != "" {
+			t.Errorf("first delivery: attempt %q replay %q, want 1 and none", first.Get("X-Webhook-Attempt"), first.Get("X-Webhook-Replay"))
+		}
+		if again.Get("X-Webhook-Attempt") != "2" || again.Get("X-Webhook-Replay") != "1" {
+			t.Errorf("resend: attempt %q replay %q, want 2 and 1", again.Get("X-Webhook-Attempt"), again.Get("X-Webhook-Replay"))
+		}
+	}
 	c.waitJobs(t, "github", id, "done")
-	tail.waitCount(t, "delivered  github → http  job "+job+" ", 2)
+	tail.waitFor(t, "delivered  github → http  job "+job+" attempt 2")
 	show, err := c.caddyCmd(t, "webhook", "show", job, "--address", c.AdminAddr)
 	if err != nil || strings.Count(show, "delivered") != 2 {
 		t.Errorf("show %s after resend: %v; want two delivered attempts in the history\n%s", job, err, show)
