@@ -362,4 +362,3 @@ func (b *browser) shot(t *testing.T, name string) {
 	}
 	t.Logf("screenshot %s (%d bytes)", path, len(png))
 }
-
