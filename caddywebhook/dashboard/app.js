@@ -193,42 +193,47 @@
     try { sessionStorage.setItem(SAMPLES_KEY, JSON.stringify(samples)); } catch (_) { /* full: keep in memory */ }
   }
 
-  // rate returns deliveries per minute of key over the window, or null
-  // while fewer than two samples span it; series is the per-poll rate.
+  // rate returns deliveries per minute of key over the last RATE_WINDOW_MS,
+  // or null before the page has two samples; with less than a minute of
+  // history it counts that history as one minute, so that one delivery
+  // seen 2 s apart reads 1/min and not 30. buckets holds the deliveries
+  // in each of BUCKETS equal slices of the window, for the sparkline.
+  const BUCKETS = 30;
   function rate(key) {
     const now = Date.now();
     const win = samples.filter((s) => s.t >= now - RATE_WINDOW_MS && key in s.done);
-    if (win.length < 2) return { perMin: null, series: [] };
-    const first = win[0];
-    const last = win[win.length - 1];
-    const dt = (last.t - first.t) / 60000;
-    const series = [];
+    const buckets = new Array(BUCKETS).fill(0);
+    if (win.length < 2) return { perMin: null, buckets };
     for (let i = 1; i < win.length; i++) {
       const d = Math.max(0, win[i].done[key] - win[i - 1].done[key]); // a purge lowers the count
-      series.push({ t: win[i].t, v: d / Math.max(0.001, (win[i].t - win[i - 1].t) / 60000) });
+      const b = Math.min(BUCKETS - 1, Math.floor((win[i].t - (now - RATE_WINDOW_MS)) / (RATE_WINDOW_MS / BUCKETS)));
+      buckets[Math.max(0, b)] += d;
     }
+    const first = win[0];
+    const last = win[win.length - 1];
     const delta = Math.max(0, last.done[key] - first.done[key]);
-    return { perMin: dt > 0 ? delta / dt : null, series };
+    return { perMin: delta / Math.max(1, (last.t - first.t) / 60000), buckets };
   }
 
-  function sparkline(series) {
+  // sparkline draws the buckets as bars, oldest on the left.
+  function sparkline(buckets) {
     const NS = 'http://www.w3.org/2000/svg';
-    const w = 120, h = 22;
+    const w = 120, h = 22, bw = w / BUCKETS;
     const svg = document.createElementNS(NS, 'svg');
     svg.setAttribute('viewBox', `0 0 ${w} ${h}`);
     svg.setAttribute('class', 'spark');
     svg.setAttribute('aria-hidden', 'true');
-    if (series.length < 2) return svg;
-    const now = Date.now();
-    const max = Math.max(1, ...series.map((p) => p.v));
-    const pts = series.map((p) => {
-      const x = w - ((now - p.t) / RATE_WINDOW_MS) * w;
-      const y = h - 1 - (p.v / max) * (h - 3);
-      return x.toFixed(1) + ',' + y.toFixed(1);
+    const base = document.createElementNS(NS, 'line');
+    for (const [k, v] of Object.entries({ x1: 0, x2: w, y1: h - 0.5, y2: h - 0.5 })) base.setAttribute(k, v);
+    svg.appendChild(base);
+    const max = Math.max(1, ...buckets);
+    buckets.forEach((v, i) => {
+      if (!v) return;
+      const bh = Math.max(2, (v / max) * (h - 2));
+      const r = document.createElementNS(NS, 'rect');
+      for (const [k, val] of Object.entries({ x: (i * bw + 0.5).toFixed(1), y: (h - bh).toFixed(1), width: (bw - 1).toFixed(1), height: bh.toFixed(1) })) r.setAttribute(k, val);
+      svg.appendChild(r);
     });
-    const line = document.createElementNS(NS, 'polyline');
-    line.setAttribute('points', pts.join(' '));
-    svg.appendChild(line);
     return svg;
   }
 
@@ -310,8 +315,8 @@
           card('Running', totals.running, 'running'),
           card('Done', totals.done, 'done'),
           card('Dead', totals.dead, 'dead'),
-          card('Oldest pending', st.oldest_pending_ns ? fmtDur(st.oldest_pending_ns / 1e6) : '—', 'oldest'),
-          card('Delivered / min', total.perMin === null ? '—' : total.perMin.toFixed(1), 'rate', sparkline(total.series)),
+          card('Oldest due', st.oldest_pending_ns ? fmtDur(st.oldest_pending_ns / 1e6) : '—', 'oldest'),
+          card('Delivered/min', total.perMin === null ? '—' : total.perMin.toFixed(1), 'rate', sparkline(total.buckets)),
           card('Events stored', st.events === undefined ? '—' : st.events, 'events'),
           unroutableCard(st));
 
@@ -334,7 +339,7 @@
               STATUSES.map((s) => el('td', { class: 'num c-' + s + (g[s] && s === 'dead' ? ' alert' : '') },
                 el('a', { href: '#/jobs?' + new URLSearchParams({ source: g.source, target: g.target, status: s }) }, g[s]))),
               el('td', { class: 'num c-rate' }, r.perMin === null ? '—' : r.perMin.toFixed(1)),
-              el('td', {}, sparkline(r.series)),
+              el('td', {}, sparkline(r.buckets)),
               hasFlow && el('td', {}, flowBadges(g.flow)),
               !readOnly && el('td', {}, g.dead > 0 && el('button', {
                 type: 'button', class: 'small', 'data-action': 'replay-dead',

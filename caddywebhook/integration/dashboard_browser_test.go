@@ -109,9 +109,7 @@ func TestDashboard(t *testing.T) {
 			return !!r && n('done') === '3' && n('dead') === '2' && n('pending') === '0' && n('running') === '0';
 		})()`)
 		b.waitJS(t, "stripe → billing is listed", `!!document.querySelector('#overview-table tr[data-source="stripe"][data-target="billing"]')`)
-		// A few polls, for the rates.
 		b.waitJS(t, "the live indicator is on", `document.getElementById('live').className === 'live ok'`)
-		b.shot(t, "overview")
 	})
 
 	t.Run("filter_by_status", func(t *testing.T) {
@@ -233,6 +231,18 @@ func TestDashboard(t *testing.T) {
 		}
 		b.shot(t, "payload-as-text")
 		b.do(t, chromedp.Click(chromedp.CSS(`button.tab[data-mode="pretty"]`)))
+	})
+
+	// Back on the overview, the page has seen the replay's delivery since
+	// its first visit: the counts moved and the rate is measured.
+	t.Run("overview_updates", func(t *testing.T) {
+		b.do(t, chromedp.Navigate(dash+"#/"))
+		b.waitJS(t, "github → http shows 4 done (with the replayed job) and 1 dead", `(() => {
+			const r = document.querySelector('#overview-table tr[data-source="github"][data-target="http"]');
+			const n = (s) => r && r.querySelector('.c-' + s).textContent;
+			return !!r && n('done') === '4' && n('dead') === '1' && r.querySelector('.c-rate').textContent !== '—';
+		})()`)
+		b.shot(t, "overview")
 	})
 }
 
