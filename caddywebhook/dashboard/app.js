@@ -76,7 +76,15 @@
     if (s < 86400) return Math.floor(s / 3600) + 'h' + String(Math.floor((s % 3600) / 60)).padStart(2, '0') + 'm';
     return Math.floor(s / 86400) + 'd' + Math.floor((s % 86400) / 3600) + 'h';
   }
-  const timeCell = (s) => el('time', { datetime: s || '', title: fmtAgo(s) }, fmtTime(s));
+  const fullTime = (s) => el('time', { datetime: s || '', title: fmtAgo(s) }, fmtTime(s));
+  // timeCell shows a time compactly (the clock alone for today) with the
+  // full time and the age in its tooltip.
+  function timeCell(s) {
+    const full = fmtTime(s);
+    const today = fmtTime(new Date().toISOString()).slice(0, 10);
+    const short = full.startsWith(today) ? full.slice(11) : full.slice(0, 16);
+    return el('time', { datetime: s || '', title: full && `${full} (${fmtAgo(s)})` }, short);
+  }
 
   function flash(kind, ...text) {
     flashBox.className = 'flash ' + kind;
@@ -542,9 +550,9 @@
             ['Delivery id', el('span', { class: 'mono' }, job.delivery_id)],
             ['Event', el('a', { href: '#/events/' + job.event_id }, '#' + job.event_id)],
             ['Attempts', job.attempts],
-            ['Created', timeCell(job.created_at)],
+            ['Created', fullTime(job.created_at)],
             [job.status === 'done' || job.status === 'dead' ? 'Finished' : 'Next attempt',
-              job.status === 'done' || job.status === 'dead' ? timeCell(job.finished_at) : timeCell(job.run_at)],
+              job.status === 'done' || job.status === 'dead' ? fullTime(job.finished_at) : fullTime(job.run_at)],
             job.lease_owner && ['Lease', `${job.lease_owner} until ${fmtTime(job.lease_until)}`],
             job.last_error && ['Last error', el('span', { class: 'err' }, job.last_error)],
           ]),
@@ -685,7 +693,7 @@
           fields([
             ['Source', ev.source], ['Event type', ev.event_type || '—'],
             ['Delivery id', el('span', { class: 'mono' }, ev.delivery_id)],
-            ['Received', timeCell(ev.created_at)],
+            ['Received', fullTime(ev.created_at)],
           ]),
           el('section', {}, el('h3', {}, 'Jobs'), (ev.jobs || []).length === 0 ? el('p', { class: 'muted' }, 'No target: the event is stored without a job.') :
             jobsTable(ev.jobs.map((j) => Object.assign({ source: ev.source, event_type: ev.event_type, delivery_id: ev.delivery_id, created_at: ev.created_at }, j)))),

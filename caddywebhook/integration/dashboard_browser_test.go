@@ -146,6 +146,21 @@ func TestDashboard(t *testing.T) {
 		})()`)
 	})
 
+	t.Run("events_list", func(t *testing.T) {
+		b.do(t, chromedp.Navigate(dash+"#/events"))
+		if status, _ := c.adminDo(t, http.MethodGet, "/webhook/events", nil); status == http.StatusNotFound {
+			b.waitJS(t, "the page says the endpoint is missing", `(() => {
+				const e = document.getElementById('events-error');
+				return !!e && e.textContent.includes('has no /webhook/events endpoint');
+			})()`)
+			t.Skip("the admin API has no GET /webhook/events yet (issue 15, API part)")
+		}
+		b.waitJS(t, "the 7 events are listed, each with its job", `(() => {
+			const rows = [...document.querySelectorAll('#events-list tbody tr')];
+			return rows.length === 7 && rows.every((r) => r.querySelector('.jobchip'));
+		})()`)
+	})
+
 	t.Run("open_job", func(t *testing.T) {
 		b.do(t, chromedp.Navigate(dash+"#/jobs?status=dead"))
 		b.waitJS(t, "the dead jobs are listed", `document.querySelectorAll('#jobs-list tbody tr').length === 2`)
