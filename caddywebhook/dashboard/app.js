@@ -587,7 +587,7 @@
       const t = input.value.trim();
       if (!t) return;
       act(`Send event ${eventID} to ${t}`, 'POST', `events/${eventID}/send?` + new URLSearchParams({ target: t }), undefined,
-        (res) => { if (res && res.id) go('/jobs/' + res.id); });
+        (res) => { const id = res && (res.job_id || res.id); if (id) go('/jobs/' + id); });
     });
     return form;
   }
