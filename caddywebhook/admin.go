@@ -102,6 +102,17 @@ func (a *adminAPI) serveWebhook(w http.ResponseWriter, r *http.Request) error {
 	return handle(w, r, q, id)
 }
 
+// serveAdmin serves the /webhook/ endpoint at path (/webhook/stats, …)
+// in-process, exactly as the admin server would. The dashboard calls it, so
+// the page reaches every operation without Caddy's admin port being exposed,
+// and the two can never disagree. The error is a caddy.APIError for the
+// caller to write, as the admin server does.
+func serveAdmin(w http.ResponseWriter, r *http.Request, path string) error {
+	r = r.Clone(r.Context())
+	r.URL.Path, r.URL.RawPath = path, ""
+	return new(adminAPI).serveWebhook(w, r)
+}
+
 // route maps a path under /webhook/ to its endpoint and, for the per-job
 // endpoints, the job id.
 func (a *adminAPI) route(path string) (adminRoute, int64, error) {

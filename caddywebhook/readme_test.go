@@ -37,6 +37,7 @@ var readmeSections = []struct {
 	}},
 	{"### Target `http` (`webhook.targets.http`)", []readmeStruct{{"HTTPTarget", ""}}},
 	{"### Target `exec` (`webhook.targets.exec`)", []readmeStruct{{"ExecTarget", ""}}},
+	{"### Directive `webhook_dashboard` (handler `http.handlers.webhook_dashboard`)", []readmeStruct{{"Dashboard", ""}}},
 }
 
 type readmeStruct struct {

@@ -11,6 +11,11 @@
 //   - TestReliability (reliability_test.go): load, kill -9, graceful stop,
 //     reload storms, upstream chaos, a full disk, hostile requests and two
 //     processes on one database; docs/RELIABILITY.md has its figures.
+//   - TestDashboard (dashboard_browser_test.go): the webhook_dashboard
+//     page in headless Chromium behind basic_auth: counts, filters, a job,
+//     replay without a reload, resend, a refused cross-origin POST and a
+//     <script> payload shown as text. It needs Chromium and skips without
+//     one, except with CI=true; it saves screenshots.
 //   - TestPostgresTwoInstances (postgres_e2e_test.go): two processes on one
 //     PostgreSQL queue; it needs CADDYWEBHOOK_TEST_POSTGRES_DSN (see
 //     .ci/start-postgres) and skips without it, except with CI=true.

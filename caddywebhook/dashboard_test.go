@@ -1,0 +1,263 @@
+package caddywebhook
+
+import (
+	"context"
+	"encoding/json"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/caddywebhook/caddywebhook/queue"
+)
+
+// dashboardSite is the origin the dashboard tests' requests come from.
+const dashboardSite = "dash.example"
+
+// setupDashboard provisions a dashboard; the caller sets up the queue.
+func setupDashboard(t *testing.T, readOnly bool) *Dashboard {
+	t.Helper()
+	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
+	t.Cleanup(cancel)
+	d := &Dashboard{ReadOnly: readOnly}
+	if err := d.Provision(ctx); err != nil {
+		t.Fatalf("provision: %v", err)
+	}
+	return d
+}
+
+// serveDashboard sends one request to d and returns the recorder.
+func serveDashboard(t *testing.T, d *Dashboard, req *http.Request) *httptest.ResponseRecorder {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	if err := d.ServeHTTP(rec, req, nil); err != nil {
+		// A handler error: Caddy writes it; the tests see -1 and the text.
+		rec.Code = -1
+		rec.Body.WriteString(err.Error())
+	}
+	return rec
+}
+
+// TestDashboardAssets checks the page and its files: the token and mode in
+// the page, the content types, the headers that keep it from being framed
+// or sniffed, and that nothing outside the three files is served.
+func TestDashboardAssets(t *testing.T) {
+	tests := []struct {
+		name     string
+		readOnly bool
+		path     string
+		status   int
+		ctype    string
+		contains []string
+	}{
+		{"index at the mount", false, "/ops/", 200, "text/html; charset=utf-8",
+			[]string{`content="` + dashboardToken() + `"`, `content="read-write"`, `src="app.js"`}},
+		{"index read-only", true, "/ops/", 200, "text/html; charset=utf-8", []string{`content="read-only"`}},
+		{"index with the prefix stripped", false, "/", 200, "text/html; charset=utf-8", []string{"webhook-dashboard-token"}},
+		{"script", false, "/ops/app.js", 200, "text/javascript; charset=utf-8", []string{"X-Webhook-Dashboard-Token"}},
+		{"style", false, "/ops/style.css", 200, "text/css; charset=utf-8", []string{"--dead"}},
+		{"unknown file", false, "/ops/secrets.txt", -1, "", []string{"no page at secrets.txt"}},
+		{"the embedded directory itself", false, "/ops/dashboard", -1, "", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := setupDashboard(t, tt.readOnly)
+			rec := serveDashboard(t, d, httptest.NewRequest(http.MethodGet, tt.path, nil))
+			if rec.Code != tt.status {
+				t.Fatalf("status %d, want %d: %s", rec.Code, tt.status, rec.Body)
+			}
+			if tt.ctype != "" && rec.Header().Get("Content-Type") != tt.ctype {
+				t.Errorf("Content-Type %q, want %q", rec.Header().Get("Content-Type"), tt.ctype)
+			}
+			for _, s := range tt.contains {
+				if !strings.Contains(rec.Body.String(), s) {
+					t.Errorf("body does not contain %q", s)
+				}
+			}
+			if strings.Contains(rec.Body.String(), "{{") {
+				t.Error("body holds an unreplaced {{…}}")
+			}
+			h := rec.Header()
+			if csp := h.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") || !strings.Contains(csp, "frame-ancestors 'none'") {
+				t.Errorf("Content-Security-Policy = %q", csp)
+			}
+			if h.Get("X-Content-Type-Options") != "nosniff" {
+				t.Errorf("X-Content-Type-Options = %q", h.Get("X-Content-Type-Options"))
+			}
+		})
+	}
+}
+
+// TestDashboardAssetRules checks the page's own rules on its source: no
+// markup from strings, nothing loaded from elsewhere, and a small size.
+func TestDashboardAssetRules(t *testing.T) {
+	total := 0
+	err := fs.WalkDir(dashboardAssets, "dashboard", func(path string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		b, err := dashboardAssets.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		total += len(b)
+		for _, bad := range []*regexp.Regexp{
+			regexp.MustCompile(`\.(inner|outer)HTML\b`),
+			regexp.MustCompile(`insertAdjacentHTML|document\.write|\beval\(|new Function\(`),
+			regexp.MustCompile(`(src|href)="(https?:)?//`),
+			regexp.MustCompile(`@import|url\(\s*["']?(https?:)?//`),
+		} {
+			if loc := bad.FindIndex(b); loc != nil {
+				t.Errorf("%s: %q: stored values must enter the page as text, and nothing may load from elsewhere", path, b[loc[0]:loc[1]])
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The issue asks for well under 200 KB.
+	if total > 100_000 {
+		t.Errorf("the page's files are %d bytes; keep them under 100 kB", total)
+	}
+	t.Logf("dashboard assets: %d bytes", total)
+}
+
+// TestDashboardAPI checks the dispatch to the admin API and the guard on
+// state-changing requests: same origin and the page's token, and nothing
+// at all when read_only.
+func TestDashboardAPI(t *testing.T) {
+	good := func(r *http.Request) {
+		r.Header.Set("Sec-Fetch-Site", "same-origin")
+		r.Header.Set("Origin", "https://"+dashboardSite)
+		r.Header.Set(dashboardTokenHeader, dashboardToken())
+	}
+	tests := []struct {
+		name     string
+		readOnly bool
+		method   string
+		path     string // {dead} is a dead job's id
+		header   func(r *http.Request)
+		status   int
+		body     string // a piece of the body
+		replayed bool   // the dead job is pending afterwards
+	}{
+		{name: "read/stats", method: "GET", path: "/ops/api/stats", status: 200, body: `"counts":[`},
+		{name: "read/stats with the prefix stripped", method: "GET", path: "/api/stats", status: 200, body: `"counts":[`},
+		{name: "read/job list with a filter", method: "GET", path: "/ops/api/jobs?status=dead", status: 200, body: `"status":"dead"`},
+		{name: "read/one job", method: "GET", path: "/ops/api/jobs/{dead}", status: 200, body: `"payload_text"`},
+		{name: "read/read-only may read", readOnly: true, method: "GET", path: "/ops/api/stats", status: 200, body: `"counts"`},
+		{name: "read/unknown endpoint says so", method: "GET", path: "/ops/api/nope", status: 404, body: `no webhook admin endpoint at /webhook/nope`},
+		{name: "read/unknown filter says so", method: "GET", path: "/ops/api/jobs?colour=red", status: 400, body: `invalid parameter colour`},
+
+		{name: "change/same origin with the token", method: "POST", path: "/ops/api/jobs/{dead}/replay", header: good, status: 200, body: `"replayed":1`, replayed: true},
+		{name: "change/Origin alone, matching", method: "POST", path: "/ops/api/jobs/{dead}/replay", header: func(r *http.Request) {
+			r.Header.Set("Origin", "http://"+dashboardSite)
+			r.Header.Set(dashboardTokenHeader, dashboardToken())
+		}, status: 200, replayed: true},
+		{name: "change/cross-site", method: "POST", path: "/ops/api/jobs/{dead}/replay", header: func(r *http.Request) {
+			good(r)
+			r.Header.Set("Sec-Fetch-Site", "cross-site")
+			r.Header.Set("Origin", "https://evil.example")
+		}, status: 403, body: "cross-origin request refused"},
+		{name: "change/same-site is not same-origin", method: "POST", path: "/ops/api/jobs/{dead}/replay", header: func(r *http.Request) {
+			good(r)
+			r.Header.Set("Sec-Fetch-Site", "same-site")
+		}, status: 403, body: "cross-origin request refused"},
+		{name: "change/Origin of another host", method: "POST", path: "/ops/api/jobs/{dead}/replay", header: func(r *http.Request) {
+			r.Header.Set("Origin", "https://evil.example")
+			r.Header.Set(dashboardTokenHeader, dashboardToken())
+		}, status: 403, body: "Origin does not match"},
+		{name: "change/no origin headers at all", method: "POST", path: "/ops/api/jobs/{dead}/replay", header: func(r *http.Request) {
+			r.Header.Set(dashboardTokenHeader, dashboardToken())
+		}, status: 403, body: "no Sec-Fetch-Site or Origin"},
+		{name: "change/no token", method: "POST", path: "/ops/api/jobs/{dead}/replay", header: func(r *http.Request) {
+			good(r)
+			r.Header.Del(dashboardTokenHeader)
+		}, status: 403, body: "missing dashboard token"},
+		{name: "change/wrong token", method: "POST", path: "/ops/api/jobs/{dead}/replay", header: func(r *http.Request) {
+			good(r)
+			r.Header.Set(dashboardTokenHeader, dashboardToken()[1:]+"x")
+		}, status: 403, body: "invalid dashboard token"},
+		{name: "change/DELETE is guarded too", method: "DELETE", path: "/ops/api/jobs/{dead}", status: 403},
+		{name: "change/read_only refuses everything", readOnly: true, method: "POST", path: "/ops/api/jobs/{dead}/replay", header: good, status: 403, body: "read_only"},
+		{name: "change/errors come back as JSON", method: "POST", path: "/ops/api/jobs/999999/replay", header: good, status: 404, body: `{"error":"job 999999 not found"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := setupAdmin(t)
+			dead := f.addJob(t, jobSpec{source: "github", target: "http", status: queue.StatusDead, eventType: "push",
+				lastError: "upstream answered 500: boom"})
+			d := setupDashboard(t, tt.readOnly)
+			path := strings.ReplaceAll(tt.path, "{dead}", jsonNumber(dead))
+			req := httptest.NewRequestWithContext(t.Context(), tt.method, path, nil)
+			req.Host = dashboardSite
+			if tt.header != nil {
+				tt.header(req)
+			}
+			rec := serveDashboard(t, d, req)
+			if rec.Code != tt.status {
+				t.Fatalf("status %d, want %d: %s", rec.Code, tt.status, rec.Body)
+			}
+			if !strings.Contains(rec.Body.String(), tt.body) {
+				t.Errorf("body %s does not contain %s", rec.Body, tt.body)
+			}
+			if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
+				t.Errorf("Content-Type %q, want application/json", ct)
+			}
+			if rec.Header().Get("Cache-Control") != "no-store" {
+				t.Errorf("Cache-Control %q, want no-store", rec.Header().Get("Cache-Control"))
+			}
+			want := queue.StatusDead
+			if tt.replayed {
+				want = queue.StatusPending
+			}
+			if got := f.getJob(t, dead).Status; got != want {
+				t.Errorf("dead job is %s afterwards, want %s", got, want)
+			}
+		})
+	}
+}
+
+func jsonNumber(n int64) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}
+
+// TestDashboardNoApp checks the answer when no webhook app runs.
+func TestDashboardNoApp(t *testing.T) {
+	d := setupDashboard(t, false)
+	rec := serveDashboard(t, d, httptest.NewRequest(http.MethodGet, "/api/stats", nil))
+	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "no webhook app is running") {
+		t.Errorf("got %d %s, want 503 naming the missing app", rec.Code, rec.Body)
+	}
+}
+
+// TestDashboardCaddyfileErrors checks the directive's parse errors.
+func TestDashboardCaddyfileErrors(t *testing.T) {
+	tests := []struct {
+		name, body string
+		want       []string
+	}{
+		{"argument on the directive line", "webhook_dashboard /a /b", []string{"webhook_dashboard", `unexpected argument "/b"`}},
+		{"unknown option", "webhook_dashboard {\n\t\treadonly\n\t}", []string{"webhook_dashboard", `unknown option "readonly"`, "read_only"}},
+		{"read_only with a value", "webhook_dashboard {\n\t\tread_only yes\n\t}", []string{"webhook_dashboard", "read_only takes no argument"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := adapt(t, ":8080 {\n\t"+tt.body+"\n}\n")
+			if err == nil {
+				t.Fatalf("adapt succeeded; want an error containing %q", tt.want)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
