@@ -108,7 +108,10 @@ func (m *meta) resolve(c []source, h http.Header, body []byte, signed string, js
 			}
 			v = js.vals[m.fieldIndex(s.name)]
 		}
-		if v != "" && len(v) <= MaxHeaderLen {
+		if v != "" {
+			// Returned whatever its length or bytes: the caller decides
+			// what it stores, and refusing a value it cannot keep beats
+			// falling back to the next source without a word.
 			return v
 		}
 	}
