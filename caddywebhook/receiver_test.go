@@ -18,6 +18,7 @@ import (
 	"testing/iotest"
 	"time"
 
+	"github.com/caddywebhook/caddywebhook/internal/testutil"
 	"github.com/caddywebhook/caddywebhook/queue"
 	"github.com/caddywebhook/caddywebhook/queue/sqlite"
 	"github.com/caddywebhook/caddywebhook/signature"
@@ -565,4 +566,88 @@ func accessLines(lines []map[string]any) []map[string]any {
 		}
 	}
 	return out
+}
+
+// TestReceiverRefusesUnstorableText: a delivery id or event type that is
+// not UTF-8, holds a control character (NUL included) or is longer than
+// 1024 bytes gets 400 with its own outcome word on both backends, and
+// nothing is stored; PostgreSQL used to answer 503 for ever where SQLite
+// answered 202, and a long value used to be dropped without a word.
+func TestReceiverRefusesUnstorableText(t *testing.T) {
+	// fromJSON reads both from the body, which can carry a NUL.
+	fromJSON := githubReceiver("json", httpTarget("", "http://127.0.0.1:9/"))
+	fromJSON["delivery_id"] = map[string]string{"json": "id"}
+	fromJSON["event_type"] = map[string]string{"json": "type"}
+	plain := githubReceiver("gh", httpTarget("", "http://127.0.0.1:9/"))
+	long := strings.Repeat("x", maxEventText)
+
+	tests := []struct {
+		name        string
+		source      string
+		id, event   string // headers of the github scheme
+		body        string
+		wantStatus  int
+		wantOutcome string
+	}{
+		{"id of 1024 bytes is stored", "gh", long, "push", `{}`, http.StatusAccepted, "accepted"},
+		{"event type of 1024 bytes is stored", "gh", "ok-long-type", long, `{}`, http.StatusAccepted, "accepted"},
+		{"id of 1025 bytes", "gh", long + "x", "push", `{}`, http.StatusBadRequest, "bad_delivery_id"},
+		{"id over 8 KiB, once silently the body hash", "gh", strings.Repeat("y", 9<<10), "push", `{}`, http.StatusBadRequest, "bad_delivery_id"},
+		{"id not UTF-8", "gh", "id-\xff\xfe", "push", `{}`, http.StatusBadRequest, "bad_delivery_id"},
+		{"event type not UTF-8", "gh", "bad-type-utf8", "push\xc3\x28", `{}`, http.StatusBadRequest, "bad_event_type"},
+		{"event type over 8 KiB, once dropped but forwarded", "gh", "bad-type-long", strings.Repeat("z", 9<<10), `{}`, http.StatusBadRequest, "bad_event_type"},
+		{"id with NUL, from JSON", "json", "", "", `{"id":"evt\u0000x","type":"push"}`, http.StatusBadRequest, "bad_delivery_id"},
+		{"event type with NUL, from JSON", "json", "", "", `{"id":"evt-nul-type","type":"pu\u0000sh"}`, http.StatusBadRequest, "bad_event_type"},
+		{"id with a newline, from JSON", "json", "", "", `{"id":"evt\nx","type":"push"}`, http.StatusBadRequest, "bad_delivery_id"},
+		{"UTF-8 id from JSON is stored", "json", "", "", `{"id":"évt-ü","type":"push"}`, http.StatusAccepted, "accepted"},
+	}
+	backends := []struct {
+		name    string
+		storage func(t *testing.T) map[string]any // nil: the harness's SQLite file
+	}{
+		{"sqlite", nil},
+		{"postgres", func(t *testing.T) map[string]any {
+			return postgresStorage(testutil.FreshSchema(t, testutil.PostgresDSN(t)))
+		}},
+	}
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			h := newHarness(t)
+			app := map[string]any{"workers": 0}
+			if b.storage != nil {
+				app["storage"] = b.storage(t)
+			}
+			h.load(t, app, plain, fromJSON)
+			for _, tt := range tests {
+				t.Run(tt.name, func(t *testing.T) {
+					body := []byte(tt.body)
+					hdr := signed(t, testSecret, "", "", body)
+					hdr.Del("X-Github-Delivery")
+					hdr.Del("X-Github-Event")
+					if tt.id != "" {
+						hdr["X-Github-Delivery"] = []string{tt.id}
+						hdr["X-Github-Event"] = []string{tt.event}
+					}
+					resp := h.do(t, http.MethodPost, "/hooks/"+tt.source, hdr, bytes.NewReader(body))
+					if resp.status != tt.wantStatus || resp.header.Get("Echo-Outcome") != tt.wantOutcome {
+						t.Errorf("got %d %q, want %d %q", resp.status, resp.header.Get("Echo-Outcome"), tt.wantStatus, tt.wantOutcome)
+					}
+				})
+			}
+			// Only the accepted ones are stored.
+			var want int
+			for _, tt := range tests {
+				if tt.wantStatus == http.StatusAccepted {
+					want++
+				}
+			}
+			st, err := h.store(t).Stats(t.Context(), time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Events != int64(want) {
+				t.Errorf("%d events stored, want %d", st.Events, want)
+			}
+		})
+	}
 }
