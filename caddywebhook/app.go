@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -93,11 +94,16 @@ type App struct {
 	// bounded by its target's timeout. Default: 10s.
 	ShutdownGrace caddy.Duration `json:"shutdown_grace,omitempty"`
 
-	ctx        caddy.Context
-	logger     *zap.Logger
-	storeKey   string // key in stores, once this app holds a reference
-	store      queue.Store
-	claimAhead bool // the store's spec allows claiming ahead of idle workers
+	ctx    caddy.Context
+	logger *zap.Logger
+	spec   storeSpec // set by Validate; the store opens in Start
+
+	// The store, once open: by Start, or by a receiver's first request
+	// should Caddy's HTTP app start serving before this app started.
+	storeMu  sync.Mutex
+	storeKey string // key in stores, once this app holds a reference
+	released bool   // Cleanup ran: open nothing more
+	opened   atomic.Pointer[sharedStore]
 
 	mu      sync.Mutex
 	routes  map[queue.Route]Target // registered by receivers during Provision
@@ -142,48 +148,77 @@ type sharedStore struct {
 // Destruct implements caddy.Destructor.
 func (s *sharedStore) Destruct() error { return s.Close() }
 
-// Provision sets defaults and opens (or shares) the store. Opening only
-// creates the file and its schema, so `caddy validate` may run it; workers
-// start in Start.
+// Provision sets defaults and registers the metrics. It opens nothing:
+// `caddy validate` provisions too and must change nothing on disk or in a
+// database, so the store opens when the app starts.
 func (a *App) Provision(ctx caddy.Context) error {
 	a.ctx = ctx
 	a.logger = ctx.Logger()
 	a.routes = make(map[queue.Route]Target)
 	a.sources = make(map[string]bool)
-
 	if a.Storage == nil {
 		a.Storage = new(StorageConfig)
+	}
+	if err := registerMetrics(ctx.GetMetricsRegistry(), a); err != nil {
+		return fmt.Errorf("webhook: register metrics: %w", err)
+	}
+	return nil
+}
+
+// Validate checks the options and the storage configuration, whose
+// placeholders it resolves; it connects to nothing.
+func (a *App) Validate() error {
+	if err := a.validate(); err != nil {
+		return err
 	}
 	spec, err := a.Storage.spec()
 	if err != nil {
 		return err
 	}
-	if err := a.validate(); err != nil {
-		return err
-	}
+	a.spec = spec
+	return nil
+}
 
+// queueStore returns the store, opening (or sharing) it on first use.
+func (a *App) queueStore() (queue.Store, error) {
+	if s := a.opened.Load(); s != nil {
+		return s.Store, nil
+	}
+	a.storeMu.Lock()
+	defer a.storeMu.Unlock()
+	if s := a.opened.Load(); s != nil {
+		return s.Store, nil
+	}
+	if a.released {
+		return nil, queue.ErrClosed
+	}
+	spec := a.spec
 	val, _, err := stores.LoadOrNew(spec.key, func() (caddy.Destructor, error) {
-		s, err := spec.open(ctx)
+		s, err := spec.open(a.ctx)
 		if err != nil {
 			return nil, err
 		}
 		return &sharedStore{Store: s, settings: spec.settings}, nil
 	})
 	if err != nil {
-		return fmt.Errorf("webhook: open store %s: %w", spec.name, err)
+		return nil, fmt.Errorf("webhook: open store %s: %w", spec.name, err)
 	}
-	a.storeKey, a.claimAhead = spec.key, spec.claimAhead
+	a.storeKey = spec.key
 	shared := val.(*sharedStore)
-	a.store = shared.Store
 	if shared.settings != spec.settings {
 		a.logger.Warn("storage settings change when Caddy restarts: the open store is shared across reloads",
 			zap.String("store", spec.name),
 			zap.String("configured", spec.settings),
 			zap.String("in_effect", shared.settings))
 	}
+	a.opened.Store(shared)
+	return shared.Store, nil
+}
 
-	if err := registerMetrics(ctx.GetMetricsRegistry(), a); err != nil {
-		return fmt.Errorf("webhook: register metrics: %w", err)
+// openedStore returns the store if it is open, else nil.
+func (a *App) openedStore() queue.Store {
+	if s := a.opened.Load(); s != nil {
+		return s.Store
 	}
 	return nil
 }
@@ -273,6 +308,10 @@ func (a *App) routeList() []queue.Route {
 // counted in stats and metrics, until a config names it again or someone
 // discards it.
 func (a *App) Start() error {
+	store, err := a.queueStore()
+	if err != nil {
+		return err
+	}
 	routes := a.routeList()
 	a.mu.Lock()
 	a.started = true
@@ -281,7 +320,7 @@ func (a *App) Start() error {
 
 	obs := &observer{logger: a.logger}
 	keeper, err := queue.NewHousekeeper(queue.HousekeeperConfig{
-		Store:     a.store,
+		Store:     store,
 		Retention: a.retention(),
 		Observer:  obs,
 	})
@@ -292,7 +331,7 @@ func (a *App) Start() error {
 	var pool *queue.Pool
 	if n := a.workers(); n > 0 && len(routes) > 0 {
 		cfg := queue.PoolConfig{
-			Store:         a.store,
+			Store:         store,
 			Handler:       router(handlers),
 			Workers:       n,
 			Lease:         time.Duration(a.Lease),
@@ -303,7 +342,7 @@ func (a *App) Start() error {
 			Routes:        routes,
 			Observer:      obs,
 		}
-		if a.claimAhead {
+		if a.spec.claimAhead {
 			cfg.ClaimAhead = n
 		}
 		if a.Backoff != nil {
@@ -329,7 +368,7 @@ func (a *App) Start() error {
 	a.mu.Lock()
 	a.pool, a.keeper = pool, keeper
 	a.mu.Unlock()
-	setActiveQueue(a, a.store, a.retention())
+	setActiveQueue(a, store, a.retention())
 
 	fields := []zap.Field{zap.Int("routes", len(routes)), zap.Int("workers", a.workers())}
 	switch {
@@ -461,11 +500,13 @@ func stopDrains(ctx context.Context) {
 // Cleanup releases this app's reference to the store; the last reference
 // closes it. It is safe after a failed Provision.
 func (a *App) Cleanup() error {
-	if a.storeKey == "" {
+	a.storeMu.Lock()
+	key := a.storeKey
+	a.storeKey, a.released = "", true
+	a.storeMu.Unlock()
+	if key == "" {
 		return nil
 	}
-	key := a.storeKey
-	a.storeKey = ""
 	if _, err := stores.Delete(key); err != nil {
 		return fmt.Errorf("webhook: close store: %w", err)
 	}
@@ -613,6 +654,7 @@ func truncate(s string, n int) string {
 var (
 	_ caddy.App          = (*App)(nil)
 	_ caddy.Provisioner  = (*App)(nil)
+	_ caddy.Validator    = (*App)(nil)
 	_ caddy.CleanerUpper = (*App)(nil)
 	_ queue.Handler      = router(nil)
 	_ queue.Observer     = (*observer)(nil)

@@ -260,6 +260,7 @@ func parseReceiverDirective(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler
 //		secret_mode <mode>                   # scheme-specific, e.g. raw for Polar
 //		tolerance <duration>|off             # timestamped schemes; default 5m
 //		max_body <size>                      # e.g. 1MB, 64KiB; default 1MB
+//		max_body_inflight <size>             # bodies being read, together; default max(64MiB, 4×max_body)
 //		delivery_id header <name> | json <field>
 //		event_type  header <name> | json <field>
 //		signature_header <name>              # the signed-content engine (hmac, presets):
@@ -348,18 +349,22 @@ func (rc *Receiver) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("webhook_receiver: tolerance needs a duration or off")
 			}
 			rc.Tolerance = s
-		case "max_body":
+		case "max_body", "max_body_inflight":
 			var s string
 			if !d.AllArgs(&s) {
-				return d.Errf("webhook_receiver: max_body needs one size, e.g. 1MB")
+				return d.Errf("webhook_receiver: %s needs one size, e.g. 1MB", opt)
 			}
 			n, err := humanize.ParseBytes(s)
 			if err != nil || n == 0 || n > math.MaxInt64 {
 				// 0 would read as the default in JSON; the upper
-				// bound is checked at Provision.
-				return d.Errf("webhook_receiver: max_body: %q is not a size such as 1MB", s)
+				// bound is checked by Validate.
+				return d.Errf("webhook_receiver: %s: %q is not a size such as 1MB", opt, s)
 			}
-			rc.MaxBody = int64(n)
+			if opt == "max_body" {
+				rc.MaxBody = int64(n)
+			} else {
+				rc.MaxBodyInflight = int64(n)
+			}
 		case "delivery_id", "event_type":
 			var from, name string
 			if !d.AllArgs(&from, &name) {

@@ -125,7 +125,7 @@ func (c *jobsCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (c *jobsCollector) Collect(ch chan<- prometheus.Metric) {
-	store := c.app.store
+	store := c.app.openedStore()
 	if store == nil {
 		return
 	}

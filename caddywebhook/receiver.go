@@ -1,6 +1,7 @@
 package caddywebhook
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,9 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -30,11 +34,15 @@ func init() {
 // Receiver is the webhook_receiver handler. For each request it does five
 // things, in this order:
 //
-//  1. reads the body, capped at MaxBody (413 when larger);
+//  1. reads the body, capped at MaxBody (413 when larger), into memory
+//     that grows with the bytes received, within MaxBodyInflight for all
+//     its requests together (503 with Retry-After past it);
 //  2. verifies the signature and, for timestamped schemes, the timestamp
 //     (401 with an empty body; nothing is stored);
 //  3. takes the delivery id the scheme provides (or an override, or the
-//     body's SHA-256 as a last resort);
+//     body's SHA-256 as a last resort) and the event type, and refuses
+//     either with 400 unless it is UTF-8 text without control characters
+//     of at most 1024 bytes, the same on every backend;
 //  4. stores the event with one job per target whose events filter
 //     matches, deduplicated on (source, delivery id), durably committed;
 //  5. answers 202 after the commit — also for a duplicate and for an event
@@ -55,8 +63,8 @@ func init() {
 // the next handler, on success or failure, since the request is answered.
 //
 // Each request gets one outcome word — accepted, duplicate, no_target,
-// handshake, bad_signature, stale_timestamp, too_large,
-// method_not_allowed, store_failed, bad_request — in Caddy's access log (the "webhook" object
+// handshake, bad_signature, stale_timestamp, too_large, method_not_allowed,
+// store_failed, bad_request, bad_delivery_id, bad_event_type, busy — in Caddy's access log (the "webhook" object
 // of the extra log fields: source, outcome, delivery_id, event_type), in
 // the metric caddy_webhook_events_received_total, and in the placeholders
 // {webhook.outcome}, {webhook.source}, {webhook.delivery_id} and
@@ -141,6 +149,16 @@ type Receiver struct {
 	// gets 413 and is not read further. Default: 1 MiB.
 	MaxBody int64 `json:"max_body,omitempty"`
 
+	// MaxBodyInflight bounds the bytes this receiver holds for bodies
+	// still being read or verified, summed over its requests: a request
+	// whose body would take it past the bound gets 503 with Retry-After
+	// (outcome busy) instead of more memory. A body's buffer starts small
+	// and grows with the bytes that actually arrive, never with a declared
+	// Content-Length, so the bound is reached by senders that send bytes,
+	// not by ones that only declare them. Between max_body and 1 GiB.
+	// Default: 64 MiB or 4 × max_body, whichever is larger.
+	MaxBodyInflight int64 `json:"max_body_inflight,omitempty"`
+
 	// DeliveryID overrides where the delivery id comes from: a request
 	// header or a top-level field of the JSON body (read only after the
 	// signature verified). Default: the scheme's id (X-GitHub-Delivery,
@@ -162,17 +180,21 @@ type Receiver struct {
 	Targets []*TargetConfig `json:"targets,omitempty"`
 
 	// Set in Provision: what the hot path reads.
-	verifier   signature.Verifier
-	handshaker signature.Handshaker // nil when the scheme has no handshake
-	getAllowed bool                 // the scheme's handshake is a GET
-	needsURL   bool                 // the verifier signs Request.URL
-	store      queue.Store
-	maxBody    int64
-	forward    []forwardHeader // headers stored with the event
-	allTargets []string        // every target name, when no target filters events
-	filters    []targetFilter  // per target, when some filter
-	logger     *zap.Logger
-	received   [numOutcomes]prometheus.Counter
+	secrets     []string // resolved; Validate builds the verifier from them
+	verifier    signature.Verifier
+	publicKeys  []string             // resolved public keys
+	verifyToken string               // resolved verify token
+	handshaker  signature.Handshaker // nil when the scheme has no handshake
+	getAllowed  bool                 // the scheme's handshake is a GET
+	needsURL    bool                 // the verifier signs Request.URL
+	app         *App                 // its store opens when the app starts
+	maxBody     int64
+	inflight    bodyBudget
+	forward     []forwardHeader // headers stored with the event
+	allTargets  []string        // every target name, when no target filters events
+	filters     []targetFilter  // per target, when some filter
+	logger      *zap.Logger
+	received    [numOutcomes]prometheus.Counter
 }
 
 // FieldSource names where a value is read from: a header or a top-level
@@ -310,6 +332,14 @@ func globalPlaceholder(key string) bool {
 // while a request is verified, so a typo such as 1GB should fail loudly.
 const maxMaxBody = 64 << 20
 
+// defaultMaxBodyInflight is the least default bound on the bytes held by
+// bodies being read: with the default max_body, 64 senders at once may be
+// one byte short of the cap. The default is 4 × max_body when that is more.
+const defaultMaxBodyInflight = 64 << 20
+
+// maxMaxBodyInflight bounds max_body_inflight, as maxMaxBody bounds max_body.
+const maxMaxBodyInflight = 1 << 30
+
 // CaddyModule returns the Caddy module information.
 func (*Receiver) CaddyModule() caddy.ModuleInfo {
 	return caddy.ModuleInfo{
@@ -318,33 +348,55 @@ func (*Receiver) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-// Provision resolves secrets, builds the verifier, loads the targets and
-// registers them with the webhook app.
+// Provision sets the defaults, resolves the secrets, loads the targets and
+// registers them with the webhook app; Validate checks the result. The
+// store is not opened here (`caddy validate` provisions too): the receiver
+// reaches it through the app, which opens it when it starts.
 func (rc *Receiver) Provision(ctx caddy.Context) error {
 	rc.logger = ctx.Logger()
-	if rc.Source == "" {
-		return errors.New("webhook_receiver: source is required")
+	rc.maxBody = cmp.Or(rc.MaxBody, defaultMaxBody)
+	rc.inflight.limit = cmp.Or(rc.MaxBodyInflight, max(defaultMaxBodyInflight, 4*rc.maxBody))
+	if err := rc.resolveSecrets(); err != nil {
+		return err
 	}
-	if !validName(rc.Source) {
-		return fmt.Errorf("webhook_receiver: source %q: use letters, digits, '.', '_' and '-' (at most 64)", rc.Source)
+	rc.forward = forwardHeaders(rc.Scheme, rc.EventType)
+
+	targets, err := rc.provisionTargets(ctx)
+	if err != nil {
+		return rc.errf("%w", err)
 	}
-	errf := func(format string, args ...any) error {
-		return fmt.Errorf("webhook_receiver %q: "+format, append([]any{rc.Source}, args...)...)
+	appVal, err := ctx.App("webhook")
+	if err != nil {
+		return rc.errf("load webhook app: %w", err)
 	}
-	if rc.Scheme == "" {
-		return errf("scheme is required (one of %s)", strings.Join(signature.Schemes(), ", "))
+	rc.app = appVal.(*App)
+	if err := rc.app.registerReceiver(rc.Source, targets); err != nil {
+		return err
 	}
-	if len(rc.Secrets) == 0 && len(rc.PublicKeys) == 0 && rc.IssuedSecretFile == "" {
-		return errf("at least one secret is required (or public_key, for the schemes that sign with a private key)")
+	rc.app.addReceiver(rc)
+	for o := range numOutcomes {
+		rc.received[o] = receivedCounter(rc.Source, o)
 	}
+	return nil
+}
+
+// errf is an error naming the receiver by its source.
+func (rc *Receiver) errf(format string, args ...any) error {
+	return fmt.Errorf("webhook_receiver %q: "+format, append([]any{rc.Source}, args...)...)
+}
+
+// resolveSecrets resolves the placeholders of the secrets, the public keys
+// and the verify token, and reads an issued secret file; Validate checks
+// what they hold.
+func (rc *Receiver) resolveSecrets() error {
 	secrets, err := resolveKeys(rc.Secrets)
 	if err != nil {
-		return errf("secret %w", err)
+		return rc.errf("secret %w", err)
 	}
 	if rc.IssuedSecretFile != "" {
 		issued, err := readIssuedSecret(rc.IssuedSecretFile)
 		if err != nil {
-			return errf("issued_secret_file: %w", err)
+			return rc.errf("issued_secret_file: %w", err)
 		}
 		switch {
 		case issued != "":
@@ -355,22 +407,38 @@ func (rc *Receiver) Provision(ctx caddy.Context) error {
 			secrets = []string{rand.Text() + rand.Text()}
 		}
 	}
-	verifyToken, err := resolvePlaceholders(rc.VerifyToken)
-	if err != nil {
-		return errf("verify_token %w", err)
+	rc.secrets = secrets
+	if rc.verifyToken, err = resolvePlaceholders(rc.VerifyToken); err != nil {
+		return rc.errf("verify_token %w", err)
 	}
-	publicKeys, err := resolveKeys(rc.PublicKeys)
-	if err != nil {
-		return errf("public_key %w", err)
+	if rc.publicKeys, err = resolveKeys(rc.PublicKeys); err != nil {
+		return rc.errf("public_key %w", err)
 	}
+	return nil
+}
 
+// Validate checks the configuration and builds the verifier, the last
+// check of the signature options. Each message names the option.
+func (rc *Receiver) Validate() error {
+	if rc.Source == "" {
+		return errors.New("webhook_receiver: source is required")
+	}
+	if !validName(rc.Source) {
+		return fmt.Errorf("webhook_receiver: source %q: use letters, digits, '.', '_' and '-' (at most 64)", rc.Source)
+	}
+	if rc.Scheme == "" {
+		return rc.errf("scheme is required (one of %s)", strings.Join(signature.Schemes(), ", "))
+	}
+	if len(rc.secrets) == 0 && len(rc.publicKeys) == 0 {
+		return rc.errf("at least one secret is required (or public_key, for the schemes that sign with a private key)")
+	}
 	cfg := signature.Config{
 		Scheme:      rc.Scheme,
-		Secrets:     secrets,
-		PublicKeys:  publicKeys,
+		Secrets:     rc.secrets,
+		PublicKeys:  rc.publicKeys,
 		SecretMode:  signature.SecretMode(rc.SecretMode),
 		PublicURL:   rc.PublicURL,
-		VerifyToken: verifyToken,
+		VerifyToken: rc.verifyToken,
 	}
 	switch rc.Tolerance {
 	case "":
@@ -379,19 +447,19 @@ func (rc *Receiver) Provision(ctx caddy.Context) error {
 	default:
 		d, err := caddy.ParseDuration(rc.Tolerance)
 		if err != nil || d <= 0 {
-			return errf("tolerance %q is not a positive duration or off", rc.Tolerance)
+			return rc.errf("tolerance %q is not a positive duration or off", rc.Tolerance)
 		}
 		cfg.Tolerance = d
 	}
 	if f := rc.DeliveryID; f != nil {
 		if (f.Header == "") == (f.JSON == "") {
-			return errf("delivery_id: set exactly one of header and json")
+			return rc.errf("delivery_id: set exactly one of header and json")
 		}
 		cfg.DeliveryIDHeader, cfg.DeliveryIDField = f.Header, f.JSON
 	}
 	if f := rc.EventType; f != nil {
 		if (f.Header == "") == (f.JSON == "") {
-			return errf("event_type: set exactly one of header and json")
+			return rc.errf("event_type: set exactly one of header and json")
 		}
 		cfg.EventTypeHeader, cfg.EventTypeField = f.Header, f.JSON
 	}
@@ -401,45 +469,21 @@ func (rc *Receiver) Provision(ctx caddy.Context) error {
 		cfg.SignedContent, cfg.TimestampHeader, cfg.TimestampKey, cfg.TimestampFormat = h.SignedContent, h.TimestampHeader, h.TimestampKey, h.TimestampFormat
 		cfg.TimestampField = h.TimestampField
 	}
+	if rc.maxBody < 0 || rc.maxBody > maxMaxBody {
+		return rc.errf("max_body %d bytes is not between 1B and 64MiB", rc.MaxBody)
+	}
+	if rc.inflight.limit < rc.maxBody || rc.inflight.limit > maxMaxBodyInflight {
+		return rc.errf("max_body_inflight %d bytes is not between max_body (%d) and 1GiB", rc.inflight.limit, rc.maxBody)
+	}
 	v, err := signature.New(cfg)
 	if err != nil {
-		return errf("%w", err)
+		return rc.errf("%w", err)
 	}
 	rc.verifier = v
 	rc.needsURL = signature.UsesURL(v)
 	rc.handshaker, _ = v.(signature.Handshaker)
 	if d, ok := signature.Lookup(rc.Scheme); ok {
 		rc.getAllowed = d.GETHandshake
-	}
-
-	rc.maxBody = rc.MaxBody
-	switch {
-	case rc.maxBody == 0:
-		rc.maxBody = defaultMaxBody
-	case rc.maxBody < 0 || rc.maxBody > maxMaxBody:
-		return errf("max_body %d bytes is not between 1B and 64MiB", rc.MaxBody)
-	}
-
-	rc.forward = forwardHeaders(rc.Scheme, rc.EventType)
-
-	targets, err := rc.provisionTargets(ctx)
-	if err != nil {
-		return errf("%w", err)
-	}
-
-	appVal, err := ctx.App("webhook")
-	if err != nil {
-		return errf("load webhook app: %w", err)
-	}
-	app := appVal.(*App)
-	if err := app.registerReceiver(rc.Source, targets); err != nil {
-		return err
-	}
-	app.addReceiver(rc)
-	rc.store = app.store
-
-	for o := range numOutcomes {
-		rc.received[o] = receivedCounter(rc.Source, o)
 	}
 	return nil
 }
@@ -563,12 +607,27 @@ func forwardHeaders(scheme string, eventType *FieldSource) []forwardHeader {
 
 // bodyBuffers recycles request body buffers. Only buffers up to
 // maxPooledBuffer go back, so a few large bodies do not pin memory.
-var bodyBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+var bodyBuffers = sync.Pool{New: func() any { b := make([]byte, 0, minBodyBuffer); return &b }}
 
-const maxPooledBuffer = 256 << 10
+const (
+	// minBodyBuffer is the capacity a body starts with: most webhooks fit,
+	// and a sender that declares more gets more only as it sends it.
+	minBodyBuffer   = 4 << 10
+	maxPooledBuffer = 256 << 10
+)
 
-// errTooLarge reports a body over the cap.
-var errTooLarge = errors.New("body too large")
+// Errors of readBody.
+var (
+	// errTooLarge reports a body over the cap.
+	errTooLarge = errors.New("body too large")
+	// errBusy reports a body that would take the receiver past its bound
+	// on the bytes of bodies being read.
+	errBusy = errors.New("too many body bytes in flight")
+)
+
+// busyRetryAfter is the Retry-After of a 503 for a receiver at its bound
+// on body bytes in flight, in seconds.
+const busyRetryAfter = "5"
 
 // ServeHTTP verifies, stores and acknowledges one webhook. It never calls
 // next: the receiver answers every request itself.
@@ -598,15 +657,21 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhtt
 		return nil
 	}
 
-	// 1. The body, capped.
+	// 1. The body, capped; memory beyond the pooled buffer is charged to
+	// the receiver's bound until the signature is checked.
 	bp := bodyBuffers.Get().(*[]byte)
-	body, err := readBody(r.Body, *bp, rc.maxBody, r.ContentLength)
+	body, held, err := readBody(r.Body, *bp, rc.maxBody, r.ContentLength, &rc.inflight)
 	*bp = body[:0]
 	if err != nil {
+		rc.inflight.release(held)
 		putBuffer(bp)
-		if errors.Is(err, errTooLarge) {
+		switch {
+		case errors.Is(err, errTooLarge):
 			rc.answer(w, r, info, outcomeTooLarge)
-		} else {
+		case errors.Is(err, errBusy):
+			w.Header().Set("Retry-After", busyRetryAfter)
+			rc.answer(w, r, info, outcomeBusy)
+		default:
 			rc.answer(w, r, info, outcomeBadRequest)
 		}
 		return nil
@@ -618,6 +683,7 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhtt
 	if rc.handshaker != nil {
 		resp, ok, err := rc.handshaker.Handshake(req)
 		if err != nil || ok {
+			rc.inflight.release(held)
 			putBuffer(bp)
 			if err != nil {
 				rc.refuse(w, r, info, err)
@@ -628,50 +694,65 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhtt
 		}
 	}
 	res, err := rc.verifier.Verify(req)
+	rc.inflight.release(held)
 	if err != nil {
 		putBuffer(bp)
 		rc.refuse(w, r, info, err)
 		return nil
 	}
 
-	// 3. The delivery id and event type, from the verifier.
-	info.deliveryID, info.eventType = res.DeliveryID, res.EventType
-
-	// 4. Store, fanned out to the matching targets.
-	ev := queue.Event{
-		Source:     rc.Source,
-		DeliveryID: res.DeliveryID,
-		EventType:  res.EventType,
-		Headers:    rc.headers(info.headers[:0], r.Header),
-		Payload:    body,
-		Targets:    rc.targetsFor(res.EventType),
-	}
-	out, err := rc.store.Enqueue(r.Context(), ev)
-	if err != nil {
-		// The buffer is not recycled: a store that gave up on the request
-		// may still hold it.
-		level := zapcore.ErrorLevel
-		if r.Context().Err() != nil {
-			// The client went away before the commit; it will retry.
-			level = zapcore.DebugLevel
-		}
-		if ce := rc.logger.Check(level, "store webhook event"); ce != nil {
-			ce.Write(zap.String("source", rc.Source), zap.String("delivery_id", res.DeliveryID), zap.Error(err))
-		}
-		rc.answer(w, r, info, outcomeStoreFailed)
+	// 3. The delivery id and event type, from the verifier, checked here
+	// so that both backends give the same answer for the same bytes.
+	if !validEventText(res.DeliveryID) {
+		putBuffer(bp)
+		rc.answer(w, r, info, outcomeBadDeliveryID)
 		return nil
 	}
-	putBuffer(bp)
-
-	// 5. Acknowledge what is on disk.
-	switch {
-	case out.Duplicate:
-		rc.answer(w, r, info, outcomeDuplicate)
-	case out.Jobs == 0:
-		rc.answer(w, r, info, outcomeNoTarget)
-	default:
-		rc.answer(w, r, info, outcomeAccepted)
+	info.deliveryID = res.DeliveryID
+	if !validEventText(res.EventType) {
+		putBuffer(bp)
+		rc.answer(w, r, info, outcomeBadEventType)
+		return nil
 	}
+	info.eventType = res.EventType
+
+	// 4. Store, fanned out to the matching targets.
+	store, err := rc.app.queueStore()
+	if err == nil {
+		ev := queue.Event{
+			Source:     rc.Source,
+			DeliveryID: res.DeliveryID,
+			EventType:  res.EventType,
+			Headers:    rc.headers(info.headers[:0], r.Header),
+			Payload:    body,
+			Targets:    rc.targetsFor(res.EventType),
+		}
+		var out queue.EnqueueResult
+		if out, err = store.Enqueue(r.Context(), ev); err == nil {
+			putBuffer(bp)
+			// 5. Acknowledge what is on disk.
+			switch {
+			case out.Duplicate:
+				rc.answer(w, r, info, outcomeDuplicate)
+			case out.Jobs == 0:
+				rc.answer(w, r, info, outcomeNoTarget)
+			default:
+				rc.answer(w, r, info, outcomeAccepted)
+			}
+			return nil
+		}
+	}
+	// The buffer is not recycled: a store that gave up on the request may
+	// still hold it.
+	level := zapcore.ErrorLevel
+	if r.Context().Err() != nil {
+		// The client went away before the commit; it will retry.
+		level = zapcore.DebugLevel
+	}
+	if ce := rc.logger.Check(level, "store webhook event"); ce != nil {
+		ce.Write(zap.String("source", rc.Source), zap.String("delivery_id", res.DeliveryID), zap.Error(err))
+	}
+	rc.answer(w, r, info, outcomeStoreFailed)
 	return nil
 }
 
@@ -778,21 +859,79 @@ func putBuffer(bp *[]byte) {
 	}
 }
 
+// maxEventText bounds a delivery id and an event type, in bytes: far above
+// any provider's (UUIDs, "customer.subscription.updated"), and small enough
+// for PostgreSQL's unique index on (source, delivery_id), whose entries
+// must stay under 2704 bytes.
+const maxEventText = 1024
+
+// validEventText reports whether s may be stored as a delivery id or an
+// event type by every backend: valid UTF-8 (PostgreSQL's text refuses
+// anything else), no control character (NUL is refused by PostgreSQL too;
+// the others have no business in an identifier and would reach terminals
+// and headers), at most maxEventText bytes. Empty is valid: no event type,
+// and a delivery id is never empty.
+func validEventText(s string) bool {
+	if len(s) > maxEventText {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < ' ' || c == 0x7f || c >= utf8.RuneSelf {
+			return utf8.ValidString(s[i:]) && !strings.ContainsFunc(s[i:], unicode.IsControl)
+		}
+	}
+	return true
+}
+
+// bodyBudget bounds the bytes held by the bodies a receiver is reading or
+// verifying, beyond their pooled buffers.
+type bodyBudget struct {
+	limit int64
+	used  atomic.Int64
+}
+
+// reserve charges n bytes, or charges nothing and reports false when that
+// would pass the limit.
+func (b *bodyBudget) reserve(n int64) bool {
+	if b.used.Add(n) > b.limit {
+		b.used.Add(-n)
+		return false
+	}
+	return true
+}
+
+// release gives back n bytes charged by reserve.
+func (b *bodyBudget) release(n int64) {
+	if n != 0 {
+		b.used.Add(-n)
+	}
+}
+
 // readBody reads body into buf (reusing its capacity) and fails with
 // errTooLarge as soon as it holds more than limit bytes. hint is the
-// request's Content-Length, -1 if unknown; it is at most limit.
-func readBody(body io.Reader, buf []byte, limit, hint int64) ([]byte, error) {
+// request's Content-Length, -1 if unknown; it is at most limit, and it is
+// only a promise: the buffer grows as bytes arrive (doubling, so a body
+// costs at most about twice its size) and never past hint+1 while the
+// promise holds. Each buffer it allocates is charged to budget; held is
+// what the caller must release, also on error, once it is done with the
+// bytes. errBusy reports a growth the budget refused.
+func readBody(body io.Reader, buf []byte, limit, hint int64, budget *bodyBudget) (_ []byte, held int64, _ error) {
 	buf = buf[:0]
 	if body == nil {
-		return buf, nil
-	}
-	// One byte past the hint lets the read end on EOF without growing.
-	if hint >= 0 && int64(cap(buf)) < hint+1 {
-		buf = make([]byte, 0, hint+1)
+		return buf, 0, nil
 	}
 	for {
 		if len(buf) == cap(buf) {
-			next := min(max(2*int64(cap(buf)), 4<<10), limit+1)
+			next := min(max(2*int64(cap(buf)), minBodyBuffer), limit+1)
+			if hint >= int64(len(buf)) {
+				// One byte past the hint lets the read end on EOF
+				// without growing again.
+				next = min(next, hint+1)
+			}
+			if !budget.reserve(next - held) {
+				return buf, held, errBusy
+			}
+			held = next
 			grown := make([]byte, len(buf), next)
 			copy(grown, buf)
 			buf = grown
@@ -800,18 +939,18 @@ func readBody(body io.Reader, buf []byte, limit, hint int64) ([]byte, error) {
 		n, err := body.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
 		if int64(len(buf)) > limit {
-			return buf, errTooLarge
+			return buf, held, errTooLarge
 		}
 		if err == io.EOF {
-			return buf, nil
+			return buf, held, nil
 		}
 		if err != nil {
 			var mbe *http.MaxBytesError
 			if errors.As(err, &mbe) {
 				// request_body's own cap, ahead of ours.
-				return buf, errTooLarge
+				return buf, held, errTooLarge
 			}
-			return buf, err
+			return buf, held, err
 		}
 	}
 }
@@ -899,6 +1038,9 @@ const (
 	outcomeStoreFailed
 	outcomeBadRequest
 	outcomeHandshake
+	outcomeBadDeliveryID
+	outcomeBadEventType
+	outcomeBusy
 	numOutcomes
 )
 
@@ -913,6 +1055,9 @@ var outcomeWords = [numOutcomes]string{
 	outcomeStoreFailed:      "store_failed",
 	outcomeBadRequest:       "bad_request",
 	outcomeHandshake:        "handshake",
+	outcomeBadDeliveryID:    "bad_delivery_id",
+	outcomeBadEventType:     "bad_event_type",
+	outcomeBusy:             "busy",
 }
 
 var outcomeStatus = [numOutcomes]int{
@@ -926,6 +1071,9 @@ var outcomeStatus = [numOutcomes]int{
 	outcomeStoreFailed:      http.StatusServiceUnavailable,
 	outcomeBadRequest:       http.StatusBadRequest,
 	outcomeHandshake:        http.StatusOK, // the scheme's answer says
+	outcomeBadDeliveryID:    http.StatusBadRequest,
+	outcomeBadEventType:     http.StatusBadRequest,
+	outcomeBusy:             http.StatusServiceUnavailable,
 }
 
 // String returns the outcome word.
@@ -975,6 +1123,7 @@ func (i *requestInfo) placeholder(key string) (any, bool) {
 // Interface guards
 var (
 	_ caddy.Provisioner           = (*Receiver)(nil)
+	_ caddy.Validator             = (*Receiver)(nil)
 	_ caddyhttp.MiddlewareHandler = (*Receiver)(nil)
 	_ zapcore.ObjectMarshaler     = (*requestInfo)(nil)
 )

@@ -18,6 +18,7 @@ import (
 	"testing/iotest"
 	"time"
 
+	"github.com/caddywebhook/caddywebhook/internal/testutil"
 	"github.com/caddywebhook/caddywebhook/queue"
 	"github.com/caddywebhook/caddywebhook/queue/sqlite"
 	"github.com/caddywebhook/caddywebhook/signature"
@@ -329,23 +330,27 @@ func TestReadBody(t *testing.T) {
 		body    io.Reader
 		hint    int64
 		buf     []byte
+		budget  int64 // bytes the receiver may hold beyond pooled buffers
 		want    string
 		wantErr error
 	}{
-		{"empty", strings.NewReader(""), 0, nil, "", nil},
-		{"nil body", nil, -1, nil, "", nil},
-		{"under the limit with a hint", strings.NewReader("hello"), 5, nil, "hello", nil},
-		{"at the limit without a hint", strings.NewReader("0123456789"), -1, nil, "0123456789", nil},
-		{"one over without a hint", strings.NewReader("0123456789x"), -1, nil, "", errTooLarge},
-		{"hint lies low", strings.NewReader("0123456789x"), 2, nil, "", errTooLarge},
-		{"one byte at a time", iotest.OneByteReader(strings.NewReader("abcdef")), -1, make([]byte, 0, 1), "abcdef", nil},
-		{"reuses a large enough buffer", strings.NewReader("abc"), 3, make([]byte, 0, 64), "abc", nil},
-		{"read error", iotest.ErrReader(errors.New("connection reset")), -1, nil, "", errors.New("connection reset")},
-		{"request_body cap", http.MaxBytesReader(httptest.NewRecorder(), io.NopCloser(strings.NewReader("0123456789")), 4), -1, nil, "", errTooLarge},
+		{"empty", strings.NewReader(""), 0, nil, 64, "", nil},
+		{"nil body", nil, -1, nil, 64, "", nil},
+		{"under the limit with a hint", strings.NewReader("hello"), 5, nil, 64, "hello", nil},
+		{"at the limit without a hint", strings.NewReader("0123456789"), -1, nil, 64, "0123456789", nil},
+		{"one over without a hint", strings.NewReader("0123456789x"), -1, nil, 64, "", errTooLarge},
+		{"hint lies low", strings.NewReader("0123456789x"), 2, nil, 64, "", errTooLarge},
+		{"one byte at a time", iotest.OneByteReader(strings.NewReader("abcdef")), -1, make([]byte, 0, 1), 64, "abcdef", nil},
+		{"reuses a large enough buffer", strings.NewReader("abc"), 3, make([]byte, 0, 64), 0, "abc", nil},
+		{"read error", iotest.ErrReader(errors.New("connection reset")), -1, nil, 64, "", errors.New("connection reset")},
+		{"request_body cap", http.MaxBytesReader(httptest.NewRecorder(), io.NopCloser(strings.NewReader("0123456789")), 4), -1, nil, 64, "", errTooLarge},
+		{"over the budget", strings.NewReader("0123456789"), 10, make([]byte, 0, 4), 8, "", errBusy},
+		{"within the budget, to the byte", strings.NewReader("0123456789"), 10, make([]byte, 0, 4), 11, "0123456789", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := readBody(tt.body, tt.buf, limit, tt.hint)
+			budget := &bodyBudget{limit: tt.budget}
+			got, held, err := readBody(tt.body, tt.buf, limit, tt.hint, budget)
 			switch {
 			case tt.wantErr == nil && err != nil:
 				t.Fatalf("error %v", err)
@@ -357,7 +362,106 @@ func TestReadBody(t *testing.T) {
 			if int64(cap(got)) > limit+1 && int64(cap(tt.buf)) <= limit+1 {
 				t.Errorf("buffer grew to %d, past limit+1", cap(got))
 			}
+			if used := budget.used.Load(); used != held || held > tt.budget {
+				t.Errorf("budget holds %d, readBody says %d, limit %d", used, held, tt.budget)
+			}
+			budget.release(held)
+			if used := budget.used.Load(); used != 0 {
+				t.Errorf("budget holds %d after the release", used)
+			}
 		})
+	}
+}
+
+// TestReadBodyGrowsWithBytesReceived: a declared Content-Length reserves
+// nothing; the buffer grows only as bytes arrive (invariant 8).
+func TestReadBodyGrowsWithBytesReceived(t *testing.T) {
+	const declared = 1 << 20
+	pr, pw := io.Pipe()
+	budget := &bodyBudget{limit: 64 << 20}
+	type result struct {
+		buf  []byte
+		held int64
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		buf, held, err := readBody(pr, make([]byte, 0, minBodyBuffer), declared, declared, budget)
+		done <- result{buf, held, err}
+	}()
+	// One byte of the declared MiB, then the sender stops. The pipe's
+	// Write returns once the reader took the byte.
+	if _, err := pw.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if used := budget.used.Load(); used != 0 {
+		t.Errorf("after 1 byte of a declared MiB the receiver holds %d bytes beyond its pooled buffer, want 0", used)
+	}
+	// The rest arrives: the buffer grows to what was sent.
+	if _, err := pw.Write(bytes.Repeat([]byte("y"), 3*minBodyBuffer)); err != nil {
+		t.Fatal(err)
+	}
+	if used := budget.used.Load(); used == 0 || used > 4*minBodyBuffer*2 {
+		t.Errorf("after %d bytes the receiver holds %d bytes", 3*minBodyBuffer+1, used)
+	}
+	pw.CloseWithError(io.ErrUnexpectedEOF)
+	r := <-done
+	if !errors.Is(r.err, io.ErrUnexpectedEOF) || len(r.buf) != 3*minBodyBuffer+1 {
+		t.Errorf("read %d bytes, error %v", len(r.buf), r.err)
+	}
+	budget.release(r.held)
+}
+
+// TestReceiverBodyBudget: past max_body_inflight, a request gets 503 with
+// Retry-After instead of memory, and the bytes come back when a request is
+// answered.
+func TestReceiverBodyBudget(t *testing.T) {
+	v, err := signature.New(signature.Config{Scheme: "github", Secrets: []string{testSecret}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := &Receiver{Source: "s", verifier: v, maxBody: 64 << 10}
+	rc.inflight.limit = 64 << 10
+	// A sender that sent 40 KiB of a declared 64 KiB holds 64 KiB of
+	// buffer (doubling from 4 KiB) and keeps the connection open.
+	pr, pw := io.Pipe()
+	slow := httptest.NewRequest(http.MethodPost, "/", pr)
+	slow.ContentLength = 64 << 10
+	slowDone := make(chan int, 1)
+	go func() {
+		w := httptest.NewRecorder()
+		rc.ServeHTTP(w, slow, nil)
+		slowDone <- w.Code
+	}()
+	if _, err := pw.Write(make([]byte, 40<<10)); err != nil {
+		t.Fatal(err)
+	}
+	// The pipe's Write returned, so the reader took every byte, into a
+	// buffer charged before each read.
+	if used := rc.inflight.used.Load(); used <= 32<<10 {
+		t.Fatalf("%d bytes in flight after 40 KiB were read", used)
+	}
+
+	// A second one that sends 40 KiB finds no room.
+	second := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(make([]byte, 40<<10)))
+	w := httptest.NewRecorder()
+	rc.ServeHTTP(w, second, nil)
+	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" {
+		t.Errorf("second request: %d, Retry-After %q; want 503 with Retry-After", w.Code, w.Header().Get("Retry-After"))
+	}
+
+	// The first ends unsigned: 401, and its bytes are given back.
+	pw.Close()
+	if code := <-slowDone; code != http.StatusUnauthorized {
+		t.Errorf("slow request: %d, want 401", code)
+	}
+	if used := rc.inflight.used.Load(); used != 0 {
+		t.Errorf("%d bytes still charged after every request was answered", used)
+	}
+	w = httptest.NewRecorder()
+	rc.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(make([]byte, 40<<10))), nil)
+	if w.Code != http.StatusUnauthorized {
+		t.Errorf("third request: %d, want 401 (room again)", w.Code)
 	}
 }
 
@@ -474,8 +578,11 @@ func BenchmarkReceiver(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			rc := &Receiver{Source: "bench", verifier: v, store: store, maxBody: defaultMaxBody,
+			app := new(App)
+			app.opened.Store(&sharedStore{Store: store})
+			rc := &Receiver{Source: "bench", verifier: v, app: app, maxBody: defaultMaxBody,
 				forward: forwardHeaders("github", nil), allTargets: []string{"http"}}
+			rc.inflight.limit = defaultMaxBodyInflight
 			body := bytes.Repeat([]byte("a"), 512)
 			hdr, err := signature.Sign("github", testSecret, body, signature.SignOptions{EventType: "push"})
 			if err != nil {
@@ -531,4 +638,88 @@ func accessLines(lines []map[string]any) []map[string]any {
 		}
 	}
 	return out
+}
+
+// TestReceiverRefusesUnstorableText: a delivery id or event type that is
+// not UTF-8, holds a control character (NUL included) or is longer than
+// 1024 bytes gets 400 with its own outcome word on both backends, and
+// nothing is stored; PostgreSQL used to answer 503 for ever where SQLite
+// answered 202, and a long value used to be dropped without a word.
+func TestReceiverRefusesUnstorableText(t *testing.T) {
+	// fromJSON reads both from the body, which can carry a NUL.
+	fromJSON := githubReceiver("json", httpTarget("", "http://127.0.0.1:9/"))
+	fromJSON["delivery_id"] = map[string]string{"json": "id"}
+	fromJSON["event_type"] = map[string]string{"json": "type"}
+	plain := githubReceiver("gh", httpTarget("", "http://127.0.0.1:9/"))
+	long := strings.Repeat("x", maxEventText)
+
+	tests := []struct {
+		name        string
+		source      string
+		id, event   string // headers of the github scheme
+		body        string
+		wantStatus  int
+		wantOutcome string
+	}{
+		{"id of 1024 bytes is stored", "gh", long, "push", `{}`, http.StatusAccepted, "accepted"},
+		{"event type of 1024 bytes is stored", "gh", "ok-long-type", long, `{}`, http.StatusAccepted, "accepted"},
+		{"id of 1025 bytes", "gh", long + "x", "push", `{}`, http.StatusBadRequest, "bad_delivery_id"},
+		{"id over 8 KiB, once silently the body hash", "gh", strings.Repeat("y", 9<<10), "push", `{}`, http.StatusBadRequest, "bad_delivery_id"},
+		{"id not UTF-8", "gh", "id-\xff\xfe", "push", `{}`, http.StatusBadRequest, "bad_delivery_id"},
+		{"event type not UTF-8", "gh", "bad-type-utf8", "push\xc3\x28", `{}`, http.StatusBadRequest, "bad_event_type"},
+		{"event type over 8 KiB, once dropped but forwarded", "gh", "bad-type-long", strings.Repeat("z", 9<<10), `{}`, http.StatusBadRequest, "bad_event_type"},
+		{"id with NUL, from JSON", "json", "", "", `{"id":"evt\u0000x","type":"push"}`, http.StatusBadRequest, "bad_delivery_id"},
+		{"event type with NUL, from JSON", "json", "", "", `{"id":"evt-nul-type","type":"pu\u0000sh"}`, http.StatusBadRequest, "bad_event_type"},
+		{"id with a newline, from JSON", "json", "", "", `{"id":"evt\nx","type":"push"}`, http.StatusBadRequest, "bad_delivery_id"},
+		{"UTF-8 id from JSON is stored", "json", "", "", `{"id":"évt-ü","type":"push"}`, http.StatusAccepted, "accepted"},
+	}
+	backends := []struct {
+		name    string
+		storage func(t *testing.T) map[string]any // nil: the harness's SQLite file
+	}{
+		{"sqlite", nil},
+		{"postgres", func(t *testing.T) map[string]any {
+			return postgresStorage(testutil.FreshSchema(t, testutil.PostgresDSN(t)))
+		}},
+	}
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			h := newHarness(t)
+			app := map[string]any{"workers": 0}
+			if b.storage != nil {
+				app["storage"] = b.storage(t)
+			}
+			h.load(t, app, plain, fromJSON)
+			for _, tt := range tests {
+				t.Run(tt.name, func(t *testing.T) {
+					body := []byte(tt.body)
+					hdr := signed(t, testSecret, "", "", body)
+					hdr.Del("X-Github-Delivery")
+					hdr.Del("X-Github-Event")
+					if tt.id != "" {
+						hdr["X-Github-Delivery"] = []string{tt.id}
+						hdr["X-Github-Event"] = []string{tt.event}
+					}
+					resp := h.do(t, http.MethodPost, "/hooks/"+tt.source, hdr, bytes.NewReader(body))
+					if resp.status != tt.wantStatus || resp.header.Get("Echo-Outcome") != tt.wantOutcome {
+						t.Errorf("got %d %q, want %d %q", resp.status, resp.header.Get("Echo-Outcome"), tt.wantStatus, tt.wantOutcome)
+					}
+				})
+			}
+			// Only the accepted ones are stored.
+			var want int
+			for _, tt := range tests {
+				if tt.wantStatus == http.StatusAccepted {
+					want++
+				}
+			}
+			st, err := h.store(t).Stats(t.Context(), time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Events != int64(want) {
+				t.Errorf("%d events stored, want %d", st.Events, want)
+			}
+		})
+	}
 }

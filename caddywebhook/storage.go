@@ -57,7 +57,7 @@ type StorageConfig struct {
 	// (postgres://user:password@host:5432/db?sslmode=verify-full) or in
 	// key=value form. It holds a password, so write a placeholder such as
 	// {env.WEBHOOK_PG_DSN} or {file./run/secrets/pg_dsn}: it is resolved
-	// at Provision, and the resolved value never appears in logs, errors
+	// when the config loads, and the resolved value never appears in logs, errors
 	// or the admin API. Postgres only; required there.
 	DSN string `json:"dsn,omitempty"`
 

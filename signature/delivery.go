@@ -138,7 +138,10 @@ func (m *meta) resolve(c []source, h http.Header, body []byte, signed string, js
 		case fromField:
 			v, _ = jsonScalar(m.field(s.name, body, js))
 		}
-		if v != "" && len(v) <= MaxHeaderLen {
+		if v != "" {
+			// Returned whatever its length or bytes: the caller decides
+			// what it stores, and refusing a value it cannot keep beats
+			// falling back to the next source without a word.
 			return v
 		}
 	}

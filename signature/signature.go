@@ -26,9 +26,9 @@ var (
 // Webhooks libraries use.
 const DefaultTolerance = 5 * time.Minute
 
-// MaxHeaderLen bounds, in bytes, every header value Verify reads and every
-// delivery id or event type it returns; a longer signature header is
-// malformed, a longer id or type is ignored.
+// MaxHeaderLen bounds, in bytes, every signature header value Verify reads;
+// a longer one is malformed. The delivery id and event type of a Result are
+// returned as sent, whatever their length: the caller bounds them.
 const MaxHeaderLen = 8 << 10
 
 // MaxSignatures bounds the signatures one header may list (stripe,

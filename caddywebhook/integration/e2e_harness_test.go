@@ -499,6 +499,7 @@ func (c *caddyInstance) adminDo(t *testing.T, method, path string, body io.Reade
 // receiver adds.
 type accessEntry struct {
 	URI        string
+	Proto      string
 	Status     int
 	Outcome    string
 	DeliveryID string
@@ -518,7 +519,8 @@ func (c *caddyInstance) accessLog(t *testing.T, uri string) []accessEntry {
 			Logger  string `json:"logger"`
 			Status  int    `json:"status"`
 			Request struct {
-				URI string `json:"uri"`
+				URI   string `json:"uri"`
+				Proto string `json:"proto"`
 			} `json:"request"`
 			Webhook struct {
 				Outcome    string `json:"outcome"`
@@ -529,7 +531,7 @@ func (c *caddyInstance) accessLog(t *testing.T, uri string) []accessEntry {
 		if json.Unmarshal(line, &e) != nil || !strings.HasPrefix(e.Logger, "http.log.access") || e.Request.URI != uri {
 			continue
 		}
-		out = append(out, accessEntry{URI: e.Request.URI, Status: e.Status, Outcome: e.Webhook.Outcome,
+		out = append(out, accessEntry{URI: e.Request.URI, Proto: e.Request.Proto, Status: e.Status, Outcome: e.Webhook.Outcome,
 			DeliveryID: e.Webhook.DeliveryID, Source: e.Webhook.Source})
 	}
 	return out

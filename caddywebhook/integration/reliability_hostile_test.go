@@ -5,12 +5,15 @@ import (
 	"bytes"
 	"cmp"
 	"database/sql"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -452,4 +455,252 @@ func rawExchange(t *testing.T, addr string, req []byte) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// Declared-bodies scenario: what 1,000 senders that declare the default
+// max_body and send one byte cost.
+const (
+	declaredSenders = 1000
+	declaredLength  = 1 << 20 // the default max_body
+	// declaredMaxGrowth bounds Caddy's RSS growth while the senders wait:
+	// their connections, streams and requests, not their declared bytes
+	// (1,000 MiB before the receiver stopped reserving them).
+	declaredMaxGrowth = 64 << 20
+)
+
+// testDeclaredBodies holds 1,000 requests that each declare a 1 MiB body
+// (the default max_body) and send one byte, first on 1,000 HTTP/1.1
+// connections, then as HTTP/2 streams (h2c, up to 250 on a connection), and
+// checks Caddy's resident memory and heap grow by at most 64 MiB while the
+// receiver waits for the rest (invariant 8). Caddy's goroutine profile
+// (admin /debug/pprof) tells when the receiver is reading every body. Then
+// the senders hang up, and Caddy still accepts an event.
+func testDeclaredBodies(t *testing.T) {
+	t.Parallel()
+	fig := newFigures(t, "declared_bodies")
+	var extra []string
+	phases := []struct {
+		name  string
+		proto string // as Caddy's access log has it
+		hold  func(t *testing.T, c *caddyInstance) (release func())
+	}{
+		{"http1", "HTTP/1.1", holdHTTP1Bodies},
+		{"h2c", "HTTP/2.0", holdH2CBodies},
+	}
+	for _, ph := range phases {
+		// A Caddy of its own, so the phase before leaves no free heap.
+		c := newCaddy(t)
+		text := c.Caddyfile(caddyConfig{Site: receiver("/hooks/github", "github", "github", "{env.E2E_GITHUB_SECRET}")})
+		// Cleartext HTTP/2 beside HTTP/1.1.
+		text = strings.Replace(text, "{\n", "{\n\tservers {\n\t\tprotocols h1 h2c\n\t}\n", 1)
+		c.run(t, c.writeCaddyfile(t, text))
+		// Warm up, so the baseline includes what any request costs once.
+		for i := range 20 {
+			id := fmt.Sprintf("declared-%s-warmup-%02d", ph.name, i)
+			body := payload(id, "push")
+			if status, _ := post(t, c.URL("/hooks/github"), signGitHub(githubSecret, id, "push", body), body); status != http.StatusAccepted {
+				t.Fatalf("%s warm-up: status %d, want 202", ph.name, status)
+			}
+		}
+
+		// Two rounds, as senders that reconnect when Caddy's read timeout
+		// cuts them, with a garbage collection after each: the second
+		// round gets memory the first freed, which the runtime zeroes, so
+		// a reservation shows in RSS even where fresh pages from the
+		// kernel, never touched, would not. The heap is read after a
+		// collection too, so it counts what the requests hold, not
+		// garbage.
+		caddyGC(t, c)
+		baseRSS, baseHeap := caddyRSS(t, c), caddyHeap(t, c)
+		var rss, heap int64
+		for round := range 2 {
+			release := ph.hold(t, c)
+			waitReading(t, c, func(n int) bool { return n >= declaredSenders }, fmt.Sprintf("%s round %d: %d bodies being read", ph.name, round+1, declaredSenders))
+			caddyGC(t, c)
+			rss, heap = max(rss, caddyRSS(t, c)-baseRSS), max(heap, caddyHeap(t, c)-baseHeap)
+			release()
+			waitReading(t, c, func(n int) bool { return n == 0 }, ph.name+": no body being read")
+			caddyGC(t, c)
+		}
+		t.Logf("%s: %d requests declaring %d bytes and sending 1, twice: RSS %d MiB +%.1f MiB, heap in use %d MiB +%.1f MiB",
+			ph.name, declaredSenders, declaredLength, baseRSS>>20, float64(rss)/(1<<20), baseHeap>>20, float64(heap)/(1<<20))
+		extra = append(extra, fmt.Sprintf("%s_rss_growth_mib=%.1f %s_heap_growth_mib=%.1f", ph.name, float64(rss)/(1<<20), ph.name, float64(heap)/(1<<20)))
+		if rss > declaredMaxGrowth || heap > declaredMaxGrowth {
+			t.Errorf("%s: RSS grew by %d MiB and the heap by %d MiB, want at most %d MiB", ph.name, rss>>20, heap>>20, declaredMaxGrowth>>20)
+		}
+
+		// Caddy is still well, and the senders came in the phase's protocol.
+		body := payload("declared-after", "push")
+		if status, _ := post(t, c.URL("/hooks/github"), signGitHub(githubSecret, "declared-after", "push", body), body); status != http.StatusAccepted {
+			t.Fatalf("%s: after the senders left: status %d, want 202", ph.name, status)
+		}
+		var protos map[string]int
+		testutil.Eventually(t, func() bool {
+			protos = map[string]int{}
+			for _, e := range c.accessLog(t, "/hooks/github") {
+				protos[e.Proto]++
+			}
+			return protos[ph.proto] >= declaredSenders
+		}, func() string {
+			return fmt.Sprintf("%s: the access log has %v requests by protocol, want %d in %s", ph.name, protos, declaredSenders, ph.proto)
+		})
+		c.stop(t)
+	}
+	fig.requests, fig.accepted = 2*(2*declaredSenders+21), 2*21
+	fig.extra = strings.Join(extra, " ")
+	fig.log(t)
+}
+
+// declaredHead is a request head declaring a body of declaredLength, with
+// a signature that will not match.
+func declaredHead(c *caddyInstance, i int) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "POST /hooks/github HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n", c.HTTPAddr)
+	fmt.Fprintf(&b, "X-GitHub-Delivery: declared-%04d\r\nX-GitHub-Event: push\r\n", i)
+	fmt.Fprintf(&b, "X-Hub-Signature-256: sha256=%s\r\nContent-Length: %d\r\n\r\n", strings.Repeat("0", 64), declaredLength)
+	return b.Bytes()
+}
+
+// holdHTTP1Bodies opens declaredSenders connections, each sending a head
+// that declares declaredLength bytes and one body byte; release closes them.
+func holdHTTP1Bodies(t *testing.T, c *caddyInstance) (release func()) {
+	t.Helper()
+	conns := make([]net.Conn, 0, declaredSenders)
+	release = func() {
+		for _, conn := range conns {
+			conn.Close()
+		}
+	}
+	for i := range declaredSenders {
+		conn, err := net.DialTimeout("tcp", c.HTTPAddr, waitTimeout)
+		if err != nil {
+			release()
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		conns = append(conns, conn)
+		conn.SetWriteDeadline(time.Now().Add(waitTimeout))
+		if _, err := conn.Write(append(declaredHead(c, i), '{')); err != nil {
+			release()
+			t.Fatalf("connection %d: write: %v", i, err)
+		}
+	}
+	return release
+}
+
+// holdH2CBodies sends declaredSenders requests over cleartext HTTP/2, each
+// declaring declaredLength bytes and sending one; release resets the
+// streams.
+func holdH2CBodies(t *testing.T, c *caddyInstance) (release func()) {
+	t.Helper()
+	var protocols http.Protocols
+	protocols.SetUnencryptedHTTP2(true)
+	tr := &http.Transport{Protocols: &protocols}
+	client := &http.Client{Transport: tr, Timeout: 2 * waitTimeout}
+	writers := make([]*io.PipeWriter, 0, declaredSenders)
+	var wg sync.WaitGroup
+	for i := range declaredSenders {
+		pr, pw := io.Pipe()
+		writers = append(writers, pw)
+		req, err := http.NewRequest(http.MethodPost, c.URL("/hooks/github"), pr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.ContentLength = declaredLength
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-GitHub-Delivery", fmt.Sprintf("declared-h2-%04d", i))
+		req.Header.Set("X-Hub-Signature-256", "sha256="+strings.Repeat("0", 64))
+		wg.Go(func() {
+			if resp, err := client.Do(req); err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		})
+		wg.Go(func() { pw.Write([]byte("{")) })
+	}
+	return func() {
+		for _, pw := range writers {
+			pw.CloseWithError(errors.New("sender hung up"))
+		}
+		wg.Wait()
+		tr.CloseIdleConnections()
+	}
+}
+
+// waitReading polls the goroutine profile of Caddy's admin endpoint until
+// ok accepts the number of requests whose body the receiver is reading
+// (goroutines in readBody).
+func waitReading(t *testing.T, c *caddyInstance, ok func(int) bool, what string) {
+	t.Helper()
+	n := -1
+	testutil.Eventually(t, func() bool {
+		status, body := c.adminDo(t, http.MethodGet, "/debug/pprof/goroutine?debug=1", nil)
+		if status != http.StatusOK {
+			return false
+		}
+		n = 0
+		// Records are separated by blank lines; each starts with
+		// "<count> @ <pcs>" and lists its frames.
+		for _, rec := range strings.Split(string(body), "\n\n") {
+			if !strings.Contains(rec, "caddywebhook.readBody") {
+				continue
+			}
+			count, _, _ := strings.Cut(rec, " @ ")
+			// The first record follows the profile's title line.
+			count = count[strings.LastIndexByte(count, '\n')+1:]
+			v, err := strconv.Atoi(strings.TrimSpace(count))
+			if err != nil {
+				t.Fatalf("goroutine record %.80q: %v", rec, err)
+			}
+			n += v
+		}
+		return ok(n)
+	}, func() string { return fmt.Sprintf("%s: %d reading", what, n) })
+}
+
+// caddyGC runs a garbage collection in Caddy, through the admin endpoint's
+// heap profile.
+func caddyGC(t *testing.T, c *caddyInstance) {
+	t.Helper()
+	if status, _ := c.adminDo(t, http.MethodGet, "/debug/pprof/heap?gc=1", nil); status != http.StatusOK {
+		t.Fatalf("admin /debug/pprof/heap: %d", status)
+	}
+}
+
+// caddyHeap returns the heap in use of the running Caddy, in bytes, from
+// its admin endpoint's metrics.
+func caddyHeap(t *testing.T, c *caddyInstance) int64 {
+	t.Helper()
+	status, body := c.adminDo(t, http.MethodGet, "/metrics", nil)
+	line := metricLine(body, "go_memstats_heap_inuse_bytes ")
+	if status != http.StatusOK || line == "" {
+		t.Fatalf("admin /metrics: %d, no go_memstats_heap_inuse_bytes", status)
+	}
+	v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+	if err != nil {
+		t.Fatalf("metric line %q: %v", line, err)
+	}
+	return int64(v)
+}
+
+// caddyRSS returns the resident set size of the running Caddy, in bytes.
+func caddyRSS(t *testing.T, c *caddyInstance) int64 {
+	t.Helper()
+	c.mu.Lock()
+	pid := c.cmd.Process.Pid
+	c.mu.Unlock()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Skipf("no /proc to read Caddy's memory from: %v", err)
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				t.Fatalf("VmRSS line %q: %v", line, err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmRSS in /proc/<pid>/status")
+	return 0
 }

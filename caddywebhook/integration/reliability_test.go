@@ -28,6 +28,7 @@ func TestReliability(t *testing.T) {
 	t.Run("upstream_chaos", testUpstreamChaos)
 	t.Run("full_disk", testFullDisk)
 	t.Run("hostile_requests", testHostileRequests)
+	t.Run("declared_bodies", testDeclaredBodies)
 	t.Run("shared_database", testSharedDatabase)
 	t.Run("sigstop", testSigstop)
 	t.Run("reload_long_jobs", testReloadLongJobs)
