@@ -91,7 +91,8 @@ type App struct {
 	claimAhead bool // the store's spec allows claiming ahead of idle workers
 
 	mu      sync.Mutex
-	routes  map[queue.Route]Target // registered by receivers during Provision
+	routes   map[queue.Route]Target      // registered by receivers during Provision
+	policies map[queue.Route]retryPolicy // their retry settings
 	sources map[string]bool
 	started bool
 	pool    *queue.Pool
@@ -137,6 +138,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.ctx = ctx
 	a.logger = ctx.Logger()
 	a.routes = make(map[queue.Route]Target)
+	a.policies = make(map[queue.Route]retryPolicy)
 	a.sources = make(map[string]bool)
 
 	if a.Storage == nil {
@@ -195,12 +197,63 @@ func (a *App) validate() error {
 		return errors.New("webhook: retention must not be negative")
 	case a.ShutdownGrace < 0:
 		return errors.New("webhook: shutdown_grace must not be negative")
-	case a.Backoff != nil && (a.Backoff.Base < 0 || a.Backoff.Max < 0):
-		return errors.New("webhook: backoff durations must not be negative")
-	case a.Backoff != nil && a.Backoff.Base > 0 && a.Backoff.Max > 0 && a.Backoff.Max < a.Backoff.Base:
-		return errors.New("webhook: backoff max is shorter than its base")
+	}
+	if err := a.Backoff.validate(); err != nil {
+		return fmt.Errorf("webhook: %w", err)
 	}
 	return nil
+}
+
+// validate checks a backoff; nil is the default. The message names the
+// option, for the caller to say where it is.
+func (b *BackoffConfig) validate() error {
+	switch {
+	case b == nil:
+	case b.Base < 0 || b.Max < 0:
+		return errors.New("backoff durations must not be negative")
+	case b.Base > 0 && b.Max > 0 && b.Max < b.Base:
+		return errors.New("backoff max is shorter than its base")
+	}
+	return nil
+}
+
+// retryPolicy is the attempt budget and backoff of one route, where its
+// target overrides the app's.
+type retryPolicy struct {
+	maxAttempts int            // 0: the app's
+	backoff     *BackoffConfig // nil: the app's
+}
+
+// policyFor returns the pool's PolicyFor over the routes that override the
+// app's retry settings, or nil when none does. An unset backoff base or
+// max of a route's own backoff is the app's.
+func (a *App) policyFor(policies map[queue.Route]retryPolicy) func(*queue.Job) (queue.RetryPolicy, int) {
+	type policy struct {
+		retry       queue.RetryPolicy
+		maxAttempts int
+	}
+	byRoute := make(map[queue.Route]policy)
+	for route, rp := range policies {
+		if rp.maxAttempts == 0 && rp.backoff == nil {
+			continue
+		}
+		p := policy{maxAttempts: rp.maxAttempts}
+		if b := rp.backoff; b != nil {
+			global := cmp.Or(a.Backoff, new(BackoffConfig))
+			p.retry = queue.Backoff{
+				Base: time.Duration(cmp.Or(b.Base, global.Base)),
+				Max:  time.Duration(cmp.Or(b.Max, global.Max)),
+			}
+		}
+		byRoute[route] = p
+	}
+	if len(byRoute) == 0 {
+		return nil
+	}
+	return func(job *queue.Job) (queue.RetryPolicy, int) {
+		p := byRoute[queue.Route{Source: job.Source, Target: job.Target}]
+		return p.retry, p.maxAttempts
+	}
 }
 
 // workers returns the configured worker count; 0 means receive only.
@@ -230,7 +283,9 @@ func (a *App) registerReceiver(source string, targets []namedTarget) error {
 	}
 	a.sources[source] = true
 	for _, t := range targets {
-		a.routes[queue.Route{Source: source, Target: t.name}] = t.target
+		route := queue.Route{Source: source, Target: t.name}
+		a.routes[route] = t.target
+		a.policies[route] = t.retry
 	}
 	return nil
 }
@@ -239,6 +294,7 @@ func (a *App) registerReceiver(source string, targets []namedTarget) error {
 type namedTarget struct {
 	name   string
 	target Target
+	retry  retryPolicy
 }
 
 // routeList returns the registered (source, target) pairs, sorted.
@@ -265,6 +321,7 @@ func (a *App) Start() error {
 	a.mu.Lock()
 	a.started = true
 	handlers := maps.Clone(a.routes)
+	policyFor := a.policyFor(a.policies)
 	a.mu.Unlock()
 
 	obs := &observer{logger: a.logger}
@@ -286,6 +343,7 @@ func (a *App) Start() error {
 			Lease:         time.Duration(a.Lease),
 			PollInterval:  time.Duration(a.PollInterval),
 			MaxAttempts:   a.MaxAttempts,
+			PolicyFor:     policyFor,
 			MaxRetryAfter: time.Duration(a.MaxRetryAfter),
 			ShutdownGrace: time.Duration(a.ShutdownGrace),
 			Routes:        routes,

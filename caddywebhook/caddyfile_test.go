@@ -120,6 +120,10 @@ func TestAdaptErrors(t *testing.T) {
 		{"receiver/to unknown kind", receiver("\t\tto carrier-pigeon coop"), []string{"webhook_receiver", `unknown target kind "carrier-pigeon"`, "http", "exec"}},
 		{"receiver/to events empty", receiver("\t\tto http http://127.0.0.1:9/ {\n\t\t\tevents\n\t\t}"), []string{"webhook_receiver", "to http", "events needs at least one event type"}},
 		{"receiver/to name twice", receiver("\t\tto http http://127.0.0.1:9/ {\n\t\t\tname a b\n\t\t}"), []string{"webhook_receiver", "to http", "name needs one value"}},
+		{"receiver/to max_attempts zero", receiver("\t\tto http http://127.0.0.1:9/ {\n\t\t\tmax_attempts 0\n\t\t}"), []string{"webhook_receiver", "to http", "max_attempts", `"0" is not a number of at least 1`}},
+		{"receiver/to max_attempts missing", receiver("\t\tto exec /bin/true {\n\t\t\tmax_attempts\n\t\t}"), []string{"webhook_receiver", "to exec", "max_attempts needs one number"}},
+		{"receiver/to backoff one value", receiver("\t\tto http http://127.0.0.1:9/ {\n\t\t\tbackoff 1s\n\t\t}"), []string{"webhook_receiver", "to http", "backoff needs two durations"}},
+		{"receiver/to backoff not a duration", receiver("\t\tto http http://127.0.0.1:9/ {\n\t\t\tbackoff 1s soon\n\t\t}"), []string{"webhook_receiver", "to http", "backoff", `"soon" is not a positive duration`}},
 		{"receiver/to http option error from the target", receiver("\t\tto http http://127.0.0.1:9/ {\n\t\t\tcolour blue\n\t\t}"), []string{"http target", `unknown option "colour"`}},
 	}
 	for _, tt := range tests {
@@ -153,6 +157,7 @@ func TestCaddyfileLoadErrors(t *testing.T) {
 		{"global/synchronous off", "synchronous off", "", []string{"webhook", "synchronous", `"off" is not full or normal`}},
 		{"global/postgres with synchronous", "synchronous normal\nstorage postgres postgres://h/db", "", []string{"webhook", "synchronous applies to sqlite only"}},
 		{"global/backoff max below base", "backoff 1m 1s", "", []string{"webhook", "backoff", "shorter than its base"}},
+		{"receiver/to backoff max below base", "", "to http http://127.0.0.1:9/ {\n\t\t\tbackoff 1m 1s\n\t\t}", []string{"webhook_receiver", `target "http"`, "backoff max is shorter than its base"}},
 		{"receiver/tolerance bad", "", "tolerance forever", []string{"webhook_receiver", "tolerance", `"forever"`}},
 		{"receiver/tolerance zero", "", "tolerance 0s", []string{"webhook_receiver", "tolerance", `"0s" is not a positive duration`}},
 		{"receiver/max_body too big", "", "max_body 1GB", []string{"webhook_receiver", "max_body", "64MiB"}},
