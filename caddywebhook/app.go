@@ -90,13 +90,13 @@ type App struct {
 	store      queue.Store
 	claimAhead bool // the store's spec allows claiming ahead of idle workers
 
-	mu      sync.Mutex
+	mu       sync.Mutex
 	routes   map[queue.Route]Target      // registered by receivers during Provision
 	policies map[queue.Route]retryPolicy // their retry settings
-	sources map[string]bool
-	started bool
-	pool    *queue.Pool
-	keeper  *queue.Housekeeper
+	sources  map[string]bool
+	started  bool
+	pool     *queue.Pool
+	keeper   *queue.Housekeeper
 }
 
 // BackoffConfig is the retry backoff of failing jobs.
