@@ -84,6 +84,11 @@ type App struct {
 	// back without being charged an attempt. Default: 10s.
 	ShutdownGrace caddy.Duration `json:"shutdown_grace,omitempty"`
 
+	// Notify sends a small JSON notice to a target of its own when a job
+	// goes dead, when a circuit opens or closes, and when a route's backlog
+	// is stale; see NotifyConfig. Default: none, no notices.
+	Notify *NotifyConfig `json:"notify,omitempty"`
+
 	ctx        caddy.Context
 	logger     *zap.Logger
 	storeKey   string // key in stores, once this app holds a reference
@@ -97,6 +102,7 @@ type App struct {
 	started  bool
 	pool     *queue.Pool
 	keeper   *queue.Housekeeper
+	notify   *notifier // nil without Notify
 }
 
 // BackoffConfig is the retry backoff of failing jobs.
@@ -149,6 +155,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return err
 	}
 	if err := a.validate(); err != nil {
+		return err
+	}
+	if err := a.provisionNotify(ctx); err != nil {
 		return err
 	}
 
@@ -324,7 +333,16 @@ func (a *App) Start() error {
 	policyFor := a.policyFor(a.policies)
 	a.mu.Unlock()
 
-	obs := &observer{logger: a.logger}
+	var notify *notifier
+	if a.Notify != nil {
+		notify = newNotifier(notifierConfig{
+			store:      a.store,
+			window:     time.Duration(a.Notify.Window),
+			pendingAge: time.Duration(a.Notify.PendingAge),
+			logger:     a.logger,
+		})
+	}
+	obs := &observer{logger: a.logger, notify: notify}
 	keeper, err := queue.NewHousekeeper(queue.HousekeeperConfig{
 		Store:     a.store,
 		Retention: a.retention(),
@@ -369,8 +387,11 @@ func (a *App) Start() error {
 			return fmt.Errorf("webhook: %w", err)
 		}
 	}
+	if notify != nil {
+		notify.Start(a.ctx)
+	}
 	a.mu.Lock()
-	a.pool, a.keeper = pool, keeper
+	a.pool, a.keeper, a.notify = pool, keeper, notify
 	a.mu.Unlock()
 	setActiveQueue(a, a.store, a.retention())
 
@@ -397,8 +418,8 @@ const stopMargin = 5 * time.Second
 // it.
 func (a *App) Stop() error {
 	a.mu.Lock()
-	pool, keeper := a.pool, a.keeper
-	a.pool, a.keeper = nil, nil
+	pool, keeper, notify := a.pool, a.keeper, a.notify
+	a.pool, a.keeper, a.notify = nil, nil, nil
 	a.mu.Unlock()
 	clearActiveQueue(a)
 
@@ -410,6 +431,13 @@ func (a *App) Stop() error {
 	var errs []error
 	if pool != nil {
 		if err := pool.Stop(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	// After the pool: the dead jobs of its last attempts are in the
+	// notices it stores.
+	if notify != nil {
+		if err := notify.Stop(ctx); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -492,6 +520,7 @@ const maxLoggedError = 512
 type observer struct {
 	queue.NopObserver
 	logger *zap.Logger
+	notify *notifier // nil without notifications
 }
 
 func jobFields(job *queue.Job, extra ...zap.Field) []zap.Field {
@@ -517,6 +546,9 @@ func (o *observer) JobFinished(job *queue.Job, c queue.Completion, recorded bool
 		level = zapcore.ErrorLevel
 	}
 	webhookMetrics.deliveries.WithLabelValues(job.Source, job.Target, word).Inc()
+	if recorded && c.Status == queue.StatusDead && o.notify != nil {
+		o.notify.JobDead(job, c)
+	}
 	if recorded {
 		webhookMetrics.duration.WithLabelValues(job.Source, job.Target).Observe(c.Duration.Seconds())
 	}

@@ -55,6 +55,13 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 //		max_retry_after <duration>     # default 1h
 //		retention <duration>           # default 7d (Stripe retries for 3 days)
 //		shutdown_grace <duration>      # default 10s
+//		notify <kind> <args…> {        # failure notices to a target: http <url> or exec <program> …
+//			window <duration>          # aggregation per type and route; default 1m
+//			pending_age <duration>     # backlog.stale from this age; default off
+//			max_attempts <n>           # default: the global max_attempts
+//			backoff <base> <max>       # default: the global backoff
+//			<target options…>          # e.g. sign <secret> for http
+//		}
 //	}
 //
 // The DSN holds a password: write a placeholder, such as
@@ -137,11 +144,50 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 			a.Backoff = b
+		case "notify":
+			if a.Notify != nil {
+				return d.Errf("webhook: notify is given twice")
+			}
+			n, err := unmarshalNotify(d)
+			if err != nil {
+				return err
+			}
+			a.Notify = n
 		default:
 			return d.Errf("webhook: unknown option %q", opt)
 		}
 	}
 	return nil
+}
+
+// unmarshalNotify parses `notify <kind> <args…> { … }`. It keeps window,
+// pending_age, max_attempts and backoff, and hands the rest to the target
+// module, as a receiver's `to` does.
+func unmarshalNotify(d *caddyfile.Dispenser) (*NotifyConfig, error) {
+	n := new(NotifyConfig)
+	const where = "webhook: notify"
+	raw, err := unmarshalTargetModule(d, where, func(_, opt string) (bool, error) {
+		switch opt {
+		case "window":
+			return true, durationArg(d, "notify: window", &n.Window)
+		case "pending_age":
+			return true, durationArg(d, "notify: pending_age", &n.PendingAge)
+		case "max_attempts":
+			v, err := maxAttemptsArg(d, where)
+			n.MaxAttempts = v
+			return true, err
+		case "backoff":
+			b, err := backoffArgs(d, where)
+			n.Backoff = b
+			return true, err
+		}
+		return false, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	n.DeliverRaw = raw
+	return n, nil
 }
 
 // unmarshalStorage parses one storage line (the dispenser is on its

@@ -306,6 +306,9 @@ func (rc *Receiver) Provision(ctx caddy.Context) error {
 	if !validName(rc.Source) {
 		return fmt.Errorf("webhook_receiver: source %q: use letters, digits, '.', '_' and '-' (at most 64)", rc.Source)
 	}
+	if reservedSource(rc.Source) {
+		return fmt.Errorf("webhook_receiver: source %q: names beginning with '_' are reserved for the app's own events, such as %s", rc.Source, notifySource)
+	}
 	errf := func(format string, args ...any) error {
 		return fmt.Errorf("webhook_receiver %q: "+format, append([]any{rc.Source}, args...)...)
 	}
