@@ -18,7 +18,9 @@ const (
 	sqlCounts = `SELECT source, target, status, count(*) FROM jobs
 GROUP BY source, target, status ORDER BY source, target, status`
 
-	// The oldest due pending job of each route.
+	// The oldest due pending job of each route. It reads every due pending
+	// row, as the counts query reads every job; with the pending index
+	// keyed by route it becomes one index seek per route.
 	sqlOldestPending = `SELECT source, target, min(run_at) FROM jobs WHERE status = 'pending' AND run_at <= ?1
 GROUP BY source, target`
 
