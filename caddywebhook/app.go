@@ -94,6 +94,11 @@ type App struct {
 	// bounded by its target's timeout. Default: 10s.
 	ShutdownGrace caddy.Duration `json:"shutdown_grace,omitempty"`
 
+	// Notify sends a small JSON notice to a target of its own when a job
+	// goes dead, when a circuit opens or closes, and when a route's backlog
+	// is stale; see NotifyConfig. Default: none, no notices.
+	Notify *NotifyConfig `json:"notify,omitempty"`
+
 	ctx    caddy.Context
 	logger *zap.Logger
 	spec   storeSpec // set by Validate; the store opens in Start
@@ -106,11 +111,13 @@ type App struct {
 	opened   atomic.Pointer[sharedStore]
 
 	mu      sync.Mutex
-	routes  map[queue.Route]Target // registered by receivers during Provision
-	sources map[string]bool
-	started bool
-	pool    *queue.Pool
-	keeper  *queue.Housekeeper
+	routes   map[queue.Route]Target      // registered by receivers during Provision
+	policies map[queue.Route]retryPolicy // their retry settings
+	sources  map[string]bool
+	started  bool
+	pool     *queue.Pool
+	keeper   *queue.Housekeeper
+	notify   *notifier // nil without Notify
 
 	// receivers by source, for the admin API's injected events (ops.go)
 	receivers map[string]*Receiver
@@ -155,6 +162,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.ctx = ctx
 	a.logger = ctx.Logger()
 	a.routes = make(map[queue.Route]Target)
+	a.policies = make(map[queue.Route]retryPolicy)
 	a.sources = make(map[string]bool)
 	if a.Storage == nil {
 		a.Storage = new(StorageConfig)
@@ -162,7 +170,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if err := registerMetrics(ctx.GetMetricsRegistry(), a); err != nil {
 		return fmt.Errorf("webhook: register metrics: %w", err)
 	}
-	return nil
+	return a.provisionNotify(ctx)
 }
 
 // Validate checks the options and the storage configuration, whose
@@ -242,12 +250,63 @@ func (a *App) validate() error {
 		return errors.New("webhook: retention must not be negative")
 	case a.ShutdownGrace < 0:
 		return errors.New("webhook: shutdown_grace must not be negative")
-	case a.Backoff != nil && (a.Backoff.Base < 0 || a.Backoff.Max < 0):
-		return errors.New("webhook: backoff durations must not be negative")
-	case a.Backoff != nil && a.Backoff.Base > 0 && a.Backoff.Max > 0 && a.Backoff.Max < a.Backoff.Base:
-		return errors.New("webhook: backoff max is shorter than its base")
+	}
+	if err := a.Backoff.validate(); err != nil {
+		return fmt.Errorf("webhook: %w", err)
 	}
 	return nil
+}
+
+// validate checks a backoff; nil is the default. The message names the
+// option, for the caller to say where it is.
+func (b *BackoffConfig) validate() error {
+	switch {
+	case b == nil:
+	case b.Base < 0 || b.Max < 0:
+		return errors.New("backoff durations must not be negative")
+	case b.Base > 0 && b.Max > 0 && b.Max < b.Base:
+		return errors.New("backoff max is shorter than its base")
+	}
+	return nil
+}
+
+// retryPolicy is the attempt budget and backoff of one route, where its
+// target overrides the app's.
+type retryPolicy struct {
+	maxAttempts int            // 0: the app's
+	backoff     *BackoffConfig // nil: the app's
+}
+
+// policyFor returns the pool's PolicyFor over the routes that override the
+// app's retry settings, or nil when none does. An unset backoff base or
+// max of a route's own backoff is the app's.
+func (a *App) policyFor(policies map[queue.Route]retryPolicy) func(*queue.Job) (queue.RetryPolicy, int) {
+	type policy struct {
+		retry       queue.RetryPolicy
+		maxAttempts int
+	}
+	byRoute := make(map[queue.Route]policy)
+	for route, rp := range policies {
+		if rp.maxAttempts == 0 && rp.backoff == nil {
+			continue
+		}
+		p := policy{maxAttempts: rp.maxAttempts}
+		if b := rp.backoff; b != nil {
+			global := cmp.Or(a.Backoff, new(BackoffConfig))
+			p.retry = queue.Backoff{
+				Base: time.Duration(cmp.Or(b.Base, global.Base)),
+				Max:  time.Duration(cmp.Or(b.Max, global.Max)),
+			}
+		}
+		byRoute[route] = p
+	}
+	if len(byRoute) == 0 {
+		return nil
+	}
+	return func(job *queue.Job) (queue.RetryPolicy, int) {
+		p := byRoute[queue.Route{Source: job.Source, Target: job.Target}]
+		return p.retry, p.maxAttempts
+	}
 }
 
 // workers returns the configured worker count; 0 means receive only.
@@ -277,7 +336,9 @@ func (a *App) registerReceiver(source string, targets []namedTarget) error {
 	}
 	a.sources[source] = true
 	for _, t := range targets {
-		a.routes[queue.Route{Source: source, Target: t.name}] = t.target
+		route := queue.Route{Source: source, Target: t.name}
+		a.routes[route] = t.target
+		a.policies[route] = t.retry
 	}
 	return nil
 }
@@ -286,6 +347,7 @@ func (a *App) registerReceiver(source string, targets []namedTarget) error {
 type namedTarget struct {
 	name   string
 	target Target
+	retry  retryPolicy
 }
 
 // routeList returns the registered (source, target) pairs, sorted.
@@ -316,9 +378,19 @@ func (a *App) Start() error {
 	a.mu.Lock()
 	a.started = true
 	handlers := maps.Clone(a.routes)
+	policyFor := a.policyFor(a.policies)
 	a.mu.Unlock()
 
-	obs := &observer{logger: a.logger}
+	var notify *notifier
+	if a.Notify != nil {
+		notify = newNotifier(notifierConfig{
+			store:      store,
+			window:     time.Duration(a.Notify.Window),
+			pendingAge: time.Duration(a.Notify.PendingAge),
+			logger:     a.logger,
+		})
+	}
+	obs := &observer{logger: a.logger, notify: notify}
 	keeper, err := queue.NewHousekeeper(queue.HousekeeperConfig{
 		Store:     store,
 		Retention: a.retention(),
@@ -337,6 +409,7 @@ func (a *App) Start() error {
 			Lease:         time.Duration(a.Lease),
 			PollInterval:  time.Duration(a.PollInterval),
 			MaxAttempts:   a.MaxAttempts,
+			PolicyFor:     policyFor,
 			MaxRetryAfter: time.Duration(a.MaxRetryAfter),
 			ShutdownGrace: time.Duration(a.ShutdownGrace),
 			Routes:        routes,
@@ -365,8 +438,11 @@ func (a *App) Start() error {
 			return fmt.Errorf("webhook: %w", err)
 		}
 	}
+	if notify != nil {
+		notify.Start(a.ctx)
+	}
 	a.mu.Lock()
-	a.pool, a.keeper = pool, keeper
+	a.pool, a.keeper, a.notify = pool, keeper, notify
 	a.mu.Unlock()
 	setActiveQueue(a, store, a.retention())
 
@@ -395,8 +471,8 @@ const stopMargin = 5 * time.Second
 // replaces this one; Cleanup releases it.
 func (a *App) Stop() error {
 	a.mu.Lock()
-	pool, keeper := a.pool, a.keeper
-	a.pool, a.keeper = nil, nil
+	pool, keeper, notify := a.pool, a.keeper, a.notify
+	a.pool, a.keeper, a.notify = nil, nil, nil
 	a.mu.Unlock()
 	clearActiveQueue(a)
 
@@ -420,7 +496,15 @@ func (a *App) Stop() error {
 			}
 			<-drained
 		} else {
-			a.drain(pool, grace)
+			a.drain(pool, grace, notify)
+			notify = nil // the drain stops it once the pool is done
+		}
+	}
+	// After the pool: the dead jobs of its last attempts are in the
+	// notices it stores.
+	if notify != nil {
+		if err := notify.Stop(ctx); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if keeper != nil {
@@ -447,8 +531,10 @@ var drains = struct {
 // returns (bounded by its target's timeout), so the new config's pool
 // never starts them again. The drain holds its own reference to the
 // store, which this app's Cleanup would otherwise close under it, and
-// drops it when done.
-func (a *App) drain(pool *queue.Pool, grace time.Duration) {
+// drops it when done. notify, if not nil, is stopped (its open windows
+// stored) after the pool, so the deaths of the drained deliveries are in
+// its notices.
+func (a *App) drain(pool *queue.Pool, grace time.Duration, notify *notifier) {
 	key := a.storeKey
 	if _, _, err := stores.LoadOrNew(key, func() (caddy.Destructor, error) {
 		return nil, errors.New("store is closed")
@@ -459,6 +545,9 @@ func (a *App) drain(pool *queue.Pool, grace time.Duration) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), grace+stopMargin)
 		defer cancel()
 		_ = pool.Stop(ctx)
+		if notify != nil {
+			_ = notify.Stop(ctx)
+		}
 		return
 	}
 	drains.mu.Lock()
@@ -469,6 +558,13 @@ func (a *App) drain(pool *queue.Pool, grace time.Duration) {
 	logger.Info("webhook pool draining: running deliveries finish in the background")
 	go func() {
 		<-pool.Done()
+		if notify != nil {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), grace+stopMargin)
+			if err := notify.Stop(ctx); err != nil {
+				logger.Error("store the notices of a drained pool", zap.Error(err))
+			}
+			cancel()
+		}
 		drains.mu.Lock()
 		delete(drains.pools, pool)
 		drains.mu.Unlock()
@@ -567,6 +663,7 @@ const maxLoggedError = 512
 type observer struct {
 	queue.NopObserver
 	logger *zap.Logger
+	notify *notifier // nil without notifications
 }
 
 func jobFields(job *queue.Job, extra ...zap.Field) []zap.Field {
@@ -593,6 +690,9 @@ func (o *observer) JobFinished(job *queue.Job, c queue.Completion, recorded bool
 	}
 	webhookMetrics.deliveries.WithLabelValues(job.Source, job.Target, word).Inc()
 	tails.publishDelivery(job, word, c.Duration, c.Error)
+	if recorded && c.Status == queue.StatusDead && o.notify != nil {
+		o.notify.JobDead(job, c)
+	}
 	if recorded {
 		webhookMetrics.duration.WithLabelValues(job.Source, job.Target).Observe(c.Duration.Seconds())
 	}

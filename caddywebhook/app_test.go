@@ -8,10 +8,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -600,6 +602,12 @@ func TestAppConfigErrors(t *testing.T) {
 		{"exec program missing, relative", map[string]any{}, []receiverConfig{githubReceiver("s", map[string]any{"name": "deploy", "deliver": map[string]any{"kind": "exec", "command": "./no-such-deploy.sh"}})}, `command: program "./no-such-deploy.sh" does not exist`},
 		{"unknown scheme", map[string]any{}, []receiverConfig{{"handler": "webhook_receiver", "source": "s", "scheme": "carrier", "secrets": []string{"x"}}}, `Scheme "carrier" unknown`},
 		{"bad source name", map[string]any{}, []receiverConfig{{"handler": "webhook_receiver", "source": "a b", "scheme": "github", "secrets": []string{"x"}}}, `source "a b"`},
+		{"reserved source", map[string]any{}, []receiverConfig{githubReceiver("_notify")}, `source "_notify": names beginning with '_' are reserved`},
+		{"notify without deliver", map[string]any{"notify": map[string]any{"window": "1m"}}, nil, "webhook: notify: deliver is required"},
+		{"notify negative pending_age", map[string]any{"notify": map[string]any{"pending_age": -1, "deliver": map[string]any{"kind": "http", "url": "http://127.0.0.1:9/"}}}, nil, "webhook: notify: pending_age must not be negative"},
+		{"notify bad url", map[string]any{"notify": map[string]any{"deliver": map[string]any{"kind": "http", "url": "ftp://h/"}}}, nil, "webhook: notify: "},
+		{"negative target max_attempts", map[string]any{}, []receiverConfig{githubReceiver("s", map[string]any{"name": "t", "max_attempts": -1, "deliver": map[string]any{"kind": "http", "url": "http://127.0.0.1:9/"}})}, `target "t": max_attempts must not be negative`},
+		{"negative target backoff", map[string]any{}, []receiverConfig{githubReceiver("s", map[string]any{"name": "t", "backoff": map[string]any{"base": -1}, "deliver": map[string]any{"kind": "http", "url": "http://127.0.0.1:9/"}})}, `target "t": backoff durations must not be negative`},
 		{"two unnamed targets clash with a named one", map[string]any{}, []receiverConfig{githubReceiver("s", httpTarget("http-2", "http://127.0.0.1:9/"), httpTarget("", "http://127.0.0.1:9/"), httpTarget("", "http://127.0.0.1:9/"))}, `name "http-2" is used twice`},
 	}
 	for _, tt := range tests {
@@ -678,6 +686,44 @@ func assertNoCanaries(t *testing.T, logs []byte) {
 	for _, c := range []string{testSecret, testBodyMarker} {
 		if bytes.Contains(logs, []byte(c)) {
 			t.Errorf("logs contain %q", c)
+		}
+	}
+}
+
+// TestAppRetryPolicyPerTarget: a target with max_attempts 2 goes dead after
+// two attempts, while another target of the same event keeps the app's
+// budget of 4.
+func TestAppRetryPolicyPerTarget(t *testing.T) {
+	h := newHarness(t)
+	var calls sync.Map // target path -> *atomic.Int32
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := calls.LoadOrStore(r.URL.Path, new(atomic.Int32))
+		n.(*atomic.Int32).Add(1)
+		http.Error(w, "down", http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(failing.Close)
+	tight := httpTarget("tight", failing.URL+"/tight")
+	tight["max_attempts"] = 2
+	tight["backoff"] = map[string]any{"base": "10ms"} // max: the app's
+	h.load(t, map[string]any{
+		"workers":      2,
+		"max_attempts": 4,
+		"backoff":      map[string]any{"base": "20ms", "max": "20ms"},
+	}, githubReceiver("gh", tight, httpTarget("loose", failing.URL+"/loose")))
+
+	if got := h.post(t, "gh", "d-1", "push", testBody(1)); got != http.StatusAccepted {
+		t.Fatalf("status %d, want 202", got)
+	}
+	s := h.store(t)
+	for _, j := range jobs(t, s) {
+		want := map[string]int{"tight": 2, "loose": 4}[j.Target]
+		got := waitStatus(t, s, j.ID, queue.StatusDead)
+		if got.Attempts != want {
+			t.Errorf("target %s: dead after %d attempts, want %d", j.Target, got.Attempts, want)
+		}
+		n, _ := calls.Load("/" + j.Target)
+		if n == nil || int(n.(*atomic.Int32).Load()) != want {
+			t.Errorf("target %s: upstream saw %v requests, want %d", j.Target, n, want)
 		}
 	}
 }

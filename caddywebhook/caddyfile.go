@@ -1,6 +1,7 @@
 package caddywebhook
 
 import (
+	"encoding/json"
 	"math"
 	"strconv"
 	"strings"
@@ -58,6 +59,13 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 //		max_retry_after <duration>     # default 1h
 //		retention <duration>           # default 7d (Stripe retries for 3 days)
 //		shutdown_grace <duration>      # default 10s
+//		notify <kind> <args…> {        # failure notices to a target: http <url> or exec <program> …
+//			window <duration>          # aggregation per type and route; default 1m
+//			pending_age <duration>     # backlog.stale from this age; default off
+//			max_attempts <n>           # default: the global max_attempts
+//			backoff <base> <max>       # default: the global backoff
+//			<target options…>          # e.g. sign <secret> for http
+//		}
 //	}
 //
 // The DSN holds a password: write a placeholder, such as
@@ -135,24 +143,55 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 		case "backoff":
-			var base, maxWait string
-			if !d.AllArgs(&base, &maxWait) {
-				return d.Errf("webhook: backoff needs two durations: backoff <base> <max>")
-			}
-			b := new(BackoffConfig)
-			var err error
-			if b.Base, err = parseDuration(d, opt, base); err != nil {
-				return err
-			}
-			if b.Max, err = parseDuration(d, opt, maxWait); err != nil {
+			b, err := backoffArgs(d, "webhook")
+			if err != nil {
 				return err
 			}
 			a.Backoff = b
+		case "notify":
+			if a.Notify != nil {
+				return d.Errf("webhook: notify is given twice")
+			}
+			n, err := unmarshalNotify(d)
+			if err != nil {
+				return err
+			}
+			a.Notify = n
 		default:
 			return d.Errf("webhook: unknown option %q", opt)
 		}
 	}
 	return nil
+}
+
+// unmarshalNotify parses `notify <kind> <args…> { … }`. It keeps window,
+// pending_age, max_attempts and backoff, and hands the rest to the target
+// module, as a receiver's `to` does.
+func unmarshalNotify(d *caddyfile.Dispenser) (*NotifyConfig, error) {
+	n := new(NotifyConfig)
+	const where = "webhook: notify"
+	raw, err := unmarshalTargetModule(d, where, func(_, opt string) (bool, error) {
+		switch opt {
+		case "window":
+			return true, durationArg(d, "notify: window", &n.Window)
+		case "pending_age":
+			return true, durationArg(d, "notify: pending_age", &n.PendingAge)
+		case "max_attempts":
+			v, err := maxAttemptsArg(d, where)
+			n.MaxAttempts = v
+			return true, err
+		case "backoff":
+			b, err := backoffArgs(d, where)
+			n.Backoff = b
+			return true, err
+		}
+		return false, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	n.DeliverRaw = raw
+	return n, nil
 }
 
 // unmarshalStorage parses one storage line (the dispenser is on its
@@ -283,6 +322,8 @@ func parseReceiverDirective(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler
 //		to <kind> <args…> {                  # repeatable: one job per target
 //			name <name>                    # default: the kind, then <kind>-2, <kind>-3…
 //			events <type…>                 # only these event types; default all
+//			max_attempts <n>               # default: the global max_attempts
+//			backoff <base> <max>           # default: the global backoff
 //			<target options…>              # see webhook.targets.<kind>
 //		}
 //	}
@@ -453,20 +494,60 @@ func (h *HMACOptions) field(name string) *string {
 	return nil
 }
 
-// unmarshalTarget parses one `to <kind> <args…> { … }` line. It keeps `name`
-// and `events` and hands every other token — the kind, its arguments and the
-// rest of the block — to the Caddyfile unmarshaler of module
-// webhook.targets.<kind>.
+// unmarshalTarget parses one `to <kind> <args…> { … }` line. It keeps
+// `name`, `events`, `max_attempts` and `backoff` and hands every other token
+// to the target module (see unmarshalTargetModule).
 func unmarshalTarget(d *caddyfile.Dispenser) (*TargetConfig, error) {
+	t := new(TargetConfig)
+	where := "webhook_receiver: to"
+	raw, err := unmarshalTargetModule(d, where, func(kind, opt string) (bool, error) {
+		where := where + " " + kind
+		switch opt {
+		case "name":
+			if !d.AllArgs(&t.Name) {
+				return true, d.Errf("%s: name needs one value", where)
+			}
+		case "events":
+			ev := d.RemainingArgs()
+			if len(ev) == 0 {
+				return true, d.Errf("%s: events needs at least one event type", where)
+			}
+			t.Events = append(t.Events, ev...)
+		case "max_attempts":
+			n, err := maxAttemptsArg(d, where)
+			t.MaxAttempts = n
+			return true, err
+		case "backoff":
+			b, err := backoffArgs(d, where)
+			t.Backoff = b
+			return true, err
+		default:
+			return false, nil
+		}
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	t.DeliverRaw = raw
+	return t, nil
+}
+
+// unmarshalTargetModule parses `<kind> <args…> { … }`, the dispenser on the
+// token before the kind. keep sees each block option first, with the
+// cursor on it, and consumes those that belong to the caller (it returns
+// true); every other token — the kind, its arguments and the rest of the
+// block — goes to the Caddyfile unmarshaler of module
+// webhook.targets.<kind>. where starts the error messages.
+func unmarshalTargetModule(d *caddyfile.Dispenser, where string, keep func(kind, opt string) (bool, error)) (json.RawMessage, error) {
 	if !d.NextArg() {
-		return nil, d.Errf("webhook_receiver: to needs a target kind, e.g. to http <url>")
+		return nil, d.Errf("%s needs a target kind, e.g. %s http <url>", where, where[strings.LastIndexByte(where, ' ')+1:])
 	}
 	kind := d.Val()
 	tokens := []caddyfile.Token{d.Token()}
 	for d.NextArg() {
 		tokens = append(tokens, d.Token())
 	}
-	t := new(TargetConfig)
 	var block []caddyfile.Token
 	opened := false
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
@@ -478,18 +559,11 @@ func unmarshalTarget(d *caddyfile.Dispenser) (*TargetConfig, error) {
 			d.Next()
 			opened = true
 		}
-		switch d.Val() {
-		case "name":
-			if !d.AllArgs(&t.Name) {
-				return nil, d.Errf("webhook_receiver: to %s: name needs one value", kind)
-			}
-		case "events":
-			ev := d.RemainingArgs()
-			if len(ev) == 0 {
-				return nil, d.Errf("webhook_receiver: to %s: events needs at least one event type", kind)
-			}
-			t.Events = append(t.Events, ev...)
-		default:
+		kept, err := keep(kind, d.Val())
+		if err != nil {
+			return nil, err
+		}
+		if !kept {
 			block = append(block, d.NextSegment()...)
 		}
 	}
@@ -503,12 +577,46 @@ func unmarshalTarget(d *caddyfile.Dispenser) (*TargetConfig, error) {
 	unm, err := caddyfile.UnmarshalModule(td, "webhook.targets."+kind)
 	if err != nil {
 		if _, lookup := caddy.GetModule("webhook.targets." + kind); lookup != nil {
-			return nil, d.Errf("webhook_receiver: to: unknown target kind %q (known: %s)", kind, knownTargetKinds())
+			return nil, d.Errf("%s: unknown target kind %q (known: %s)", where, kind, knownTargetKinds())
 		}
 		return nil, err
 	}
-	t.DeliverRaw = caddyconfig.JSONModuleObject(unm, "kind", kind, nil)
-	return t, nil
+	return caddyconfig.JSONModuleObject(unm, "kind", kind, nil), nil
+}
+
+// maxAttemptsArg reads the one argument of a target's max_attempts, at
+// least 1; where names the target in the messages.
+func maxAttemptsArg(d *caddyfile.Dispenser, where string) (int, error) {
+	var s string
+	if !d.AllArgs(&s) {
+		return 0, d.Errf("%s: max_attempts needs one number", where)
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		return 0, d.Errf("%s: max_attempts: %q is not a number of at least 1", where, s)
+	}
+	return n, nil
+}
+
+// backoffArgs reads the two durations of a backoff option (the global one
+// and a target's); where starts the messages.
+func backoffArgs(d *caddyfile.Dispenser, where string) (*BackoffConfig, error) {
+	var base, maxWait string
+	if !d.AllArgs(&base, &maxWait) {
+		return nil, d.Errf("%s: backoff needs two durations: backoff <base> <max>", where)
+	}
+	b := new(BackoffConfig)
+	for _, v := range []struct {
+		s   string
+		dst *caddy.Duration
+	}{{base, &b.Base}, {maxWait, &b.Max}} {
+		dur, err := caddy.ParseDuration(v.s)
+		if err != nil || dur <= 0 {
+			return nil, d.Errf("%s: backoff: %q is not a positive duration", where, v.s)
+		}
+		*v.dst = caddy.Duration(dur)
+	}
+	return b, nil
 }
 
 // knownTargetKinds lists the registered webhook.targets modules, for errors.

@@ -35,6 +35,7 @@ var readmeSections = []struct {
 	{"### Directive `webhook_receiver` (handler `http.handlers.webhook_receiver`)", []readmeStruct{
 		{"Receiver", ""}, {"HMACOptions", "hmac."}, {"TargetConfig", "targets[]."},
 	}},
+	{"### Failure notifications (`notify`)", []readmeStruct{{"NotifyConfig", "notify."}}},
 	{"### Target `http` (`webhook.targets.http`)", []readmeStruct{{"HTTPTarget", ""}}},
 	{"### Target `exec` (`webhook.targets.exec`)", []readmeStruct{{"ExecTarget", ""}}},
 	{"### Directive `webhook_dashboard` (handler `http.handlers.webhook_dashboard`)", []readmeStruct{{"Dashboard", ""}}},

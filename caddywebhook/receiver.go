@@ -260,6 +260,16 @@ type TargetConfig struct {
 	// DeliverRaw is the target module, in the webhook.targets namespace,
 	// selected by its "kind": http or exec.
 	DeliverRaw json.RawMessage `json:"deliver,omitempty" caddy:"namespace=webhook.targets inline_key=kind"`
+
+	// MaxAttempts is the number of attempts after which this target's
+	// failing jobs are parked as dead; it overrides the app's max_attempts
+	// for this target only. Default: the app's max_attempts (12).
+	MaxAttempts int `json:"max_attempts,omitempty"`
+
+	// Backoff spaces the attempts of this target's failing jobs, overriding
+	// the app's backoff; a base or max left unset is the app's. Default:
+	// the app's backoff (2s, 15m).
+	Backoff *BackoffConfig `json:"backoff,omitempty"`
 }
 
 // forwardHeader is a header stored with each event for the targets.
@@ -426,6 +436,9 @@ func (rc *Receiver) Validate() error {
 	if !validName(rc.Source) {
 		return fmt.Errorf("webhook_receiver: source %q: use letters, digits, '.', '_' and '-' (at most 64)", rc.Source)
 	}
+	if reservedSource(rc.Source) {
+		return fmt.Errorf("webhook_receiver: source %q: names beginning with '_' are reserved for the app's own events, such as %s", rc.Source, notifySource)
+	}
 	if rc.Scheme == "" {
 		return rc.errf("scheme is required (one of %s)", strings.Join(signature.Schemes(), ", "))
 	}
@@ -527,6 +540,12 @@ func (rc *Receiver) provisionTargets(ctx caddy.Context) ([]namedTarget, error) {
 				return nil, fmt.Errorf("target %q: empty event type in events", name)
 			}
 		}
+		if tc.MaxAttempts < 0 {
+			return nil, fmt.Errorf("target %q: max_attempts must not be negative", name)
+		}
+		if err := tc.Backoff.validate(); err != nil {
+			return nil, fmt.Errorf("target %q: %w", name, err)
+		}
 		mod, err := ctx.LoadModule(tc, "DeliverRaw")
 		if err != nil {
 			return nil, fmt.Errorf("target %q: %w", name, err)
@@ -535,7 +554,10 @@ func (rc *Receiver) provisionTargets(ctx caddy.Context) ([]namedTarget, error) {
 		if !ok {
 			return nil, fmt.Errorf("target %q: module %T is not a webhook target", name, mod)
 		}
-		targets = append(targets, namedTarget{name: name, target: t})
+		targets = append(targets, namedTarget{
+			name: name, target: t,
+			retry: retryPolicy{maxAttempts: tc.MaxAttempts, backoff: tc.Backoff},
+		})
 		rc.filters = append(rc.filters, targetFilter{name: name, events: tc.Events})
 		rc.allTargets = append(rc.allTargets, name)
 		filtered = filtered || len(tc.Events) > 0

@@ -66,6 +66,12 @@ type PoolConfig struct {
 	// Retry spaces the attempts of a failing job. Default: Backoff{}
 	// (2s doubling, jittered, capped at 15m).
 	Retry RetryPolicy
+	// PolicyFor, when not nil, gives the retry policy and attempt budget of
+	// one job, so that a target can have its own: the pool calls it after
+	// each failed attempt, and a nil RetryPolicy or a maxAttempts of 0 it
+	// returns keeps Retry or MaxAttempts. It must be fast and safe for
+	// concurrent use. Default: nil, every job has Retry and MaxAttempts.
+	PolicyFor func(job *Job) (retry RetryPolicy, maxAttempts int)
 	// MaxRetryAfter caps a wait requested through RetryAfter. Default: 1h.
 	MaxRetryAfter time.Duration
 	// ShutdownGrace is how long Stop lets running handlers finish before it
@@ -113,6 +119,7 @@ type Pool struct {
 	store   Store
 	handler Handler
 	decider Decider
+	policy  func(*Job) (RetryPolicy, int) // PoolConfig.PolicyFor
 	obs     Observer
 	now     func() time.Time
 	owner   string
@@ -212,6 +219,7 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 			Retry:         cfg.Retry,
 			MaxRetryAfter: cmp.Or(cfg.MaxRetryAfter, DefaultMaxRetryAfter),
 		},
+		policy:   cfg.PolicyFor,
 		obs:      cfg.Observer,
 		now:      cfg.Now,
 		owner:    owner,

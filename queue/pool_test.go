@@ -1180,3 +1180,55 @@ func TestPoolExtendsBufferedLeases(t *testing.T) {
 		t.Fatalf("job %d: %s with %d attempts, want done with 2 (a's claim, b's)", second, j.Status, j.Attempts)
 	}
 }
+
+// TestPoolPolicyFor: a job whose route has its own policy goes dead after
+// its own attempt budget and waits its own backoff, while another job of
+// the same event keeps the pool's.
+func TestPoolPolicyFor(t *testing.T) {
+	clk := newClock()
+	s := setup(t, clk.Now)
+	rec := newRecorder(t, 20)
+	p := newPool(t, queue.PoolConfig{
+		Store: s, Now: clk.Now, Observer: rec, Workers: 2,
+		MaxAttempts: 4, Retry: fixedRetry(time.Second),
+		PolicyFor: func(job *queue.Job) (queue.RetryPolicy, int) {
+			if job.Target == "tight" {
+				return fixedRetry(time.Minute), 2
+			}
+			return nil, 0
+		},
+		Handler: queue.HandlerFunc(func(context.Context, *queue.Job) error { return errors.New("503") }),
+	})
+	if _, err := s.Enqueue(t.Context(), queue.Event{
+		Source: "src", DeliveryID: "evt", Payload: []byte(`{}`), Targets: []string{"tight", "loose"},
+	}); err != nil {
+		t.Fatalf("enqueue: %v", err)
+	}
+
+	// status[target] after each round; a round advances the clock past
+	// both backoffs, so every pending job is due again.
+	want := []map[string]queue.Status{
+		{"tight": queue.StatusPending, "loose": queue.StatusPending},
+		{"tight": queue.StatusDead, "loose": queue.StatusPending},
+		{"loose": queue.StatusPending},
+		{"loose": queue.StatusDead},
+	}
+	for round, statuses := range want {
+		start := clk.Now()
+		runOnce(t, p, len(statuses))
+		for range statuses {
+			f := rec.nextFinished(t)
+			if !f.recorded {
+				t.Fatalf("round %d, %s: not recorded", round+1, f.job.Target)
+			}
+			if f.c.Status != statuses[f.job.Target] {
+				t.Fatalf("round %d, %s: %s after attempt %d, want %s", round+1, f.job.Target, f.c.Status, f.job.Attempt, statuses[f.job.Target])
+			}
+			wait := map[string]time.Duration{"tight": time.Minute, "loose": time.Second}[f.job.Target]
+			if f.c.Status == queue.StatusPending && !f.c.RunAt.Equal(start.Add(wait)) {
+				t.Fatalf("round %d, %s: next attempt at %s, want %s", round+1, f.job.Target, f.c.RunAt, start.Add(wait))
+			}
+		}
+		clk.Advance(time.Minute)
+	}
+}

@@ -69,10 +69,21 @@ func (p *Pool) work(r *run) {
 	}
 }
 
-// complete decides the completion of an attempt that started at started.
+// complete decides the completion of an attempt that started at started,
+// under the job's own policy where PolicyFor gives one.
 func (p *Pool) complete(job *Job, err error, started time.Time) Completion {
 	now := p.now()
-	c := p.decider.Decide(job, err, now)
+	d := p.decider
+	if p.policy != nil && err != nil {
+		retry, maxAttempts := p.policy(job)
+		if retry != nil {
+			d.Retry = retry
+		}
+		if maxAttempts > 0 {
+			d.MaxAttempts = maxAttempts
+		}
+	}
+	c := d.Decide(job, err, now)
 	c.Started = started
 	c.Duration = now.Sub(started)
 	return c

@@ -233,12 +233,17 @@ type Count struct {
 	Target string `json:"target"`
 	Status Status `json:"status"`
 	Jobs   int64  `json:"jobs"`
+	// OldestPending, in a pending group, is the age of the group's oldest
+	// pending job that is due (how long it has waited since it became
+	// due), 0 if none is due.
+	OldestPending time.Duration `json:"oldest_pending_ns,omitempty"`
 }
 
 // Stats summarises the queue.
 type Stats struct {
 	Counts []Count `json:"counts"`
-	// OldestPending is the age of the oldest pending job that is due, 0 if none.
+	// OldestPending is the age of the oldest pending job that is due, 0 if
+	// none: the largest OldestPending of Counts.
 	OldestPending time.Duration `json:"oldest_pending_ns"`
 	Events        int64         `json:"events"`
 }

@@ -20,8 +20,11 @@ const (
 	sqlCounts = `SELECT source, target, status, count(*) FROM jobs
 GROUP BY source, target, status ORDER BY source, target, status`
 
-	// The first due entry of the pending index is the oldest.
-	sqlOldestPending = `SELECT min(run_at) FROM jobs WHERE status = 'pending' AND run_at <= $1`
+	// The oldest due pending job of each route. It reads every due pending
+	// row, as the counts query reads every job; with the pending index
+	// keyed by route it becomes one index seek per route.
+	sqlOldestPending = `SELECT source, target, min(run_at) FROM jobs WHERE status = 'pending' AND run_at <= $1
+GROUP BY source, target`
 
 	sqlEventCount = `SELECT count(*) FROM events`
 
@@ -68,13 +71,24 @@ func (s *Store) Stats(ctx context.Context, now time.Time) (queue.Stats, error) {
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		var oldest pgtype.Timestamptz
-		if err := tx.QueryRow(ctx, sqlOldestPending, ms(now)).Scan(&oldest); err != nil {
+		oldest := make(map[queue.Route]time.Time)
+		rows, err = tx.Query(ctx, sqlOldestPending, ms(now))
+		if err != nil {
 			return err
 		}
-		if oldest.Valid {
-			st.OldestPending = max(now.Sub(oldest.Time), 0)
+		defer rows.Close()
+		for rows.Next() {
+			var r queue.Route
+			var due time.Time
+			if err := rows.Scan(&r.Source, &r.Target, &due); err != nil {
+				return err
+			}
+			oldest[r] = due
 		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		storekit.SetOldestPending(&st, oldest, now)
 		return tx.QueryRow(ctx, sqlEventCount).Scan(&st.Events)
 	})
 	if err != nil {

@@ -42,6 +42,21 @@ func testStats(t *testing.T, s queue.Store) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("counts = %v, want %v", got, want)
 	}
+	for _, c := range st.Counts {
+		switch {
+		case c.Status != queue.StatusPending && c.OldestPending != 0:
+			t.Errorf("%s/%s/%s: oldest pending age %v, want 0", c.Source, c.Target, c.Status, c.OldestPending)
+		case c.Status == queue.StatusPending && (c.OldestPending < at.Sub(after) || c.OldestPending > at.Sub(before)):
+			t.Errorf("%s/%s: oldest pending age %v, want between %v and %v", c.Source, c.Target, c.OldestPending, at.Sub(after), at.Sub(before))
+		}
+	}
+	// Each route its own age: a job of a new route, due later, is younger.
+	enqueue(t, s, event("late", "d1", "mail"))
+	for _, c := range stats(t, s, at).Counts {
+		if c.Source == "late" && c.OldestPending > at.Sub(after) {
+			t.Errorf("late/mail: oldest pending age %v, want at most %v", c.OldestPending, at.Sub(after))
+		}
+	}
 	// A retry that is not yet due is not waiting.
 	for _, j := range claim(t, s, "w", 10) {
 		finish(t, s, retry(j, at.Add(time.Hour), "later"))

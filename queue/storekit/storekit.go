@@ -100,3 +100,16 @@ func TrimPage(jobs []queue.JobSummary, size int) queue.JobPage {
 	jobs = jobs[:size]
 	return queue.JobPage{Jobs: jobs, NextCursor: jobs[size-1].ID}
 }
+
+// SetOldestPending records the due time of each route's oldest due pending
+// job in st, as ages at now: on the route's pending Count and, the largest,
+// as st.OldestPending. Every Store's Stats ends with it.
+func SetOldestPending(st *queue.Stats, oldest map[queue.Route]time.Time, now time.Time) {
+	for i := range st.Counts {
+		c := &st.Counts[i]
+		if due, ok := oldest[queue.Route{Source: c.Source, Target: c.Target}]; ok && c.Status == queue.StatusPending {
+			c.OldestPending = max(now.Sub(due), 0)
+			st.OldestPending = max(st.OldestPending, c.OldestPending)
+		}
+	}
+}
