@@ -110,7 +110,7 @@ type App struct {
 	released bool   // Cleanup ran: open nothing more
 	opened   atomic.Pointer[sharedStore]
 
-	mu      sync.Mutex
+	mu       sync.Mutex
 	routes   map[queue.Route]Target      // registered by receivers during Provision
 	policies map[queue.Route]retryPolicy // their retry settings
 	sources  map[string]bool
