@@ -46,7 +46,8 @@ func init() {
 //  4. stores the event with one job per target whose events filter
 //     matches, deduplicated on (source, delivery id), durably committed;
 //  5. answers 202 after the commit — also for a duplicate and for an event
-//     no target wants (stored, no job) — and 503 when the store failed,
+//     no target wants (stored, no job); 200 for the senders that retry a
+//     202 (mailgun: signature.Scheme.AcceptStatus) — and 503 when the store failed,
 //     so the sender retries. It never answers 2xx for anything not on disk.
 //
 // Some senders check the endpoint before sending events (a handshake:
@@ -118,7 +119,8 @@ type Receiver struct {
 	VerifyToken string `json:"verify_token,omitempty"`
 
 	// IssuedSecretFile is where the receiver writes a signing secret the
-	// sender issues in its handshake (Asana's X-Hook-Secret), once: the
+	// sender issues in its handshake (Asana's X-Hook-Secret, Notion's
+	// verification_token), once: the
 	// file is created with mode 0600 when it does not exist, and the
 	// handshake is refused (401) when it does, so an endpoint accepts a
 	// new secret only while the operator has armed it by removing the
@@ -180,21 +182,22 @@ type Receiver struct {
 	Targets []*TargetConfig `json:"targets,omitempty"`
 
 	// Set in Provision: what the hot path reads.
-	secrets     []string // resolved; Validate builds the verifier from them
-	verifier    signature.Verifier
-	publicKeys  []string             // resolved public keys
-	verifyToken string               // resolved verify token
-	handshaker  signature.Handshaker // nil when the scheme has no handshake
-	getAllowed  bool                 // the scheme's handshake is a GET
-	needsURL    bool                 // the verifier signs Request.URL
-	app         *App                 // its store opens when the app starts
-	maxBody     int64
-	inflight    bodyBudget
-	forward     []forwardHeader // headers stored with the event
-	allTargets  []string        // every target name, when no target filters events
-	filters     []targetFilter  // per target, when some filter
-	logger      *zap.Logger
-	received    [numOutcomes]prometheus.Counter
+	secrets      []string // resolved; Validate builds the verifier from them
+	verifier     signature.Verifier
+	publicKeys   []string             // resolved public keys
+	verifyToken  string               // resolved verify token
+	handshaker   signature.Handshaker // nil when the scheme has no handshake
+	getAllowed   bool                 // the scheme's handshake is a GET
+	acceptStatus int                  // of accepted, duplicate and no_target; 0: 202
+	needsURL     bool                 // the verifier signs Request.URL
+	app          *App                 // its store opens when the app starts
+	maxBody      int64
+	inflight     bodyBudget
+	forward      []forwardHeader // headers stored with the event
+	allTargets   []string        // every target name, when no target filters events
+	filters      []targetFilter  // per target, when some filter
+	logger       *zap.Logger
+	received     [numOutcomes]prometheus.Counter
 }
 
 // FieldSource names where a value is read from: a header or a top-level
@@ -497,6 +500,7 @@ func (rc *Receiver) Validate() error {
 	rc.handshaker, _ = v.(signature.Handshaker)
 	if d, ok := signature.Lookup(rc.Scheme); ok {
 		rc.getAllowed = d.GETHandshake
+		rc.acceptStatus = d.AcceptStatus
 	}
 	return nil
 }
@@ -1025,7 +1029,14 @@ func (f targetFilter) wants(eventType string) bool {
 // answer records the outcome and writes its status with an empty body.
 func (rc *Receiver) answer(w http.ResponseWriter, r *http.Request, info *requestInfo, o outcome) {
 	rc.record(r, info, o)
-	w.WriteHeader(outcomeStatus[o])
+	status := outcomeStatus[o]
+	switch o {
+	case outcomeAccepted, outcomeDuplicate, outcomeNoTarget:
+		if rc.acceptStatus != 0 {
+			status = rc.acceptStatus
+		}
+	}
+	w.WriteHeader(status)
 }
 
 // record records the outcome in the access log, the placeholders and the

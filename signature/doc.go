@@ -1,13 +1,16 @@
 // Package signature verifies signed webhook requests: GitHub, Stripe,
 // Standard Webhooks (Svix, Polar; HMAC v1 and ed25519 v1a), Slack, Shopify,
 // GitLab, Discord, SendGrid, Telnyx, Twilio, Contentful, Netlify, Plaid,
+// Mailgun, Microsoft Graph,
 // the Standard Webhooks senders by name (svix, clerk, resend, polar, brex, gitlabsigned),
 // the providers whose presets run on the signed-content engine (Paddle,
 // Linear, Lemon Squeezy, Notion, …) and a generic hmac scheme, with several keys for rotation, timestamp tolerance in both
 // directions and the delivery id and event type of each request.
 //
 // It imports only the standard library. Verify before parsing: nothing reads
-// the body as JSON until its signature has verified.
+// the body as JSON until its signature has verified, except for the two
+// schemes whose credential is inside the body (mailgun, msgraph), which
+// read only that with the package's own bounded scanner first.
 //
 // # Use
 //
@@ -59,6 +62,10 @@
 //	netlify   X-Webhook-Signature: <JWS>            HS256 JWS, claim sha256 = hex SHA-256(body)
 //	plaid     Plaid-Verification: <JWT>             ES256 JWT, request_body_sha256 and iat;
 //	                                                PublicKeys as JWK (kid-bound) or PEM
+//	mailgun   body signature.timestamp, .token,     HMAC-SHA256(timestamp + token), hex; the
+//	          .signature (or .parent-signature)     rest of the body is not signed; id = token
+//	msgraph   body value[].clientState              every item's compared with the secrets in
+//	                                                constant time; answers ?validationToken=
 //	svix, clerk, resend, polar, brex, gitlabsigned  the standard scheme under the sender's
 //	                                                name: its secret form, type and headers
 //	hmac      Config.SignatureHeader                the signed-content engine, by hand
@@ -110,7 +117,10 @@
 // validated Config and the shared base: keys, clock, id and type chains),
 // its sign, its id and type sources and its forwarded headers. A scheme
 // that signs the request URL sets signsURL, so Config.PublicURL is
-// accepted, and reads Request.URL (or PublicURL) in Verify.
+// accepted, and reads Request.URL (or PublicURL) in Verify. A scheme whose
+// credential travels inside the body sets signBody (SignBody calls it;
+// Sign refuses such a scheme), and one whose sender treats 202 as a
+// failure sets Scheme.AcceptStatus (mailgun.go).
 //
 // # Adding a handshake
 //

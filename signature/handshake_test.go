@@ -111,6 +111,7 @@ func roundTrip(t *testing.T, v Verifier, scheme, secret, body string, now time.T
 func TestCheckHeaders(t *testing.T) {
 	twitch := setup(t, Config{Scheme: "twitch", Secrets: []string{"s"}})
 	asana := setup(t, Config{Scheme: "asana", Secrets: []string{"s"}})
+	notion := setup(t, Config{Scheme: "notion", Secrets: []string{"s"}})
 	tests := []struct {
 		name    string
 		v       Verifier
@@ -123,6 +124,8 @@ func TestCheckHeaders(t *testing.T) {
 		{"headers present", twitch, hdr("Twitch-Eventsub-Message-Signature", "sha256="+twitchSig[7:], headerTwitchID, "1", headerTwitchTimestamp, "t"), nil},
 		{"asana handshake passes unsigned", asana, hdr(headerAsanaSecret, "abc"), nil},
 		{"asana event without signature", asana, hdr(), ErrMissingHeader},
+		{"notion verification passes unsigned", notion, hdr(), nil},
+		{"notion event with a malformed signature", notion, hdr("X-Notion-Signature", "md5=1"), ErrMalformedHeader},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

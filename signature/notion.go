@@ -2,6 +2,7 @@ package signature
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 )
 
@@ -18,31 +19,53 @@ func init() {
 	registerPreset(Preset{
 		Name: "notion",
 		Defaults: Config{
-			SignatureHeader: "X-Notion-Signature",
+			SignatureHeader: headerNotionSignature,
 			SignaturePrefix: "sha256=",
 			DeliveryIDField: "id", EventTypeField: "type",
 		},
-		Handshake: notionHandshake,
+		Handshake:         notionHandshake,
+		UnsignedHandshake: notionMayHandshake,
 	})
+}
+
+const headerNotionSignature = "X-Notion-Signature"
+
+var notionBadToken = fmt.Errorf("notion: verification_token: %w", ErrMalformedHeader)
+
+// notionMayHandshake: a POST without a signature.
+func notionMayHandshake(req Request) bool {
+	return req.Method == http.MethodPost && req.Header.Get(headerNotionSignature) == ""
 }
 
 // notionHandshake answers Notion's verification request with 200 and
 // nothing else: the token in it is the signing secret, so it is neither
-// stored as an event nor echoed nor logged. Only an unsigned POST whose
-// body is a JSON object with verification_token as its one string field
-// is a handshake; anything else goes on to Verify.
-func notionHandshake(_ Verifier, req Request) (HandshakeResponse, bool, error) {
-	if req.Method != http.MethodPost || req.Header.Get("X-Notion-Signature") != "" ||
-		!bytes.Contains(req.Body, []byte("verification_token")) {
+// stored as an event nor echoed nor logged. A token that is not one of the
+// secrets is returned as IssuedSecret, for the caller to keep where the
+// operator can read it (or to refuse). Only an unsigned POST whose body
+// is a JSON object with verification_token as its one string field is a
+// handshake; anything else goes on to Verify.
+func notionHandshake(v Verifier, req Request) (HandshakeResponse, bool, error) {
+	if !notionMayHandshake(req) || !bytes.Contains(req.Body, []byte("verification_token")) {
 		return HandshakeResponse{}, false, nil
 	}
-	fields, token := 0, false
+	fields := 0
+	var raw []byte
 	valid := scanObject(req.Body, func(key, value []byte) {
 		fields++
-		token = jsonKeyIs(key, "verification_token") && len(value) > 2 && value[0] == '"'
+		if jsonKeyIs(key, "verification_token") && len(value) > 2 && value[0] == '"' {
+			raw = value
+		}
 	})
-	if !valid || fields != 1 || !token {
+	if !valid || fields != 1 || raw == nil {
 		return HandshakeResponse{}, false, nil
 	}
-	return HandshakeResponse{Status: http.StatusOK}, true, nil
+	token := jsonString(raw)
+	if !plainToken(token) {
+		return HandshakeResponse{}, false, notionBadToken
+	}
+	resp := HandshakeResponse{Status: http.StatusOK}
+	if !knownSecret(v, token) {
+		resp.IssuedSecret = token
+	}
+	return resp, true, nil
 }

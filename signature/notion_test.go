@@ -29,7 +29,7 @@ func TestNotion(t *testing.T) {
 }
 
 func TestNotionHandshake(t *testing.T) {
-	v := setup(t, Config{Scheme: "notion", Secrets: []string{"not yet known"}})
+	v := setup(t, Config{Scheme: "notion", Secrets: []string{"not yet known", "secret_known"}})
 	hs, ok := v.(Handshaker)
 	if !ok {
 		t.Fatal("notion verifier is not a Handshaker")
@@ -39,11 +39,14 @@ func TestNotionHandshake(t *testing.T) {
 		name   string
 		req    Request
 		ok     bool
+		issued string // the token handed to the caller to keep
 		err    error
 		verify error // what Verify then says of a non-handshake
 	}{
-		{name: "verification request answered 200", req: post("", hdr(), verification), ok: true},
-		{name: "with spaces", req: post("", hdr(), "{ \"verification_token\" : \""+notionToken+"\" }\n"), ok: true},
+		{name: "verification request answered 200, token issued", req: post("", hdr(), verification), ok: true, issued: notionToken},
+		{name: "with spaces", req: post("", hdr(), "{ \"verification_token\" : \""+notionToken+"\" }\n"), ok: true, issued: notionToken},
+		{name: "a configured token is not issued again", req: post("", hdr(), `{"verification_token":"secret_known"}`), ok: true},
+		{name: "token that is not plain refused", req: post("", hdr(), `{"verification_token":"a b"}`), err: ErrMalformedHeader},
 		{name: "an event is no handshake", req: post("", hdr("X-Notion-Signature", notionSig), notionBody), verify: ErrNoMatch},
 		{name: "signed verification body goes to Verify", req: post("", hdr("X-Notion-Signature", notionSig), verification), verify: ErrNoMatch},
 		{name: "token with other fields goes to Verify", req: post("", hdr(), `{"verification_token":"x","type":"page.created"}`), verify: ErrMissingHeader},
@@ -57,9 +60,12 @@ func TestNotionHandshake(t *testing.T) {
 				t.Fatalf("Handshake = %v, %v; want %v, %v", ok, err, tc.ok, tc.err)
 			}
 			if ok {
-				if resp.Status != http.StatusOK || len(resp.Body) != 0 || resp.Header != nil {
-					t.Errorf("Handshake answered %+v, want a bare 200 (the token is a secret)", resp)
+				if resp.Status != http.StatusOK || len(resp.Body) != 0 || resp.Header != nil || resp.IssuedSecret != tc.issued {
+					t.Errorf("Handshake answered %+v, want a bare 200 (the token is a secret) issuing %q", resp, tc.issued)
 				}
+				return
+			}
+			if tc.err != nil {
 				return
 			}
 			if _, err := v.Verify(tc.req); !errors.Is(err, tc.verify) {

@@ -34,6 +34,11 @@ type Scheme struct {
 	// GETHandshake is true when the sender checks an endpoint with a GET
 	// request, so the receiver must let GET reach Handshake.
 	GETHandshake bool
+	// AcceptStatus is the status that tells the sender an event was
+	// received (stored, or already stored): Mailgun retries anything but
+	// 200 for hours. Lookup reports 202 (Accepted) for the schemes that
+	// set none.
+	AcceptStatus int
 }
 
 // scheme is a registry entry: the public description and the code.
@@ -48,6 +53,12 @@ type scheme struct {
 	// sign returns the headers a sender would send; key is a secret or a
 	// private key, as the scheme's Keys say.
 	sign func(key string, body []byte, opts SignOptions) (http.Header, error)
+
+	// signBody, when set, is how the scheme signs: its credential travels
+	// inside the body (Mailgun's signature object, Microsoft Graph's
+	// clientState), so it returns the body to send; sign then only says
+	// to use SignBody.
+	signBody func(key string, body []byte, opts SignOptions) ([]byte, error)
 
 	// handshake, when set, answers the sender's endpoint checks; v is
 	// the scheme's own verifier, for handshakes that are signed.
@@ -113,6 +124,9 @@ func Lookup(name string) (Scheme, bool) {
 	}
 	d := s.Scheme
 	d.Forward = slices.Clone(d.Forward)
+	if d.AcceptStatus == 0 {
+		d.AcceptStatus = http.StatusAccepted
+	}
 	return d, true
 }
 

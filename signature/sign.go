@@ -3,6 +3,7 @@ package signature
 import (
 	"crypto/hmac"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash"
@@ -87,11 +88,50 @@ func Sign(scheme, key string, body []byte, opts SignOptions) (http.Header, error
 	if !ok {
 		return nil, fmt.Errorf("sign: scheme %q unknown", scheme)
 	}
+	if s.signBody != nil {
+		return nil, fmt.Errorf("sign: the %s scheme carries its credential inside the body: use SignBody", scheme)
+	}
 	h, err := s.sign(key, body, opts)
 	if err != nil {
 		return nil, fmt.Errorf("sign: %w", err)
 	}
 	return h, nil
+}
+
+// SignBody is Sign for every scheme, those whose credential travels inside
+// the body included (mailgun's signature object, msgraph's clientState):
+// it returns the body to send, which for those schemes is body with the
+// credential set in it and for the others body itself, and the headers.
+func SignBody(scheme, key string, body []byte, opts SignOptions) ([]byte, http.Header, error) {
+	s, ok := registry[scheme]
+	if !ok || s.signBody == nil {
+		h, err := Sign(scheme, key, body, opts)
+		return body, h, err
+	}
+	if key == "" {
+		return nil, nil, errors.New("sign: key is empty")
+	}
+	out, err := s.signBody(key, body, opts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sign: %w", err)
+	}
+	return out, http.Header{"Content-Type": {"application/json"}}, nil
+}
+
+// errUseSignBody is the sign of the schemes that set signBody; Sign
+// answers for them before calling it.
+func errUseSignBody(string, []byte, SignOptions) (http.Header, error) {
+	return nil, errors.New("the credential travels inside the body: use SignBody")
+}
+
+// jsonObject decodes body, a JSON object, into its members, for the
+// signBody functions.
+func jsonObject(body []byte) (map[string]json.RawMessage, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(body, &m); err != nil || m == nil {
+		return nil, errors.New("body is not a JSON object")
+	}
+	return m, nil
 }
 
 // unixString is the signing time of opts in unix seconds.
