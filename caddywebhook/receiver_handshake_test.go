@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,6 +40,10 @@ func TestReceiverHandshakes(t *testing.T) {
 	}
 	const challenge = `{"type":"url_verification","challenge":"c-123"}`
 	issuedFile := filepath.Join(t.TempDir(), "asana.secret")
+	notionFile := filepath.Join(t.TempDir(), "notion.secret")
+	const notionToken = "secret_issued-0123"
+	notionVerification := `{"verification_token":"` + notionToken + `"}`
+	graphToken := "Validation: Testing client application reachability for subscription Request-Id: abc"
 
 	tests := []struct {
 		name        string
@@ -111,6 +116,51 @@ func TestReceiverHandshakes(t *testing.T) {
 		{
 			name: "asana new secret refused without issued_secret_file", receiver: receiver("asana", "asana", nil),
 			method: http.MethodPost, header: http.Header{"X-Hook-Secret": {"issued-0123"}},
+			wantStatus: 401, wantOutcome: "bad_signature",
+		},
+		{
+			name: "notion verification token written once", receiver: receiver("notion", "notion", map[string]any{"issued_secret_file": notionFile}),
+			method: http.MethodPost, header: http.Header{"Content-Type": {"application/json"}}, body: notionVerification,
+			wantStatus: 200, wantOutcome: "handshake",
+			check: func(t *testing.T, got response) {
+				b, err := os.ReadFile(notionFile)
+				if err != nil || string(b) != notionToken+"\n" {
+					t.Errorf("notion token file = %q, %v", b, err)
+				}
+				if fi, err := os.Stat(notionFile); err != nil || fi.Mode().Perm() != 0o600 {
+					t.Errorf("notion token file mode = %v, %v", fi.Mode(), err)
+				}
+			},
+		},
+		{
+			// The file of the case above exists: the endpoint is no longer armed.
+			name: "notion second token refused once the file exists", receiver: receiver("notion", "notion", map[string]any{"issued_secret_file": notionFile}),
+			method: http.MethodPost, body: strings.Replace(notionVerification, "0123", "4567", 1),
+			wantStatus: 401, wantOutcome: "bad_signature",
+			check: func(t *testing.T, got response) {
+				if b, _ := os.ReadFile(notionFile); string(b) != notionToken+"\n" {
+					t.Errorf("notion token file = %q, want the first token", b)
+				}
+			},
+		},
+		{
+			name: "notion token refused without issued_secret_file", receiver: receiver("notion", "notion", nil),
+			method: http.MethodPost, body: notionVerification,
+			wantStatus: 401, wantOutcome: "bad_signature",
+		},
+		{
+			name: "msgraph validationToken echoed decoded", receiver: receiver("msgraph", "msgraph", nil),
+			method: http.MethodPost, path: "?validationToken=" + url.QueryEscape(graphToken), header: http.Header{"Content-Type": {"text/plain"}},
+			wantStatus: 200, wantBody: graphToken, wantType: "text/plain; charset=utf-8", wantOutcome: "handshake",
+			check: func(t *testing.T, got response) {
+				if got.header.Get("X-Content-Type-Options") != "nosniff" {
+					t.Error("no nosniff")
+				}
+			},
+		},
+		{
+			name: "msgraph notification with a forged clientState refused", receiver: receiver("msgraph", "msgraph", nil),
+			method: http.MethodPost, body: `{"value":[{"clientState":"guess","changeType":"created"}]}`,
 			wantStatus: 401, wantOutcome: "bad_signature",
 		},
 	}

@@ -723,3 +723,48 @@ func TestReceiverRefusesUnstorableText(t *testing.T) {
 		})
 	}
 }
+
+// TestReceiverAcceptStatus: a stored event, and its duplicate, are answered
+// with the scheme's accept status: 200 for mailgun, which retries a 202
+// for hours, 202 for every other scheme.
+func TestReceiverAcceptStatus(t *testing.T) {
+	tests := []struct {
+		name       string
+		scheme     string
+		sign       func(t *testing.T, body []byte) ([]byte, http.Header)
+		wantStatus int
+	}{
+		{
+			name: "mailgun answers 200", scheme: "mailgun", wantStatus: http.StatusOK,
+			sign: func(t *testing.T, body []byte) ([]byte, http.Header) {
+				b, h, err := signature.SignBody("mailgun", testSecret, body, signature.SignOptions{ID: "mg-token-1"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return b, h
+			},
+		},
+		{
+			name: "github answers 202", scheme: "github", wantStatus: http.StatusAccepted,
+			sign: func(t *testing.T, body []byte) ([]byte, http.Header) {
+				return body, signed(t, testSecret, "gh-1", "push", body)
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.load(t, map[string]any{"workers": 0}, receiverConfig{
+				"handler": "webhook_receiver", "source": "s", "scheme": tt.scheme, "secrets": []string{testSecret},
+				"targets": []map[string]any{httpTarget("", "http://127.0.0.1:9/")},
+			})
+			body, hdr := tt.sign(t, []byte(`{"event-data":{"event":"delivered"}}`))
+			for _, want := range []string{"accepted", "duplicate"} {
+				got := h.do(t, http.MethodPost, "/hooks/s", hdr, bytes.NewReader(body))
+				if got.status != tt.wantStatus || got.header.Get("Echo-Outcome") != want {
+					t.Errorf("%s: answer %d, outcome %q; want %d, %q", want, got.status, got.header.Get("Echo-Outcome"), tt.wantStatus, want)
+				}
+			}
+		})
+	}
+}
