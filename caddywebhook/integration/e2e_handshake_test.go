@@ -27,6 +27,7 @@ const (
 	e2eSecret      = "e2e-handshake-secret-0123456789"
 	e2eVerifyToken = "e2e-meta-verify-token"
 	e2eIssued      = "e2e0asana0issued0secret0abcdef"
+	e2eNotionToken = "secret_e2e0notion0verification0token"
 )
 
 // testEnginePathsAndHandshakes sends one event per engine path (template
@@ -35,10 +36,11 @@ const (
 // sender expects and never stored, forgeries refused.
 func testEnginePathsAndHandshakes(t *testing.T) {
 	t.Parallel()
-	forbidInLogs(kindSecret, e2eSecret, e2eVerifyToken, e2eIssued)
+	forbidInLogs(kindSecret, e2eSecret, e2eVerifyToken, e2eIssued, e2eNotionToken)
 	up := newUpstream(t, always(http.StatusOK))
 	c := newCaddy(t)
 	issuedFile := filepath.Join(c.dir, "asana.secret")
+	notionFile := filepath.Join(c.dir, "notion.secret")
 	block := func(source, scheme string, lines ...string) string {
 		return "\twebhook_receiver /hooks/" + source + " {\n\t\tsource " + source + "\n\t\tscheme " + scheme + "\n\t\t" +
 			strings.Join(lines, "\n\t\t") + "\n\t\tto http " + up.URL("/"+source) + "\n\t}\n"
@@ -55,7 +57,9 @@ func testEnginePathsAndHandshakes(t *testing.T) {
 		block("x", "x", secret) +
 		block("okta", "okta", secret) +
 		block("asana", "asana", "issued_secret_file "+issuedFile) +
-		block("woocommerce", "woocommerce", secret)})
+		block("woocommerce", "woocommerce", secret) +
+		block("msgraph", "msgraph", secret) +
+		block("notion", "notion", "issued_secret_file "+notionFile)})
 
 	sign := func(scheme, key string, body string, opts signature.SignOptions) http.Header {
 		t.Helper()
@@ -152,6 +156,12 @@ func testEnginePathsAndHandshakes(t *testing.T) {
 			answer{200, "", "", http.Header{"X-Hook-Secret": {e2eIssued}}}},
 		{"woocommerce ping", "POST", "/hooks/woocommerce", http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}, "webhook_id=7",
 			answer{200, "", "", nil}},
+		{"msgraph validationToken", "POST", "/hooks/msgraph?validationToken=Validation%3A%20e2e%20reachability", http.Header{"Content-Type": {"text/plain"}}, "",
+			answer{200, "text/plain; charset=utf-8", "Validation: e2e reachability", http.Header{"X-Content-Type-Options": {"nosniff"}}}},
+		{"msgraph forged clientState", "POST", "/hooks/msgraph", http.Header{"Content-Type": {"application/json"}}, `{"value":[{"clientState":"guess","changeType":"created"}]}`,
+			answer{401, "", "", nil}},
+		{"notion verification_token", "POST", "/hooks/notion", http.Header{"Content-Type": {"application/json"}}, `{"verification_token":"` + e2eNotionToken + `"}`,
+			answer{200, "", "", nil}},
 		{"GET without a GET handshake", "GET", "/hooks/slack?challenge=1", nil, "", answer{405, "", "", nil}},
 	}
 	for _, hs := range handshakes {
@@ -169,6 +179,9 @@ func testEnginePathsAndHandshakes(t *testing.T) {
 	}
 	if b, err := os.ReadFile(issuedFile); err != nil || strings.TrimSpace(string(b)) != e2eIssued {
 		t.Errorf("asana issued secret file: %q, %v", b, err)
+	}
+	if b, err := os.ReadFile(notionFile); err != nil || strings.TrimSpace(string(b)) != e2eNotionToken {
+		t.Errorf("notion token file: %q, %v", b, err)
 	}
 	// Only the four events are stored; no handshake is.
 	if n := c.eventCount(t, ""); n != len(events) {
