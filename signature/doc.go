@@ -10,7 +10,7 @@
 // It imports only the standard library. Verify before parsing: nothing reads
 // the body as JSON until its signature has verified, except for the two
 // schemes whose credential is inside the body (mailgun, msgraph), which
-// read only that with the package's own bounded scanner first.
+// read that credential, and nothing else, to verify.
 //
 // # Use
 //
