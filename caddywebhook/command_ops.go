@@ -2,6 +2,7 @@ package caddywebhook
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -501,7 +502,10 @@ func signCommand(cmd *cobra.Command) error {
 	opts := signature.SignOptions{URL: target}
 	opts.EventType, _ = fl.GetString("event")
 	opts.ID, _ = fl.GetString("id")
-	h, err := signature.Sign(scheme, key, body, opts)
+	signed, h, err := signature.SignBody(scheme, key, body, opts)
+	// Some schemes carry their signature inside the body (mailgun,
+	// msgraph): then the body to send is the signed one, printed too.
+	bodySigned := !bytes.Equal(signed, body)
 	if err != nil {
 		// The key is never part of the message: Sign's errors name what is
 		// wrong with it, not its value.
@@ -517,9 +521,13 @@ func signCommand(cmd *cobra.Command) error {
 	slices.Sort(names)
 	out := cmd.OutOrStdout()
 	if asJSON, _ := fl.GetBool("json"); asJSON {
-		m := make(map[string]string, len(h))
+		m := make(map[string]string, len(h)+1)
 		for _, name := range names {
 			m[name] = h.Get(name)
+		}
+		if bodySigned {
+			// Header names are canonical, so "body" names no header.
+			m["body"] = string(signed)
 		}
 		b, err := json.Marshal(m)
 		if err != nil {
@@ -532,6 +540,9 @@ func signCommand(cmd *cobra.Command) error {
 		for _, name := range names {
 			fmt.Fprintf(out, "%s: %s\n", name, h.Get(name))
 		}
+		if bodySigned {
+			fmt.Fprintf(out, "\n%s\n", signed)
+		}
 		return nil
 	}
 	var b strings.Builder
@@ -539,10 +550,10 @@ func signCommand(cmd *cobra.Command) error {
 	for _, name := range names {
 		b.WriteString(" \\\n  --header " + shellQuote(name+": "+h.Get(name)))
 	}
-	if file, _ := fl.GetString("body"); file != "" && file != "-" {
+	if file, _ := fl.GetString("body"); file != "" && file != "-" && !bodySigned {
 		b.WriteString(" \\\n  --data-binary " + shellQuote("@"+file))
 	} else {
-		b.WriteString(" \\\n  --data-binary " + shellQuote(string(body)))
+		b.WriteString(" \\\n  --data-binary " + shellQuote(string(signed)))
 	}
 	fmt.Fprintln(out, b.String())
 	return nil

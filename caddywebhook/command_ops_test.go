@@ -106,6 +106,34 @@ func TestCLISign(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
+	t.Run("a signature inside the body", func(t *testing.T) {
+		// mailgun signs a token in the body: sign prints the headers, a
+		// blank line and the signed body, which verifies.
+		mg := filepath.Join(t.TempDir(), "mailgun.json")
+		if err := os.WriteFile(mg, []byte(`{"event-data":{"event":"delivered"}}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		res := runCLI(t, now, "sign", "--scheme", "mailgun", "--secret-env", "TEST_WEBHOOK_SECRET", "--body", mg)
+		if res.code != 0 {
+			t.Fatalf("exit %d: %s", res.code, res.stderr)
+		}
+		head, signed, ok := strings.Cut(res.stdout, "\n\n")
+		if !ok {
+			t.Fatalf("no blank line between headers and body:\n%s", res.stdout)
+		}
+		h := http.Header{}
+		for line := range strings.Lines(head) {
+			name, value, _ := strings.Cut(strings.TrimSpace(line), ": ")
+			h.Add(name, value)
+		}
+		v, err := signature.New(signature.Config{Scheme: "mailgun", Secrets: []string{"It's a Secret to Everybody"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := v.Verify(signature.Request{Method: http.MethodPost, Header: h, Body: []byte(strings.TrimSuffix(signed, "\n"))}); err != nil {
+			t.Errorf("the printed body does not verify: %v\n%s", err, res.stdout)
+		}
+	})
 	t.Run("headers verify", func(t *testing.T) {
 		t.Setenv("TEST_WEBHOOK_WHSEC", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
 		for _, tt := range []struct{ scheme, env, secret string }{
