@@ -306,8 +306,18 @@ ANALYZE `+schema+`.jobs; ANALYZE `+schema+`.events;`)
 	}{
 		{"claim", sqlClaim, []any{"o", now.Add(time.Minute), now, 16, false, []string{}, []string{}},
 			[]string{"Index Scan using jobs_pending", "jobs_leased", "jobs_pkey"}, []string{"Seq Scan on jobs", "Sort Key: jobs.run_at"}},
-		{"claim with routes", sqlClaim, []any{"o", now.Add(time.Minute), now, 16, true, []string{"shop"}, []string{"mail"}},
-			[]string{"Index Scan using jobs_pending"}, []string{"Seq Scan on jobs"}},
+		// Each route asked for is one range of the pending index: jobs of
+		// other routes are never read.
+		{"claim with routes", sqlClaim, []any{"o", now.Add(time.Minute), now, 16, true, []string{"shop", "shop"}, []string{"mail", "gone"}},
+			[]string{"Index Scan using jobs_pending", "Index Cond: ((source = unnest.unnest) AND (target = unnest.unnest_1) AND (run_at <= "},
+			[]string{"Seq Scan on jobs", "Sort Key: jobs.run_at"}},
+		{"replay dead chunk", sqlReplayDead, []any{now, "shop", "", 256},
+			[]string{"jobs_dead", "Index Cond: ((source = job_counts.source) AND (target = job_counts.target))"}, []string{"Seq Scan on jobs"}},
+		{"discard chunk", sqlDiscardJobs, []any{"pending", "", "mail", 256},
+			[]string{"jobs_pending", "Index Cond: ((source = job_counts.source) AND (target = job_counts.target))", "jobs_event"},
+			[]string{"Seq Scan on jobs", "Seq Scan on events"}},
+		{"oldest pending", sqlOldestPending, []any{now}, []string{"jobs_pending"}, []string{"Seq Scan on jobs"}},
+		{"counts", sqlCounts, nil, []string{"job_counts"}, []string{"on jobs"}},
 		{"finish", sqlFinish, []any{ids, []string{"o", "o", "o"}, []string{"done", "done", "done"},
 			[]time.Time{now, now, now}, []string{"", "", ""}, []time.Time{now, now, now}, []time.Time{now, now, now}, []int64{0, 0, 0}},
 			nil, []string{"Seq Scan on jobs", "Seq Scan on attempts"}},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -37,26 +38,42 @@ SELECT id, (SELECT count(*) FROM jb) FROM ev`
 	sqlEventID = `SELECT id FROM events WHERE source = $1 AND delivery_id = $2`
 
 	// sqlClaim leases the first $4 ready jobs in (run_at, id) order:
-	// pending and due, or running with an expired lease. Each branch walks
-	// its own partial index in order and locks up to $4 rows as it goes,
-	// skipping rows another claimer holds (SKIP LOCKED), so concurrent
-	// claimers in any process take different jobs without waiting and the
-	// cost does not depend on the backlog. The merge keeps $4 of the at
-	// most 2x$4 locked rows; the rest are released at commit, a moment
-	// later. The update finds the picked rows through the primary key (an
-	// array, so the planner cannot choose to scan the table for a join).
-	// $5 is true when $6/$7 hold the (source, target) routes to limit the
-	// claim to. Payload and headers come from the events in the same
-	// statement.
-	sqlClaim = `WITH due AS (
-	SELECT id, run_at FROM jobs
-	WHERE status = 'pending' AND run_at <= $3` + routeFilter + `
-	ORDER BY run_at, id
-	LIMIT $4
-	FOR UPDATE SKIP LOCKED
+	// pending and due, or running with an expired lease. Pending jobs are
+	// read route by route: for each (source, target) asked for ($6/$7
+	// when $5 is true; otherwise every route that has pending jobs, found
+	// by a loose scan of the index, one probe per route), the lateral
+	// subquery walks that route's range of the pending index in order and
+	// locks up to $4 rows as it goes, skipping rows another claimer holds
+	// (SKIP LOCKED). Pending jobs of routes not asked for are never read,
+	// so the cost depends neither on the backlog nor on how many jobs the
+	// claim cannot take. Expired leases come from their own partial index,
+	// filtered by route: running jobs are few. The merge keeps $4 of the
+	// locked rows; the rest are released at commit, a moment later. The
+	// update finds the picked rows through the primary key (an array, so
+	// the planner cannot choose to scan the table for a join). Payload
+	// and headers come from the events in the same statement.
+	sqlClaim = `WITH RECURSIVE pending_routes (source, target) AS (
+	(SELECT source, target FROM jobs WHERE status = 'pending' AND NOT $5 ORDER BY source, target LIMIT 1)
+	UNION ALL
+	SELECT n.source, n.target FROM pending_routes AS p CROSS JOIN LATERAL (
+		SELECT source, target FROM jobs
+		WHERE status = 'pending' AND (source, target) > (p.source, p.target)
+		ORDER BY source, target LIMIT 1) AS n
+), routes (source, target) AS (
+	SELECT * FROM unnest($6::text[], $7::text[]) WHERE $5
+	UNION ALL
+	SELECT * FROM pending_routes
+), due AS (
+	SELECT d.id, d.run_at FROM routes AS r CROSS JOIN LATERAL (
+		SELECT id, run_at FROM jobs
+		WHERE status = 'pending' AND source = r.source AND target = r.target AND run_at <= $3
+		ORDER BY run_at, id
+		LIMIT $4
+		FOR UPDATE SKIP LOCKED) AS d
 ), expired AS (
 	SELECT id, run_at FROM jobs
-	WHERE status = 'running' AND lease_until <= $3` + routeFilter + `
+	WHERE status = 'running' AND lease_until <= $3
+		AND (NOT $5 OR (source, target) IN (SELECT * FROM unnest($6::text[], $7::text[])))
 	ORDER BY lease_until, id
 	LIMIT $4
 	FOR UPDATE SKIP LOCKED
@@ -74,9 +91,6 @@ SELECT c.id, c.event_id, c.source, e.delivery_id, e.event_type, c.target, e.head
 FROM claimed AS c JOIN events AS e ON e.id = c.event_id
 ORDER BY c.run_at, c.id`
 
-	routeFilter = `
-	AND (NOT $5 OR (source, target) IN (SELECT * FROM unnest($6::text[], $7::text[])))`
-
 	sqlExtend = `UPDATE jobs SET lease_until = $3
 WHERE id = ANY ($1::bigint[]) AND lease_owner = $2 AND status = 'running'
 RETURNING id`
@@ -86,10 +100,6 @@ SET status = 'pending', attempts = 0, run_at = $2, lease_owner = NULL, lease_unt
 WHERE id = $1 AND status = 'dead'`
 
 	sqlJobStatus = `SELECT status FROM jobs WHERE id = $1`
-
-	sqlReplayDead = `UPDATE jobs
-SET status = 'pending', attempts = 0, run_at = $1, lease_owner = NULL, lease_until = NULL, finished_at = NULL
-WHERE status = 'dead' AND ($2 = '' OR source = $2) AND ($3 = '' OR target = $3)`
 
 	// sqlDiscard deletes a job that is not running, then its event if no
 	// other job is left; the statement's snapshot still sees the deleted
@@ -126,6 +136,50 @@ SELECT count(*) FROM d`
 	sqlPurgeBareEvents = `DELETE FROM events WHERE id IN (
 	SELECT id FROM events WHERE targets = 0 AND created_at < $1 LIMIT $2 FOR UPDATE SKIP LOCKED)`
 )
+
+// sqlReplayDead replays up to $4 dead jobs matching the filter: one
+// chunk of a bulk replay. The routes come from job_counts, and each is
+// one range of the dead jobs' partial index, so a chunk reads only the
+// rows it changes, however many dead jobs other routes hold.
+var sqlReplayDead = `UPDATE jobs
+SET status = 'pending', attempts = 0, run_at = $1, lease_owner = NULL, lease_until = NULL, finished_at = NULL
+WHERE id = ANY (ARRAY(` + pickByRoute("dead", "$2", "$3", "$4") + `))`
+
+// sqlDiscardJobs deletes up to $4 jobs of status $1 matching the
+// filter, found as sqlReplayDead finds them, and the events left
+// without a job: one chunk of a bulk discard. The statement's
+// snapshot still sees the deleted jobs, hence the id list.
+var sqlDiscardJobs = `WITH d AS (
+DELETE FROM jobs WHERE id = ANY (ARRAY(` + pickByRoute("$1", "$2", "$3", "$4") + `))
+RETURNING id, event_id
+), e AS (
+DELETE FROM events WHERE id = ANY (ARRAY(SELECT event_id FROM d))
+AND NOT EXISTS (SELECT 1 FROM jobs
+	WHERE jobs.event_id = events.id AND jobs.id <> ALL (ARRAY(SELECT id FROM d)))
+)
+SELECT count(*) FROM d`
+
+// pickByRoute returns a query for up to limit ids of jobs of status
+// matching the source and target filters (empty: any), locked, skipping
+// rows another statement holds. The routes come from job_counts (a few
+// rows once folded) and each is one range of the status's partial index.
+// The arguments are placeholders, or a quoted status.
+func pickByRoute(status, source, target, limit string) string {
+	if status == "dead" {
+		status = "'dead'"
+	}
+	return `SELECT j.id FROM (
+		SELECT source, target FROM job_counts
+		WHERE status = ` + status + ` AND (` + source + ` = '' OR source = ` + source + `) AND (` + target + ` = '' OR target = ` + target + `)
+		GROUP BY source, target HAVING sum(jobs) > 0
+	) AS r CROSS JOIN LATERAL (
+		SELECT id FROM jobs
+		WHERE status = ` + status + ` AND source = r.source AND target = r.target
+		LIMIT ` + limit + `
+		FOR UPDATE SKIP LOCKED
+	) AS j
+	LIMIT ` + limit
+}
 
 // sqlHandBack returns the jobs to pending without the attempt they were
 // claimed with, and records the interrupted attempt as "running": it did
@@ -456,20 +510,45 @@ func (s *Store) jobStatus(ctx context.Context, id int64) (queue.Status, error) {
 	return status, err
 }
 
-// ReplayDead replays every dead job matching f; f.Status is ignored.
+// bulkChunk bounds the jobs one statement of a bulk replay or discard
+// changes, as purgeChunk does for a purge.
+const bulkChunk = 256
+
+// ReplayDead replays every dead job matching f; f.Status is ignored. It
+// works in chunks of bulkChunk jobs, each its own transaction; the chunks
+// replayed when it fails stay replayed and are counted.
 func (s *Store) ReplayDead(ctx context.Context, f queue.Filter) (int, error) {
 	if s.isClosed() {
 		return 0, queue.ErrClosed
 	}
-	tag, err := s.pool.Exec(ctx, sqlReplayDead, ms(s.cfg.Now()), f.Source, f.Target)
-	if err != nil {
-		return 0, s.fail("replay dead jobs", err)
+	return queue.DeleteInBatches(ctx, math.MaxInt, bulkChunk, func(n int) (int, error) {
+		tag, err := s.pool.Exec(ctx, sqlReplayDead, ms(s.cfg.Now()), f.Source, f.Target, n)
+		if err != nil {
+			return 0, s.fail("replay dead jobs", err)
+		}
+		if tag.RowsAffected() > 0 {
+			s.madeReady()
+		}
+		return int(tag.RowsAffected()), nil
+	})
+}
+
+// DiscardJobs deletes every job matching f, pending or dead as f.Status
+// says, and the events left without a job, in chunks as ReplayDead.
+func (s *Store) DiscardJobs(ctx context.Context, f queue.Filter) (int, error) {
+	if err := storekit.CheckDiscardFilter(f); err != nil {
+		return 0, err
 	}
-	n := int(tag.RowsAffected())
-	if n > 0 {
-		s.madeReady()
+	if s.isClosed() {
+		return 0, queue.ErrClosed
 	}
-	return n, nil
+	return queue.DeleteInBatches(ctx, math.MaxInt, bulkChunk, func(n int) (int, error) {
+		var deleted int64
+		if err := s.pool.QueryRow(ctx, sqlDiscardJobs, string(f.Status), f.Source, f.Target, n).Scan(&deleted); err != nil {
+			return 0, s.fail("discard jobs", err)
+		}
+		return int(deleted), nil
+	})
 }
 
 // Discard deletes the job, unless it is running, and its event if no job

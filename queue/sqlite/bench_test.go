@@ -159,6 +159,14 @@ SELECT ?2 + i, 'bench', ?3 || i, 'push', ?4, ?5, 1, ?6 FROM n`,
 INSERT INTO jobs (event_id, source, target, run_at, created_at)
 SELECT id, 'bench', 'http', ?2, ?2 FROM events WHERE id > ?1 ORDER BY id`, first, at)
 		}
+		if err == nil {
+			// The writer counts what Enqueue inserts; rows written
+			// here are counted here.
+			_, err = w.conn.ExecContext(ctx, `
+INSERT INTO job_counts (source, target, status, jobs) VALUES ('bench', 'http', 'pending', ?1)
+ON CONFLICT DO UPDATE SET jobs = jobs + excluded.jobs;
+UPDATE event_count SET events = events + ?1 WHERE id = 1`, n)
+		}
 		if err != nil {
 			w.conn.ExecContext(ctx, "ROLLBACK")
 			return err

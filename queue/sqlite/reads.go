@@ -15,13 +15,20 @@ import (
 // transaction, so its parts agree with each other.
 
 const (
-	sqlCounts = `SELECT source, target, status, count(*) FROM jobs
-GROUP BY source, target, status ORDER BY source, target, status`
+	// The counts are kept by the writer and the schema's triggers, in the
+	// transactions that change them (see schema.go), so Stats reads a few
+	// rows however many jobs there are.
+	sqlCounts = `SELECT source, target, status, jobs FROM job_counts
+WHERE jobs <> 0 ORDER BY source, target, status`
 
-	// The first due entry of the pending index is the oldest.
-	sqlOldestPending = `SELECT min(run_at) FROM jobs WHERE status = 'pending' AND run_at <= ?1`
+	// The oldest due pending job: the first due entry of each route's
+	// range of the pending index, for the routes that have pending jobs.
+	sqlOldestPending = `SELECT min((SELECT run_at FROM jobs INDEXED BY jobs_pending
+	WHERE status = 'pending' AND source = c.source AND target = c.target AND run_at <= ?1
+	ORDER BY run_at LIMIT 1))
+FROM job_counts AS c WHERE c.status = 'pending' AND c.jobs > 0`
 
-	sqlEventCount = `SELECT count(*) FROM events`
+	sqlEventCount = `SELECT coalesce((SELECT events FROM event_count WHERE id = 1), 0)`
 
 	sqlList = `SELECT j.id, j.event_id, j.source, e.delivery_id, e.event_type, j.target, j.status,
 	j.attempts, j.run_at, j.last_error, j.created_at, coalesce(j.finished_at, 0)

@@ -230,12 +230,18 @@ ANALYZE;`); err != nil {
 		args  []any
 		uses  []string
 	}{
-		{"claim", sqlClaim, []any{"o", 1, 1, 10, nil}, []string{"INDEX jobs_pending", "INDEX jobs_leased"}},
-		{"claim with routes", sqlClaim, []any{"o", 1, 1, 10, `[["s","t"]]`}, []string{"INDEX jobs_pending", "INDEX jobs_leased"}},
+		// The pending jobs of each route asked for are one range of
+		// the index: jobs of other routes are never read.
+		{"claim", sqlClaim, []any{"o", 1, 1, 10, `[["s","t"]]`, nil}, []string{"INDEX jobs_pending (source=? AND target=? AND run_at<?)", "INDEX jobs_leased"}},
+		{"claim with routes", sqlClaim, []any{"o", 1, 1, 10, `[["s","t"],["s","u"]]`, `[["s","t"],["s","u"]]`}, []string{"INDEX jobs_pending (source=? AND target=? AND run_at<?)", "INDEX jobs_leased"}},
+		{"replay dead chunk", sqlReplayDead, []any{1, "s", "", 10}, []string{"INDEX jobs_dead (source=? AND target=?)"}},
+		{"discard dead chunk", sqlDiscardDead, []any{"s", "t", 10}, []string{"INDEX jobs_dead (source=? AND target=?)"}},
+		{"discard pending chunk", sqlDiscardPending, []any{"", "t", 10}, []string{"INDEX jobs_pending (source=? AND target=?)"}},
+		{"counts", sqlCounts, nil, []string{"job_counts"}},
 		{"purge jobs", sqlPurgeJobs, []any{1, 10}, []string{"INDEX jobs_done"}},
 		{"purge bare events", sqlPurgeBareEvents, []any{1, 10}, []string{"INDEX events_no_jobs"}},
 		{"delete event if empty", sqlDeleteEventIfEmpty, []any{1}, []string{"INDEX jobs_event"}},
-		{"oldest pending", sqlOldestPending, []any{1}, []string{"INDEX jobs_pending"}},
+		{"oldest pending", sqlOldestPending, []any{1}, []string{"INDEX jobs_pending (source=? AND target=? AND run_at<?)"}},
 		{"claim events", sqlClaimEvents, []any{"[1,2]"}, []string{"INTEGER PRIMARY KEY"}},
 		{"history entry", sqlInsertAttempt, []any{1, 0, 0, 0, "done", ""}, []string{"INTEGER PRIMARY KEY"}},
 	}
