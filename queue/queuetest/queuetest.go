@@ -15,7 +15,8 @@
 // checks are split by area, one file each: enqueue.go, claim_lease.go
 // (claims, leases, the fence, hand-back), finish.go, replay_discard.go,
 // purge.go, reads.go (stats, listing, one job), lifecycle.go (the ready
-// signal, close) and workers.go (many workers at once).
+// signal, close), workers.go (many workers at once), bulk.go (bulk replay
+// and discard in chunks) and counts.go (Stats against a full count).
 package queuetest
 
 import (
@@ -47,6 +48,9 @@ func Run(t *testing.T, open func(t *testing.T) queue.Store) {
 		{"replay/one", testReplay},
 		{"replay/dead by filter", testReplayDead},
 		{"discard", testDiscard},
+		{"discard/by filter", testDiscardJobs},
+		{"replay/dead in chunks", testReplayManyDead},
+		{"stats/counts exact", testCountsExact},
 		{"purge/retention", testPurge},
 		{"purge/limit", testPurgeLimit},
 		{"stats", testStats},

@@ -712,3 +712,47 @@ func TestWriteConnectionDurability(t *testing.T) {
 		})
 	}
 }
+
+// TestBulkInChunks checks that a bulk replay and a bulk discard reach the
+// writer as many short requests, each its own commit, not as one
+// transaction that holds the writer for all their rows.
+func TestBulkInChunks(t *testing.T) {
+	s := setup(t)
+	if err := s.onWriterNow(t, `
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000)
+INSERT INTO events (id, source, delivery_id, headers, payload, targets, created_at)
+SELECT i, 's', i, x'', x'', 1, 0 FROM n;
+INSERT INTO jobs (event_id, source, target, status, run_at, created_at, finished_at)
+SELECT id, 's', 't', 'dead', 0, 0, 0 FROM events;
+INSERT INTO job_counts VALUES ('s', 't', 'dead', 1000);
+UPDATE event_count SET events = 1000;`); err != nil {
+		t.Fatal(err)
+	}
+	commits := func() int64 {
+		var n int64
+		s.onWriter(t.Context(), func(w *writer) error { n = w.batches; return nil })
+		return n
+	}
+	tests := []struct {
+		name string
+		op   func() (int, error)
+	}{
+		{"replay", func() (int, error) { return s.ReplayDead(t.Context(), queue.Filter{Source: "s"}) }},
+		{"discard", func() (int, error) {
+			return s.DiscardJobs(t.Context(), queue.Filter{Status: queue.StatusPending, Source: "s"})
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := commits()
+			n, err := tt.op()
+			if err != nil || n != 1000 {
+				t.Fatalf("= %d, %v; want 1000", n, err)
+			}
+			// 1000 rows in chunks of bulkChunk, and a last, short one.
+			if got, want := commits()-before, int64(1000/bulkChunk+1); got != want {
+				t.Errorf("%d commits, want %d", got, want)
+			}
+		})
+	}
+}
