@@ -316,7 +316,7 @@ func (a *App) Start() error {
 	a.mu.Lock()
 	a.pool, a.keeper = pool, keeper
 	a.mu.Unlock()
-	setActiveQueue(a, a.store, a.retention())
+	setActiveQueue(a, a.store, a.retention(), routes)
 
 	fields := []zap.Field{zap.Int("routes", len(routes)), zap.Int("workers", a.workers())}
 	switch {
