@@ -313,7 +313,7 @@ ANALYZE `+schema+`.jobs; ANALYZE `+schema+`.events;`)
 			[]string{"Seq Scan on jobs", "Sort Key: jobs.run_at"}},
 		{"replay dead chunk", sqlReplayDead, []any{now, "shop", "", 256},
 			[]string{"jobs_dead", "Index Cond: ((source = job_counts.source) AND (target = job_counts.target))"}, []string{"Seq Scan on jobs"}},
-		{"discard chunk", sqlDiscardJobs, []any{"pending", "", "mail", 256},
+		{"discard chunk", sqlDiscardPending, []any{"", "mail", 256},
 			[]string{"jobs_pending", "Index Cond: ((source = job_counts.source) AND (target = job_counts.target))", "jobs_event"},
 			[]string{"Seq Scan on jobs", "Seq Scan on events"}},
 		{"oldest pending", sqlOldestPending, []any{now}, []string{"jobs_pending"}, []string{"Seq Scan on jobs"}},

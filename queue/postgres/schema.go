@@ -80,7 +80,9 @@ ALTER TABLE events SET (autovacuum_vacuum_scale_factor = 0.05, autovacuum_vacuum
 	// claim reads only the ranges of the routes it asks for and pending
 	// jobs nobody can take (a target renamed or removed with a backlog)
 	// cost it nothing; the index it replaces walked every pending job in
-	// (run_at, id) order and filtered routes afterwards.
+	// (run_at, id) order and filtered routes afterwards. The dead jobs'
+	// index gains id, so a chunk of a bulk replay or discard reads its
+	// route's range in order (see pickByRoute).
 	//
 	// job_counts and event_counts keep Stats exact without counting the
 	// tables. Statement-level triggers append one delta row per (source,
@@ -93,6 +95,8 @@ ALTER TABLE events SET (autovacuum_vacuum_scale_factor = 0.05, autovacuum_vacuum
 	`
 DROP INDEX jobs_pending;
 CREATE INDEX jobs_pending ON jobs (source, target, run_at, id) WHERE status = 'pending';
+DROP INDEX jobs_dead;
+CREATE INDEX jobs_dead ON jobs (source, target, id) WHERE status = 'dead';
 
 CREATE TABLE job_counts (
 	source text   NOT NULL,

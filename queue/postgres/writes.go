@@ -143,30 +143,45 @@ SELECT count(*) FROM d`
 // rows it changes, however many dead jobs other routes hold.
 var sqlReplayDead = `UPDATE jobs
 SET status = 'pending', attempts = 0, run_at = $1, lease_owner = NULL, lease_until = NULL, finished_at = NULL
-WHERE id = ANY (ARRAY(` + pickByRoute("dead", "$2", "$3", "$4") + `))`
+WHERE id = ANY (ARRAY(` + pickByRoute("'dead'", "$2", "$3", "$4") + `))`
 
-// sqlDiscardJobs deletes up to $4 jobs of status $1 matching the
-// filter, found as sqlReplayDead finds them, and the events left
-// without a job: one chunk of a bulk discard. The statement's
-// snapshot still sees the deleted jobs, hence the id list.
-var sqlDiscardJobs = `WITH d AS (
-DELETE FROM jobs WHERE id = ANY (ARRAY(` + pickByRoute("$1", "$2", "$3", "$4") + `))
-RETURNING id, event_id
+// sqlDiscardDead and sqlDiscardPending delete up to $3 jobs of their
+// status matching the filter, found as sqlReplayDead finds them, and the
+// events left without a job: one chunk of a bulk discard. The status is
+// written in, not bound: a prepared statement's generic plan could not use
+// the status's partial index for a bound one. The statement's snapshot
+// still sees the deleted jobs, hence the id list.
+var (
+	sqlDiscardDead    = discardJobs("dead")
+	sqlDiscardPending = discardJobs("pending")
+)
+
+func discardJobs(status string) string {
+	return `WITH d AS (
+	DELETE FROM jobs WHERE id = ANY (ARRAY(` + pickByRoute("'"+status+"'", "$1", "$2", "$3") + `))
+	RETURNING id, event_id
 ), e AS (
-DELETE FROM events WHERE id = ANY (ARRAY(SELECT event_id FROM d))
-AND NOT EXISTS (SELECT 1 FROM jobs
-	WHERE jobs.event_id = events.id AND jobs.id <> ALL (ARRAY(SELECT id FROM d)))
+	DELETE FROM events WHERE id = ANY (ARRAY(SELECT event_id FROM d))
+	AND NOT EXISTS (SELECT 1 FROM jobs
+		WHERE jobs.event_id = events.id AND jobs.id <> ALL (ARRAY(SELECT id FROM d)))
 )
 SELECT count(*) FROM d`
+}
 
 // pickByRoute returns a query for up to limit ids of jobs of status
 // matching the source and target filters (empty: any), locked, skipping
 // rows another statement holds. The routes come from job_counts (a few
 // rows once folded) and each is one range of the status's partial index.
-// The arguments are placeholders, or a quoted status.
+// status is a quoted literal, so that the status's partial index serves
+// the generic plan too; the others are placeholders. The order is the
+// partial index's after (source, target): with it the index hands the
+// rows over in order, which the planner prefers to scanning the table
+// even where one route holds most of the jobs; a table scan would walk
+// again, chunk after chunk, past the rows earlier chunks changed.
 func pickByRoute(status, source, target, limit string) string {
-	if status == "dead" {
-		status = "'dead'"
+	order := "id"
+	if status == "'pending'" {
+		order = "run_at, id"
 	}
 	return `SELECT j.id FROM (
 		SELECT source, target FROM job_counts
@@ -175,6 +190,7 @@ func pickByRoute(status, source, target, limit string) string {
 	) AS r CROSS JOIN LATERAL (
 		SELECT id FROM jobs
 		WHERE status = ` + status + ` AND source = r.source AND target = r.target
+		ORDER BY ` + order + `
 		LIMIT ` + limit + `
 		FOR UPDATE SKIP LOCKED
 	) AS j
@@ -543,8 +559,12 @@ func (s *Store) DiscardJobs(ctx context.Context, f queue.Filter) (int, error) {
 		return 0, queue.ErrClosed
 	}
 	return queue.DeleteInBatches(ctx, math.MaxInt, bulkChunk, func(n int) (int, error) {
+		sql := sqlDiscardDead
+		if f.Status == queue.StatusPending {
+			sql = sqlDiscardPending
+		}
 		var deleted int64
-		if err := s.pool.QueryRow(ctx, sqlDiscardJobs, string(f.Status), f.Source, f.Target, n).Scan(&deleted); err != nil {
+		if err := s.pool.QueryRow(ctx, sql, f.Source, f.Target, n).Scan(&deleted); err != nil {
 			return 0, s.fail("discard jobs", err)
 		}
 		return int(deleted), nil
