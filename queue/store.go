@@ -83,7 +83,9 @@ type ClaimParams struct {
 	Now   time.Time
 	// Routes, when not nil, limits the claim to jobs for these (source,
 	// target) pairs, so a job whose source or target no longer exists in
-	// config waits, visible in Stats, instead of failing.
+	// config waits, visible in Stats, instead of failing. A Store reads
+	// each route's pending jobs on their own, so jobs of routes not asked
+	// for cost the claim nothing, however many there are.
 	Routes []Route
 }
 
