@@ -1,6 +1,7 @@
 package caddywebhook
 
 import (
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -15,13 +16,23 @@ type activeQueue struct {
 	owner     any
 	Store     queue.Store
 	Retention time.Duration // how long done jobs are kept (the dedupe memory)
+	// Routes are the (source, target) pairs of the running config; jobs
+	// of any other pair are unroutable: no worker takes them.
+	Routes []queue.Route
+}
+
+// routable reports whether the running config delivers jobs of source to
+// target.
+func (q *activeQueue) routable(source, target string) bool {
+	return slices.Contains(q.Routes, queue.Route{Source: source, Target: target})
 }
 
 var active atomic.Pointer[activeQueue]
 
-// setActiveQueue makes owner's store the one the admin API uses.
-func setActiveQueue(owner any, store queue.Store, retention time.Duration) {
-	active.Store(&activeQueue{owner: owner, Store: store, Retention: retention})
+// setActiveQueue makes owner's store, with its config's routes, the one
+// the admin API uses.
+func setActiveQueue(owner any, store queue.Store, retention time.Duration, routes []queue.Route) {
+	active.Store(&activeQueue{owner: owner, Store: store, Retention: retention, Routes: routes})
 }
 
 // clearActiveQueue forgets owner's store, unless another owner took over.

@@ -25,7 +25,7 @@ func init() {
 
 // adminAPI serves the webhook queue under /webhook/ on Caddy's admin
 // endpoint: stats, listing, one job in full, replay of one or of every dead
-// job, discard and purge. It acts on the store of the running webhook app
+// job, discard of one job or of every job matching a filter, and purge. It acts on the store of the running webhook app
 // (currentQueue), looked up per request, because the admin server outlives
 // config reloads while the app it should talk to changes.
 //
@@ -130,6 +130,11 @@ func (a *adminAPI) route(path string) (adminRoute, int64, error) {
 			methods: methods(http.MethodPost, a.handleReplayDead),
 			params:  []string{"status", "source", "target"},
 		}, 0, nil
+	case len(parts) == 1 && parts[0] == "discard":
+		return adminRoute{
+			methods: methods(http.MethodPost, a.handleDiscardJobs),
+			params:  []string{"status", "source", "target", "unroutable"},
+		}, 0, nil
 	case len(parts) == 1 && parts[0] == "purge":
 		return adminRoute{
 			methods: methods(http.MethodPost, a.handlePurge),
@@ -160,11 +165,25 @@ func methods(method string, h queueHandler) map[string]queueHandler {
 	return map[string]queueHandler{method: h}
 }
 
-// statsResponse is queue.Stats with the oldest pending age also spelt for
+// statsResponse is queue.Stats with each count marked when its route is
+// not in the running config, and the oldest pending age also spelt for
 // humans.
 type statsResponse struct {
 	queue.Stats
+	Counts []statsCount `json:"counts"`
+	// Unroutable is the number of pending jobs no worker takes, because
+	// their (source, target) is not in the running config.
+	Unroutable        int64  `json:"unroutable"`
 	OldestPendingText string `json:"oldest_pending,omitempty"`
+}
+
+// statsCount is one count of the stats; Unroutable marks a route the
+// running config does not have (a target renamed or removed with jobs
+// left): its pending jobs wait until a config names it again or someone
+// discards them.
+type statsCount struct {
+	queue.Count
+	Unroutable bool `json:"unroutable,omitempty"`
 }
 
 func (a *adminAPI) handleStats(w http.ResponseWriter, r *http.Request, q *activeQueue, _ int64) error {
@@ -172,10 +191,13 @@ func (a *adminAPI) handleStats(w http.ResponseWriter, r *http.Request, q *active
 	if err != nil {
 		return storeError(0, err)
 	}
-	if st.Counts == nil {
-		st.Counts = []queue.Count{}
+	resp := statsResponse{Stats: st, Counts: make([]statsCount, len(st.Counts))}
+	for i, c := range st.Counts {
+		resp.Counts[i] = statsCount{Count: c, Unroutable: !q.routable(c.Source, c.Target)}
+		if resp.Counts[i].Unroutable && c.Status == queue.StatusPending {
+			resp.Unroutable += c.Jobs
+		}
 	}
-	resp := statsResponse{Stats: st}
 	if st.OldestPending > 0 {
 		resp.OldestPendingText = st.OldestPending.Round(time.Second).String()
 	}
@@ -246,9 +268,13 @@ func (a *adminAPI) handleGet(w http.ResponseWriter, r *http.Request, q *activeQu
 }
 
 // replayResponse reports a replay; ID is set when one job was replayed.
+// Unroutable counts the dead jobs the filter matched but a bulk replay
+// left dead, because their route is not in the running config: replayed,
+// they would only wait as pending jobs no worker takes.
 type replayResponse struct {
-	ID       int64 `json:"id,omitempty"`
-	Replayed int   `json:"replayed"`
+	ID         int64 `json:"id,omitempty"`
+	Replayed   int   `json:"replayed"`
+	Unroutable int64 `json:"unroutable,omitempty"`
 }
 
 func (a *adminAPI) handleReplay(w http.ResponseWriter, r *http.Request, q *activeQueue, id int64) error {
@@ -270,15 +296,41 @@ func (a *adminAPI) handleReplayDead(w http.ResponseWriter, r *http.Request, q *a
 	default:
 		return badParam("status", "must be dead, not %q: only dead jobs can be replayed", s)
 	}
-	n, err := q.Store.ReplayDead(r.Context(), queue.Filter{
-		Status: queue.StatusDead,
-		Source: query.Get("source"),
-		Target: query.Get("target"),
-	})
+	routes, err := a.matching(r.Context(), q, queue.StatusDead, query.Get("source"), query.Get("target"))
 	if err != nil {
 		return storeError(0, err)
 	}
-	return writeJSON(w, http.StatusOK, replayResponse{Replayed: n})
+	var resp replayResponse
+	for _, c := range routes {
+		if !q.routable(c.Source, c.Target) {
+			resp.Unroutable += c.Jobs
+			continue
+		}
+		n, err := q.Store.ReplayDead(r.Context(), queue.Filter{Source: c.Source, Target: c.Target})
+		resp.Replayed += n
+		if err != nil {
+			// Chunks already committed stay replayed; say how many.
+			return storeError(0, fmt.Errorf("replay dead jobs (%d replayed before the error): %w", resp.Replayed, err))
+		}
+	}
+	return writeJSON(w, http.StatusOK, resp)
+}
+
+// matching returns the counts of status whose route matches source and
+// target (empty: any), from the store's stats, which cost the same however
+// many jobs there are. The bulk operations act route by route.
+func (a *adminAPI) matching(ctx context.Context, q *activeQueue, status queue.Status, source, target string) ([]queue.Count, error) {
+	st, err := q.Store.Stats(ctx, a.clock())
+	if err != nil {
+		return nil, err
+	}
+	var out []queue.Count
+	for _, c := range st.Counts {
+		if c.Status == status && c.Jobs > 0 && (source == "" || c.Source == source) && (target == "" || c.Target == target) {
+			out = append(out, c)
+		}
+	}
+	return out, nil
 }
 
 // discardResponse reports a discarded job.
@@ -292,6 +344,59 @@ func (a *adminAPI) handleDiscard(w http.ResponseWriter, r *http.Request, q *acti
 		return storeError(id, err)
 	}
 	return writeJSON(w, http.StatusOK, discardResponse{ID: id, Discarded: true})
+}
+
+// discardJobsResponse reports a bulk discard.
+type discardJobsResponse struct {
+	Discarded int `json:"discarded"`
+}
+
+// handleDiscardJobs deletes the pending and dead jobs matching the filter
+// (status narrows it to one of the two), route by route, each in chunks.
+// It needs a source or unroutable=true, so that no request deletes every
+// job of every route by leaving a parameter out; unroutable=true keeps
+// only the routes the running config does not have.
+func (a *adminAPI) handleDiscardJobs(w http.ResponseWriter, r *http.Request, q *activeQueue, _ int64) error {
+	query := r.URL.Query()
+	source, target := query.Get("source"), query.Get("target")
+	statuses := []queue.Status{queue.StatusPending, queue.StatusDead}
+	switch s := query.Get("status"); s {
+	case "":
+	case string(queue.StatusPending), string(queue.StatusDead):
+		statuses = []queue.Status{queue.Status(s)}
+	default:
+		return badParam("status", "must be pending or dead, not %q: running jobs cannot be discarded, done jobs are purged", s)
+	}
+	unroutable := false
+	switch s := query.Get("unroutable"); s {
+	case "", "false":
+	case "true":
+		unroutable = true
+	default:
+		return badParam("unroutable", "must be true or false, not %q", s)
+	}
+	if source == "" && !unroutable {
+		return badParam("source", "is required unless unroutable=true: a bulk discard names what it deletes")
+	}
+	var resp discardJobsResponse
+	for _, status := range statuses {
+		routes, err := a.matching(r.Context(), q, status, source, target)
+		if err != nil {
+			return storeError(0, err)
+		}
+		for _, c := range routes {
+			if unroutable && q.routable(c.Source, c.Target) {
+				continue
+			}
+			n, err := q.Store.DiscardJobs(r.Context(), queue.Filter{Status: status, Source: c.Source, Target: c.Target})
+			resp.Discarded += n
+			if err != nil {
+				// Chunks already committed stay deleted; say how many.
+				return storeError(0, fmt.Errorf("discard jobs (%d discarded before the error): %w", resp.Discarded, err))
+			}
+		}
+	}
+	return writeJSON(w, http.StatusOK, resp)
 }
 
 // purgeResponse reports a purge: how many done jobs finished before Cutoff

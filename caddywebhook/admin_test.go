@@ -36,6 +36,13 @@ type adminFixture struct {
 	seq     int
 }
 
+// adminRoutes are the routes of the fixture's running config. Jobs of
+// github/gone are unroutable: the config has no such target.
+var adminRoutes = []queue.Route{
+	{Source: "github", Target: "http"}, {Source: "github", Target: "exec"},
+	{Source: "stripe", Target: "http"}, {Source: "slack", Target: "http"},
+}
+
 // setupAdmin opens a store in t.TempDir(), makes it the active queue with a
 // 24h retention and returns the fixture. The clock starts at adminT0.
 func setupAdmin(t *testing.T) *adminFixture {
@@ -55,7 +62,7 @@ func setupAdmin(t *testing.T) *adminFixture {
 	t.Cleanup(func() { st.Close() })
 	f.store = st
 	f.api = &adminAPI{now: clock}
-	setActiveQueue(f.owner, st, 24*time.Hour)
+	setActiveQueue(f.owner, st, 24*time.Hour, adminRoutes)
 	t.Cleanup(func() { clearActiveQueue(f.owner) })
 	f.handler = adminMux(f.api)
 	return f
@@ -686,7 +693,7 @@ func TestAdminPurgeBatches(t *testing.T) {
 
 func TestAdminPurgeWithoutRetention(t *testing.T) {
 	f := setupAdmin(t)
-	setActiveQueue(f.owner, f.store, 0)
+	setActiveQueue(f.owner, f.store, 0, adminRoutes)
 	f.addJob(t, jobSpec{source: "github", target: "http", status: queue.StatusDone, finished: time.Hour})
 	rec := f.do(t, http.MethodPost, "/webhook/purge")
 	if rec.Code != http.StatusBadRequest {
@@ -788,5 +795,96 @@ func TestAdminModule(t *testing.T) {
 	routes := router.Routes()
 	if len(routes) != 1 || routes[0].Pattern != "/webhook/" {
 		t.Errorf("routes = %+v, want one at /webhook/", routes)
+	}
+}
+
+// TestAdminUnroutable covers jobs whose route the running config does not
+// have: stats mark them, a bulk replay leaves them dead, and the bulk
+// discard deletes them by filter.
+func TestAdminUnroutable(t *testing.T) {
+	type ids struct{ gonePending, goneDead, routedPending, routedDead int64 }
+	setup := func(t *testing.T) (*adminFixture, ids) {
+		f := setupAdmin(t)
+		return f, ids{
+			gonePending:   f.addJob(t, jobSpec{source: "github", target: "gone", status: queue.StatusPending}),
+			goneDead:      f.addJob(t, jobSpec{source: "github", target: "gone", status: queue.StatusDead}),
+			routedPending: f.addJob(t, jobSpec{source: "github", target: "http", status: queue.StatusPending}),
+			routedDead:    f.addJob(t, jobSpec{source: "github", target: "http", status: queue.StatusDead}),
+		}
+	}
+	t.Run("stats mark unroutable routes", func(t *testing.T) {
+		f, _ := setup(t)
+		st := decode[statsResponse](t, f.do(t, http.MethodGet, "/webhook/stats"))
+		for _, c := range st.Counts {
+			if want := c.Target == "gone"; c.Unroutable != want {
+				t.Errorf("%s/%s/%s unroutable = %v, want %v", c.Source, c.Target, c.Status, c.Unroutable, want)
+			}
+		}
+		if st.Unroutable != 1 {
+			t.Errorf("unroutable = %d, want 1 (the pending job)", st.Unroutable)
+		}
+	})
+	t.Run("replay all dead leaves unroutable jobs dead", func(t *testing.T) {
+		f, id := setup(t)
+		rec := f.do(t, http.MethodPost, "/webhook/replay?status=dead")
+		if rec.Code != http.StatusOK {
+			t.Fatalf("replay = %d: %s", rec.Code, rec.Body)
+		}
+		if r := decode[replayResponse](t, rec); r.Replayed != 1 || r.Unroutable != 1 {
+			t.Errorf("replay = %+v, want 1 replayed, 1 unroutable", r)
+		}
+		if s := f.getJob(t, id.goneDead).Status; s != queue.StatusDead {
+			t.Errorf("unroutable dead job is %s after replay", s)
+		}
+		if s := f.getJob(t, id.routedDead).Status; s != queue.StatusPending {
+			t.Errorf("routed dead job is %s after replay", s)
+		}
+	})
+	tests := []struct {
+		name       string
+		query      string
+		wantStatus int
+		discarded  int
+		gone       func(ids) []int64
+		kept       func(ids) []int64
+	}{
+		{"unroutable, any status", "unroutable=true", http.StatusOK, 2,
+			func(i ids) []int64 { return []int64{i.gonePending, i.goneDead} },
+			func(i ids) []int64 { return []int64{i.routedPending, i.routedDead} }},
+		{"unroutable dead only", "unroutable=true&status=dead", http.StatusOK, 1,
+			func(i ids) []int64 { return []int64{i.goneDead} },
+			func(i ids) []int64 { return []int64{i.gonePending, i.routedDead} }},
+		{"source and target", "source=github&target=http&status=pending", http.StatusOK, 1,
+			func(i ids) []int64 { return []int64{i.routedPending} },
+			func(i ids) []int64 { return []int64{i.gonePending, i.routedDead} }},
+		{"source, unroutable only", "source=github&unroutable=true&status=pending", http.StatusOK, 1,
+			func(i ids) []int64 { return []int64{i.gonePending} },
+			func(i ids) []int64 { return []int64{i.routedPending} }},
+		{"no source is refused", "status=dead", http.StatusBadRequest, 0, nil, nil},
+		{"running is refused", "source=github&status=running", http.StatusBadRequest, 0, nil, nil},
+		{"unroutable must be a bool", "source=github&unroutable=yes", http.StatusBadRequest, 0, nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run("discard/"+tt.name, func(t *testing.T) {
+			f, id := setup(t)
+			rec := f.do(t, http.MethodPost, "/webhook/discard?"+tt.query)
+			if rec.Code != tt.wantStatus {
+				t.Fatalf("discard = %d, want %d: %s", rec.Code, tt.wantStatus, rec.Body)
+			}
+			if tt.wantStatus != http.StatusOK {
+				return
+			}
+			if r := decode[discardJobsResponse](t, rec); r.Discarded != tt.discarded {
+				t.Errorf("discarded = %d, want %d", r.Discarded, tt.discarded)
+			}
+			for _, j := range tt.gone(id) {
+				if _, err := f.store.GetJob(t.Context(), j); !errors.Is(err, queue.ErrNotFound) {
+					t.Errorf("job %d: %v, want it gone", j, err)
+				}
+			}
+			for _, j := range tt.kept(id) {
+				f.getJob(t, j)
+			}
+		})
 	}
 }

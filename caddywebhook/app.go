@@ -444,7 +444,7 @@ func (a *App) Start() error {
 	a.mu.Lock()
 	a.pool, a.keeper, a.notify = pool, keeper, notify
 	a.mu.Unlock()
-	setActiveQueue(a, store, a.retention())
+	setActiveQueue(a, store, a.retention(), routes)
 
 	fields := []zap.Field{zap.Int("routes", len(routes)), zap.Int("workers", a.workers())}
 	switch {

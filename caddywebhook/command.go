@@ -175,18 +175,35 @@ refused with an error.
 	replay.Flags().String("target", "", "With --all-dead: only dead jobs for this target")
 
 	discard := &cobra.Command{
-		Use:   "discard <id>",
-		Short: "Deletes a job that will never be wanted (not while it runs)",
+		Use:   "discard <id> | --source <name> [--target <name>] [--status pending|dead] [--unroutable] | --unroutable",
+		Short: "Deletes jobs that will never be wanted (not while they run)",
 		Long: `
 Deletes one job for good, and its event when no other job refers to it. Use
 it for a dead job that should never be delivered, or a job whose source or
 target was removed from the config and will not come back. A running job is
 refused; wait for its attempt to finish.
+
+With --source, or --unroutable, it deletes every pending and dead job that
+matches instead (--status narrows it to one of the two), in short chunks
+that never hold up incoming webhooks. --unroutable keeps only the jobs whose
+source and target the running config no longer has: 'caddy webhook stats'
+marks them.
 `,
-		Example: `  caddy webhook discard 42`,
-		Args:    jobIDArg("discard"),
-		RunE:    run((*cli).discard),
+		Example: `  caddy webhook discard 42
+  caddy webhook discard --unroutable
+  caddy webhook discard --source github --target old-ci --status dead`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("source") || cmd.Flags().Changed("unroutable") {
+				return noArgs(cmd, args)
+			}
+			return jobIDArg("discard")(cmd, args)
+		},
+		RunE: run((*cli).discard),
 	}
+	discard.Flags().String("source", "", "Discard every pending and dead job of this source")
+	discard.Flags().String("target", "", "With --source or --unroutable: only jobs for this target")
+	discard.Flags().String("status", "", "With --source or --unroutable: only pending or only dead jobs")
+	discard.Flags().Bool("unroutable", false, "Only jobs whose source and target the running config does not have")
 
 	purge := &cobra.Command{
 		Use:   "purge [--older-than <duration>]",
@@ -295,9 +312,11 @@ func (c *cli) stats(_ *cobra.Command, _ []string) error {
 	}
 	type key struct{ source, target string }
 	rows := map[key]map[queue.Status]int64{}
+	unroutable := map[key]bool{}
 	var dead int64
 	for _, n := range st.Counts {
 		k := key{n.Source, n.Target}
+		unroutable[k] = n.Unroutable
 		if rows[k] == nil {
 			rows[k] = map[queue.Status]int64{}
 		}
@@ -321,7 +340,11 @@ func (c *cli) stats(_ *cobra.Command, _ []string) error {
 		fmt.Fprintln(tw, "SOURCE\tTARGET\tPENDING\tRUNNING\tDONE\tDEAD")
 		for _, k := range keys {
 			r := rows[k]
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\n", cell(k.source, 0), cell(k.target, 0),
+			target := cell(k.target, 0)
+			if unroutable[k] {
+				target += " (unroutable)"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\n", cell(k.source, 0), target,
 				r[queue.StatusPending], r[queue.StatusRunning], r[queue.StatusDone], r[queue.StatusDead])
 		}
 		if err := tw.Flush(); err != nil {
@@ -337,6 +360,10 @@ func (c *cli) stats(_ *cobra.Command, _ []string) error {
 	fmt.Fprintf(c.out, "oldest pending: %s\n", oldest)
 	if dead > 0 {
 		fmt.Fprintf(c.out, "\n%d dead: see them with `caddy webhook list --status dead`, retry with `caddy webhook replay --all-dead`\n", dead)
+	}
+	if st.Unroutable > 0 {
+		fmt.Fprintf(c.out, "\n%d pending unroutable: the running config has no such source and target; no worker takes them.\n"+
+			"Name the target again in the config, or delete them with `caddy webhook discard --unroutable`\n", st.Unroutable)
 	}
 	return nil
 }
@@ -487,17 +514,52 @@ func (c *cli) replay(cmd *cobra.Command, _ []string) error {
 			return err
 		}
 		scope := describeFilter(source, target)
-		if r.Replayed == 0 {
+		if r.Replayed == 0 && r.Unroutable == 0 {
 			fmt.Fprintf(c.out, "no dead jobs%s to replay\n", scope)
 			return nil
 		}
 		fmt.Fprintf(c.out, "replayed %d dead %s%s: pending, due now\n", r.Replayed, plural(r.Replayed, "job", "jobs"), scope)
+		if r.Unroutable > 0 {
+			fmt.Fprintf(c.out, "left %d dead: their source and target are not in the running config\n", r.Unroutable)
+		}
 		return nil
 	}
 	return errors.New("say which jobs to replay: --id <id> for one, or --all-dead [--source <name>] [--target <name>]")
 }
 
-func (c *cli) discard(_ *cobra.Command, args []string) error {
+func (c *cli) discard(cmd *cobra.Command, args []string) error {
+	fl := cmd.Flags()
+	source, _ := fl.GetString("source")
+	target, _ := fl.GetString("target")
+	status, _ := fl.GetString("status")
+	unroutable, _ := fl.GetBool("unroutable")
+	if len(args) == 0 {
+		q := url.Values{}
+		for name, v := range map[string]string{"source": source, "target": target, "status": status} {
+			if v != "" {
+				q.Set(name, v)
+			}
+		}
+		if unroutable {
+			q.Set("unroutable", "true")
+		}
+		var r discardJobsResponse
+		if ok, err := c.call(http.MethodPost, "/webhook/discard?"+q.Encode(), &r); !ok {
+			return err
+		}
+		what := "pending and dead"
+		if status != "" {
+			what = status
+		}
+		if unroutable {
+			what += " unroutable"
+		}
+		fmt.Fprintf(c.out, "discarded %d %s %s%s\n", r.Discarded, what, plural(r.Discarded, "job", "jobs"), describeFilter(source, target))
+		return nil
+	}
+	if target != "" || status != "" {
+		return errors.New("--target and --status narrow --source or --unroutable; with a job id the job is already chosen")
+	}
 	var r discardResponse
 	if ok, err := c.call(http.MethodDelete, "/webhook/jobs/"+args[0], &r); !ok {
 		return err

@@ -312,6 +312,16 @@ func TestCLIEffects(t *testing.T) {
 			},
 		},
 		{
+			name: "discard --source --status deletes the matching jobs",
+			args: static("discard", "--source", "stripe", "--status", "dead"),
+			check: func(t *testing.T, f *cliFixture, d adminData) {
+				if _, err := f.store.GetJob(t.Context(), d.stripeHTTPDead); err == nil {
+					t.Errorf("job %d still there", d.stripeHTTPDead)
+				}
+				wantStatus(t, f, d.githubHTTPDead, queue.StatusDead)
+			},
+		},
+		{
 			name: "purge deletes the old done job only",
 			args: static("purge"),
 			check: func(t *testing.T, f *cliFixture, d adminData) {

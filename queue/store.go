@@ -126,7 +126,9 @@ type ClaimParams struct {
 	Now time.Time
 	// Routes, when not nil, limits the claim to jobs for these (source,
 	// target) pairs, so a job whose source or target no longer exists in
-	// config waits, visible in Stats, instead of failing.
+	// config waits, visible in Stats, instead of failing. A Store reads
+	// each route's pending jobs on their own, so jobs of routes not asked
+	// for cost the claim nothing, however many there are.
 	Routes []Route
 }
 
@@ -156,7 +158,7 @@ const MaxErrorLen = 2048
 // MaxHistory bounds the attempt history kept per job.
 const MaxHistory = 20
 
-// Filter selects jobs for ReplayDead, ListJobs.
+// Filter selects jobs for ReplayDead, DiscardJobs, ListJobs.
 type Filter struct {
 	Status Status // empty: any
 	Source string // empty: any
@@ -279,11 +281,20 @@ type Store interface {
 	// ErrNotFound if there is no such job, ErrNotDead if it is not dead.
 	Replay(ctx context.Context, id int64) error
 
-	// ReplayDead replays every dead job matching f (f.Status is ignored).
+	// ReplayDead replays every dead job matching f (f.Status is ignored),
+	// in bounded chunks each committed on its own, so that no transaction
+	// holds the writer for long; it returns the jobs replayed, also when
+	// it fails part way.
 	ReplayDead(ctx context.Context, f Filter) (int, error)
 
 	// Discard deletes the job (not running) and its event if no job is left.
 	Discard(ctx context.Context, id int64) error
+
+	// DiscardJobs deletes every job matching f and the events left
+	// without a job. f.Status must be StatusPending or StatusDead. Like
+	// ReplayDead it works in bounded chunks, each committed on its own,
+	// and returns the jobs deleted, also when it fails part way.
+	DiscardJobs(ctx context.Context, f Filter) (int, error)
 
 	// Purge deletes up to limit done jobs finished before cutoff, then events
 	// with no job left, and returns the number of jobs deleted.

@@ -23,7 +23,10 @@ import (
 const (
 	source     = "lt"  // the receiver's source
 	targetName = "out" // its one target
-	secret     = "load-test-secret-not-for-production"
+	// orphanTarget is a target no config of the run has: the orphans
+	// phase's seeded jobs are for it, so no worker may take them.
+	orphanTarget = "gone"
+	secret       = "load-test-secret-not-for-production"
 
 	pathStatic = "/static" // Caddy's ceiling: respond 200, nothing else
 	pathHook   = "/hook"   // the webhook_receiver

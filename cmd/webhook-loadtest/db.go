@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/caddywebhook/caddywebhook/queue"
 	"github.com/caddywebhook/caddywebhook/queue/sqlite"
 	_ "modernc.org/sqlite" // the driver queue/sqlite uses, for the seed and the checks
 )
@@ -37,7 +38,7 @@ type seedResult struct {
 // what Enqueue writes: headers in the store's blob encoding (uvarint
 // length, bytes, for each name and value), payload, targets = 1, and a job
 // row per event with status pending.
-func seed(ctx context.Context, path, idPrefix string, n, bodySize int, source, target string) (seedResult, error) {
+func seed(ctx context.Context, path, idPrefix string, n, bodySize int, source, target string, status queue.Status) (seedResult, error) {
 	t0 := time.Now()
 	st, err := sqlite.Open(ctx, sqlite.Config{Path: path})
 	if err != nil {
@@ -80,12 +81,25 @@ FROM seq`,
 		return seedResult{}, fmt.Errorf("seed %s: insert events: %w", path, err)
 	}
 	res, err := tx.ExecContext(ctx, `
-INSERT INTO jobs (event_id, source, target, run_at, created_at)
-SELECT id, source, ?1, ?2, ?2 FROM events WHERE id > ?3 ORDER BY id`, target, now, before)
+INSERT INTO jobs (event_id, source, target, status, attempts, run_at, created_at, finished_at)
+SELECT id, source, ?1, ?4, CASE ?4 WHEN 'dead' THEN 1 ELSE 0 END, ?2, ?2, CASE ?4 WHEN 'dead' THEN ?2 END
+FROM events WHERE id > ?3 ORDER BY id`, target, now, before, string(status))
 	if err != nil {
 		return seedResult{}, fmt.Errorf("seed %s: insert jobs: %w", path, err)
 	}
 	jobs, _ := res.RowsAffected()
+	// The store's writer counts what Enqueue inserts (its triggers count
+	// the rest); rows written here are counted here.
+	if _, err := tx.ExecContext(ctx, `
+INSERT INTO job_counts (source, target, status, jobs) VALUES (?1, ?2, ?3, ?4)
+ON CONFLICT DO UPDATE SET jobs = jobs + excluded.jobs`, source, target, string(status), jobs); err != nil {
+		return seedResult{}, fmt.Errorf("seed %s: count jobs: %w", path, err)
+	}
+	if _, err := tx.ExecContext(ctx, `
+INSERT INTO event_count (id, events) VALUES (1, ?1)
+ON CONFLICT DO UPDATE SET events = events + excluded.events`, n); err != nil {
+		return seedResult{}, fmt.Errorf("seed %s: count events: %w", path, err)
+	}
 	var last int64
 	if err := tx.QueryRowContext(ctx, sqlLastEvent).Scan(&last); err != nil {
 		return seedResult{}, fmt.Errorf("seed %s: %w", path, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/caddywebhook/caddywebhook/queue"
 	"github.com/caddywebhook/caddywebhook/queue/postgres"
 )
 
@@ -102,7 +103,7 @@ func serverVersion(ctx context.Context, dsn string) (string, error) {
 // middle of the measured window. A CHECKPOINT then writes the seed's pages
 // out, as the SQLite seed fsyncs its file, when the user may run it
 // (superuser or pg_checkpoint); otherwise the server does it in its time.
-func seedPostgres(ctx context.Context, dsn, schema, idPrefix string, n, bodySize int, source, target string) (seedResult, error) {
+func seedPostgres(ctx context.Context, dsn, schema, idPrefix string, n, bodySize int, source, target string, status queue.Status) (seedResult, error) {
 	t0 := time.Now()
 	st, err := postgres.Open(ctx, postgres.Config{DSN: dsn, Schema: schema, MaxConns: 1})
 	if err != nil {
@@ -140,9 +141,10 @@ WITH ev AS (
 	ORDER BY i
 	RETURNING id, source
 )
-INSERT INTO jobs (event_id, source, target, run_at, created_at)
-SELECT id, source, $7, $4, $4 FROM ev ORDER BY id`,
-			source, seedHeaders(), strings.Repeat("x", padLen), now, n, idPrefix, target)
+INSERT INTO jobs (event_id, source, target, status, attempts, run_at, created_at, finished_at)
+SELECT id, source, $7, $8, CASE $8 WHEN 'dead' THEN 1 ELSE 0 END, $4, $4, CASE $8 WHEN 'dead' THEN $4::timestamptz END
+FROM ev ORDER BY id`,
+			source, seedHeaders(), strings.Repeat("x", padLen), now, n, idPrefix, target, string(status))
 		if err != nil {
 			return fmt.Errorf("insert: %w", err)
 		}

@@ -259,7 +259,7 @@ func TestUpstream(t *testing.T) {
 func setupSeeded(t *testing.T, n, bodySize int) (string, seedResult) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "q.db")
-	s, err := seed(context.Background(), path, "seed", n, bodySize, source, targetName)
+	s, err := seed(context.Background(), path, "seed", n, bodySize, source, targetName, queue.StatusPending)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,7 +312,7 @@ func TestSeedMatchesStore(t *testing.T) {
 	defer st.Close()
 	checkSeedClaims(ctx, t, st, n, bodySize)
 	// A second seed appends after the first.
-	s2, err := seed(ctx, filepath.Join(t.TempDir(), "other.db"), "seed", 3, bodySize, source, targetName)
+	s2, err := seed(ctx, filepath.Join(t.TempDir(), "other.db"), "seed", 3, bodySize, source, targetName, queue.StatusPending)
 	if err != nil || s2.jobs != 3 {
 		t.Errorf("seed of a second file = %d jobs, %v", s2.jobs, err)
 	}

@@ -15,6 +15,10 @@
 //	e2e             ingest with 32 workers delivering to a respond route
 //	slow1, slow32   1 and 32 workers delivering to an upstream that takes 5 ms
 //	backlog         ingest, then e2e, with a million jobs already pending
+//	orphans         e2e with 500,000 pending jobs of a target the config does
+//	                not have (-orphans): no claim may read them
+//	replay          ingest while the admin API replays 500,000 dead jobs
+//	                (-dead), in chunks
 //
 // Every 202 is looked up in the database afterwards, and every job the
 // database calls done in the slow phases must have reached the recording
@@ -58,7 +62,7 @@ import (
 )
 
 // allPhases are the phases in the order they run.
-var allPhases = []string{"static", "ingest", "baseline", "e2e", "slow1", "slow32", "backlog"}
+var allPhases = []string{"static", "ingest", "baseline", "e2e", "slow1", "slow32", "backlog", "orphans", "replay"}
 
 // options are the command's flags.
 type options struct {
@@ -72,6 +76,8 @@ type options struct {
 	bodySize    int           // bytes per body
 	phases      []string      // which phases, in allPhases order
 	backlog     int           // jobs pending before the backlog phase
+	orphans     int           // unroutable jobs pending before the orphans phase
+	dead        int           // dead jobs before the replay phase
 	workers     int           // workers of the e2e and backlog phases
 	delay       time.Duration // the slow upstream's answer time
 	smoke       bool          // small and short, for CI
@@ -106,6 +112,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.bodySize, "body", 512, "body size in bytes")
 	phases := fs.String("phases", strings.Join(allPhases, ","), "phases to run, comma-separated: "+strings.Join(allPhases, ", "))
 	fs.IntVar(&o.backlog, "backlog", 1_000_000, "jobs already pending in the backlog phase, seeded into the database before Caddy starts")
+	fs.IntVar(&o.orphans, "orphans", 500_000, "pending jobs of a target the config does not have, seeded before the orphans phase")
+	fs.IntVar(&o.dead, "dead", 500_000, "dead jobs seeded before the replay phase, which replays them all during its window")
 	fs.IntVar(&o.workers, "workers", 32, "workers in the e2e and backlog phases")
 	fs.DurationVar(&o.delay, "delay", 5*time.Millisecond, "how long the slow upstream takes to answer")
 	fs.BoolVar(&o.smoke, "smoke", false, "CI mode: 1s windows, 8 connections, a 20,000-job backlog; fails when a count does not add up")
@@ -136,6 +144,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 			{"warmup", func() { o.warmup = 200 * time.Millisecond }},
 			{"c", func() { o.conns = 8 }},
 			{"backlog", func() { o.backlog = 20_000 }},
+			{"orphans", func() { o.orphans = 20_000 }},
+			{"dead", func() { o.dead = 20_000 }},
 			{"rounds", func() { o.rounds = 1 }},
 		}
 		for _, d := range defaults {
@@ -180,6 +190,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, fmt.Errorf("-body %d: at least %d bytes", o.bodySize, minBodySize)
 	case o.backlog < 1:
 		return o, fmt.Errorf("-backlog %d: at least 1", o.backlog)
+	case o.orphans < 1:
+		return o, fmt.Errorf("-orphans %d: at least 1", o.orphans)
+	case o.dead < 1:
+		return o, fmt.Errorf("-dead %d: at least 1", o.dead)
 	case o.workers < 1:
 		return o, fmt.Errorf("-workers %d: at least 1", o.workers)
 	case o.synchronous != "full" && o.synchronous != "normal":

@@ -156,7 +156,7 @@ func TestSeedPostgresMatchesStore(t *testing.T) {
 	schema := setupSchemaPrefix(t, dsn) + "seed"
 	const n, bodySize = 40, 512
 	ctx := context.Background()
-	s, err := seedPostgres(ctx, dsn, schema, "seed", n, bodySize, source, targetName)
+	s, err := seedPostgres(ctx, dsn, schema, "seed", n, bodySize, source, targetName, queue.StatusPending)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +311,7 @@ func TestQueryPlansPostgres(t *testing.T) {
 	dsn := testutil.PostgresDSN(t)
 	schema := setupSchemaPrefix(t, dsn) + "plans"
 	ctx := context.Background()
-	s, err := seedPostgres(ctx, dsn, schema, "seed", 20_000, 256, source, targetName)
+	s, err := seedPostgres(ctx, dsn, schema, "seed", 20_000, 256, source, targetName, queue.StatusPending)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -153,6 +153,7 @@ type report struct {
 	loadavg   string
 	dir       string
 	seeds     []string
+	notes     []string // single measurements (replay, stats timings) printed under the table
 	phases    []*phaseResult
 	byName    map[string]*phaseResult
 	goVersion string
@@ -285,6 +286,23 @@ func (rep *report) figures() []figure {
 		b, e := rep.byName["backlog-e2e"], rep.byName["e2e"]
 		out = append(out, ge(backlogName+": delivered / empty", rate(b.deliveredRate), rate(e.deliveredRate), b.deliveredRate/e.deliveredRate, 0.8))
 		out = append(out, figure{name: backlogName + ": e2e accepted / empty", value: rate(b.rate), ref: rate(e.rate), ratio: b.rate / e.rate, target: "—"})
+	} else {
+		out = append(out, f)
+	}
+	orphansName := fmt.Sprintf("orphans %s: p99 / e2e p99", count(rep.o.orphans))
+	if f, ok := need(orphansName, "≤ 2.00", "orphans-e2e", "e2e"); ok {
+		o, e := rep.byName["orphans-e2e"], rep.byName["e2e"]
+		ratio := float64(o.p99) / float64(e.p99)
+		out = append(out, figure{name: orphansName, value: o.p99.Round(10 * time.Microsecond).String(),
+			ref: e.p99.Round(10 * time.Microsecond).String(), ratio: ratio, target: "≤ 2.00", ok: ratio <= 2, hasCheck: true})
+	} else {
+		out = append(out, f)
+	}
+	replayName := fmt.Sprintf("replay %s dead: p99 / ingest p99", count(rep.o.dead))
+	if f, ok := need(replayName, "—", "replay-ingest", "ingest"); ok {
+		p, i := rep.byName["replay-ingest"], rep.byName["ingest"]
+		out = append(out, figure{name: replayName, value: p.p99.Round(10 * time.Microsecond).String(),
+			ref: i.p99.Round(10 * time.Microsecond).String(), ratio: float64(p.p99) / float64(i.p99), target: "—"})
 	} else {
 		out = append(out, f)
 	}
@@ -448,6 +466,12 @@ func (rep *report) write(w io.Writer) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
+	for _, n := range rep.notes {
+		fmt.Fprintln(w, n)
+	}
+	if len(rep.notes) > 0 {
+		fmt.Fprintln(w)
+	}
 
 	for _, pr := range rep.phases {
 		if pr.name == "e2e" || pr.name == "backlog-e2e" {

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -200,7 +202,7 @@ func (r *runner) startCaddies(ctx context.Context, bin string) error {
 // schemas lists the Postgres schemas a run may use: every phase's, in
 // every round.
 func (r *runner) schemas() []string {
-	dbs := []string{"idle.db", "static.db", "slow1.db", "slow32.db", "backlog.db"}
+	dbs := []string{"idle.db", "static.db", "slow1.db", "slow32.db", "backlog.db", "orphans.db", "replay.db"}
 	for round := 1; round <= r.o.rounds; round++ {
 		for _, p := range []string{"ingest", "baseline", "e2e"} {
 			dbs = append(dbs, fmt.Sprintf("%s-%d.db", p, round))
@@ -247,10 +249,14 @@ func (r *runner) seedAll(ctx context.Context) error {
 	todo := []struct {
 		phase, db string
 		n         int
+		target    string
+		status    queue.Status
 	}{
-		{"slow1", "slow1.db", r.jobsFor(slowRef1 * n)},
-		{"slow32", "slow32.db", r.jobsFor(slowRef32 * n)},
-		{"backlog", "backlog.db", r.o.backlog},
+		{"slow1", "slow1.db", r.jobsFor(slowRef1 * n), targetName, queue.StatusPending},
+		{"slow32", "slow32.db", r.jobsFor(slowRef32 * n), targetName, queue.StatusPending},
+		{"backlog", "backlog.db", r.o.backlog, targetName, queue.StatusPending},
+		{"orphans", "orphans.db", r.o.orphans, orphanTarget, queue.StatusPending},
+		{"replay", "replay.db", r.o.dead, targetName, queue.StatusDead},
 	}
 	for _, t := range todo {
 		if !slices.Contains(r.o.phases, t.phase) {
@@ -258,8 +264,8 @@ func (r *runner) seedAll(ctx context.Context) error {
 		}
 		if r.o.storage == "postgres" {
 			schema := schemaFor(r.o.schemaPrefix, t.db)
-			r.logf("seeding schema %s with %d pending jobs", schema, t.n)
-			s, err := seedPostgres(ctx, r.o.dsn, schema, t.phase, t.n, r.o.bodySize, source, targetName)
+			r.logf("seeding schema %s with %d %s jobs for %s", schema, t.n, t.status, t.target)
+			s, err := seedPostgres(ctx, r.o.dsn, schema, t.phase, t.n, r.o.bodySize, source, t.target, t.status)
 			if err != nil {
 				return err
 			}
@@ -279,8 +285,8 @@ func (r *runner) seedAll(ctx context.Context) error {
 				return fmt.Errorf("remove old %s: %w", t.db, err)
 			}
 		}
-		r.logf("seeding %s with %d pending jobs", t.db, t.n)
-		s, err := seed(ctx, path, t.phase, t.n, r.o.bodySize, source, targetName)
+		r.logf("seeding %s with %d %s jobs for %s", t.db, t.n, t.status, t.target)
+		s, err := seed(ctx, path, t.phase, t.n, r.o.bodySize, source, t.target, t.status)
 		if err != nil {
 			return err
 		}
@@ -392,9 +398,9 @@ func (r *runner) runPhase(ctx context.Context, p string) error {
 	case "static":
 		return r.static(ctx)
 	case "ingest":
-		return r.ingest(ctx, "ingest", fresh("ingest"), 0)
+		return r.ingest(ctx, "ingest", fresh("ingest"), 0, nil)
 	case "baseline":
-		return r.ingest(ctx, "baseline", fresh("baseline"), 1)
+		return r.ingest(ctx, "baseline", fresh("baseline"), 1, nil)
 	case "e2e":
 		return r.e2e(ctx, "e2e", fresh("e2e"))
 	case "slow1":
@@ -402,10 +408,20 @@ func (r *runner) runPhase(ctx context.Context, p string) error {
 	case "slow32":
 		return r.slow(ctx, "slow32", "slow32.db", 32, slowRef32)
 	case "backlog":
-		if err := r.ingest(ctx, "backlog-ingest", "backlog.db", 0); err != nil {
+		if err := r.ingest(ctx, "backlog-ingest", "backlog.db", 0, nil); err != nil {
 			return err
 		}
-		return r.e2e(ctx, "backlog-e2e", "backlog.db")
+		if err := r.e2e(ctx, "backlog-e2e", "backlog.db"); err != nil {
+			return err
+		}
+		return r.timeStats(ctx, "backlog")
+	case "orphans":
+		if err := r.e2e(ctx, "orphans-e2e", "orphans.db"); err != nil {
+			return err
+		}
+		return r.timeStats(ctx, "orphans")
+	case "replay":
+		return r.replay(ctx)
 	}
 	return fmt.Errorf("unknown phase %q", p)
 }
@@ -531,7 +547,7 @@ func (r *runner) static(ctx context.Context) error {
 
 // ingest drives the receiver with the pool paused (workers 0), then checks
 // that every 202 is in the database with its pending job.
-func (r *runner) ingest(ctx context.Context, name, db string, maxBatch int) error {
+func (r *runner) ingest(ctx context.Context, name, db string, maxBatch int, during func(windowStart time.Time)) error {
 	pr := r.rep.phase(name)
 	q, after, err := r.openPhase(ctx, db, 0, maxBatch)
 	if err != nil {
@@ -540,7 +556,7 @@ func (r *runner) ingest(ctx context.Context, name, db string, maxBatch int) erro
 	defer q.close()
 	r.logf("%s: POST %s, workers 0, %d connections", name, pathHook, r.o.conns)
 	l := r.newLoad(name, pathHook, 202)
-	res, err := r.drive(ctx, pr, l, nil)
+	res, err := r.drive(ctx, pr, l, during)
 	if err != nil {
 		return err
 	}
@@ -551,6 +567,56 @@ func (r *runner) ingest(ctx context.Context, name, db string, maxBatch int) erro
 	}
 	pr.check(byStatus[string(queue.StatusPending)] >= found && len(byStatus) <= 1,
 		"jobs of the phase's events by status %v, want %d pending and nothing else", byStatus, found)
+	return nil
+}
+
+// replay runs ingest on the replay phase's queue and, when its window
+// starts, asks the admin API to replay every dead job: the 202s' latency
+// is what the replay costs the senders. Only the first round finds dead
+// jobs to replay.
+func (r *runner) replay(ctx context.Context) error {
+	var (
+		took     time.Duration
+		replayed string
+		err      error
+	)
+	during := func(time.Time) {
+		t0 := time.Now()
+		var out []byte
+		out, err = r.caddies[0].adminDo(ctx, http.MethodPost, "/webhook/replay?status=dead", nil)
+		took, replayed = time.Since(t0), string(bytes.TrimSpace(out))
+	}
+	if ierr := r.ingest(ctx, "replay-ingest", "replay.db", 0, during); ierr != nil {
+		return ierr
+	}
+	if err != nil {
+		return fmt.Errorf("replay dead jobs: %w", err)
+	}
+	note := fmt.Sprintf("replay round %d: POST /webhook/replay?status=dead answered %s in %s, during the window", r.round, replayed, took.Round(time.Millisecond))
+	r.logf("%s", note)
+	r.rep.notes = append(r.rep.notes, note)
+	return nil
+}
+
+// timeStats measures GET /webhook/stats and a /metrics scrape on the
+// phase's queue, after its delivery window, a few times each; the median
+// and the slowest go to the report.
+func (r *runner) timeStats(ctx context.Context, phase string) error {
+	for _, path := range []string{"/webhook/stats", "/metrics"} {
+		var took []time.Duration
+		for range 5 {
+			t0 := time.Now()
+			if _, err := r.caddies[0].adminDo(ctx, http.MethodGet, path, nil); err != nil {
+				return err
+			}
+			took = append(took, time.Since(t0))
+		}
+		slices.Sort(took)
+		note := fmt.Sprintf("%s round %d: GET %s median %s, slowest %s (5 calls)", phase, r.round, path,
+			took[len(took)/2].Round(10*time.Microsecond), took[len(took)-1].Round(10*time.Microsecond))
+		r.logf("%s", note)
+		r.rep.notes = append(r.rep.notes, note)
+	}
 	return nil
 }
 

@@ -163,3 +163,33 @@ FROM `+schema+`.events`, b.N)
 	}
 	b.ReportMetric(float64(done.Load())/elapsed.Seconds(), "jobs/s")
 }
+
+// BenchmarkStats reads Stats with a million jobs pending: the counts are
+// kept as the jobs change, so a read sums a few delta rows however many
+// jobs there are.
+func BenchmarkStats(b *testing.B) {
+	const jobs = 1_000_000
+	dsn := testutil.PostgresDSN(b)
+	s := openStore(b, Config{DSN: dsn, Schema: testSchema(b, dsn)})
+	schema := s.cfg.Schema
+	_, err := adminConn(b).Exec(b.Context(), `
+WITH ev AS (
+	INSERT INTO `+schema+`.events (source, delivery_id, headers, payload, targets, created_at)
+	SELECT 'bench', 'd' || g, '', '', 1, now() FROM generate_series(1, $1::int) AS g
+	RETURNING id
+)
+INSERT INTO `+schema+`.jobs (event_id, source, target, run_at, created_at)
+SELECT id, 'bench', 'mail', now(), now() FROM ev`, jobs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		st, err := s.Stats(b.Context(), time.Now())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(st.Counts) != 1 || st.Counts[0].Jobs != jobs {
+			b.Fatalf("counts %+v, want %d pending", st.Counts, jobs)
+		}
+	}
+}

@@ -306,8 +306,20 @@ ANALYZE `+schema+`.jobs; ANALYZE `+schema+`.events;`)
 	}{
 		{"claim", sqlClaim, []any{"o", int64(60000), now, 16, false, []string{}, []string{}, nil},
 			[]string{"Index Scan using jobs_pending", "jobs_leased", "jobs_pkey"}, []string{"Seq Scan on jobs", "Sort Key: jobs.run_at"}},
-		{"claim with routes", sqlClaim, []any{"o", int64(60000), now, 16, true, []string{"shop"}, []string{"mail"}, now},
-			[]string{"Index Scan using jobs_pending"}, []string{"Seq Scan on jobs"}},
+		// Each route asked for is one range of the pending index: jobs of
+		// other routes are never read.
+		{"claim with routes", sqlClaim, []any{"o", int64(60000), now, 16, true, []string{"shop", "shop"}, []string{"mail", "gone"}, now},
+			[]string{"Index Scan using jobs_pending", "Index Cond: ((source = unnest.unnest) AND (target = unnest.unnest_1) AND (run_at <= "},
+			[]string{"Seq Scan on jobs", "Sort Key: jobs.run_at"}},
+		{"replay dead chunk", sqlReplayDead, []any{"shop", "", 256, 0, now},
+			[]string{"jobs_dead", "Index Cond: ((source = job_counts.source) AND (target = job_counts.target) AND (id > "}, []string{"Seq Scan on jobs"}},
+		{"discard chunk", sqlDiscardPending, []any{"", "mail", 256, time.Time{}, 0},
+			[]string{"jobs_pending", "Index Cond: ((source = job_counts.source) AND (target = job_counts.target) AND (ROW(run_at, id) > ROW(", "jobs_event"},
+			[]string{"Seq Scan on jobs", "Seq Scan on events"}},
+		{"discard dead chunk", sqlDiscardDead, []any{"shop", "mail", 256, 0},
+			[]string{"jobs_dead", "Index Cond: ((source = job_counts.source) AND (target = job_counts.target) AND (id > "}, []string{"Seq Scan on jobs"}},
+		{"oldest pending", sqlOldestPending, []any{now}, []string{"jobs_pending"}, []string{"Seq Scan on jobs"}},
+		{"counts", sqlCounts, nil, []string{"job_counts"}, []string{"on jobs"}},
 		{"finish", sqlFinish, []any{ids, []string{"o", "o", "o"}, []string{"done", "done", "done"},
 			[]time.Time{now, now, now}, []string{"", "", ""}, []time.Time{now, now, now}, []time.Time{now, now, now}, []int64{0, 0, 0}, []int64{1, 1, 1}},
 			nil, []string{"Seq Scan on jobs", "Seq Scan on attempts"}},

@@ -196,6 +196,7 @@ type Store struct {
 	notify  *notifier
 	listen  *listener
 	batcher *batcher // nil when MaxBatch is 1: each Enqueue writes alone
+	folder  *folder
 	closeMu sync.RWMutex
 	closed  bool
 }
@@ -269,6 +270,7 @@ func open(ctx context.Context, cfg Config, redact *Redactor) (*Store, error) {
 	if cfg.MaxBatch > 1 {
 		s.batcher = newBatcher(s, cfg.MaxBatch)
 	}
+	s.folder = startFolder(s)
 	return s, nil
 }
 
@@ -326,6 +328,7 @@ func (s *Store) Close() error {
 	if s.batcher != nil {
 		s.batcher.stop()
 	}
+	s.folder.stop()
 	s.notify.stop()
 	s.listen.stop()
 	s.pool.Close()

@@ -17,16 +17,25 @@ import (
 // the writers.
 
 const (
-	sqlCounts = `SELECT source, target, status, count(*) FROM jobs
-GROUP BY source, target, status ORDER BY source, target, status`
+	// The counts are delta rows the schema's triggers append in the
+	// transactions that change the jobs, folded every few seconds (see
+	// counts.go), so Stats sums a few hundred rows however many jobs
+	// there are.
+	sqlCounts = `SELECT source, target, status, sum(jobs)::bigint FROM job_counts
+GROUP BY source, target, status HAVING sum(jobs) <> 0 ORDER BY source, target, status`
 
-	// The oldest due pending job of each route. It reads every due pending
-	// row, as the counts query reads every job; with the pending index
-	// keyed by route it becomes one index seek per route.
-	sqlOldestPending = `SELECT source, target, min(run_at) FROM jobs WHERE status = 'pending' AND run_at <= $1
-GROUP BY source, target`
+	// The oldest due pending job of each route that has pending jobs: the
+	// first due entry of the route's range of the pending index, one seek
+	// per route.
+	sqlOldestPending = `SELECT source, target, due FROM (
+	SELECT c.source, c.target, (SELECT run_at FROM jobs
+		WHERE status = 'pending' AND source = c.source AND target = c.target AND run_at <= $1
+		ORDER BY run_at, id LIMIT 1) AS due
+	FROM (SELECT source, target FROM job_counts WHERE status = 'pending'
+		GROUP BY source, target HAVING sum(jobs) > 0) AS c) AS r
+WHERE due IS NOT NULL`
 
-	sqlEventCount = `SELECT count(*) FROM events`
+	sqlEventCount = `SELECT coalesce(sum(events), 0)::bigint FROM event_counts`
 
 	sqlList = `SELECT ` + jobCols + `
 FROM jobs AS j JOIN events AS e ON e.id = j.event_id

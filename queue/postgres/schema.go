@@ -97,6 +97,97 @@ ALTER TABLE jobs
 	`
 CREATE INDEX events_created ON events (created_at, id);
 `,
+	// Version 4 (issue 12, items 3 and 5). The pending index is keyed by route, so a
+	// claim reads only the ranges of the routes it asks for and pending
+	// jobs nobody can take (a target renamed or removed with a backlog)
+	// cost it nothing; the index it replaces walked every pending job in
+	// (run_at, id) order and filtered routes afterwards. The dead jobs'
+	// index gains id, so a chunk of a bulk replay or discard reads its
+	// route's range in order (see pickByRoute).
+	//
+	// job_counts and event_counts keep Stats exact without counting the
+	// tables. Statement-level triggers append one delta row per (source,
+	// target, status) a statement changed, so a batch of enqueues adds
+	// one row per route and concurrent instances never wait for each
+	// other on a shared counter row; a reader sums the rows, and
+	// foldCounts (every few seconds) replaces them by their sums. The
+	// functions keep the schema's search_path, so a session with another
+	// one (a psql shell deleting rows) still counts into this schema.
+	`
+DROP INDEX jobs_pending;
+CREATE INDEX jobs_pending ON jobs (source, target, run_at, id) WHERE status = 'pending';
+DROP INDEX jobs_dead;
+CREATE INDEX jobs_dead ON jobs (source, target, id) WHERE status = 'dead';
+
+CREATE TABLE job_counts (
+	source text   NOT NULL,
+	target text   NOT NULL,
+	status text   NOT NULL,
+	jobs   bigint NOT NULL
+);
+INSERT INTO job_counts (source, target, status, jobs)
+SELECT source, target, status, count(*) FROM jobs GROUP BY source, target, status;
+
+CREATE TABLE event_counts (events bigint NOT NULL);
+INSERT INTO event_counts (events) SELECT count(*) FROM events;
+
+ALTER TABLE job_counts SET (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000);
+ALTER TABLE event_counts SET (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000);
+
+CREATE FUNCTION count_jobs_inserted() RETURNS trigger LANGUAGE plpgsql
+SET search_path FROM CURRENT AS $$
+BEGIN
+	INSERT INTO job_counts (source, target, status, jobs)
+	SELECT source, target, status, count(*) FROM new_rows GROUP BY source, target, status;
+	RETURN NULL;
+END $$;
+
+CREATE FUNCTION count_jobs_updated() RETURNS trigger LANGUAGE plpgsql
+SET search_path FROM CURRENT AS $$
+BEGIN
+	INSERT INTO job_counts (source, target, status, jobs)
+	SELECT source, target, status, sum(n) FROM (
+		SELECT source, target, status, -1 AS n FROM old_rows
+		UNION ALL
+		SELECT source, target, status, 1 AS n FROM new_rows
+	) AS d
+	GROUP BY source, target, status HAVING sum(n) <> 0;
+	RETURN NULL;
+END $$;
+
+CREATE FUNCTION count_jobs_deleted() RETURNS trigger LANGUAGE plpgsql
+SET search_path FROM CURRENT AS $$
+BEGIN
+	INSERT INTO job_counts (source, target, status, jobs)
+	SELECT source, target, status, -count(*) FROM old_rows GROUP BY source, target, status;
+	RETURN NULL;
+END $$;
+
+CREATE FUNCTION count_events_inserted() RETURNS trigger LANGUAGE plpgsql
+SET search_path FROM CURRENT AS $$
+BEGIN
+	INSERT INTO event_counts (events) SELECT count(*) FROM new_rows HAVING count(*) > 0;
+	RETURN NULL;
+END $$;
+
+CREATE FUNCTION count_events_deleted() RETURNS trigger LANGUAGE plpgsql
+SET search_path FROM CURRENT AS $$
+BEGIN
+	INSERT INTO event_counts (events) SELECT -count(*) FROM old_rows HAVING count(*) > 0;
+	RETURN NULL;
+END $$;
+
+CREATE TRIGGER jobs_count_insert AFTER INSERT ON jobs
+REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION count_jobs_inserted();
+CREATE TRIGGER jobs_count_update AFTER UPDATE ON jobs
+REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION count_jobs_updated();
+CREATE TRIGGER jobs_count_delete AFTER DELETE ON jobs
+REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION count_jobs_deleted();
+CREATE TRIGGER events_count_insert AFTER INSERT ON events
+REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION count_events_inserted();
+CREATE TRIGGER events_count_delete AFTER DELETE ON events
+REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION count_events_deleted();
+`,
 }
 
 // schemaVersion is the version this build writes.

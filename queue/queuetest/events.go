@@ -301,4 +301,13 @@ func testAddJob(t *testing.T, s queue.Store) {
 	if _, err := s.AddJob(t.Context(), res.EventID, "mail"); err != nil {
 		t.Errorf("second AddJob for the same target: %v", err)
 	}
+	// The added jobs are counted like enqueued ones: one running, one
+	// pending.
+	st, err := s.Stats(t.Context(), now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, r := count(st, queue.StatusPending), count(st, queue.StatusRunning); p != 1 || r != 1 {
+		t.Errorf("stats after two added jobs, one claimed: %d pending, %d running, want 1 and 1 (%+v)", p, r, st.Counts)
+	}
 }

@@ -17,8 +17,9 @@
 // each claim), finish.go, replay_discard.go, resend.go (attempts numbered
 // across replays), purge.go, reads.go (stats, listing, one job), events.go
 // (events, lookups by delivery id, resend, a job added to an event),
-// lifecycle.go (the ready
-// signal, close) and workers.go (many workers at once).
+// lifecycle.go (the ready signal, close), workers.go (many workers at
+// once), bulk.go (bulk replay and discard in chunks) and counts.go (Stats
+// against a full count).
 package queuetest
 
 import (
@@ -53,6 +54,9 @@ func Run(t *testing.T, open func(t *testing.T) queue.Store) {
 		{"replay/dead by filter", testReplayDead},
 		{"replay/numbered across replays", testReplayNumbering},
 		{"discard", testDiscard},
+		{"discard/by filter", testDiscardJobs},
+		{"replay/dead in chunks", testReplayManyDead},
+		{"stats/counts exact", testCountsExact},
 		{"purge/retention", testPurge},
 		{"purge/limit", testPurgeLimit},
 		{"stats", testStats},

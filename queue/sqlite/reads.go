@@ -15,16 +15,23 @@ import (
 // transaction, so its parts agree with each other.
 
 const (
-	sqlCounts = `SELECT source, target, status, count(*) FROM jobs
-GROUP BY source, target, status ORDER BY source, target, status`
+	// The counts are kept by the writer and the schema's triggers, in the
+	// transactions that change them (see schema.go), so Stats reads a few
+	// rows however many jobs there are.
+	sqlCounts = `SELECT source, target, status, jobs FROM job_counts
+WHERE jobs <> 0 ORDER BY source, target, status`
 
-	// The oldest due pending job of each route. It reads every due pending
-	// row, as the counts query reads every job; with the pending index
-	// keyed by route it becomes one index seek per route.
-	sqlOldestPending = `SELECT source, target, min(run_at) FROM jobs WHERE status = 'pending' AND run_at <= ?1
-GROUP BY source, target`
+	// The oldest due pending job of each route that has pending jobs: the
+	// first due entry of the route's range of the pending index, one seek
+	// per route.
+	sqlOldestPending = `SELECT source, target, due FROM (
+	SELECT c.source, c.target, (SELECT run_at FROM jobs INDEXED BY jobs_pending
+		WHERE status = 'pending' AND source = c.source AND target = c.target AND run_at <= ?1
+		ORDER BY run_at LIMIT 1) AS due
+	FROM job_counts AS c WHERE c.status = 'pending' AND c.jobs > 0)
+WHERE due IS NOT NULL`
 
-	sqlEventCount = `SELECT count(*) FROM events`
+	sqlEventCount = `SELECT coalesce((SELECT events FROM event_count WHERE id = 1), 0)`
 
 	sqlList = `SELECT ` + jobCols + `
 FROM jobs AS j JOIN events AS e ON e.id = j.event_id

@@ -90,6 +90,53 @@ ALTER TABLE jobs ADD COLUMN replay_base INTEGER NOT NULL DEFAULT 0;
 	`
 CREATE INDEX events_created ON events (created_at);
 `,
+	// Version 4 (issue 12, items 3 and 5). The pending index is keyed by route, so a
+	// claim reads only the ranges of the routes it asks for and pending
+	// jobs nobody can take (a target renamed or removed with a backlog)
+	// cost it nothing; the index it replaces walked every pending job in
+	// (run_at, id) order and filtered routes afterwards. The rowid ends
+	// every index key, so (run_at) orders ties by id.
+	//
+	// job_counts and event_count keep Stats exact in constant time. The
+	// writer adds what Enqueue inserts once per transaction (see
+	// writer.flushCounts: a trigger per inserted row cost the hot path);
+	// the triggers count every other change, in the statement that makes
+	// it. Rows whose count falls to 0 stay, read as absent.
+	`
+DROP INDEX jobs_pending;
+CREATE INDEX jobs_pending ON jobs (source, target, run_at) WHERE status = 'pending';
+
+CREATE TABLE job_counts (
+	source TEXT    NOT NULL,
+	target TEXT    NOT NULL,
+	status TEXT    NOT NULL,
+	jobs   INTEGER NOT NULL,
+	PRIMARY KEY (source, target, status)
+) WITHOUT ROWID;
+INSERT INTO job_counts (source, target, status, jobs)
+SELECT source, target, status, count(*) FROM jobs GROUP BY source, target, status;
+
+CREATE TABLE event_count (
+	id     INTEGER PRIMARY KEY CHECK (id = 1),
+	events INTEGER NOT NULL
+);
+INSERT INTO event_count (id, events) SELECT 1, count(*) FROM events;
+
+CREATE TRIGGER jobs_count_status AFTER UPDATE OF status ON jobs
+WHEN old.status <> new.status BEGIN
+	UPDATE job_counts SET jobs = jobs - 1
+	WHERE source = old.source AND target = old.target AND status = old.status;
+	INSERT INTO job_counts (source, target, status, jobs) VALUES (new.source, new.target, new.status, 1)
+	ON CONFLICT (source, target, status) DO UPDATE SET jobs = jobs + 1;
+END;
+CREATE TRIGGER jobs_count_delete AFTER DELETE ON jobs BEGIN
+	UPDATE job_counts SET jobs = jobs - 1
+	WHERE source = old.source AND target = old.target AND status = old.status;
+END;
+CREATE TRIGGER events_count_delete AFTER DELETE ON events BEGIN
+	UPDATE event_count SET events = events - 1 WHERE id = 1;
+END;
+`,
 }
 
 // schemaVersion is the version this build writes.

@@ -230,12 +230,18 @@ ANALYZE;`); err != nil {
 		args  []any
 		uses  []string
 	}{
-		{"claim", sqlClaim, []any{"o", 1, 1, 10, nil}, []string{"INDEX jobs_pending", "INDEX jobs_leased"}},
-		{"claim with routes", sqlClaim, []any{"o", 1, 1, 10, `[["s","t"]]`}, []string{"INDEX jobs_pending", "INDEX jobs_leased"}},
+		// The pending jobs of each route asked for are one range of
+		// the index: jobs of other routes are never read.
+		{"claim", sqlClaim, []any{"o", 1, 1, 10, `[["s","t"]]`, nil}, []string{"INDEX jobs_pending (source=? AND target=? AND run_at<?)", "INDEX jobs_leased"}},
+		{"claim with routes", sqlClaim, []any{"o", 1, 1, 10, `[["s","t"],["s","u"]]`, `[["s","t"],["s","u"]]`}, []string{"INDEX jobs_pending (source=? AND target=? AND run_at<?)", "INDEX jobs_leased"}},
+		{"replay dead chunk", sqlReplayDead, []any{1, "s", "", 10}, []string{"INDEX jobs_dead (source=? AND target=?)"}},
+		{"discard dead chunk", sqlDiscardDead, []any{"s", "t", 10}, []string{"INDEX jobs_dead (source=? AND target=?)"}},
+		{"discard pending chunk", sqlDiscardPending, []any{"", "t", 10}, []string{"INDEX jobs_pending (source=? AND target=?)"}},
+		{"counts", sqlCounts, nil, []string{"job_counts"}},
 		{"purge jobs", sqlPurgeJobs, []any{1, 10}, []string{"INDEX jobs_done"}},
 		{"purge bare events", sqlPurgeBareEvents, []any{1, 10}, []string{"INDEX events_no_jobs"}},
 		{"delete event if empty", sqlDeleteEventIfEmpty, []any{1}, []string{"INDEX jobs_event"}},
-		{"oldest pending", sqlOldestPending, []any{1}, []string{"INDEX jobs_pending"}},
+		{"oldest pending", sqlOldestPending, []any{1}, []string{"INDEX jobs_pending (source=? AND target=? AND run_at<?)"}},
 		{"claim events", sqlClaimEvents, []any{"[1,2]"}, []string{"INTEGER PRIMARY KEY"}},
 		{"history entry", sqlInsertAttempt, []any{1, 0, 0, 0, "done", ""}, []string{"INTEGER PRIMARY KEY"}},
 	}
@@ -702,6 +708,50 @@ func TestWriteConnectionDurability(t *testing.T) {
 			}
 			if sync != tt.want || mode != "wal" {
 				t.Errorf("synchronous = %d, journal_mode = %q; want %d, wal", sync, mode, tt.want)
+			}
+		})
+	}
+}
+
+// TestBulkInChunks checks that a bulk replay and a bulk discard reach the
+// writer as many short requests, each its own commit, not as one
+// transaction that holds the writer for all their rows.
+func TestBulkInChunks(t *testing.T) {
+	s := setup(t)
+	if err := s.onWriterNow(t, `
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000)
+INSERT INTO events (id, source, delivery_id, headers, payload, targets, created_at)
+SELECT i, 's', i, x'', x'', 1, 0 FROM n;
+INSERT INTO jobs (event_id, source, target, status, run_at, created_at, finished_at)
+SELECT id, 's', 't', 'dead', 0, 0, 0 FROM events;
+INSERT INTO job_counts VALUES ('s', 't', 'dead', 1000);
+UPDATE event_count SET events = 1000;`); err != nil {
+		t.Fatal(err)
+	}
+	commits := func() int64 {
+		var n int64
+		s.onWriter(t.Context(), func(w *writer) error { n = w.batches; return nil })
+		return n
+	}
+	tests := []struct {
+		name string
+		op   func() (int, error)
+	}{
+		{"replay", func() (int, error) { return s.ReplayDead(t.Context(), queue.Filter{Source: "s"}) }},
+		{"discard", func() (int, error) {
+			return s.DiscardJobs(t.Context(), queue.Filter{Status: queue.StatusPending, Source: "s"})
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := commits()
+			n, err := tt.op()
+			if err != nil || n != 1000 {
+				t.Fatalf("= %d, %v; want 1000", n, err)
+			}
+			// 1000 rows in chunks of bulkChunk, and a last, short one.
+			if got, want := commits()-before, int64(1000/bulkChunk+1); got != want {
+				t.Errorf("%d commits, want %d", got, want)
 			}
 		})
 	}

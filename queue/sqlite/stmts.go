@@ -23,10 +23,15 @@ ON CONFLICT (source, delivery_id) DO NOTHING`
 	sqlInsertJob = `INSERT INTO jobs (event_id, source, target, run_at, created_at) VALUES (?, ?, ?, ?, ?)`
 
 	// sqlClaim takes the first ?4 ready jobs in (run_at, id) order: pending
-	// and due, or running with an expired lease. Each branch reads its own
-	// partial index up to ?4 rows, so the cost does not depend on the
-	// backlog; the outer ORDER BY sorts at most 2×?4 rows. ?5 is a JSON
-	// array of [source, target] pairs, or NULL for any route.
+	// and due, or running with an expired lease. ?5 is a JSON array of the
+	// [source, target] pairs to take pending jobs of; for each, the
+	// subquery reads that route's range of the pending index, up to ?4
+	// rows, so pending jobs of routes not asked for are never read and
+	// the cost does not depend on the backlog. Expired leases are read
+	// from their own partial index, up to ?4 rows, filtered by ?6, the
+	// same pairs or NULL for any route: running jobs are few (at most the
+	// workers of the pools that claimed them). The outer ORDER BY sorts at
+	// most (routes+1)×?4 rows.
 	//
 	// The limits are written "?4 + 0", not "?4": SQLite's planner reads a
 	// bare bound LIMIT and then re-prepares the statement whenever its
@@ -37,23 +42,35 @@ ON CONFLICT (source, delivery_id) DO NOTHING`
 SET status = 'running', attempts = attempts + 1, fence = fence + 1, lease_owner = ?1, lease_until = ?2
 WHERE id IN (
 	SELECT id FROM (
-		SELECT id, run_at FROM (
-			SELECT id, run_at FROM jobs INDEXED BY jobs_pending
-			WHERE status = 'pending' AND run_at <= ?3` + routeFilter + `
+		SELECT j.id, j.run_at FROM json_each(?5) AS r, jobs AS j
+		WHERE j.id IN (
+			SELECT id FROM jobs INDEXED BY jobs_pending
+			WHERE status = 'pending' AND source = r.value ->> 0 AND target = r.value ->> 1 AND run_at <= ?3
 			ORDER BY run_at, id LIMIT ?4 + 0)
 		UNION ALL
 		SELECT id, run_at FROM (
 			SELECT id, run_at FROM jobs INDEXED BY jobs_leased
-			WHERE status = 'running' AND lease_until <= ?3` + routeFilter + `
+			WHERE status = 'running' AND lease_until <= ?3
+				AND (?6 IS NULL OR EXISTS (SELECT 1 FROM json_each(?6) AS r
+					WHERE r.value ->> 0 = jobs.source AND r.value ->> 1 = jobs.target))
 			ORDER BY lease_until LIMIT ?4 + 0)
 	)
 	ORDER BY run_at, id LIMIT ?4 + 0
 )
 RETURNING id, event_id, source, target, attempts, run_at, created_at, fence, replays, replay_base`
 
-	routeFilter = `
-			AND (?5 IS NULL OR EXISTS (SELECT 1 FROM json_each(?5) AS r
-				WHERE r.value ->> 0 = jobs.source AND r.value ->> 1 = jobs.target))`
+	// sqlPendingRoutes lists the routes that have pending jobs, for a
+	// claim of any route, as sqlClaim's ?5.
+	sqlPendingRoutes = `SELECT coalesce(json_group_array(json_array(source, target)), '[]')
+FROM job_counts WHERE status = 'pending' AND jobs > 0`
+
+	// sqlCountJobs and sqlCountEvents add what a transaction's enqueues
+	// inserted to the counts (see writer.flushCounts).
+	sqlCountJobs = `INSERT INTO job_counts (source, target, status, jobs) VALUES (?1, ?2, 'pending', ?3)
+ON CONFLICT (source, target, status) DO UPDATE SET jobs = jobs + excluded.jobs`
+
+	sqlCountEvents = `INSERT INTO event_count (id, events) VALUES (1, ?1)
+ON CONFLICT (id) DO UPDATE SET events = events + excluded.events`
 
 	// sqlClaimEvents reads the events of the claimed jobs, ?1 a JSON array
 	// of their ids: one statement however many jobs were claimed.
@@ -90,10 +107,37 @@ WHERE id = ?2 AND status = 'dead'`
 
 	sqlJobState = `SELECT status, event_id FROM jobs WHERE id = ?1`
 
+	// sqlReplayDead replays up to ?4 dead jobs matching the filter: one
+	// chunk of a bulk replay. The routes come from job_counts (a few rows),
+	// and each is one range of the dead jobs' partial index, so a chunk
+	// never reads past the rows it changes, however many dead jobs other
+	// routes hold or earlier chunks replayed.
 	sqlReplayDead = `UPDATE jobs
 SET status = 'pending', replays = replays + 1, replay_base = attempts, run_at = ?1,
 	lease_owner = NULL, lease_until = NULL, finished_at = NULL
-WHERE status = 'dead' AND (?2 = '' OR source = ?2) AND (?3 = '' OR target = ?3)`
+WHERE id IN (
+	SELECT j.id FROM job_counts AS c CROSS JOIN jobs AS j INDEXED BY jobs_dead
+	WHERE c.status = 'dead' AND c.jobs > 0 AND (?2 = '' OR c.source = ?2) AND (?3 = '' OR c.target = ?3)
+		AND j.status = 'dead' AND j.source = c.source AND j.target = c.target
+	LIMIT ?4)`
+
+	// sqlDiscardDead and sqlDiscardPending delete up to ?3 jobs of the
+	// status matching the filter, as sqlReplayDead finds them: one chunk
+	// of a bulk discard. Their attempts go by ON DELETE CASCADE; the
+	// caller deletes the events left without a job.
+	sqlDiscardDead = `DELETE FROM jobs WHERE id IN (
+	SELECT j.id FROM job_counts AS c CROSS JOIN jobs AS j INDEXED BY jobs_dead
+	WHERE c.status = 'dead' AND c.jobs > 0 AND (?1 = '' OR c.source = ?1) AND (?2 = '' OR c.target = ?2)
+		AND j.status = 'dead' AND j.source = c.source AND j.target = c.target
+	LIMIT ?3)
+RETURNING event_id`
+
+	sqlDiscardPending = `DELETE FROM jobs WHERE id IN (
+	SELECT j.id FROM job_counts AS c CROSS JOIN jobs AS j INDEXED BY jobs_pending
+	WHERE c.status = 'pending' AND c.jobs > 0 AND (?1 = '' OR c.source = ?1) AND (?2 = '' OR c.target = ?2)
+		AND j.status = 'pending' AND j.source = c.source AND j.target = c.target
+	LIMIT ?3)
+RETURNING event_id`
 
 	sqlDeleteJob = `DELETE FROM jobs WHERE id = ?1`
 
@@ -128,6 +172,8 @@ type stmts struct {
 	handBack, replay, jobState, replayDead *stmt
 	deleteJob, deleteEventIfEmpty          *stmt
 	purgeJobs, purgeBareEvents             *stmt
+	pendingRoutes, countJobs, countEvents  *stmt
+	discardDead, discardPending            *stmt
 }
 
 func (st *stmts) list() []struct {
@@ -160,6 +206,11 @@ func (st *stmts) list() []struct {
 		{&st.deleteEventIfEmpty, sqlDeleteEventIfEmpty},
 		{&st.purgeJobs, sqlPurgeJobs},
 		{&st.purgeBareEvents, sqlPurgeBareEvents},
+		{&st.pendingRoutes, sqlPendingRoutes},
+		{&st.countJobs, sqlCountJobs},
+		{&st.countEvents, sqlCountEvents},
+		{&st.discardDead, sqlDiscardDead},
+		{&st.discardPending, sqlDiscardPending},
 	}
 }
 

@@ -27,6 +27,7 @@ const (
 	kindReplay
 	kindReplayDead
 	kindDiscard
+	kindDiscardJobs
 	kindPurge
 	kindPurgeEvents
 )
@@ -165,6 +166,11 @@ type writer struct {
 	row   []driver.Value // a result row, reused across statements
 	ids   []byte         // claimed event ids as JSON, reused across claims
 
+	// What the transaction's enqueues inserted, added to the counts once,
+	// just before the commit (flushCounts).
+	added     map[queue.Route]int64
+	newEvents int64
+
 	batches  int64 // committed batches, for the benchmarks' requests per commit
 	requests int64 // requests in committed batches
 
@@ -180,6 +186,7 @@ func (w *writer) init(s *Store) {
 	w.live = make([]*request, 0, s.cfg.MaxBatch)
 	w.hbuf = make([]byte, 0, 512)
 	w.row = make([]driver.Value, 10)
+	w.added = make(map[queue.Route]int64)
 	w.lastTruncate = time.Now()
 }
 
@@ -367,6 +374,7 @@ func (w *writer) transact() (reset bool, err error) {
 // runTx is transact's body, run inside the connection's Raw.
 func (w *writer) runTx() (reset bool, err error) {
 	now := w.s.cfg.Now()
+	w.clearCounts()
 	if _, err := w.st.begin.Exec(); err != nil {
 		return true, fmt.Errorf("begin: %w", err)
 	}
@@ -397,6 +405,10 @@ func (w *writer) runTx() (reset bool, err error) {
 		}
 		return w.isolated(now)
 	}
+	if err := w.flushCounts(); err != nil {
+		w.st.rollback.Exec()
+		return true, err
+	}
 	if _, err := w.st.commit.Exec(); err != nil {
 		// SQLite may already have rolled back; this makes sure.
 		w.st.rollback.Exec()
@@ -409,6 +421,7 @@ func (w *writer) runTx() (reset bool, err error) {
 // have not failed, each in its own savepoint, and commits: the slow path
 // after a failure. now is the batch's clock reading, as in the first run.
 func (w *writer) isolated(now time.Time) (reset bool, err error) {
+	w.clearCounts()
 	if _, err := w.st.begin.Exec(); err != nil {
 		return true, fmt.Errorf("begin: %w", err)
 	}
@@ -437,11 +450,43 @@ func (w *writer) isolated(now time.Time) (reset bool, err error) {
 			return true, fmt.Errorf("release savepoint: %w", err)
 		}
 	}
+	if err := w.flushCounts(); err != nil {
+		w.st.rollback.Exec()
+		return true, err
+	}
 	if _, err := w.st.commit.Exec(); err != nil {
 		w.st.rollback.Exec()
 		return true, fmt.Errorf("commit: %w", err)
 	}
 	return false, nil
+}
+
+// clearCounts forgets the enqueues counted for a transaction that was
+// rolled back.
+func (w *writer) clearCounts() {
+	clear(w.added)
+	w.newEvents = 0
+}
+
+// flushCounts adds the jobs and events the transaction's enqueues
+// inserted to job_counts and event_count: one upsert per route and one
+// for the events, however many enqueues the batch holds. Every other
+// change to the counts is made by the schema's triggers. A per-row
+// INSERT trigger would cost each enqueue two more statements on the hot
+// path.
+func (w *writer) flushCounts() error {
+	for rt, n := range w.added {
+		if _, err := w.st.countJobs.Exec(rt.Source, rt.Target, n); err != nil {
+			return fmt.Errorf("count jobs: %w", err)
+		}
+	}
+	if w.newEvents > 0 {
+		if _, err := w.st.countEvents.Exec(w.newEvents); err != nil {
+			return fmt.Errorf("count events: %w", err)
+		}
+	}
+	w.clearCounts()
+	return nil
 }
 
 // ctlReq runs f on the writer between batches, outside any transaction.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -129,17 +130,43 @@ func (s *Store) Replay(ctx context.Context, id int64) error {
 	return err
 }
 
-// ReplayDead replays every dead job matching f; f.Status is ignored.
+// ReplayDead replays every dead job matching f; f.Status is ignored. It
+// works in chunks of bulkChunk jobs, each its own request to the writer,
+// so the enqueues around it wait for one chunk at most; the chunks already
+// replayed when it fails stay replayed and are counted.
 func (s *Store) ReplayDead(ctx context.Context, f queue.Filter) (int, error) {
-	r := newRequest(ctx, kindReplayDead)
-	r.filter = f
-	err := s.do(ctx, r)
-	n := r.n
-	recycle(r)
-	if err != nil {
+	return queue.DeleteInBatches(ctx, math.MaxInt, bulkChunk, s.chunk(ctx, kindReplayDead, f))
+}
+
+// DiscardJobs deletes every job matching f, pending or dead as f.Status
+// says, and the events left without a job, in chunks as ReplayDead.
+func (s *Store) DiscardJobs(ctx context.Context, f queue.Filter) (int, error) {
+	if err := storekit.CheckDiscardFilter(f); err != nil {
 		return 0, err
 	}
-	return n, nil
+	return queue.DeleteInBatches(ctx, math.MaxInt, bulkChunk, s.chunk(ctx, kindDiscardJobs, f))
+}
+
+// bulkChunk bounds the jobs one request of a bulk replay or discard
+// changes: 256 took about 2 ms of the writer's time (measured for
+// docs/BENCHMARKS.md), so the enqueues behind a chunk wait no longer than
+// behind a busy batch.
+const bulkChunk = 256
+
+// chunk returns the function that sends one chunk of a bulk operation of
+// kind on the jobs matching f.
+func (s *Store) chunk(ctx context.Context, kind reqKind, f queue.Filter) func(n int) (int, error) {
+	return func(want int) (int, error) {
+		r := newRequest(ctx, kind)
+		r.filter, r.limit = f, want
+		err := s.do(ctx, r)
+		n := r.n
+		recycle(r)
+		if err != nil {
+			return 0, err // the chunk's transaction did not commit
+		}
+		return n, nil
+	}
 }
 
 // Discard deletes the job, unless it is running, and its event if no job
@@ -195,7 +222,7 @@ func (w *writer) exec(r *request, now time.Time) error {
 	case kindReplay:
 		return w.replay(r, now)
 	case kindReplayDead:
-		res, err := w.st.replayDead.Exec(ms(now), r.filter.Source, r.filter.Target)
+		res, err := w.st.replayDead.Exec(ms(now), r.filter.Source, r.filter.Target, int64(r.limit))
 		if err != nil {
 			return fmt.Errorf("replay dead jobs: %w", err)
 		}
@@ -204,6 +231,8 @@ func (w *writer) exec(r *request, now time.Time) error {
 		return nil
 	case kindDiscard:
 		return w.discard(r)
+	case kindDiscardJobs:
+		return w.discardJobs(r)
 	case kindPurge:
 		return w.purge(r)
 	case kindPurgeEvents:
@@ -253,6 +282,12 @@ func (w *writer) enqueue(r *request, now time.Time) error {
 			return fmt.Errorf("enqueue: insert job: %w", err)
 		}
 	}
+	// Counted only now that every insert succeeded: a failed enqueue is
+	// rolled back, and so must its counts be.
+	w.newEvents++
+	for _, t := range ev.Targets {
+		w.added[queue.Route{Source: ev.Source, Target: t}]++
+	}
 	r.res.EventID, r.res.Jobs = id, len(ev.Targets)
 	r.ready = len(ev.Targets) > 0
 	return nil
@@ -264,11 +299,18 @@ func (w *writer) claim(r *request, now time.Time) error {
 		p.Now = now
 	}
 	until := p.Now.Add(p.Lease)
-	var routes any
-	if r.routes != "" {
-		routes = r.routes
+	// Pending jobs are read route by route: a claim for any route asks
+	// for every route that has pending jobs.
+	var pending, expired any = r.routes, r.routes
+	if r.routes == "" {
+		expired = nil
+		row := w.row[:1]
+		if err := queryRow(w.st.pendingRoutes, row); err != nil {
+			return fmt.Errorf("claim: list routes: %w", err)
+		}
+		pending = asString(row[0])
 	}
-	rows, err := w.st.claim.Query(p.Owner, ms(until), ms(p.Now), int64(p.Limit), routes)
+	rows, err := w.st.claim.Query(p.Owner, ms(until), ms(p.Now), int64(p.Limit), pending, expired)
 	if err != nil {
 		return fmt.Errorf("claim: %w", err)
 	}
@@ -483,13 +525,41 @@ func (w *writer) discard(r *request) error {
 	return nil
 }
 
+// discardJobs deletes one chunk of a bulk discard and the events its jobs
+// leave without a job.
+func (w *writer) discardJobs(r *request) error {
+	st := w.st.discardDead
+	if r.filter.Status == queue.StatusPending {
+		st = w.st.discardPending
+	}
+	rows, err := st.Query(r.filter.Source, r.filter.Target, int64(r.limit))
+	if err != nil {
+		return fmt.Errorf("discard jobs: %w", err)
+	}
+	if err := w.deleteEmptyEvents(r, rows); err != nil {
+		return fmt.Errorf("discard jobs: %w", err)
+	}
+	return nil
+}
+
 func (w *writer) purge(r *request) error {
 	rows, err := w.st.purgeJobs.Query(ms(r.cutoff), int64(r.limit))
 	if err != nil {
 		return fmt.Errorf("purge jobs: %w", err)
 	}
+	if err := w.deleteEmptyEvents(r, rows); err != nil {
+		return fmt.Errorf("purge jobs: %w", err)
+	}
+	return nil
+}
+
+// deleteEmptyEvents counts the deleted jobs rows returns, by their
+// event_id, in r.n, and deletes those of their events left without a
+// job. Only those: an event stored without jobs is dedupe memory until it
+// is older than the retention.
+func (w *writer) deleteEmptyEvents(r *request, rows driver.Rows) error {
 	var events []int64
-	err = each(rows, w.row[:1], func(row []driver.Value) error {
+	err := each(rows, w.row[:1], func(row []driver.Value) error {
 		r.n++
 		if id := asInt(row[0]); !slices.Contains(events, id) {
 			events = append(events, id)
@@ -497,13 +567,11 @@ func (w *writer) purge(r *request) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("purge jobs: %w", err)
+		return err
 	}
-	// Only the events whose jobs were purged here: an event stored without
-	// jobs is dedupe memory until it is older than the cutoff.
 	for _, id := range events {
 		if _, err := w.st.deleteEventIfEmpty.Exec(id); err != nil {
-			return fmt.Errorf("purge event %d: %w", id, err)
+			return fmt.Errorf("delete event %d: %w", id, err)
 		}
 	}
 	return nil

@@ -104,6 +104,11 @@ func (s *Store) AddJob(ctx context.Context, eventID int64, target string) (int64
 		if _, err := tx.ExecContext(ctx, sqlCountJob, eventID); err != nil {
 			return false, err
 		}
+		// Enqueue's jobs are counted by the writer once per commit; this
+		// one is counted here, in its own transaction.
+		if _, err := tx.ExecContext(ctx, sqlCountJobs, source, target, 1); err != nil {
+			return false, err
+		}
 		return true, nil
 	})
 	if err != nil {

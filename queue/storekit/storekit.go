@@ -38,6 +38,17 @@ func CheckClaim(p queue.ClaimParams) (none bool, err error) {
 	return p.Limit <= 0 || (p.Routes != nil && len(p.Routes) == 0), nil
 }
 
+// CheckDiscardFilter returns an error if DiscardJobs cannot take f: it
+// deletes pending or dead jobs, one status at a time. Every Store's
+// DiscardJobs starts with it.
+func CheckDiscardFilter(f queue.Filter) error {
+	switch f.Status {
+	case queue.StatusPending, queue.StatusDead:
+		return nil
+	}
+	return fmt.Errorf("discard jobs: Filter.Status must be pending or dead, got %q", f.Status)
+}
+
 // CheckCompletions returns an error for the first completion whose status
 // Finish cannot record. Every Store's Finish starts with it.
 func CheckCompletions(cs []queue.Completion) error {
