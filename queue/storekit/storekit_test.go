@@ -84,4 +84,3 @@ func TestCompletionTimes(t *testing.T) {
 		})
 	}
 }
-
