@@ -652,8 +652,9 @@ func attemptOutcome(status queue.Status) string {
 	return string(status)
 }
 
-// maxLoggedError bounds the error text of a delivery in logs. The text comes
-// from the target (an HTTP status, an exit code and the tail of a program's
+// maxLoggedError bounds the error text of a delivery in logs and tail
+// lines, which queue.SafeLine makes one line. The text comes from the
+// target (an HTTP status, an exit code and the tail of a program's
 // output), which targets keep free of secrets and headers.
 const maxLoggedError = 512
 
@@ -705,7 +706,7 @@ func (o *observer) JobFinished(job *queue.Job, c queue.Completion, recorded bool
 		fields = append(fields, zap.Time("next_attempt", c.RunAt))
 	}
 	if c.Error != "" {
-		fields = append(fields, zap.String("error", truncate(c.Error, maxLoggedError)))
+		fields = append(fields, zap.String("error", queue.SafeLine(c.Error, maxLoggedError)))
 	}
 	if !recorded && err == nil {
 		fields = append(fields, zap.String("note", "delivered, but the job was no longer ours to record; it may be delivered again"))
@@ -737,17 +738,6 @@ func (o *observer) Purged(jobs int, cutoff time.Time) {
 	if jobs > 0 {
 		o.logger.Info("purged delivered jobs", zap.Int("jobs", jobs), zap.Time("finished_before", cutoff))
 	}
-}
-
-// truncate cuts s to at most n bytes, on a UTF-8 boundary.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n] + "…"
 }
 
 // Interface guards

@@ -638,27 +638,6 @@ func TestAppCleanupAfterFailedProvisionReleasesStore(t *testing.T) {
 	}
 }
 
-func TestTruncate(t *testing.T) {
-	tests := []struct {
-		name string
-		in   string
-		n    int
-		want string
-	}{
-		{"short", "abc", 5, "abc"},
-		{"exact", "abcde", 5, "abcde"},
-		{"cut", "abcdef", 3, "abc…"},
-		{"multibyte boundary", "aé", 2, "a…"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := truncate(tt.in, tt.n); got != tt.want {
-				t.Errorf("truncate(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
-			}
-		})
-	}
-}
-
 // countJobs sums the jobs of one (source, target, status) in st.
 func countJobs(st queue.Stats, source, target string, status queue.Status) int64 {
 	var n int64

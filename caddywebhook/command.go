@@ -15,7 +15,6 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/caddyserver/caddy/v2"
@@ -446,7 +445,7 @@ func (c *cli) show(_ *cobra.Command, args []string) error {
 	}
 
 	if job.LastError != "" {
-		fmt.Fprintf(c.out, "\nlast error:\n%s\n", indent(printable(job.LastError)))
+		fmt.Fprintf(c.out, "\nlast error:\n%s\n", indent(queue.SafeText(job.LastError, 0)))
 	}
 
 	fmt.Fprintln(c.out, "\nhistory:")
@@ -472,7 +471,7 @@ func (c *cli) show(_ *cobra.Command, args []string) error {
 	}
 
 	if utf8.Valid(job.Payload) {
-		fmt.Fprintf(c.out, "\npayload (%d bytes, text):\n%s\n", len(job.Payload), printable(string(job.Payload)))
+		fmt.Fprintf(c.out, "\npayload (%d bytes, text):\n%s\n", len(job.Payload), queue.SafeText(string(job.Payload), 0))
 	} else {
 		fmt.Fprintf(c.out, "\npayload (%d bytes, base64, not UTF-8):\n%s\n", len(job.Payload), base64.StdEncoding.EncodeToString(job.Payload))
 	}
@@ -677,35 +676,10 @@ func describeFilter(source, target string) string {
 	return " (" + strings.Join(parts, ", ") + ")"
 }
 
-// cell makes s safe for one table cell: one line, at most n runes (0: no
-// limit), no control characters. Event types, delivery ids and errors come
-// from senders and upstreams; an escape sequence in them must not reach
-// the terminal.
+// cell makes s safe for one table cell: queue.SafeLine cut to n bytes (0:
+// no limit), or "-" when nothing is left. Event types, delivery ids and
+// errors come from senders and upstreams; an escape sequence in them must
+// not reach the terminal, nor a newline or a tab break the table.
 func cell(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if n > 0 && utf8.RuneCountInString(s) > n {
-		s = string([]rune(s)[:n-3]) + "..."
-	}
-	return dash(printable(s))
-}
-
-// printable escapes control characters other than newline and tab, so text
-// from a payload or an upstream's error cannot drive the terminal.
-func printable(s string) string {
-	if !strings.ContainsFunc(s, isUnsafeControl) {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		if isUnsafeControl(r) {
-			fmt.Fprintf(&b, "\\x%02x", r)
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
-func isUnsafeControl(r rune) bool {
-	return r != '\n' && r != '\t' && unicode.IsControl(r)
+	return dash(queue.SafeLine(s, n))
 }

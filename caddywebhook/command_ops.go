@@ -337,7 +337,7 @@ func (c *cli) showEvent(cmd *cobra.Command, _ []string) error {
 		}
 	}
 	if utf8.Valid(ev.Payload) {
-		fmt.Fprintf(c.out, "\npayload (%d bytes, text):\n%s\n", len(ev.Payload), printable(string(ev.Payload)))
+		fmt.Fprintf(c.out, "\npayload (%d bytes, text):\n%s\n", len(ev.Payload), queue.SafeText(string(ev.Payload), 0))
 	} else {
 		fmt.Fprintf(c.out, "\npayload (%d bytes, base64, not UTF-8):\n%s\n", len(ev.Payload), base64.StdEncoding.EncodeToString(ev.Payload))
 	}

@@ -78,6 +78,7 @@ const (
 	noticeSampleJobs = 10
 	// noticeErrorLen bounds a notice's last error, in bytes: enough for
 	// an upstream's status and message, small enough for a chat line.
+	// The error is made one line by queue.SafeLine.
 	noticeErrorLen = 256
 )
 
@@ -189,7 +190,7 @@ func (n *notifier) JobDead(job *queue.Job, c queue.Completion) {
 		if len(nt.JobIDs) < noticeSampleJobs {
 			nt.JobIDs = append(nt.JobIDs, job.ID)
 		}
-		nt.LastError = truncate(c.Error, noticeErrorLen)
+		nt.LastError = queue.SafeLine(c.Error, noticeErrorLen)
 	})
 }
 

@@ -131,7 +131,7 @@ func TestNotifierAggregatesDeadJobs(t *testing.T) {
 	want := []notice{
 		{Type: noticeJobDead, Source: "gh", Target: "http", Count: 3,
 			FirstAt: notifyT0, LastAt: notifyT0.Add(20 * time.Second),
-			JobIDs: []int64{1, 2, 3}, LastError: truncate(long, noticeErrorLen)},
+			JobIDs: []int64{1, 2, 3}, LastError: queue.SafeLine(long, noticeErrorLen)},
 		{Type: noticeJobDead, Source: "gh", Target: "exec", Count: 1,
 			FirstAt: notifyT0.Add(30 * time.Second), LastAt: notifyT0.Add(30 * time.Second),
 			JobIDs: []int64{4}, LastError: "exit status 1"},
@@ -139,7 +139,7 @@ func TestNotifierAggregatesDeadJobs(t *testing.T) {
 	if gotJSON, wantJSON := noticeJSON(t, got), noticeJSON(t, want); gotJSON != wantJSON {
 		t.Errorf("notices\n got %s\nwant %s", gotJSON, wantJSON)
 	}
-	if len(got) > 0 && len(got[0].LastError) > noticeErrorLen+len("…") {
+	if len(got) > 0 && len(got[0].LastError) > noticeErrorLen {
 		t.Errorf("last error of %d bytes, want at most %d", len(got[0].LastError), noticeErrorLen)
 	}
 

@@ -164,6 +164,6 @@ func (h *tailHub) publishDelivery(job *queue.Job, word string, d time.Duration, 
 		JobID:      job.ID,
 		Attempt:    job.Attempt,
 		DurationMS: float64(d.Microseconds()) / 1000,
-		Error:      truncate(errText, maxLoggedError),
+		Error:      queue.SafeLine(errText, maxLoggedError),
 	})
 }

@@ -15,8 +15,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -349,18 +347,19 @@ func (t *ExecTarget) Deliver(ctx context.Context, job *queue.Job) error {
 
 // failure builds the error text "<what>: <output tail>", trimming the tail
 // from the front so the whole text fits in a job's last error and the
-// program's last words survive.
+// program's last words survive. The output goes through queue.SafeText,
+// which keeps its lines and drops the rune the ring may have cut at the
+// start, so an escape sequence or a NUL in it cannot reach a terminal, a
+// log or the store.
 func (t *ExecTarget) failure(what string, out *execTail) error {
-	tail := redactSecrets(execPrintable(out.Bytes()), t.redact)
+	tail := redactSecrets(queue.SafeText(string(out.Bytes()), 0), t.redact)
 	if tail == "" {
 		return errors.New(what)
 	}
 	room := max(queue.MaxErrorLen-len(what)-len(": "), 0)
 	if len(tail) > room {
-		tail = tail[len(tail)-room:]
-		for len(tail) > 0 && !utf8.RuneStart(tail[0]) {
-			tail = tail[1:]
-		}
+		// SafeText again drops the rune this cut may split.
+		tail = queue.SafeText(tail[len(tail)-room:], 0)
 	}
 	return errors.New(what + ": " + tail)
 }
@@ -419,34 +418,6 @@ func (w *execTail) Bytes() []byte {
 		return slices.Clone(w.buf[:w.next])
 	}
 	return append(slices.Clone(w.buf[w.next:]), w.buf[:w.next]...)
-}
-
-// execPrintable makes a program's output safe to store and show: lines and
-// tabs are kept, other control characters and invalid UTF-8 become U+FFFD,
-// a rune cut by the ring at the start is dropped, and surrounding
-// whitespace is trimmed.
-func execPrintable(b []byte) string {
-	for len(b) > 0 && !utf8.RuneStart(b[0]) {
-		b = b[1:]
-	}
-	var sb strings.Builder
-	sb.Grow(len(b))
-	for len(b) > 0 {
-		r, size := utf8.DecodeRune(b)
-		b = b[size:]
-		switch {
-		case r == utf8.RuneError && size <= 1:
-			sb.WriteRune(utf8.RuneError)
-		case r == '\n' || r == '\t':
-			sb.WriteRune(r)
-		case r == '\r':
-		case unicode.IsPrint(r) || unicode.IsSpace(r):
-			sb.WriteRune(r)
-		default:
-			sb.WriteRune(utf8.RuneError)
-		}
-	}
-	return strings.TrimSpace(sb.String())
 }
 
 // UnmarshalCaddyfile sets up the target from Caddyfile tokens. The dispenser

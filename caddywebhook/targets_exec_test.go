@@ -319,6 +319,24 @@ func TestExecTargetOutputRedactsEnv(t *testing.T) {
 	}
 }
 
+// TestExecTargetOutputMadeSafe: a program that prints escape sequences,
+// NUL, carriage returns and invalid UTF-8 cannot get them into the job's
+// last error, which the CLI prints and the logs carry; its lines stay (a
+// log field and a table cell make them one line with queue.SafeLine).
+func TestExecTargetOutputMadeSafe(t *testing.T) {
+	tgt := execTestSetup(t, &ExecTarget{
+		Command: "sh",
+		Args:    []string{"-c", `printf 'ok\033[2J\000\r\nINFO forged line\377' >&2; exit 1`},
+	})
+	err := tgt.Deliver(t.Context(), targetTestJob("exec"))
+	if err == nil {
+		t.Fatal("Deliver succeeded; the program exits 1")
+	}
+	if want := "exit status 1: ok\uFFFD[2J\uFFFD\nINFO forged line\uFFFD"; err.Error() != want {
+		t.Errorf("error = %q, want %q", err, want)
+	}
+}
+
 func TestExecTargetOutputTailBounded(t *testing.T) {
 	tgt := execTestSetup(t, &ExecTarget{Command: execTestProgram(t, "target_flood.sh")})
 	err := tgt.Deliver(t.Context(), targetTestJob("exec"))

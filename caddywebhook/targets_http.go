@@ -16,8 +16,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -315,7 +313,7 @@ func (t *HTTPTarget) Deliver(ctx context.Context, job *queue.Job) error {
 	head, _ := io.ReadAll(io.LimitReader(resp.Body, httpErrorBodyLen))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, httpDrainLen))
 	msg := fmt.Sprintf("upstream answered %d", resp.StatusCode)
-	if text := t.scrub(httpPrintable(head)); text != "" {
+	if text := t.scrub(queue.SafeLine(string(head), 0)); text != "" {
 		msg += ": " + text
 	}
 	failure := errors.New(msg)
@@ -343,7 +341,7 @@ func (t *HTTPTarget) networkError(parent, attempt context.Context, err error) er
 	if errors.As(err, &uerr) {
 		err = uerr.Err
 	}
-	return fmt.Errorf("post to upstream: %s", t.scrub(httpPrintable([]byte(err.Error()))))
+	return fmt.Errorf("post to upstream: %s", t.scrub(queue.SafeLine(err.Error(), 0)))
 }
 
 // httpURLSecrets returns the parts of the upstream URL that may be
@@ -447,32 +445,6 @@ func httpSign(secret, id string, ts time.Time, payload []byte) (http.Header, err
 		ID:        id,
 		Timestamp: ts,
 	})
-}
-
-// httpPrintable turns bytes from an upstream into one line of printable
-// text: whitespace becomes a space, other control characters and invalid
-// UTF-8 become U+FFFD, and an incomplete rune at the end is dropped.
-func httpPrintable(b []byte) string {
-	var sb strings.Builder
-	sb.Grow(len(b))
-	for len(b) > 0 {
-		r, size := utf8.DecodeRune(b)
-		if r == utf8.RuneError && size <= 1 && !utf8.FullRune(b) {
-			break // cut off by the length limit
-		}
-		b = b[size:]
-		switch {
-		case r == utf8.RuneError && size <= 1:
-			sb.WriteRune(utf8.RuneError)
-		case unicode.IsSpace(r):
-			sb.WriteByte(' ')
-		case unicode.IsPrint(r):
-			sb.WriteRune(r)
-		default:
-			sb.WriteRune(utf8.RuneError)
-		}
-	}
-	return strings.TrimSpace(sb.String())
 }
 
 // httpValidHeaderValue reports whether v can be sent as a header value, by

@@ -146,13 +146,15 @@ type Completion struct {
 	Fence    int64     // the claim's Job.Fence
 	Status   Status    // StatusDone, StatusPending (retry at RunAt) or StatusDead
 	RunAt    time.Time // next attempt, for StatusPending
-	Error    string    // last error; stored truncated to MaxErrorLen bytes
+	Error    string    // last error; stored as SafeText(Error, MaxErrorLen)
 	Started  time.Time // attempt start, for the history
 	Duration time.Duration
 	Now      time.Time
 }
 
-// MaxErrorLen bounds a job's stored last error, in bytes.
+// MaxErrorLen bounds a job's stored last error, in bytes. A store keeps
+// SafeText(Completion.Error, MaxErrorLen): lines kept, control bytes and
+// invalid UTF-8 (which PostgreSQL's text refuses) replaced, cut with TextCut.
 const MaxErrorLen = 2048
 
 // MaxHistory bounds the attempt history kept per job.

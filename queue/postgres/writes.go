@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/caddywebhook/caddywebhook/queue"
 	"github.com/caddywebhook/caddywebhook/queue/storekit"
@@ -509,24 +507,10 @@ func (a *finishArgs) add(c *queue.Completion, now time.Time) {
 	a.owners = append(a.owners, c.Owner)
 	a.statuses = append(a.statuses, string(c.Status))
 	a.runAts = append(a.runAts, ms(runAt))
-	a.errs = append(a.errs, cleanError(c.Error))
+	a.errs = append(a.errs, queue.SafeText(c.Error, queue.MaxErrorLen))
 	a.ats = append(a.ats, ms(at))
 	a.starteds = append(a.starteds, ms(c.Started))
 	a.durations = append(a.durations, int64(c.Duration))
-}
-
-// cleanError makes an error text storable in a text column and bounds
-// it: PostgreSQL's text holds neither NUL nor invalid UTF-8, and an error
-// may carry anything (an exec target's output tail). Such bytes become
-// U+FFFD; the result is cut as storekit.TruncateError cuts.
-func cleanError(s string) string {
-	if !utf8.ValidString(s) {
-		s = strings.ToValidUTF8(s, "\uFFFD")
-	}
-	if strings.IndexByte(s, 0) >= 0 {
-		s = strings.ReplaceAll(s, "\x00", "\uFFFD")
-	}
-	return storekit.TruncateError(s)
 }
 
 // HandBack returns the jobs of claims still held by owner to pending, due

@@ -87,13 +87,22 @@ func testHistory(t *testing.T, s queue.Store) {
 	}
 }
 
+// testTruncate proves a store keeps queue.SafeText of an error: cut to
+// queue.MaxErrorLen bytes on a rune boundary, and with NUL, control bytes
+// and invalid UTF-8 replaced (PostgreSQL's text refuses NUL and invalid
+// UTF-8; an exec target's output may hold any of them).
 func testTruncate(t *testing.T, s queue.Store) {
 	tests := []struct {
 		name string
 		msg  string
+		want string
 	}{
-		{"ascii", strings.Repeat("x", 3*queue.MaxErrorLen)},
-		{"multibyte at the boundary", "x" + strings.Repeat("é", queue.MaxErrorLen)},
+		{"ascii", strings.Repeat("x", 3*queue.MaxErrorLen),
+			strings.Repeat("x", queue.MaxErrorLen-len(queue.TextCut)) + queue.TextCut},
+		{"multibyte at the boundary", "x" + strings.Repeat("é", queue.MaxErrorLen),
+			"x" + strings.Repeat("é", (queue.MaxErrorLen-len(queue.TextCut)-1)/2) + queue.TextCut},
+		{"NUL, escape and invalid UTF-8", "exit 1: \x00\xff \x1b[2J tail\r\nline two",
+			"exit 1: \uFFFD\uFFFD \uFFFD[2J tail\nline two"},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -101,9 +110,9 @@ func testTruncate(t *testing.T, s queue.Store) {
 			j := claimOne(t, s, "w")
 			finish(t, s, dead(j, tt.msg))
 			d := get(t, s, j.ID)
-			if len(d.LastError) > queue.MaxErrorLen || len(d.LastError) < queue.MaxErrorLen-3 ||
-				!strings.HasPrefix(tt.msg, d.LastError) || !utf8.ValidString(d.LastError) {
-				t.Errorf("stored error of %d bytes (valid UTF-8: %v), want a prefix of at most %d", len(d.LastError), utf8.ValidString(d.LastError), queue.MaxErrorLen)
+			if d.LastError != tt.want {
+				t.Errorf("stored error of %d bytes (valid UTF-8: %v) %.40q…, want %d bytes %.40q…",
+					len(d.LastError), utf8.ValidString(d.LastError), d.LastError, len(tt.want), tt.want)
 			}
 			if len(d.History) != 1 || d.History[0].Error != d.LastError {
 				t.Errorf("history error is not the truncated error")

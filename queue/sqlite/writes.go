@@ -431,7 +431,7 @@ func (w *writer) finish(r *request, now time.Time) error {
 	for i := range r.cs {
 		c := &r.cs[i]
 		at, runAt := storekit.Times(c, now)
-		msg := storekit.TruncateError(c.Error)
+		msg := queue.SafeText(c.Error, queue.MaxErrorLen)
 		res, err := w.st.finish.Exec(string(c.Status), ms(runAt), msg, ms(at), c.JobID, c.Owner, c.Fence)
 		if err != nil {
 			return fmt.Errorf("finish job %d: %w", c.JobID, err)

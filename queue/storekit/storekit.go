@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-	"unicode/utf8"
 
 	"github.com/caddywebhook/caddywebhook/queue"
 )
@@ -74,19 +73,6 @@ func Times(c *queue.Completion, now time.Time) (at, runAt time.Time) {
 		runAt = at
 	}
 	return at, runAt
-}
-
-// TruncateError cuts s to at most queue.MaxErrorLen bytes without splitting
-// a UTF-8 sequence.
-func TruncateError(s string) string {
-	n := queue.MaxErrorLen
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 // PageSize checks p and returns the number of jobs a page holds: p.Limit,

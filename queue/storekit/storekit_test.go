@@ -84,16 +84,3 @@ func TestCompletionTimes(t *testing.T) {
 		})
 	}
 }
-
-func TestTruncateError(t *testing.T) {
-	short := "boom"
-	if got := storekit.TruncateError(short); got != short {
-		t.Errorf("TruncateError(%q) = %q", short, got)
-	}
-	// A two-byte character straddles the limit: it is dropped whole.
-	long := strings.Repeat("a", queue.MaxErrorLen-1) + "é" + "tail"
-	got := storekit.TruncateError(long)
-	if want := strings.Repeat("a", queue.MaxErrorLen-1); got != want {
-		t.Errorf("TruncateError cut to %d bytes, want %d", len(got), len(want))
-	}
-}
