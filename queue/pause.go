@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"slices"
 	"time"
 )
 
@@ -37,13 +38,14 @@ type Pause struct {
 
 // Pauses is a set of pauses, for a pool's PoolConfig.Paused.
 type Pauses struct {
+	list    []Pause
 	sources map[string]bool // whole sources paused
 	routes  map[Route]bool  // single targets paused
 }
 
 // NewPauses returns the set of ps.
 func NewPauses(ps []Pause) *Pauses {
-	s := &Pauses{sources: make(map[string]bool), routes: make(map[Route]bool)}
+	s := &Pauses{list: slices.Clone(ps), sources: make(map[string]bool), routes: make(map[Route]bool)}
 	for _, p := range ps {
 		if p.Target == "" {
 			s.sources[p.Source] = true
@@ -65,3 +67,11 @@ func (s *Pauses) Paused(r Route) bool {
 
 // Empty reports whether the set pauses nothing.
 func (s *Pauses) Empty() bool { return s == nil || len(s.sources)+len(s.routes) == 0 }
+
+// List returns a copy of the pauses the set was made of.
+func (s *Pauses) List() []Pause {
+	if s == nil {
+		return nil
+	}
+	return slices.Clone(s.list)
+}

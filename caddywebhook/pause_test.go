@@ -1,0 +1,77 @@
+package caddywebhook
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/caddywebhook/caddywebhook/queue"
+)
+
+// TestAdminPause drives POST /webhook/pause and /webhook/resume step by
+// step: what each answers, what stats mark paused, and the app's pause set
+// the pool reads, which each change refreshes at once.
+func TestAdminPause(t *testing.T) {
+	f := setupAdmin(t)
+	f.addJob(t, jobSpec{source: "github", target: "http", status: queue.StatusPending})
+	f.addJob(t, jobSpec{source: "github", target: "exec", status: queue.StatusPending})
+	f.addJob(t, jobSpec{source: "stripe", target: "http", status: queue.StatusPending})
+	set := newPauseSet(f.store, zap.NewNop())
+	setActiveQueue(f.owner, f.store, 24*time.Hour, adminRoutes, set)
+
+	ghHTTP, ghExec, stripe := queue.Route{Source: "github", Target: "http"}, queue.Route{Source: "github", Target: "exec"}, queue.Route{Source: "stripe", Target: "http"}
+	steps := []struct {
+		name       string
+		method     string
+		path       string
+		status     int
+		paused     bool          // the response's paused, for a 200
+		pausedSet  []queue.Route // the routes the pool now leaves out
+		statsMarks []queue.Route // the stats counts marked paused
+	}{
+		{"pause a target", http.MethodPost, "/webhook/pause?source=github&target=http", 200, true, []queue.Route{ghHTTP}, []queue.Route{ghHTTP}},
+		{"pause the whole source", http.MethodPost, "/webhook/pause?source=github", 200, true, []queue.Route{ghHTTP, ghExec}, []queue.Route{ghHTTP, ghExec}},
+		{"resume a target of a paused source", http.MethodPost, "/webhook/resume?source=github&target=http", 200, true, []queue.Route{ghHTTP, ghExec}, []queue.Route{ghHTTP, ghExec}},
+		{"resume the source", http.MethodPost, "/webhook/resume?source=github", 200, false, nil, nil},
+		{"pause another source", http.MethodPost, "/webhook/pause?source=stripe", 200, true, []queue.Route{stripe}, []queue.Route{stripe}},
+		{"unknown source", http.MethodPost, "/webhook/pause?source=gitlab", 400, false, []queue.Route{stripe}, []queue.Route{stripe}},
+		{"unknown target", http.MethodPost, "/webhook/pause?source=github&target=gone", 400, false, []queue.Route{stripe}, []queue.Route{stripe}},
+		{"no source", http.MethodPost, "/webhook/pause", 400, false, []queue.Route{stripe}, []queue.Route{stripe}},
+		{"misspelt parameter", http.MethodPost, "/webhook/resume?sorce=stripe", 400, false, []queue.Route{stripe}, []queue.Route{stripe}},
+		{"GET is not allowed", http.MethodGet, "/webhook/pause?source=stripe", 405, false, []queue.Route{stripe}, []queue.Route{stripe}},
+		{"resume what is gone from the config", http.MethodPost, "/webhook/resume?source=gitlab", 200, false, []queue.Route{stripe}, []queue.Route{stripe}},
+		{"resume the last", http.MethodPost, "/webhook/resume?source=stripe", 200, false, nil, nil},
+	}
+	for _, st := range steps {
+		rec := f.do(t, st.method, st.path)
+		if rec.Code != st.status {
+			t.Fatalf("%s: status %d, want %d; body %s", st.name, rec.Code, st.status, rec.Body)
+		}
+		if st.status == http.StatusOK {
+			if resp := decode[pauseResponse](t, rec); resp.Paused != st.paused {
+				t.Errorf("%s: paused = %v, want %v", st.name, resp.Paused, st.paused)
+			}
+		}
+		for _, r := range adminRoutes {
+			want := false
+			for _, p := range st.pausedSet {
+				want = want || p == r
+			}
+			if got := set.paused(r); got != want {
+				t.Errorf("%s: pool sees %s/%s paused = %v, want %v", st.name, r.Source, r.Target, got, want)
+			}
+		}
+		stats := decode[statsResponse](t, f.do(t, http.MethodGet, "/webhook/stats"))
+		for _, c := range stats.Counts {
+			want := false
+			for _, p := range st.statsMarks {
+				want = want || (p.Source == c.Source && p.Target == c.Target)
+			}
+			if c.Paused != want {
+				t.Errorf("%s: stats mark %s/%s paused = %v, want %v", st.name, c.Source, c.Target, c.Paused, want)
+			}
+		}
+	}
+}
