@@ -311,11 +311,12 @@ func (c *cli) stats(_ *cobra.Command, _ []string) error {
 	}
 	type key struct{ source, target string }
 	rows := map[key]map[queue.Status]int64{}
-	unroutable := map[key]bool{}
+	unroutable, paused := map[key]bool{}, map[key]bool{}
 	var dead int64
 	for _, n := range st.Counts {
 		k := key{n.Source, n.Target}
 		unroutable[k] = n.Unroutable
+		paused[k] = n.Paused
 		if rows[k] == nil {
 			rows[k] = map[queue.Status]int64{}
 		}
@@ -343,6 +344,9 @@ func (c *cli) stats(_ *cobra.Command, _ []string) error {
 			if unroutable[k] {
 				target += " (unroutable)"
 			}
+			if paused[k] {
+				target += " (paused)"
+			}
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\n", cell(k.source, 0), target,
 				r[queue.StatusPending], r[queue.StatusRunning], r[queue.StatusDone], r[queue.StatusDead])
 		}
@@ -357,6 +361,9 @@ func (c *cli) stats(_ *cobra.Command, _ []string) error {
 		oldest = humanDuration(st.OldestPending)
 	}
 	fmt.Fprintf(c.out, "oldest pending: %s\n", oldest)
+	if len(st.Pauses) > 0 {
+		fmt.Fprintf(c.out, "%s (resume with `caddy webhook resume --source <name>`)\n", pauseLine(st.Pauses))
+	}
 	if dead > 0 {
 		fmt.Fprintf(c.out, "\n%d dead: see them with `caddy webhook list --status dead`, retry with `caddy webhook replay --all-dead`\n", dead)
 	}

@@ -2,6 +2,7 @@ package caddywebhook
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,6 +73,49 @@ func TestAdminPause(t *testing.T) {
 			if c.Paused != want {
 				t.Errorf("%s: stats mark %s/%s paused = %v, want %v", st.name, c.Source, c.Target, c.Paused, want)
 			}
+		}
+	}
+}
+
+// TestCLIPause runs caddy webhook pause, stats and resume in order
+// against the admin API, and the refusals.
+func TestCLIPause(t *testing.T) {
+	f, _ := setupCLI(t)
+	steps := []struct {
+		name string
+		args []string
+		want []string // substrings of the squeezed output
+	}{
+		{"pause a target", []string{"pause", "--source", "github", "--target", "http"}, []string{"github/http: paused", "paused: github/http"}},
+		{"stats mark it", []string{"stats"}, []string{"github | http (paused) |", "paused: github/http (resume with"}},
+		{"pause the source", []string{"pause", "--source", "github"}, []string{"github: paused", "paused: github (every target), github/http"}},
+		{"resume the target alone", []string{"resume", "--source", "github", "--target", "http"}, []string{"github/http: paused", "paused: github (every target)"}},
+		{"resume the source", []string{"resume", "--source", "github"}, []string{"github: delivering", "paused: nothing"}},
+	}
+	for _, st := range steps {
+		out := squeeze(f.cliOK(t, st.args...))
+		for _, w := range st.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s: output lacks %q:\n%s", st.name, w, out)
+			}
+		}
+	}
+	if out := squeeze(f.cliOK(t, "stats")); strings.Contains(out, "paused") {
+		t.Errorf("stats after the resume still mention a pause:\n%s", out)
+	}
+	errs := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no source", []string{"pause", "--target", "http"}, "--source is required"},
+		{"unknown source", []string{"pause", "--source", "gitlab"}, `"gitlab" is not a source of the running config (HTTP 400)`},
+		{"unknown target", []string{"pause", "--source", "github", "--target", "sms"}, `"sms" is not a target of source "github"`},
+	}
+	for _, tt := range errs {
+		res := f.cli(t, tt.args...)
+		if res.code != 1 || !strings.Contains(res.stderr+res.stdout, tt.want) {
+			t.Errorf("%s: exit %d, stderr %q; want 1 and %q", tt.name, res.code, res.stderr, tt.want)
 		}
 	}
 }
