@@ -27,14 +27,14 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "webhook",
-		Usage: "<stats|list|show|events|replay|resend|discard|purge|send|sign|tail> [--address <interface>] [--config <path> [--adapter <name>]] [--json]",
+		Usage: "<stats|list|show|events|replay|resend|discard|purge|send|sign|tail|pause|resume> [--address <interface>] [--config <path> [--adapter <name>]] [--json]",
 		Short: "Inspects the webhook queue of a running Caddy: stats, jobs, replay, discard, purge",
 		Long: `
 Talks to the webhook admin API (/webhook/ on Caddy's admin endpoint) of a
 running Caddy to look at the queue and repair it: see how many jobs are
 pending, running, done or dead for each source and target, list jobs, show
 one job with its last error, attempt history and payload, replay dead jobs,
-discard a job, and purge old done jobs.
+discard a job, purge old done jobs, and pause and resume delivery.
 
 The admin address is found as 'caddy reload' finds it: the --address flag
 if given; else the admin listener of the --config file (with --adapter if it
