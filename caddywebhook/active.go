@@ -19,6 +19,9 @@ type activeQueue struct {
 	// Routes are the (source, target) pairs of the running config; jobs
 	// of any other pair are unroutable: no worker takes them.
 	Routes []queue.Route
+	// pauses is the app's copy of the store's pauses, refreshed at once
+	// after the admin API changes them; nil when no pool runs.
+	pauses *pauseSet
 }
 
 // routable reports whether the running config delivers jobs of source to
@@ -29,10 +32,10 @@ func (q *activeQueue) routable(source, target string) bool {
 
 var active atomic.Pointer[activeQueue]
 
-// setActiveQueue makes owner's store, with its config's routes, the one
-// the admin API uses.
-func setActiveQueue(owner any, store queue.Store, retention time.Duration, routes []queue.Route) {
-	active.Store(&activeQueue{owner: owner, Store: store, Retention: retention, Routes: routes})
+// setActiveQueue makes owner's store, with its config's routes and its
+// pause set (nil if none), the one the admin API uses.
+func setActiveQueue(owner any, store queue.Store, retention time.Duration, routes []queue.Route, pauses *pauseSet) {
+	active.Store(&activeQueue{owner: owner, Store: store, Retention: retention, Routes: routes, pauses: pauses})
 }
 
 // clearActiveQueue forgets owner's store, unless another owner took over.

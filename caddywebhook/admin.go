@@ -175,6 +175,8 @@ type statsResponse struct {
 	// their (source, target) is not in the running config.
 	Unroutable        int64  `json:"unroutable"`
 	OldestPendingText string `json:"oldest_pending,omitempty"`
+	// Pauses are the paused sources and targets, also those with no job.
+	Pauses []queue.Pause `json:"pauses"`
 }
 
 // statsCount is one count of the stats; Unroutable marks a route the
@@ -184,6 +186,9 @@ type statsResponse struct {
 type statsCount struct {
 	queue.Count
 	Unroutable bool `json:"unroutable,omitempty"`
+	// Paused marks a route paused as a whole source or as one target:
+	// no worker claims its jobs until it is resumed.
+	Paused bool `json:"paused,omitempty"`
 }
 
 func (a *adminAPI) handleStats(w http.ResponseWriter, r *http.Request, q *activeQueue, _ int64) error {
@@ -191,9 +196,21 @@ func (a *adminAPI) handleStats(w http.ResponseWriter, r *http.Request, q *active
 	if err != nil {
 		return storeError(0, err)
 	}
-	resp := statsResponse{Stats: st, Counts: make([]statsCount, len(st.Counts))}
+	pauses, err := q.Store.ListPauses(r.Context())
+	if err != nil {
+		return storeError(0, err)
+	}
+	set := queue.NewPauses(pauses)
+	resp := statsResponse{Stats: st, Counts: make([]statsCount, len(st.Counts)), Pauses: pauses}
+	if resp.Pauses == nil {
+		resp.Pauses = []queue.Pause{}
+	}
 	for i, c := range st.Counts {
-		resp.Counts[i] = statsCount{Count: c, Unroutable: !q.routable(c.Source, c.Target)}
+		resp.Counts[i] = statsCount{
+			Count:      c,
+			Unroutable: !q.routable(c.Source, c.Target),
+			Paused:     set.Paused(queue.Route{Source: c.Source, Target: c.Target}),
+		}
 		if resp.Counts[i].Unroutable && c.Status == queue.StatusPending {
 			resp.Unroutable += c.Jobs
 		}

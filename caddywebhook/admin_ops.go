@@ -34,6 +34,7 @@ import (
 //	POST /webhook/jobs/{id}/resend     a done or dead job delivered again
 //	POST /webhook/send                 an event injected as if verified
 //	GET  /webhook/tail                 received events and attempts, live
+//	POST /webhook/pause, /webhook/resume  see pause.go
 
 // opsRoute maps the paths of these endpoints; ok is false for any other.
 func (a *adminAPI) opsRoute(parts []string) (route adminRoute, id int64, ok bool, err error) {
@@ -54,6 +55,10 @@ func (a *adminAPI) opsRoute(parts []string) (route adminRoute, id int64, ok bool
 		return adminRoute{methods: methods(http.MethodPost, a.handleResend)}, id, true, err
 	case len(parts) == 1 && parts[0] == "send":
 		return adminRoute{methods: methods(http.MethodPost, a.handleInject)}, 0, true, nil
+	case len(parts) == 1 && parts[0] == "pause":
+		return adminRoute{methods: methods(http.MethodPost, a.handlePause), params: []string{"source", "target"}}, 0, true, nil
+	case len(parts) == 1 && parts[0] == "resume":
+		return adminRoute{methods: methods(http.MethodPost, a.handleResume), params: []string{"source", "target"}}, 0, true, nil
 	case len(parts) == 1 && parts[0] == "tail":
 		return adminRoute{
 			methods: methods(http.MethodGet, a.handleTail),

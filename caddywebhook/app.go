@@ -118,6 +118,7 @@ type App struct {
 	pool     *queue.Pool
 	keeper   *queue.Housekeeper
 	notify   *notifier // nil without Notify
+	pauses   *pauseSet // nil without a pool
 
 	// receivers by source, for the admin API's injected events (ops.go)
 	receivers map[string]*Receiver
@@ -400,8 +401,15 @@ func (a *App) Start() error {
 		return fmt.Errorf("webhook: %w", err)
 	}
 
+	// The pauses are read before the pool's first claim, so a paused
+	// route stays paused across a restart from the first moment.
+	var pauses *pauseSet
 	var pool *queue.Pool
 	if n := a.workers(); n > 0 && len(routes) > 0 {
+		pauses = newPauseSet(store, a.logger)
+		if err := pauses.refresh(a.ctx); err != nil {
+			return fmt.Errorf("webhook: %w", err)
+		}
 		cfg := queue.PoolConfig{
 			Store:         store,
 			Handler:       router(handlers),
@@ -413,6 +421,7 @@ func (a *App) Start() error {
 			MaxRetryAfter: time.Duration(a.MaxRetryAfter),
 			ShutdownGrace: time.Duration(a.ShutdownGrace),
 			Routes:        routes,
+			Paused:        pauses.paused,
 			Observer:      obs,
 		}
 		if a.spec.claimAhead {
@@ -441,10 +450,13 @@ func (a *App) Start() error {
 	if notify != nil {
 		notify.Start(a.ctx)
 	}
+	if pauses != nil {
+		pauses.Start(a.ctx)
+	}
 	a.mu.Lock()
-	a.pool, a.keeper, a.notify = pool, keeper, notify
+	a.pool, a.keeper, a.notify, a.pauses = pool, keeper, notify, pauses
 	a.mu.Unlock()
-	setActiveQueue(a, store, a.retention(), routes)
+	setActiveQueue(a, store, a.retention(), routes, pauses)
 
 	fields := []zap.Field{zap.Int("routes", len(routes)), zap.Int("workers", a.workers())}
 	switch {
@@ -471,10 +483,14 @@ const stopMargin = 5 * time.Second
 // replaces this one; Cleanup releases it.
 func (a *App) Stop() error {
 	a.mu.Lock()
-	pool, keeper, notify := a.pool, a.keeper, a.notify
-	a.pool, a.keeper, a.notify = nil, nil, nil
+	pool, keeper, notify, pauses := a.pool, a.keeper, a.notify, a.pauses
+	a.pool, a.keeper, a.notify, a.pauses = nil, nil, nil, nil
 	a.mu.Unlock()
 	clearActiveQueue(a)
+	// A draining pool claims nothing more, so its pauses need no refresh.
+	if pauses != nil {
+		pauses.Stop()
+	}
 
 	grace := cmp.Or(time.Duration(a.ShutdownGrace), queue.DefaultShutdownGrace)
 	// Caddy has not cancelled a.ctx yet; WithoutCancel keeps it so should

@@ -27,14 +27,14 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "webhook",
-		Usage: "<stats|list|show|events|replay|resend|discard|purge|send|sign|tail> [--address <interface>] [--config <path> [--adapter <name>]] [--json]",
+		Usage: "<stats|list|show|events|replay|resend|discard|purge|send|sign|tail|pause|resume> [--address <interface>] [--config <path> [--adapter <name>]] [--json]",
 		Short: "Inspects the webhook queue of a running Caddy: stats, jobs, replay, discard, purge",
 		Long: `
 Talks to the webhook admin API (/webhook/ on Caddy's admin endpoint) of a
 running Caddy to look at the queue and repair it: see how many jobs are
 pending, running, done or dead for each source and target, list jobs, show
 one job with its last error, attempt history and payload, replay dead jobs,
-discard a job, and purge old done jobs.
+discard a job, purge old done jobs, and pause and resume delivery.
 
 The admin address is found as 'caddy reload' finds it: the --address flag
 if given; else the admin listener of the --config file (with --adapter if it
@@ -311,11 +311,12 @@ func (c *cli) stats(_ *cobra.Command, _ []string) error {
 	}
 	type key struct{ source, target string }
 	rows := map[key]map[queue.Status]int64{}
-	unroutable := map[key]bool{}
+	unroutable, paused := map[key]bool{}, map[key]bool{}
 	var dead int64
 	for _, n := range st.Counts {
 		k := key{n.Source, n.Target}
 		unroutable[k] = n.Unroutable
+		paused[k] = n.Paused
 		if rows[k] == nil {
 			rows[k] = map[queue.Status]int64{}
 		}
@@ -343,6 +344,9 @@ func (c *cli) stats(_ *cobra.Command, _ []string) error {
 			if unroutable[k] {
 				target += " (unroutable)"
 			}
+			if paused[k] {
+				target += " (paused)"
+			}
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\n", cell(k.source, 0), target,
 				r[queue.StatusPending], r[queue.StatusRunning], r[queue.StatusDone], r[queue.StatusDead])
 		}
@@ -357,6 +361,9 @@ func (c *cli) stats(_ *cobra.Command, _ []string) error {
 		oldest = humanDuration(st.OldestPending)
 	}
 	fmt.Fprintf(c.out, "oldest pending: %s\n", oldest)
+	if len(st.Pauses) > 0 {
+		fmt.Fprintf(c.out, "%s (resume with `caddy webhook resume --source <name>`)\n", pauseLine(st.Pauses))
+	}
 	if dead > 0 {
 		fmt.Fprintf(c.out, "\n%d dead: see them with `caddy webhook list --status dead`, retry with `caddy webhook replay --all-dead`\n", dead)
 	}

@@ -186,7 +186,83 @@ A reader too slow for the stream loses lines, and is told how many.
 	tail.Flags().String("target", "", "Only deliveries to this target")
 	tail.Flags().String("outcome", "", "Only lines with this outcome word")
 
-	cmd.AddCommand(events, resend, send, sign, tail)
+	cmd.AddCommand(events, resend, send, sign, tail, pauseCommand(run, true), pauseCommand(run, false))
+}
+
+// pauseCommand returns the pause subcommand, or resume.
+func pauseCommand(run cliRunner, pause bool) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "pause --source <name> [--target <name>]",
+		Short: "Pauses delivery to a target, or to every target of a source; receiving goes on",
+		Long: `
+Pauses delivery to one target of a source (--target), or to every target of
+the source. Receiving goes on: events are verified, stored and answered as
+always, and their jobs wait as pending. Paused jobs are not claimed, so no
+attempt is charged to them, until 'caddy webhook resume'. The pause is kept
+in the queue's database: it survives a restart and holds for every Caddy
+sharing a Postgres queue (within a second). 'caddy webhook stats' marks
+paused routes.
+`,
+		Example: `  caddy webhook pause --source stripe --target http
+  caddy webhook pause --source github`,
+		Args: noArgs,
+		RunE: run(func(c *cli, cmd *cobra.Command, _ []string) error { return c.pause(cmd, "/webhook/pause") }),
+	}
+	if !pause {
+		c.Use = "resume --source <name> [--target <name>]"
+		c.Short = "Resumes delivery paused with 'caddy webhook pause'"
+		c.Long = `
+Lifts a pause made with 'caddy webhook pause'; the waiting jobs are
+delivered at once. With --target, lifts the pause of that target alone
+(which stays paused while its whole source is); without it, lifts every
+pause of the source, the whole source's and each target's.
+`
+		c.Example = `  caddy webhook resume --source stripe --target http
+  caddy webhook resume --source github`
+		c.RunE = run(func(c *cli, cmd *cobra.Command, _ []string) error { return c.pause(cmd, "/webhook/resume") })
+	}
+	c.Flags().String("source", "", "The source (required)")
+	c.Flags().String("target", "", "Only this target of the source")
+	return c
+}
+
+// pause calls the pause or resume endpoint and says what holds now.
+func (c *cli) pause(cmd *cobra.Command, path string) error {
+	q := url.Values{}
+	flagQuery(cmd, q, map[string]string{"source": "source", "target": "target"})
+	if q.Get("source") == "" {
+		return errors.New("--source is required: the source to pause or resume (--target narrows it to one target)")
+	}
+	var resp pauseResponse
+	if ok, err := c.call(http.MethodPost, path+"?"+q.Encode(), &resp); !ok {
+		return err
+	}
+	name := cell(resp.Source, 0)
+	if resp.Target != "" {
+		name += "/" + cell(resp.Target, 0)
+	}
+	state := "delivering"
+	if resp.Paused {
+		state = "paused"
+	}
+	fmt.Fprintf(c.out, "%s: %s\n", name, state)
+	fmt.Fprintln(c.out, pauseLine(resp.Pauses))
+	return nil
+}
+
+// pauseLine says which pauses hold: "paused: github (every target), stripe/http".
+func pauseLine(ps []queue.Pause) string {
+	if len(ps) == 0 {
+		return "paused: nothing"
+	}
+	parts := make([]string, len(ps))
+	for i, p := range ps {
+		parts[i] = cell(p.Source, 0) + " (every target)"
+		if p.Target != "" {
+			parts[i] = cell(p.Source, 0) + "/" + cell(p.Target, 0)
+		}
+	}
+	return "paused: " + strings.Join(parts, ", ")
 }
 
 // showArgs accepts one job id, or none when an event is named by flags.

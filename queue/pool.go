@@ -94,6 +94,12 @@ type PoolConfig struct {
 	// Routes, when not nil, limits claims to these (source, target) pairs;
 	// see ClaimParams.Routes. Default: nil, any job.
 	Routes []Route
+	// Paused, when not nil, is asked before each claim about each of
+	// Routes: the claim leaves out a route it reports paused, so a paused
+	// route's jobs are neither charged an attempt nor read by the claim
+	// (see PauseStore). It needs Routes, must be fast and safe for
+	// concurrent use. Default: nil, nothing paused.
+	Paused func(Route) bool
 	// Observer receives events for metrics and logs. Default: NopObserver.
 	Observer Observer
 	// Now is the clock for timestamps written to the store (claims, leases,
@@ -130,6 +136,7 @@ type Pool struct {
 	grace   time.Duration
 	margin  time.Duration // self-fencing: a run is cancelled this long before its lease can end
 	routes  []Route
+	paused  func(Route) bool // PoolConfig.Paused
 	// storeClock is set when no Now was configured: claims and extensions
 	// then let the store time leases with its own clock.
 	storeClock bool
@@ -203,6 +210,8 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 		return nil, fmt.Errorf("new pool: ShutdownGrace is %s, must not be negative", cfg.ShutdownGrace)
 	case cfg.ClaimAhead < 0:
 		return nil, fmt.Errorf("new pool: ClaimAhead is %d, must not be negative", cfg.ClaimAhead)
+	case cfg.Paused != nil && cfg.Routes == nil:
+		return nil, errors.New("new pool: Paused needs Routes, the routes it may leave out")
 	}
 	owner := cfg.Owner
 	if owner == "" {
@@ -229,6 +238,7 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 		poll:     cmp.Or(cfg.PollInterval, DefaultPollInterval),
 		grace:    cmp.Or(cfg.ShutdownGrace, DefaultShutdownGrace),
 		routes:   cfg.Routes,
+		paused:   cfg.Paused,
 		running:  make(map[int64]*run),
 		freed:    make(chan struct{}, 1),
 		stopping: make(chan struct{}),

@@ -103,6 +103,28 @@ func (p *Pool) runOnce(ctx context.Context) (int, error) {
 	return n, err
 }
 
+// claimRoutes returns the routes the next claim may read: Routes without
+// the paused ones. With nothing paused it is Routes itself, no copy.
+func (p *Pool) claimRoutes() []Route {
+	if p.paused == nil {
+		return p.routes
+	}
+	for i, r := range p.routes {
+		if p.paused(r) {
+			// An empty, non-nil list claims nothing (ClaimParams.Routes).
+			out := make([]Route, i, len(p.routes))
+			copy(out, p.routes[:i])
+			for _, r := range p.routes[i+1:] {
+				if !p.paused(r) {
+					out = append(out, r)
+				}
+			}
+			return out
+		}
+	}
+	return p.routes
+}
+
 func (p *Pool) claim(ctx context.Context) (claimed, limit int, err error) {
 	limit = p.room()
 	if limit <= 0 {
@@ -120,7 +142,7 @@ func (p *Pool) claim(ctx context.Context) (claimed, limit int, err error) {
 		Limit:  limit,
 		Lease:  p.lease,
 		Now:    p.storeNow(),
-		Routes: p.routes,
+		Routes: p.claimRoutes(),
 	})
 	if err != nil {
 		return 0, limit, fmt.Errorf("claim jobs: %w", err)

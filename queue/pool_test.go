@@ -192,6 +192,7 @@ func TestNewPoolValidates(t *testing.T) {
 		{"negative max retry-after", queue.PoolConfig{Store: s, Handler: h, MaxRetryAfter: -1}, "MaxRetryAfter"},
 		{"negative grace", queue.PoolConfig{Store: s, Handler: h, ShutdownGrace: -1}, "ShutdownGrace"},
 		{"negative claim ahead", queue.PoolConfig{Store: s, Handler: h, ClaimAhead: -1}, "ClaimAhead"},
+		{"paused without routes", queue.PoolConfig{Store: s, Handler: h, Paused: func(queue.Route) bool { return true }}, "Routes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

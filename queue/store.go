@@ -310,6 +310,9 @@ type Store interface {
 	// EventStore: events, lookups by delivery id, resend (events.go).
 	EventStore
 
+	// PauseStore: paused sources and targets (pause.go).
+	PauseStore
+
 	// Ready receives a value after a commit that made work ready (an
 	// enqueue, replay or hand-back), so an idle pool in this process wakes at
 	// once. It is buffered: a missed signal is never lost, only merged.

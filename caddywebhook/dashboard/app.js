@@ -352,7 +352,9 @@
               !readOnly && el('td', {}, g.dead > 0 && el('button', {
                 type: 'button', class: 'small', 'data-action': 'replay-dead',
                 onclick: () => bulkReplay(g.source, g.target, g.dead),
-              }, `Replay ${g.dead} dead`)));
+              }, `Replay ${g.dead} dead`),
+              // Pause and resume, where the stats say the plugin has them.
+              st.pauses && pauseButton(g, st.pauses.some((p) => p.source === g.source && !p.target))));
           }))));
       },
     };
@@ -374,6 +376,29 @@
     if (flow.circuit && flow.circuit !== 'closed') out.push(el('span', { class: 'badge s-circuit' }, 'circuit ' + flow.circuit));
     if (out.length === 0) out.push(el('span', { class: 'muted' }, 'running'));
     return out;
+  }
+
+  // pauseButton pauses the row's target, or resumes it: the whole source
+  // when that is what is paused (a target stays paused while its source
+  // is). Receiving goes on while paused.
+  function pauseButton(g, wholeSource) {
+    const q = new URLSearchParams({ source: g.source });
+    if (g.flow.paused) {
+      if (!wholeSource) q.set('target', g.target);
+      const what = wholeSource ? `every target of ${g.source}` : `${g.source} → ${g.target}`;
+      return el('button', {
+        type: 'button', class: 'small', 'data-action': 'resume',
+        onclick: () => act('Resume ' + what, 'POST', 'resume?' + q),
+      }, wholeSource ? `Resume ${g.source}` : 'Resume');
+    }
+    q.set('target', g.target);
+    return el('button', {
+      type: 'button', class: 'small secondary', 'data-action': 'pause',
+      onclick: () => {
+        if (!confirm(`Pause deliveries to ${g.source} → ${g.target}? Events are still received and wait until you resume.`)) return;
+        act(`Pause ${g.source} → ${g.target}`, 'POST', 'pause?' + q);
+      },
+    }, 'Pause');
   }
 
   // bulkReplay replays the dead jobs of a source and target (empty: all);

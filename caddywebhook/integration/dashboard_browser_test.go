@@ -246,6 +246,37 @@ func TestDashboard(t *testing.T) {
 		})()`)
 		b.shot(t, "overview")
 	})
+
+	// Pause a target from its overview row: an event received meanwhile
+	// waits, pending and uncharged; Resume delivers it.
+	t.Run("pause_resume", func(t *testing.T) {
+		row := `#overview-table tr[data-source="github"][data-target="http"]`
+		b.do(t, chromedp.Evaluate[chromedp.Void](`window.confirm = () => true`))
+		b.do(t, chromedp.Click(chromedp.CSS(row+` button[data-action="pause"]`)))
+		b.waitJS(t, "the row shows paused and offers Resume", `(() => {
+			const r = document.querySelector('`+row+`');
+			return !!r && !!r.querySelector('.badge.s-paused') && !!r.querySelector('button[data-action="resume"]');
+		})()`)
+		sendGitHub(t, c, "dash-paused-1", "push")
+		b.waitJS(t, "the event waits as pending", `(() => {
+			const r = document.querySelector('`+row+`');
+			return !!r && r.querySelector('.c-pending').textContent === '1';
+		})()`)
+		if js := c.jobsFor(t, "github", "dash-paused-1"); len(js) != 1 || js[0].Status != "pending" || js[0].Attempts != 0 {
+			t.Errorf("while paused the job is %s, want pending with no attempt", rowsString(js))
+		}
+		if ds := up.forKey("dash-paused-1"); len(ds) != 0 {
+			t.Errorf("dash-paused-1 reached the upstream while paused: %s", summarize(ds))
+		}
+		b.shot(t, "paused")
+		b.do(t, chromedp.Click(chromedp.CSS(row+` button[data-action="resume"]`)))
+		up.waitAnswered(t, "dash-paused-1", http.StatusOK, 1)
+		b.waitJS(t, "the row is no longer paused and counts 5 done", `(() => {
+			const r = document.querySelector('`+row+`');
+			return !!r && !r.querySelector('.badge.s-paused') && !!r.querySelector('button[data-action="pause"]') &&
+				r.querySelector('.c-done').textContent === '5';
+		})()`)
+	})
 }
 
 // chromiumPath finds the browser: CADDYWEBHOOK_CHROMIUM, or Debian's

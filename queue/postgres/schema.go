@@ -188,6 +188,17 @@ REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION count_even
 CREATE TRIGGER events_count_delete AFTER DELETE ON events
 REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION count_events_deleted();
 `,
+	// Version 5 (issue 14, item 3): pauses. target '' pauses every target
+	// of the source. Pools read the whole table every second or so, so it
+	// stays a handful of rows.
+	`
+CREATE TABLE pauses (
+	source    text        NOT NULL,
+	target    text        NOT NULL, -- '' for the whole source
+	paused_at timestamptz NOT NULL,
+	PRIMARY KEY (source, target)
+);
+`,
 }
 
 // schemaVersion is the version this build writes.

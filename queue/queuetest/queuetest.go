@@ -18,8 +18,8 @@
 // across replays), purge.go, reads.go (stats, listing, one job), events.go
 // (events, lookups by delivery id, resend, a job added to an event),
 // lifecycle.go (the ready signal, close), workers.go (many workers at
-// once), bulk.go (bulk replay and discard in chunks) and counts.go (Stats
-// against a full count).
+// once), bulk.go (bulk replay and discard in chunks), counts.go (Stats
+// against a full count) and pause.go (paused sources and targets).
 package queuetest
 
 import (
@@ -67,6 +67,8 @@ func Run(t *testing.T, open func(t *testing.T) queue.Store) {
 		{"list/event filters", testListJobsFilters},
 		{"resend", testResend},
 		{"events/add job", testAddJob},
+		{"pause/set and lift", testPauses},
+		{"pause/claims leave paused routes out", testPausedClaims},
 		{"ready", testReady},
 		{"close", testClose},
 		{"concurrent workers", testWorkers},

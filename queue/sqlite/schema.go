@@ -137,6 +137,17 @@ CREATE TRIGGER events_count_delete AFTER DELETE ON events BEGIN
 	UPDATE event_count SET events = events - 1 WHERE id = 1;
 END;
 `,
+	// Version 5 (issue 14, item 3): pauses. target '' pauses every target
+	// of the source. Pools read the whole table every second or so, so it
+	// stays a handful of rows.
+	`
+CREATE TABLE pauses (
+	source    TEXT    NOT NULL,
+	target    TEXT    NOT NULL, -- '' for the whole source
+	paused_at INTEGER NOT NULL,
+	PRIMARY KEY (source, target)
+) WITHOUT ROWID;
+`,
 }
 
 // schemaVersion is the version this build writes.

@@ -110,3 +110,22 @@ func SetOldestPending(st *queue.Stats, oldest map[queue.Route]time.Time, now tim
 		}
 	}
 }
+
+// CheckPause returns an error if Pause or Resume cannot take source: a
+// pause always names its source. Every Store's Pause and Resume start
+// with it.
+func CheckPause(op, source string) error {
+	if source == "" {
+		return fmt.Errorf("%s: a source is required", op)
+	}
+	return nil
+}
+
+// PauseName names a pause in an error: "source github" for a whole
+// source, "github/ci" for one target.
+func PauseName(source, target string) string {
+	if target == "" {
+		return "source " + source
+	}
+	return source + "/" + target
+}
