@@ -136,7 +136,7 @@ func (s *Store) ListEvents(ctx context.Context, p queue.EventListParams) (queue.
 		events = make([]queue.EventSummary, 0, limit+1)
 		for rows.Next() {
 			var e queue.EventSummary
-			if err := rows.Scan(&e.ID, &e.Source, &e.DeliveryID, &e.EventType, &e.CreatedAt); err != nil {
+			if err := scanEvent(rows, &e); err != nil {
 				rows.Close()
 				return err
 			}
@@ -154,18 +154,17 @@ func (s *Store) ListEvents(ctx context.Context, p queue.EventListParams) (queue.
 	return storekit.TrimEventPage(events, limit), nil
 }
 
+// scanEvent scans eventCols, followed by extra destinations.
+func scanEvent(row pgx.Row, e *queue.EventSummary, extra ...any) error {
+	return row.Scan(append([]any{&e.ID, &e.Source, &e.DeliveryID, &e.EventType, &e.CreatedAt}, extra...)...)
+}
+
 // readEventJobs fills the jobs of events in one statement.
 func readEventJobs(ctx context.Context, tx pgx.Tx, events []queue.EventSummary) error {
 	if len(events) == 0 {
 		return nil
 	}
-	ids := make([]int64, len(events))
-	at := make(map[int64]int, len(events))
-	for i := range events {
-		ids[i] = events[i].ID
-		at[events[i].ID] = i
-		events[i].Jobs = []queue.EventJob{}
-	}
+	ids, add := storekit.EventJobs(events)
 	rows, err := tx.Query(ctx, sqlEventJobs, ids)
 	if err != nil {
 		return err
@@ -173,9 +172,7 @@ func readEventJobs(ctx context.Context, tx pgx.Tx, events []queue.EventSummary) 
 	var eventID int64
 	var j queue.EventJob
 	_, err = pgx.ForEachRow(rows, []any{&eventID, &j.ID, &j.Target, &j.Status, &j.Attempts}, func() error {
-		if i, ok := at[eventID]; ok {
-			events[i].Jobs = append(events[i].Jobs, j)
-		}
+		add(eventID, j)
 		return nil
 	})
 	return err
@@ -203,18 +200,15 @@ func (s *Store) readEvent(ctx context.Context, query string, args ...any) (queue
 	var d queue.EventDetail
 	err := s.readTx(ctx, func(tx pgx.Tx) error {
 		var hdr []byte
-		err := tx.QueryRow(ctx, query, args...).Scan(&d.ID, &d.Source, &d.DeliveryID, &d.EventType, &d.CreatedAt, &hdr, &d.Payload)
+		err := scanEvent(tx.QueryRow(ctx, query, args...), &d.EventSummary, &hdr, &d.Payload)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return queue.ErrEventNotFound
 		}
 		if err != nil {
 			return err
 		}
-		if d.Headers, err = storekit.DecodeHeaders(hdr); err != nil {
+		if d.Headers, d.Payload, err = storekit.DecodeStored(hdr, d.Payload); err != nil {
 			return err
-		}
-		if d.Payload == nil {
-			d.Payload = []byte{}
 		}
 		events := []queue.EventSummary{d.EventSummary}
 		if err := readEventJobs(ctx, tx, events); err != nil {
@@ -238,25 +232,5 @@ func (s *Store) listJobsFiltered(ctx context.Context, p queue.ListParams, limit 
 		query = sqlListJobsByDelivery
 		args = append(args, p.DeliveryID)
 	}
-	var jobs []queue.JobSummary
-	err := s.readTx(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, query, args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		jobs = make([]queue.JobSummary, 0, limit+1)
-		for rows.Next() {
-			var j queue.JobSummary
-			if err := scanSummary(rows, &j); err != nil {
-				return err
-			}
-			jobs = append(jobs, j)
-		}
-		return rows.Err()
-	})
-	if err != nil {
-		return queue.JobPage{}, s.readFail("list jobs", err)
-	}
-	return storekit.TrimPage(jobs, limit), nil
+	return s.listJobs(ctx, limit, query, args...)
 }

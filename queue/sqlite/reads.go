@@ -119,10 +119,16 @@ func (s *Store) ListJobs(ctx context.Context, p queue.ListParams) (queue.JobPage
 	if storekit.Filtered(p) {
 		return s.listJobsFiltered(ctx, p, limit)
 	}
+	// One row more than the page tells whether another page follows.
+	return s.listJobs(ctx, limit, sqlList, string(p.Status), p.Source, p.Target, p.Cursor, limit+1)
+}
+
+// listJobs reads a page of at most limit jobs with query, which selects
+// jobCols, newest first, and at most limit+1 rows.
+func (s *Store) listJobs(ctx context.Context, limit int, query string, args ...any) (queue.JobPage, error) {
 	var jobs []queue.JobSummary
-	err = s.readTx(ctx, func(tx *sql.Tx) error {
-		// One row more than the page tells whether another page follows.
-		rows, err := tx.QueryContext(ctx, sqlList, string(p.Status), p.Source, p.Target, p.Cursor, limit+1)
+	err := s.readTx(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, query, args...)
 		if err != nil {
 			return err
 		}
@@ -170,11 +176,8 @@ func (s *Store) GetJob(ctx context.Context, id int64) (queue.JobDetail, error) {
 			return err
 		}
 		d.LeaseUntil = fromMS(leaseUntil)
-		if d.Headers, err = storekit.DecodeHeaders(hdr); err != nil {
+		if d.Headers, d.Payload, err = storekit.DecodeStored(hdr, d.Payload); err != nil {
 			return err
-		}
-		if d.Payload == nil {
-			d.Payload = []byte{}
 		}
 		rows, err := tx.QueryContext(ctx, sqlHistory, id)
 		if err != nil {

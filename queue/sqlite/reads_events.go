@@ -171,18 +171,16 @@ func readEventJobs(ctx context.Context, tx *sql.Tx, events []queue.EventSummary)
 	if len(events) == 0 {
 		return nil
 	}
-	ids := []byte{'['}
-	at := make(map[int64]int, len(events))
-	for i := range events {
+	ids, add := storekit.EventJobs(events)
+	list := []byte{'['}
+	for i, id := range ids {
 		if i > 0 {
-			ids = append(ids, ',')
+			list = append(list, ',')
 		}
-		ids = strconv.AppendInt(ids, events[i].ID, 10)
-		at[events[i].ID] = i
-		events[i].Jobs = []queue.EventJob{}
+		list = strconv.AppendInt(list, id, 10)
 	}
-	ids = append(ids, ']')
-	rows, err := tx.QueryContext(ctx, sqlEventJobs, string(ids))
+	list = append(list, ']')
+	rows, err := tx.QueryContext(ctx, sqlEventJobs, string(list))
 	if err != nil {
 		return err
 	}
@@ -193,9 +191,7 @@ func readEventJobs(ctx context.Context, tx *sql.Tx, events []queue.EventSummary)
 		if err := rows.Scan(&eventID, &j.ID, &j.Target, &j.Status, &j.Attempts); err != nil {
 			return err
 		}
-		if i, ok := at[eventID]; ok {
-			events[i].Jobs = append(events[i].Jobs, j)
-		}
+		add(eventID, j)
 	}
 	return rows.Err()
 }
@@ -229,11 +225,8 @@ func (s *Store) readEvent(ctx context.Context, query string, args ...any) (queue
 		if err != nil {
 			return err
 		}
-		if d.Headers, err = storekit.DecodeHeaders(hdr); err != nil {
+		if d.Headers, d.Payload, err = storekit.DecodeStored(hdr, d.Payload); err != nil {
 			return err
-		}
-		if d.Payload == nil {
-			d.Payload = []byte{}
 		}
 		events := []queue.EventSummary{d.EventSummary}
 		if err := readEventJobs(ctx, tx, events); err != nil {
@@ -260,25 +253,5 @@ func (s *Store) listJobsFiltered(ctx context.Context, p queue.ListParams, limit 
 	case !p.Since.IsZero():
 		query = sqlListJobsSince
 	}
-	var jobs []queue.JobSummary
-	err := s.readTx(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, query, args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		jobs = make([]queue.JobSummary, 0, limit+1)
-		for rows.Next() {
-			var j queue.JobSummary
-			if err := scanSummary(rows, &j); err != nil {
-				return err
-			}
-			jobs = append(jobs, j)
-		}
-		return rows.Err()
-	})
-	if err != nil {
-		return queue.JobPage{}, fmt.Errorf("list jobs: %w", err)
-	}
-	return storekit.TrimPage(jobs, limit), nil
+	return s.listJobs(ctx, limit, query, args...)
 }

@@ -60,3 +60,22 @@ func HasTarget(h *bool) int64 {
 	}
 	return 0
 }
+
+// EventJobs prepares a page of events for their jobs, which a Store reads
+// in one statement: it gives each event an empty, non-nil Jobs, and returns
+// the events' ids and a function that adds a job read for an event id to
+// that event (a job of no event of the page is dropped).
+func EventJobs(events []queue.EventSummary) (ids []int64, add func(eventID int64, j queue.EventJob)) {
+	ids = make([]int64, len(events))
+	at := make(map[int64]int, len(events))
+	for i := range events {
+		ids[i] = events[i].ID
+		at[events[i].ID] = i
+		events[i].Jobs = []queue.EventJob{}
+	}
+	return ids, func(eventID int64, j queue.EventJob) {
+		if i, ok := at[eventID]; ok {
+			events[i].Jobs = append(events[i].Jobs, j)
+		}
+	}
+}

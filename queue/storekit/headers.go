@@ -54,3 +54,17 @@ func DecodeHeaders(b []byte) ([]queue.Header, error) {
 	}
 	return hs, nil
 }
+
+// DecodeStored returns the headers and payload of a stored event as a
+// JobDetail or EventDetail holds them: the headers decoded, and the
+// payload never nil, so that an empty one is "" in JSON rather than null.
+func DecodeStored(headers, payload []byte) ([]queue.Header, []byte, error) {
+	hs, err := DecodeHeaders(headers)
+	if err != nil {
+		return nil, nil, err
+	}
+	if payload == nil {
+		payload = []byte{}
+	}
+	return hs, payload, nil
+}

@@ -54,3 +54,30 @@ func TestDecodeHeadersMalformed(t *testing.T) {
 		})
 	}
 }
+
+func TestDecodeStored(t *testing.T) {
+	hs := []queue.Header{{Name: "X-A", Value: "1"}}
+	tests := []struct {
+		name        string
+		headers     []byte
+		payload     []byte
+		wantHeaders []queue.Header
+		wantPayload []byte
+		wantErr     bool
+	}{
+		{"nil payload reads as empty", storekit.AppendHeaders(nil, hs), nil, hs, []byte{}, false},
+		{"payload kept", nil, []byte("{}"), nil, []byte("{}"), false},
+		{"malformed headers", []byte{0x7f}, nil, nil, nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			gotH, gotP, err := storekit.DecodeStored(tt.headers, tt.payload)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("DecodeStored error = %v, want error %v", err, tt.wantErr)
+			}
+			if !reflect.DeepEqual(gotH, tt.wantHeaders) || !reflect.DeepEqual(gotP, tt.wantPayload) {
+				t.Errorf("DecodeStored = %q, %q; want %q, %q", gotH, gotP, tt.wantHeaders, tt.wantPayload)
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package storekit_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -80,6 +81,48 @@ func TestCompletionTimes(t *testing.T) {
 			at, runAt := storekit.Times(&tt.c, now)
 			if !at.Equal(tt.at) || !runAt.Equal(tt.runAt) {
 				t.Errorf("Times = %v, %v; want %v, %v", at, runAt, tt.at, tt.runAt)
+			}
+		})
+	}
+}
+
+func TestEventJobs(t *testing.T) {
+	tests := []struct {
+		name string
+		ids  []int64
+		add  [][2]int64 // event id, job id
+		want map[int64][]int64
+	}{
+		{"no events", nil, nil, map[int64][]int64{}},
+		{"event without jobs", []int64{7}, nil, map[int64][]int64{7: {}}},
+		{"jobs in order, other event's dropped", []int64{9, 7},
+			[][2]int64{{7, 1}, {9, 2}, {7, 3}, {8, 4}},
+			map[int64][]int64{9: {2}, 7: {1, 3}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			events := make([]queue.EventSummary, len(tt.ids))
+			for i, id := range tt.ids {
+				events[i].ID = id
+			}
+			ids, add := storekit.EventJobs(events)
+			if !slices.Equal(ids, tt.ids) {
+				t.Errorf("ids = %v, want %v", ids, tt.ids)
+			}
+			for _, a := range tt.add {
+				add(a[0], queue.EventJob{ID: a[1]})
+			}
+			for _, e := range events {
+				if e.Jobs == nil {
+					t.Errorf("event %d: Jobs is nil, want empty", e.ID)
+				}
+				var got []int64
+				for _, j := range e.Jobs {
+					got = append(got, j.ID)
+				}
+				if want := tt.want[e.ID]; !slices.Equal(got, want) {
+					t.Errorf("event %d jobs = %v, want %v", e.ID, got, want)
+				}
 			}
 		})
 	}
