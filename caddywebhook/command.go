@@ -375,28 +375,11 @@ func (c *cli) stats(_ *cobra.Command, _ []string) error {
 }
 
 func (c *cli) list(cmd *cobra.Command, _ []string) error {
-	fl := cmd.Flags()
 	q := url.Values{}
-	for _, name := range []string{"status", "source", "target"} {
-		if v, _ := fl.GetString(name); v != "" {
-			q.Set(name, v)
-		}
-	}
-	flagQuery(cmd, q, map[string]string{"event": "event_type", "delivery": "delivery_id", "since": "since", "until": "until"})
-	if fl.Changed("limit") {
-		n, _ := fl.GetInt("limit")
-		q.Set("limit", strconv.Itoa(n))
-	}
-	if fl.Changed("cursor") {
-		n, _ := fl.GetInt64("cursor")
-		q.Set("cursor", strconv.FormatInt(n, 10))
-	}
-	uri := "/webhook/jobs"
-	if len(q) > 0 {
-		uri += "?" + q.Encode()
-	}
+	flagQuery(cmd, q, map[string]string{"status": "status", "source": "source", "target": "target",
+		"event": "event_type", "delivery": "delivery_id", "since": "since", "until": "until"})
 	var page queue.JobPage
-	if ok, err := c.call(http.MethodGet, uri, &page); !ok {
+	if ok, err := c.call(http.MethodGet, pageURI(cmd, "/webhook/jobs", q), &page); !ok {
 		return err
 	}
 	if len(page.Jobs) == 0 {
@@ -411,11 +394,35 @@ func (c *cli) list(cmd *cobra.Command, _ []string) error {
 			j.Attempts, cell(j.EventType, 0), cell(j.DeliveryID, 0), humanDuration(now.Sub(j.CreatedAt)),
 			cell(j.LastError, 60))
 	}
+	return c.endPage(tw, page.NextCursor)
+}
+
+// pageURI returns path with the query q and the --limit and --cursor
+// flags that are set: the request of a listing's page.
+func pageURI(cmd *cobra.Command, path string, q url.Values) string {
+	fl := cmd.Flags()
+	if fl.Changed("limit") {
+		n, _ := fl.GetInt("limit")
+		q.Set("limit", strconv.Itoa(n))
+	}
+	if fl.Changed("cursor") {
+		n, _ := fl.GetInt64("cursor")
+		q.Set("cursor", strconv.FormatInt(n, 10))
+	}
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	return path
+}
+
+// endPage writes a listing's table and, when another page follows, how to
+// ask for it.
+func (c *cli) endPage(tw *tabwriter.Writer, next int64) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if page.NextCursor != 0 {
-		fmt.Fprintf(c.out, "\nmore: add --cursor %d for the next page\n", page.NextCursor)
+	if next != 0 {
+		fmt.Fprintf(c.out, "\nmore: add --cursor %d for the next page\n", next)
 	}
 	return nil
 }

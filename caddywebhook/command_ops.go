@@ -302,24 +302,11 @@ func flagQuery(cmd *cobra.Command, q url.Values, names map[string]string) {
 }
 
 func (c *cli) events(cmd *cobra.Command, _ []string) error {
-	fl := cmd.Flags()
 	q := url.Values{}
 	flagQuery(cmd, q, map[string]string{"source": "source", "delivery": "delivery_id", "event": "event_type",
 		"since": "since", "until": "until", "has-target": "has_target"})
-	if fl.Changed("limit") {
-		n, _ := fl.GetInt("limit")
-		q.Set("limit", strconv.Itoa(n))
-	}
-	if fl.Changed("cursor") {
-		n, _ := fl.GetInt64("cursor")
-		q.Set("cursor", strconv.FormatInt(n, 10))
-	}
-	uri := "/webhook/events"
-	if len(q) > 0 {
-		uri += "?" + q.Encode()
-	}
 	var page queue.EventPage
-	if ok, err := c.call(http.MethodGet, uri, &page); !ok {
+	if ok, err := c.call(http.MethodGet, pageURI(cmd, "/webhook/events", q), &page); !ok {
 		return err
 	}
 	if len(page.Events) == 0 {
@@ -333,13 +320,7 @@ func (c *cli) events(cmd *cobra.Command, _ []string) error {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", e.ID, cell(e.Source, 0), cell(e.DeliveryID, 0), cell(e.EventType, 0),
 			humanDuration(now.Sub(e.CreatedAt)), eventJobs(e.Jobs))
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if page.NextCursor != 0 {
-		fmt.Fprintf(c.out, "\nmore: add --cursor %d for the next page\n", page.NextCursor)
-	}
-	return nil
+	return c.endPage(tw, page.NextCursor)
 }
 
 // eventJobs lists an event's jobs in one cell: "12 http done, 13 exec dead".
