@@ -223,10 +223,7 @@ func (a *adminAPI) handleStats(w http.ResponseWriter, r *http.Request, q *active
 
 func (a *adminAPI) handleList(w http.ResponseWriter, r *http.Request, q *activeQueue, _ int64) error {
 	query := r.URL.Query()
-	p := queue.ListParams{Filter: queue.Filter{
-		Source: query.Get("source"),
-		Target: query.Get("target"),
-	}}
+	p := queue.ListParams{Filter: queue.Filter{Target: query.Get("target")}}
 	if s := query.Get("status"); s != "" {
 		p.Status = queue.Status(s)
 		if !p.Status.Valid() {
@@ -237,9 +234,11 @@ func (a *adminAPI) handleList(w http.ResponseWriter, r *http.Request, q *activeQ
 	if p.Limit, p.Cursor, err = pageParams(query.Get); err != nil {
 		return err
 	}
-	if err := a.parseListFilters(query, &p); err != nil {
+	f, err := a.parseEventFilter(query.Get)
+	if err != nil {
 		return err
 	}
+	p.Source, p.EventType, p.DeliveryID, p.Since, p.Until = f.Source, f.EventType, f.DeliveryID, f.Since, f.Until
 	page, err := q.Store.ListJobs(r.Context(), p)
 	if err != nil {
 		return storeError(0, err)

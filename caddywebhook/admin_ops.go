@@ -72,23 +72,17 @@ func (a *adminAPI) opsRoute(parts []string) (route adminRoute, id int64, ok bool
 // and target.
 var listFilterParams = []string{"event_type", "delivery_id", "since", "until"}
 
-// parseListFilters reads the jobs listing's further filters into p.
-func (a *adminAPI) parseListFilters(query map[string][]string, p *queue.ListParams) error {
-	get := func(name string) string {
-		if v := query[name]; len(v) > 0 {
-			return v[0]
-		}
-		return ""
+// parseEventFilter reads the filters of events that the jobs and the
+// events listings both take: source, event_type, delivery_id, since and
+// until.
+func (a *adminAPI) parseEventFilter(get func(string) string) (queue.EventFilter, error) {
+	f := queue.EventFilter{Source: get("source"), EventType: get("event_type"), DeliveryID: get("delivery_id")}
+	if f.DeliveryID != "" && f.Source == "" {
+		return f, badParam("delivery_id", "needs source too: delivery ids are unique per source only")
 	}
-	p.EventType, p.DeliveryID = get("event_type"), get("delivery_id")
 	var err error
-	if p.Since, p.Until, err = a.timeRange(get("since"), get("until")); err != nil {
-		return err
-	}
-	if p.DeliveryID != "" && p.Source == "" {
-		return badParam("delivery_id", "needs source too: delivery ids are unique per source only")
-	}
-	return nil
+	f.Since, f.Until, err = a.timeRange(get("since"), get("until"))
+	return f, err
 }
 
 // timeRange parses since and until: an RFC 3339 time, or a duration back
@@ -142,16 +136,9 @@ func pageParams(get func(string) string) (limit int, cursor int64, err error) {
 
 func (a *adminAPI) handleEvents(w http.ResponseWriter, r *http.Request, q *activeQueue, _ int64) error {
 	query := r.URL.Query()
-	p := queue.EventListParams{EventFilter: queue.EventFilter{
-		Source:     query.Get("source"),
-		DeliveryID: query.Get("delivery_id"),
-		EventType:  query.Get("event_type"),
-	}}
-	if p.DeliveryID != "" && p.Source == "" {
-		return badParam("delivery_id", "needs source too: delivery ids are unique per source only")
-	}
+	var p queue.EventListParams
 	var err error
-	if p.Since, p.Until, err = a.timeRange(query.Get("since"), query.Get("until")); err != nil {
+	if p.EventFilter, err = a.parseEventFilter(query.Get); err != nil {
 		return err
 	}
 	switch s := query.Get("has_target"); s {
