@@ -261,20 +261,25 @@ func newCLI(cmd *cobra.Command, now func() time.Time) (*cli, error) {
 // to the output and leaves v alone; otherwise it decodes the body into v.
 // It reports whether v was filled.
 func (c *cli) call(method, uri string, v any) (bool, error) {
-	resp, err := caddycmd.AdminAPIRequest(c.addr, method, uri, nil, nil)
+	return c.request(method, uri, nil, nil, v)
+}
+
+// request is call with request headers and a body (nil for none).
+func (c *cli) request(method, uri string, headers http.Header, body io.Reader, v any) (bool, error) {
+	resp, err := caddycmd.AdminAPIRequest(c.addr, method, uri, headers, body)
 	if err != nil {
 		return false, c.apiError(err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	data, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return false, fmt.Errorf("read response from %s: %w", c.addr, err)
 	}
 	if c.json {
-		_, err := c.out.Write(body)
+		_, err := c.out.Write(data)
 		return false, err
 	}
-	if err := json.Unmarshal(body, v); err != nil {
+	if err := json.Unmarshal(data, v); err != nil {
 		return false, fmt.Errorf("decode response from %s: %w", c.addr, err)
 	}
 	return true, nil

@@ -422,23 +422,7 @@ func (c *cli) callBody(method, uri string, body any, v any) (bool, error) {
 		return false, fmt.Errorf("encode request: %w", err)
 	}
 	headers := http.Header{"Content-Type": {"application/json"}}
-	resp, err := caddycmd.AdminAPIRequest(c.addr, method, uri, headers, strings.NewReader(string(b)))
-	if err != nil {
-		return false, c.apiError(err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return false, fmt.Errorf("read response from %s: %w", c.addr, err)
-	}
-	if c.json {
-		_, err := c.out.Write(data)
-		return false, err
-	}
-	if err := json.Unmarshal(data, v); err != nil {
-		return false, fmt.Errorf("decode response from %s: %w", c.addr, err)
-	}
-	return true, nil
+	return c.request(method, uri, headers, bytes.NewReader(b), v)
 }
 
 func (c *cli) resend(cmd *cobra.Command, args []string) error {
