@@ -94,6 +94,13 @@ type PoolConfig struct {
 	// Routes, when not nil, limits claims to these (source, target) pairs;
 	// see ClaimParams.Routes. Default: nil, any job.
 	Routes []Route
+	// Flow, when not nil, shapes delivery per route: the pool asks it
+	// before each claim which routes it may claim and how many jobs of
+	// each (ClaimParams.Routes and Quotas), so that every claimed job can
+	// start at once, and tells it of each claim, result and release. Routes
+	// is then ignored: the plan names the routes. Default: nil, every
+	// route of Routes is claimed as fast as workers free up.
+	Flow FlowControl
 	// Observer receives events for metrics and logs. Default: NopObserver.
 	Observer Observer
 	// Now is the clock for timestamps written to the store (claims, leases,
@@ -130,6 +137,7 @@ type Pool struct {
 	grace   time.Duration
 	margin  time.Duration // self-fencing: a run is cancelled this long before its lease can end
 	routes  []Route
+	flow    FlowControl
 	// storeClock is set when no Now was configured: claims and extensions
 	// then let the store time leases with its own clock.
 	storeClock bool
@@ -139,6 +147,7 @@ type Pool struct {
 	running   map[int64]*run // claimed and neither finished nor handed back, buffered too
 	buffered  []*run         // claimed ahead, not started, oldest first; at most ahead
 	nextRetry time.Time      // earliest retry this pool scheduled, zero if none
+	flowWake  time.Time      // when the flow control holds routes back until, zero if none
 	finQ      []finishing    // completions waiting for the next Finish
 	flushing  bool           // a worker is sending finQ
 
@@ -177,6 +186,7 @@ type run struct {
 	lost      bool          // the lease is gone; record nothing
 	shutdown  bool          // cancelled by Stop after the grace
 	abandoned bool          // handed back by Stop while the handler still ran
+	held      bool          // counted by the flow control until released
 }
 
 // NewPool checks cfg, fills in its defaults and returns a pool that is not
@@ -229,6 +239,7 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 		poll:     cmp.Or(cfg.PollInterval, DefaultPollInterval),
 		grace:    cmp.Or(cfg.ShutdownGrace, DefaultShutdownGrace),
 		routes:   cfg.Routes,
+		flow:     cfg.Flow,
 		running:  make(map[int64]*run),
 		freed:    make(chan struct{}, 1),
 		stopping: make(chan struct{}),
