@@ -19,6 +19,9 @@ type activeQueue struct {
 	// Routes are the (source, target) pairs of the running config; jobs
 	// of any other pair are unroutable: no worker takes them.
 	Routes []queue.Route
+	// Circuits reports the routes whose circuit breaker is not closed;
+	// nil when no target has one.
+	Circuits func() map[queue.Route]queue.CircuitState
 }
 
 // routable reports whether the running config delivers jobs of source to
@@ -29,10 +32,14 @@ func (q *activeQueue) routable(source, target string) bool {
 
 var active atomic.Pointer[activeQueue]
 
-// setActiveQueue makes owner's store, with its config's routes, the one
-// the admin API uses.
-func setActiveQueue(owner any, store queue.Store, retention time.Duration, routes []queue.Route) {
-	active.Store(&activeQueue{owner: owner, Store: store, Retention: retention, Routes: routes})
+// setActiveQueue makes owner's store, with its config's routes and its
+// flow control (nil for none), the one the admin API uses.
+func setActiveQueue(owner any, store queue.Store, retention time.Duration, routes []queue.Route, flow *queue.Flow) {
+	q := &activeQueue{owner: owner, Store: store, Retention: retention, Routes: routes}
+	if flow != nil {
+		q.Circuits = flow.Circuits
+	}
+	active.Store(q)
 }
 
 // clearActiveQueue forgets owner's store, unless another owner took over.

@@ -184,6 +184,10 @@ type statsResponse struct {
 type statsCount struct {
 	queue.Count
 	Unroutable bool `json:"unroutable,omitempty"`
+	// Circuit is open or half_open while the route's circuit breaker
+	// holds its deliveries back, in the instance that answers; absent
+	// when closed.
+	Circuit string `json:"circuit,omitempty"`
 }
 
 func (a *adminAPI) handleStats(w http.ResponseWriter, r *http.Request, q *activeQueue, _ int64) error {
@@ -192,8 +196,15 @@ func (a *adminAPI) handleStats(w http.ResponseWriter, r *http.Request, q *active
 		return storeError(0, err)
 	}
 	resp := statsResponse{Stats: st, Counts: make([]statsCount, len(st.Counts))}
+	var circuits map[queue.Route]queue.CircuitState
+	if q.Circuits != nil {
+		circuits = q.Circuits()
+	}
 	for i, c := range st.Counts {
 		resp.Counts[i] = statsCount{Count: c, Unroutable: !q.routable(c.Source, c.Target)}
+		if state, ok := circuits[queue.Route{Source: c.Source, Target: c.Target}]; ok {
+			resp.Counts[i].Circuit = state.String()
+		}
 		if resp.Counts[i].Unroutable && c.Status == queue.StatusPending {
 			resp.Unroutable += c.Jobs
 		}

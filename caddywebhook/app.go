@@ -113,11 +113,13 @@ type App struct {
 	mu       sync.Mutex
 	routes   map[queue.Route]Target      // registered by receivers during Provision
 	policies map[queue.Route]retryPolicy // their retry settings
+	limits   map[queue.Route]queue.FlowLimits
 	sources  map[string]bool
 	started  bool
 	pool     *queue.Pool
 	keeper   *queue.Housekeeper
-	notify   *notifier // nil without Notify
+	notify   *notifier   // nil without Notify
+	flow     *queue.Flow // nil when no target has a rate, concurrency or circuit breaker
 
 	// receivers by source, for the admin API's injected events (ops.go)
 	receivers map[string]*Receiver
@@ -163,6 +165,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.logger = ctx.Logger()
 	a.routes = make(map[queue.Route]Target)
 	a.policies = make(map[queue.Route]retryPolicy)
+	a.limits = make(map[queue.Route]queue.FlowLimits)
 	a.sources = make(map[string]bool)
 	if a.Storage == nil {
 		a.Storage = new(StorageConfig)
@@ -339,6 +342,7 @@ func (a *App) registerReceiver(source string, targets []namedTarget) error {
 		route := queue.Route{Source: source, Target: t.name}
 		a.routes[route] = t.target
 		a.policies[route] = t.retry
+		a.limits[route] = t.flow
 	}
 	return nil
 }
@@ -348,6 +352,7 @@ type namedTarget struct {
 	name   string
 	target Target
 	retry  retryPolicy
+	flow   queue.FlowLimits
 }
 
 // routeList returns the registered (source, target) pairs, sorted.
@@ -379,6 +384,7 @@ func (a *App) Start() error {
 	a.started = true
 	handlers := maps.Clone(a.routes)
 	policyFor := a.policyFor(a.policies)
+	limits := maps.Clone(a.limits)
 	a.mu.Unlock()
 
 	var notify *notifier
@@ -401,7 +407,9 @@ func (a *App) Start() error {
 	}
 
 	var pool *queue.Pool
+	var flow *queue.Flow
 	if n := a.workers(); n > 0 && len(routes) > 0 {
+		flow = a.newFlow(routes, limits, notify)
 		cfg := queue.PoolConfig{
 			Store:         store,
 			Handler:       router(handlers),
@@ -414,6 +422,9 @@ func (a *App) Start() error {
 			ShutdownGrace: time.Duration(a.ShutdownGrace),
 			Routes:        routes,
 			Observer:      obs,
+		}
+		if flow != nil {
+			cfg.Flow = flow
 		}
 		if a.spec.claimAhead {
 			cfg.ClaimAhead = n
@@ -442,9 +453,9 @@ func (a *App) Start() error {
 		notify.Start(a.ctx)
 	}
 	a.mu.Lock()
-	a.pool, a.keeper, a.notify = pool, keeper, notify
+	a.pool, a.keeper, a.notify, a.flow = pool, keeper, notify, flow
 	a.mu.Unlock()
-	setActiveQueue(a, store, a.retention(), routes)
+	setActiveQueue(a, store, a.retention(), routes, flow)
 
 	fields := []zap.Field{zap.Int("routes", len(routes)), zap.Int("workers", a.workers())}
 	switch {
@@ -472,7 +483,7 @@ const stopMargin = 5 * time.Second
 func (a *App) Stop() error {
 	a.mu.Lock()
 	pool, keeper, notify := a.pool, a.keeper, a.notify
-	a.pool, a.keeper, a.notify = nil, nil, nil
+	a.pool, a.keeper, a.notify, a.flow = nil, nil, nil, nil
 	a.mu.Unlock()
 	clearActiveQueue(a)
 

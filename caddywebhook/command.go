@@ -312,10 +312,14 @@ func (c *cli) stats(_ *cobra.Command, _ []string) error {
 	type key struct{ source, target string }
 	rows := map[key]map[queue.Status]int64{}
 	unroutable := map[key]bool{}
+	circuit := map[key]string{}
 	var dead int64
 	for _, n := range st.Counts {
 		k := key{n.Source, n.Target}
 		unroutable[k] = n.Unroutable
+		if n.Circuit != "" {
+			circuit[k] = n.Circuit
+		}
 		if rows[k] == nil {
 			rows[k] = map[queue.Status]int64{}
 		}
@@ -342,6 +346,9 @@ func (c *cli) stats(_ *cobra.Command, _ []string) error {
 			target := cell(k.target, 0)
 			if unroutable[k] {
 				target += " (unroutable)"
+			}
+			if c := circuit[k]; c != "" {
+				target += " (circuit " + strings.ReplaceAll(c, "_", "-") + ")"
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\n", cell(k.source, 0), target,
 				r[queue.StatusPending], r[queue.StatusRunning], r[queue.StatusDone], r[queue.StatusDead])

@@ -89,7 +89,9 @@ type PoolConfig struct {
 	// every worker is busy with a slow delivery, another process sharing
 	// the store cannot take it. Use it where the pool is the store's only
 	// consumer (one Caddy on its own SQLite file), not where several
-	// processes share a queue. Default: 0, no buffer.
+	// processes share a queue. It is ignored when Flow is set: a buffered
+	// job would start later than its claim, after a circuit opened or
+	// past a rate's moment. Default: 0, no buffer.
 	ClaimAhead int
 	// Routes, when not nil, limits claims to these (source, target) pairs;
 	// see ClaimParams.Routes. Default: nil, any job.
@@ -247,6 +249,9 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 		done:     make(chan struct{}),
 	}
 	p.margin = p.lease / 4
+	if p.flow != nil {
+		p.ahead = 0
+	}
 	if p.decider.Retry == nil {
 		p.decider.Retry = Backoff{}
 	}
