@@ -193,7 +193,10 @@ func (f *Flow) Plan(now time.Time) ([]RouteQuota, time.Time) {
 		if rf.burst > 0 {
 			rf.refill(now)
 			if rf.tokens < 1 {
-				later(now.Add(time.Duration((1 - rf.tokens) * float64(rf.Rate.Per) / float64(rf.Rate.N))))
+				// At least a millisecond: a rounding error must not
+				// make the pool spin.
+				d := time.Duration((1 - rf.tokens) * float64(rf.Rate.Per) / float64(rf.Rate.N))
+				later(now.Add(max(d, time.Millisecond)))
 			}
 			q = min(q, int(rf.tokens))
 		}
