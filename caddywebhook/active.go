@@ -22,6 +22,10 @@ type activeQueue struct {
 	// pauses is the app's copy of the store's pauses, refreshed at once
 	// after the admin API changes them; nil when no pool runs.
 	pauses *pauseSet
+
+	// Circuits reports the routes whose circuit breaker is not closed;
+	// nil when no target has one.
+	Circuits func() map[queue.Route]queue.CircuitState
 }
 
 // routable reports whether the running config delivers jobs of source to
@@ -33,9 +37,13 @@ func (q *activeQueue) routable(source, target string) bool {
 var active atomic.Pointer[activeQueue]
 
 // setActiveQueue makes owner's store, with its config's routes and its
-// pause set (nil if none), the one the admin API uses.
-func setActiveQueue(owner any, store queue.Store, retention time.Duration, routes []queue.Route, pauses *pauseSet) {
-	active.Store(&activeQueue{owner: owner, Store: store, Retention: retention, Routes: routes, pauses: pauses})
+// pause set and flow control (nil for none), the one the admin API uses.
+func setActiveQueue(owner any, store queue.Store, retention time.Duration, routes []queue.Route, pauses *pauseSet, flow *queue.Flow) {
+	q := &activeQueue{owner: owner, Store: store, Retention: retention, Routes: routes, pauses: pauses}
+	if flow != nil {
+		q.Circuits = flow.Circuits
+	}
+	active.Store(q)
 }
 
 // clearActiveQueue forgets owner's store, unless another owner took over.

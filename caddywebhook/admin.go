@@ -189,6 +189,10 @@ type statsCount struct {
 	// Paused marks a route paused as a whole source or as one target:
 	// no worker claims its jobs until it is resumed.
 	Paused bool `json:"paused,omitempty"`
+	// Circuit is open or half_open while the route's circuit breaker
+	// holds its deliveries back, in the instance that answers; absent
+	// when closed.
+	Circuit string `json:"circuit,omitempty"`
 }
 
 func (a *adminAPI) handleStats(w http.ResponseWriter, r *http.Request, q *activeQueue, _ int64) error {
@@ -205,11 +209,18 @@ func (a *adminAPI) handleStats(w http.ResponseWriter, r *http.Request, q *active
 	if resp.Pauses == nil {
 		resp.Pauses = []queue.Pause{}
 	}
+	var circuits map[queue.Route]queue.CircuitState
+	if q.Circuits != nil {
+		circuits = q.Circuits()
+	}
 	for i, c := range st.Counts {
 		resp.Counts[i] = statsCount{
 			Count:      c,
 			Unroutable: !q.routable(c.Source, c.Target),
 			Paused:     set.Paused(queue.Route{Source: c.Source, Target: c.Target}),
+		}
+		if state, ok := circuits[queue.Route{Source: c.Source, Target: c.Target}]; ok {
+			resp.Counts[i].Circuit = state.String()
 		}
 		if resp.Counts[i].Unroutable && c.Status == queue.StatusPending {
 			resp.Unroutable += c.Jobs

@@ -41,7 +41,7 @@ func (testConfig) sourceConfig(source string) (sourceConfig, bool) {
 func (f *adminFixture) withConfig(t *testing.T) {
 	t.Helper()
 	owner := &struct{ testConfig }{}
-	setActiveQueue(owner, f.store, 24*time.Hour, adminRoutes, nil)
+	setActiveQueue(owner, f.store, 24*time.Hour, adminRoutes, nil, nil)
 	t.Cleanup(func() { clearActiveQueue(owner) })
 }
 

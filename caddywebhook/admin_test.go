@@ -62,7 +62,7 @@ func setupAdmin(t *testing.T) *adminFixture {
 	t.Cleanup(func() { st.Close() })
 	f.store = st
 	f.api = &adminAPI{now: clock}
-	setActiveQueue(f.owner, st, 24*time.Hour, adminRoutes, nil)
+	setActiveQueue(f.owner, st, 24*time.Hour, adminRoutes, nil, nil)
 	t.Cleanup(func() { clearActiveQueue(f.owner) })
 	f.handler = adminMux(f.api)
 	return f
@@ -693,7 +693,7 @@ func TestAdminPurgeBatches(t *testing.T) {
 
 func TestAdminPurgeWithoutRetention(t *testing.T) {
 	f := setupAdmin(t)
-	setActiveQueue(f.owner, f.store, 0, adminRoutes, nil)
+	setActiveQueue(f.owner, f.store, 0, adminRoutes, nil, nil)
 	f.addJob(t, jobSpec{source: "github", target: "http", status: queue.StatusDone, finished: time.Hour})
 	rec := f.do(t, http.MethodPost, "/webhook/purge")
 	if rec.Code != http.StatusBadRequest {

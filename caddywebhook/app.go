@@ -113,12 +113,14 @@ type App struct {
 	mu       sync.Mutex
 	routes   map[queue.Route]Target      // registered by receivers during Provision
 	policies map[queue.Route]retryPolicy // their retry settings
+	limits   map[queue.Route]queue.FlowLimits
 	sources  map[string]bool
 	started  bool
 	pool     *queue.Pool
 	keeper   *queue.Housekeeper
-	notify   *notifier // nil without Notify
-	pauses   *pauseSet // nil without a pool
+	notify   *notifier   // nil without Notify
+	pauses   *pauseSet   // nil without a pool
+	flow     *queue.Flow // nil when no target has a rate, concurrency or circuit breaker
 
 	// receivers by source, for the admin API's injected events (ops.go)
 	receivers map[string]*Receiver
@@ -164,6 +166,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.logger = ctx.Logger()
 	a.routes = make(map[queue.Route]Target)
 	a.policies = make(map[queue.Route]retryPolicy)
+	a.limits = make(map[queue.Route]queue.FlowLimits)
 	a.sources = make(map[string]bool)
 	if a.Storage == nil {
 		a.Storage = new(StorageConfig)
@@ -340,6 +343,7 @@ func (a *App) registerReceiver(source string, targets []namedTarget) error {
 		route := queue.Route{Source: source, Target: t.name}
 		a.routes[route] = t.target
 		a.policies[route] = t.retry
+		a.limits[route] = t.flow
 	}
 	return nil
 }
@@ -349,6 +353,7 @@ type namedTarget struct {
 	name   string
 	target Target
 	retry  retryPolicy
+	flow   queue.FlowLimits
 }
 
 // routeList returns the registered (source, target) pairs, sorted.
@@ -380,6 +385,7 @@ func (a *App) Start() error {
 	a.started = true
 	handlers := maps.Clone(a.routes)
 	policyFor := a.policyFor(a.policies)
+	limits := maps.Clone(a.limits)
 	a.mu.Unlock()
 
 	var notify *notifier
@@ -405,11 +411,15 @@ func (a *App) Start() error {
 	// route stays paused across a restart from the first moment.
 	var pauses *pauseSet
 	var pool *queue.Pool
+	var flow *queue.Flow
 	if n := a.workers(); n > 0 && len(routes) > 0 {
 		pauses = newPauseSet(store, a.logger)
 		if err := pauses.refresh(a.ctx); err != nil {
 			return fmt.Errorf("webhook: %w", err)
 		}
+		// With flow control the flow answers for pauses too (its plan
+		// names the routes a claim reads).
+		flow = a.newFlow(routes, limits, notify, pauses.paused)
 		cfg := queue.PoolConfig{
 			Store:         store,
 			Handler:       router(handlers),
@@ -423,6 +433,9 @@ func (a *App) Start() error {
 			Routes:        routes,
 			Paused:        pauses.paused,
 			Observer:      obs,
+		}
+		if flow != nil {
+			cfg.Flow = flow
 		}
 		if a.spec.claimAhead {
 			cfg.ClaimAhead = n
@@ -454,9 +467,9 @@ func (a *App) Start() error {
 		pauses.Start(a.ctx)
 	}
 	a.mu.Lock()
-	a.pool, a.keeper, a.notify, a.pauses = pool, keeper, notify, pauses
+	a.pool, a.keeper, a.notify, a.pauses, a.flow = pool, keeper, notify, pauses, flow
 	a.mu.Unlock()
-	setActiveQueue(a, store, a.retention(), routes, pauses)
+	setActiveQueue(a, store, a.retention(), routes, pauses, flow)
 
 	fields := []zap.Field{zap.Int("routes", len(routes)), zap.Int("workers", a.workers())}
 	switch {
@@ -484,7 +497,7 @@ const stopMargin = 5 * time.Second
 func (a *App) Stop() error {
 	a.mu.Lock()
 	pool, keeper, notify, pauses := a.pool, a.keeper, a.notify, a.pauses
-	a.pool, a.keeper, a.notify, a.pauses = nil, nil, nil, nil
+	a.pool, a.keeper, a.notify, a.pauses, a.flow = nil, nil, nil, nil, nil
 	a.mu.Unlock()
 	clearActiveQueue(a)
 	// A draining pool claims nothing more, so its pauses need no refresh.

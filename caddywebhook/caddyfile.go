@@ -324,6 +324,13 @@ func parseReceiverDirective(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler
 //			events <type…>                 # only these event types; default all
 //			max_attempts <n>               # default: the global max_attempts
 //			backoff <base> <max>           # default: the global backoff
+//			rate <n>/s|m|h                 # per instance; default none
+//			concurrency <n>                # per instance; default none
+//			circuit_breaker {              # default: no breaker
+//				failures <n>             # default 5
+//				cooldown <duration>      # default 30s
+//				max_cooldown <duration>  # default 10m
+//			}
 //			<target options…>              # see webhook.targets.<kind>
 //		}
 //	}
@@ -521,6 +528,27 @@ func unmarshalTarget(d *caddyfile.Dispenser) (*TargetConfig, error) {
 			b, err := backoffArgs(d, where)
 			t.Backoff = b
 			return true, err
+		case "rate":
+			if !d.AllArgs(&t.Rate) {
+				return true, d.Errf("%s: rate needs one value, e.g. rate 50/s", where)
+			}
+			if _, err := parseRate(t.Rate); err != nil {
+				return true, d.Errf("%s: %v", where, err)
+			}
+		case "concurrency":
+			var s string
+			if !d.AllArgs(&s) {
+				return true, d.Errf("%s: concurrency needs one number", where)
+			}
+			n, err := strconv.Atoi(s)
+			if err != nil || n < 1 {
+				return true, d.Errf("%s: concurrency: %q is not a number of at least 1", where, s)
+			}
+			t.Concurrency = n
+		case "circuit_breaker":
+			b, err := circuitBreakerBlock(d, where)
+			t.CircuitBreaker = b
+			return true, err
 		default:
 			return false, nil
 		}
@@ -596,6 +624,47 @@ func maxAttemptsArg(d *caddyfile.Dispenser, where string) (int, error) {
 		return 0, d.Errf("%s: max_attempts: %q is not a number of at least 1", where, s)
 	}
 	return n, nil
+}
+
+// circuitBreakerBlock reads `circuit_breaker { failures <n> cooldown <d>
+// max_cooldown <d> }`, the block optional; where starts the messages.
+func circuitBreakerBlock(d *caddyfile.Dispenser, where string) (*CircuitBreakerConfig, error) {
+	where += ": circuit_breaker"
+	if d.NextArg() {
+		return nil, d.Errf("%s: unexpected argument %q; options go in a block", where, d.Val())
+	}
+	b := new(CircuitBreakerConfig)
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		opt := d.Val()
+		var v string
+		if !d.AllArgs(&v) {
+			return nil, d.Errf("%s: %s needs one value", where, opt)
+		}
+		switch opt {
+		case "failures":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				return nil, d.Errf("%s: failures: %q is not a number of at least 1", where, v)
+			}
+			b.Failures = n
+		case "cooldown", "max_cooldown":
+			dur, err := caddy.ParseDuration(v)
+			if err != nil || dur <= 0 {
+				return nil, d.Errf("%s: %s: %q is not a positive duration", where, opt, v)
+			}
+			if opt == "cooldown" {
+				b.Cooldown = caddy.Duration(dur)
+			} else {
+				b.MaxCooldown = caddy.Duration(dur)
+			}
+		default:
+			return nil, d.Errf("%s: unknown option %q (failures, cooldown, max_cooldown)", where, opt)
+		}
+	}
+	if err := b.validate(); err != nil {
+		return nil, d.Errf("%s: %v", where, err)
+	}
+	return b, nil
 }
 
 // backoffArgs reads the two durations of a backoff option (the global one

@@ -131,6 +131,12 @@ func TestAdaptErrors(t *testing.T) {
 		{"receiver/to max_attempts missing", receiver("\t\tto exec /bin/true {\n\t\t\tmax_attempts\n\t\t}"), []string{"webhook_receiver", "to exec", "max_attempts needs one number"}},
 		{"receiver/to backoff one value", receiver("\t\tto http http://127.0.0.1:9/ {\n\t\t\tbackoff 1s\n\t\t}"), []string{"webhook_receiver", "to http", "backoff needs two durations"}},
 		{"receiver/to backoff not a duration", receiver("\t\tto http http://127.0.0.1:9/ {\n\t\t\tbackoff 1s soon\n\t\t}"), []string{"webhook_receiver", "to http", "backoff", `"soon" is not a positive duration`}},
+		{"receiver/to rate without period", receiver("\t\tto http http://127.0.0.1:9/ {\n\t\t\trate 50\n\t\t}"), []string{"webhook_receiver", "to http", `rate "50"`, "<n>/s"}},
+		{"receiver/to rate unknown period", receiver("\t\tto http http://127.0.0.1:9/ {\n\t\t\trate 5/d\n\t\t}"), []string{"webhook_receiver", "to http", `rate "5/d"`, "s, m or h"}},
+		{"receiver/to concurrency zero", receiver("\t\tto http http://127.0.0.1:9/ {\n\t\t\tconcurrency 0\n\t\t}"), []string{"webhook_receiver", "to http", "concurrency", `"0" is not a number of at least 1`}},
+		{"receiver/to circuit_breaker unknown option", receiver("\t\tto http http://127.0.0.1:9/ {\n\t\t\tcircuit_breaker {\n\t\t\t\tthreshold 3\n\t\t\t}\n\t\t}"), []string{"webhook_receiver", "to http: circuit_breaker", `unknown option "threshold"`}},
+		{"receiver/to circuit_breaker cooldown bad", receiver("\t\tto exec /bin/true {\n\t\t\tcircuit_breaker {\n\t\t\t\tcooldown soon\n\t\t\t}\n\t\t}"), []string{"webhook_receiver", "to exec: circuit_breaker", "cooldown", `"soon" is not a positive duration`}},
+		{"receiver/to circuit_breaker max below cooldown", receiver("\t\tto http http://127.0.0.1:9/ {\n\t\t\tcircuit_breaker {\n\t\t\t\tcooldown 1m\n\t\t\t\tmax_cooldown 1s\n\t\t\t}\n\t\t}"), []string{"webhook_receiver", "circuit_breaker", "max_cooldown is shorter than its cooldown"}},
 		{"receiver/to http option error from the target", receiver("\t\tto http http://127.0.0.1:9/ {\n\t\t\tcolour blue\n\t\t}"), []string{"http target", `unknown option "colour"`}},
 	}
 	for _, tt := range tests {

@@ -317,11 +317,15 @@ func (c *cli) stats(_ *cobra.Command, _ []string) error {
 	type key struct{ source, target string }
 	rows := map[key]map[queue.Status]int64{}
 	unroutable, paused := map[key]bool{}, map[key]bool{}
+	circuit := map[key]string{}
 	var dead int64
 	for _, n := range st.Counts {
 		k := key{n.Source, n.Target}
 		unroutable[k] = n.Unroutable
 		paused[k] = n.Paused
+		if n.Circuit != "" {
+			circuit[k] = n.Circuit
+		}
 		if rows[k] == nil {
 			rows[k] = map[queue.Status]int64{}
 		}
@@ -351,6 +355,9 @@ func (c *cli) stats(_ *cobra.Command, _ []string) error {
 			}
 			if paused[k] {
 				target += " (paused)"
+			}
+			if c := circuit[k]; c != "" {
+				target += " (circuit " + strings.ReplaceAll(c, "_", "-") + ")"
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\n", cell(k.source, 0), target,
 				r[queue.StatusPending], r[queue.StatusRunning], r[queue.StatusDone], r[queue.StatusDead])

@@ -21,6 +21,7 @@ import (
 //	caddy_webhook_jobs{source,target,status}                    jobs by status, read at scrape time
 //	caddy_webhook_oldest_pending_seconds                        age of the oldest due pending job
 //	caddy_webhook_stored_events                                 events in the database
+//	caddy_webhook_circuit_state{source,target}                  0 closed, 1 open, 2 half open; routes with a circuit breaker
 //
 // The counters and the histogram live for the process, so their values
 // survive config reloads; Caddy makes a new registry for every config load,
@@ -99,6 +100,10 @@ var (
 		prometheus.BuildFQName(metricsNamespace, metricsSubsystem, "oldest_pending_seconds"),
 		"Age of the oldest pending job that is due; 0 when none waits.",
 		nil, nil)
+	circuitDesc = prometheus.NewDesc(
+		prometheus.BuildFQName(metricsNamespace, metricsSubsystem, "circuit_state"),
+		"Circuit breaker state of a route in this instance: 0 closed, 1 open, 2 half open (one probe).",
+		[]string{"source", "target"}, nil)
 	storedEventsDesc = prometheus.NewDesc(
 		prometheus.BuildFQName(metricsNamespace, metricsSubsystem, "stored_events"),
 		"Events held in the store, delivered ones included until purged.",
@@ -121,10 +126,12 @@ func (c *jobsCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- jobsDesc
 	ch <- oldestPendingDesc
 	ch <- storedEventsDesc
+	ch <- circuitDesc
 }
 
 // Collect implements prometheus.Collector.
 func (c *jobsCollector) Collect(ch chan<- prometheus.Metric) {
+	c.collectCircuits(ch)
 	store := c.app.openedStore()
 	if store == nil {
 		return
@@ -159,6 +166,22 @@ func (c *jobsCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(oldestPendingDesc, prometheus.GaugeValue, st.OldestPending.Seconds())
 	ch <- prometheus.MustNewConstMetric(storedEventsDesc, prometheus.GaugeValue, float64(st.Events))
+}
+
+// collectCircuits reports the circuit of every route that has a breaker.
+func (c *jobsCollector) collectCircuits(ch chan<- prometheus.Metric) {
+	c.app.mu.Lock()
+	flow, limits := c.app.flow, c.app.limits
+	c.app.mu.Unlock()
+	if flow == nil {
+		return
+	}
+	open := flow.Circuits()
+	for r, l := range limits {
+		if l.Breaker != nil {
+			ch <- prometheus.MustNewConstMetric(circuitDesc, prometheus.GaugeValue, float64(open[r]), r.Source, r.Target)
+		}
+	}
 }
 
 // Interface guards

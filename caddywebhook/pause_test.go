@@ -20,7 +20,7 @@ func TestAdminPause(t *testing.T) {
 	f.addJob(t, jobSpec{source: "github", target: "exec", status: queue.StatusPending})
 	f.addJob(t, jobSpec{source: "stripe", target: "http", status: queue.StatusPending})
 	set := newPauseSet(f.store, zap.NewNop())
-	setActiveQueue(f.owner, f.store, 24*time.Hour, adminRoutes, set)
+	setActiveQueue(f.owner, f.store, 24*time.Hour, adminRoutes, set, nil)
 
 	ghHTTP, ghExec, stripe := queue.Route{Source: "github", Target: "http"}, queue.Route{Source: "github", Target: "exec"}, queue.Route{Source: "stripe", Target: "http"}
 	steps := []struct {

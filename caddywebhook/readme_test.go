@@ -34,6 +34,7 @@ var readmeSections = []struct {
 	}},
 	{"### Directive `webhook_receiver` (handler `http.handlers.webhook_receiver`)", []readmeStruct{
 		{"Receiver", ""}, {"HMACOptions", "hmac."}, {"TargetConfig", "targets[]."},
+		{"CircuitBreakerConfig", "targets[].circuit_breaker."},
 	}},
 	{"### Failure notifications (`notify`)", []readmeStruct{{"NotifyConfig", "notify."}}},
 	{"### Target `http` (`webhook.targets.http`)", []readmeStruct{{"HTTPTarget", ""}}},

@@ -273,6 +273,24 @@ type TargetConfig struct {
 	// the app's backoff; a base or max left unset is the app's. Default:
 	// the app's backoff (2s, 15m).
 	Backoff *BackoffConfig `json:"backoff,omitempty"`
+
+	// Rate caps how fast deliveries to this target start, as <n>/s, <n>/m
+	// or <n>/h (e.g. "50/s"). Jobs beyond it wait, pending, unclaimed and
+	// uncharged. The limit is per Caddy instance: several instances
+	// sharing a PostgreSQL queue each deliver up to the rate. Default:
+	// none.
+	Rate string `json:"rate,omitempty"`
+
+	// Concurrency caps the deliveries to this target running at once, in
+	// this instance (per instance, as Rate). Default: 0, no cap beyond
+	// the app's workers.
+	Concurrency int `json:"concurrency,omitempty"`
+
+	// CircuitBreaker stops deliveries to this target after a run of
+	// transient failures, for a cool-down that grows while it keeps
+	// failing; see CircuitBreakerConfig. The circuit's state is this
+	// instance's. Default: none, no circuit breaker.
+	CircuitBreaker *CircuitBreakerConfig `json:"circuit_breaker,omitempty"`
 }
 
 // forwardHeader is a header stored with each event for the targets.
@@ -550,6 +568,10 @@ func (rc *Receiver) provisionTargets(ctx caddy.Context) ([]namedTarget, error) {
 		if err := tc.Backoff.validate(); err != nil {
 			return nil, fmt.Errorf("target %q: %w", name, err)
 		}
+		limits, err := tc.flowLimits()
+		if err != nil {
+			return nil, fmt.Errorf("target %q: %w", name, err)
+		}
 		mod, err := ctx.LoadModule(tc, "DeliverRaw")
 		if err != nil {
 			return nil, fmt.Errorf("target %q: %w", name, err)
@@ -561,6 +583,7 @@ func (rc *Receiver) provisionTargets(ctx caddy.Context) ([]namedTarget, error) {
 		targets = append(targets, namedTarget{
 			name: name, target: t,
 			retry: retryPolicy{maxAttempts: tc.MaxAttempts, backoff: tc.Backoff},
+			flow:  limits,
 		})
 		rc.filters = append(rc.filters, targetFilter{name: name, events: tc.Events})
 		rc.allTargets = append(rc.allTargets, name)

@@ -89,7 +89,9 @@ type PoolConfig struct {
 	// every worker is busy with a slow delivery, another process sharing
 	// the store cannot take it. Use it where the pool is the store's only
 	// consumer (one Caddy on its own SQLite file), not where several
-	// processes share a queue. Default: 0, no buffer.
+	// processes share a queue. It is ignored when Flow is set: a buffered
+	// job would start later than its claim, after a circuit opened or
+	// past a rate's moment. Default: 0, no buffer.
 	ClaimAhead int
 	// Routes, when not nil, limits claims to these (source, target) pairs;
 	// see ClaimParams.Routes. Default: nil, any job.
@@ -98,8 +100,17 @@ type PoolConfig struct {
 	// Routes: the claim leaves out a route it reports paused, so a paused
 	// route's jobs are neither charged an attempt nor read by the claim
 	// (see PauseStore). It needs Routes, must be fast and safe for
-	// concurrent use. Default: nil, nothing paused.
+	// concurrent use. With Flow, the flow control answers for pauses
+	// instead (FlowConfig.Paused). Default: nil, nothing paused.
 	Paused func(Route) bool
+
+	// Flow, when not nil, shapes delivery per route: the pool asks it
+	// before each claim which routes it may claim and how many jobs of
+	// each (ClaimParams.Routes and Quotas), so that every claimed job can
+	// start at once, and tells it of each claim, result and release. Routes
+	// is then ignored: the plan names the routes. Default: nil, every
+	// route of Routes is claimed as fast as workers free up.
+	Flow FlowControl
 	// Observer receives events for metrics and logs. Default: NopObserver.
 	Observer Observer
 	// Now is the clock for timestamps written to the store (claims, leases,
@@ -137,6 +148,7 @@ type Pool struct {
 	margin  time.Duration // self-fencing: a run is cancelled this long before its lease can end
 	routes  []Route
 	paused  func(Route) bool // PoolConfig.Paused
+	flow    FlowControl
 	// storeClock is set when no Now was configured: claims and extensions
 	// then let the store time leases with its own clock.
 	storeClock bool
@@ -146,6 +158,7 @@ type Pool struct {
 	running   map[int64]*run // claimed and neither finished nor handed back, buffered too
 	buffered  []*run         // claimed ahead, not started, oldest first; at most ahead
 	nextRetry time.Time      // earliest retry this pool scheduled, zero if none
+	flowWake  time.Time      // when the flow control holds routes back until, zero if none
 	finQ      []finishing    // completions waiting for the next Finish
 	flushing  bool           // a worker is sending finQ
 
@@ -184,6 +197,7 @@ type run struct {
 	lost      bool          // the lease is gone; record nothing
 	shutdown  bool          // cancelled by Stop after the grace
 	abandoned bool          // handed back by Stop while the handler still ran
+	held      bool          // counted by the flow control until released
 }
 
 // NewPool checks cfg, fills in its defaults and returns a pool that is not
@@ -239,6 +253,7 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 		grace:    cmp.Or(cfg.ShutdownGrace, DefaultShutdownGrace),
 		routes:   cfg.Routes,
 		paused:   cfg.Paused,
+		flow:     cfg.Flow,
 		running:  make(map[int64]*run),
 		freed:    make(chan struct{}, 1),
 		stopping: make(chan struct{}),
@@ -246,6 +261,9 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 		done:     make(chan struct{}),
 	}
 	p.margin = p.lease / 4
+	if p.flow != nil {
+		p.ahead = 0
+	}
 	if p.decider.Retry == nil {
 		p.decider.Retry = Backoff{}
 	}

@@ -21,13 +21,14 @@ func (p *Pool) loop(ctx context.Context) {
 	more := true // work may be ready: claim as soon as there is room
 	for ctx.Err() == nil {
 		if more && p.room() > 0 {
-			n, limit, err := p.claim(ctx)
+			_, full, err := p.claim(ctx)
 			if err != nil && ctx.Err() == nil {
 				p.obs.StoreError("claim", err)
 			}
 			// A full batch suggests more is waiting; a short one means the
-			// queue is drained until something wakes us.
-			more = err == nil && n == limit
+			// queue is drained, or the flow control holds the rest back,
+			// until something wakes us.
+			more = err == nil && full
 			if more {
 				p.settle()
 				continue
@@ -46,20 +47,25 @@ func (p *Pool) loop(ctx context.Context) {
 			if !p.nextRetry.IsZero() && !p.now().Before(p.nextRetry) {
 				p.nextRetry = time.Time{}
 			}
+			p.flowWake = time.Time{}
 			p.mu.Unlock()
 		}
 	}
 }
 
 // wait returns how long the loop may sleep: the poll interval, or less if a
-// retry this pool scheduled is due sooner.
+// retry this pool scheduled is due sooner, or the flow control lets a route
+// go sooner.
 func (p *Pool) wait() time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.nextRetry.IsZero() {
-		return p.poll
+	d := p.poll
+	for _, t := range [...]time.Time{p.nextRetry, p.flowWake} {
+		if !t.IsZero() {
+			d = min(d, t.Sub(p.now()))
+		}
 	}
-	return max(min(p.poll, p.nextRetry.Sub(p.now())), 0)
+	return max(d, 0)
 }
 
 // settle yields to the handlers just started while they keep making room,
@@ -125,10 +131,19 @@ func (p *Pool) claimRoutes() []Route {
 	return p.routes
 }
 
-func (p *Pool) claim(ctx context.Context) (claimed, limit int, err error) {
-	limit = p.room()
+// claim claims as many ready jobs as the pool has room for and the flow
+// control allows, and reports how many it got and whether that is all it
+// asked for.
+func (p *Pool) claim(ctx context.Context) (claimed int, full bool, err error) {
+	limit := p.room()
 	if limit <= 0 {
-		return 0, 0, nil
+		return 0, false, nil
+	}
+	routes, quotas := p.claimRoutes(), []int(nil)
+	if p.flow != nil {
+		if routes, quotas, limit = p.plan(limit); limit == 0 {
+			return 0, false, nil
+		}
 	}
 	// The claim is not cancelled with ctx: a claim that committed after its
 	// caller gave up would leave jobs leased to nobody until the lease ends.
@@ -142,15 +157,27 @@ func (p *Pool) claim(ctx context.Context) (claimed, limit int, err error) {
 		Limit:  limit,
 		Lease:  p.lease,
 		Now:    p.storeNow(),
-		Routes: p.claimRoutes(),
+		Routes: routes,
+		Quotas: quotas,
 	})
 	if err != nil {
-		return 0, limit, fmt.Errorf("claim jobs: %w", err)
+		return 0, false, fmt.Errorf("claim jobs: %w", err)
 	}
 	if len(jobs) == 0 {
-		return 0, limit, nil
+		return 0, false, nil
+	}
+	if p.flow != nil {
+		now := p.now()
+		for _, job := range jobs {
+			p.flow.Claimed(job, now)
+		}
 	}
 	if ctx.Err() != nil {
+		if p.flow != nil {
+			for _, job := range jobs {
+				p.flow.Released(job)
+			}
+		}
 		claims := make([]Claimed, len(jobs))
 		for i, job := range jobs {
 			claims[i] = job.Claimed()
@@ -158,13 +185,13 @@ func (p *Pool) claim(ctx context.Context) (claimed, limit int, err error) {
 		if err := p.store.HandBack(wctx, p.owner, claims); err != nil {
 			p.obs.StoreError("hand back", err)
 		}
-		return 0, limit, nil
+		return 0, false, nil
 	}
 	var lost []*run
 	p.mu.Lock()
 	for _, job := range jobs {
 		hctx, cancel := context.WithCancel(wctx)
-		r := &run{job: job, ctx: hctx, cancel: cancel, wctx: wctx, returned: make(chan struct{})}
+		r := &run{job: job, ctx: hctx, cancel: cancel, wctx: wctx, returned: make(chan struct{}), held: p.flow != nil}
 		if old := p.running[job.ID]; old != nil {
 			// We claimed a job we still hold: its lease ran out while
 			// this process was paused, and the claim made the old run
@@ -189,5 +216,29 @@ func (p *Pool) claim(ctx context.Context) (claimed, limit int, err error) {
 	}
 	p.mu.Unlock()
 	p.reportLost(lost)
-	return len(jobs), limit, nil
+	return len(jobs), len(jobs) == limit, nil
+}
+
+// plan asks the flow control which routes the next claim of at most limit
+// jobs may take, and returns them, their quotas (nil when none binds) and
+// the claim's limit, 0 when nothing may be claimed now.
+func (p *Pool) plan(limit int) (routes []Route, quotas []int, n int) {
+	plan, wake := p.flow.Plan(p.now())
+	p.mu.Lock()
+	p.flowWake = wake
+	p.mu.Unlock()
+	routes = make([]Route, len(plan))
+	binds := false
+	for i, rq := range plan {
+		routes[i] = rq.Route
+		n += min(rq.Quota, limit)
+		binds = binds || rq.Quota < limit
+	}
+	if binds {
+		quotas = make([]int, len(plan))
+		for i, rq := range plan {
+			quotas[i] = min(rq.Quota, limit)
+		}
+	}
+	return routes, quotas, min(n, limit)
 }

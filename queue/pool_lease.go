@@ -145,10 +145,15 @@ func (p *Pool) dropBufferedLocked(r *run) {
 }
 
 // removeLocked removes r from running, unless a newer claim of its job
-// took its place, and stops its fence timer. p.mu is held.
+// took its place, stops its fence timer and releases its place in the flow
+// control. p.mu is held.
 func (p *Pool) removeLocked(r *run) {
 	if r.fence != nil {
 		r.fence.Stop()
+	}
+	if r.held {
+		r.held = false
+		p.flow.Released(r.job)
 	}
 	if p.running[r.job.ID] == r {
 		delete(p.running, r.job.ID)

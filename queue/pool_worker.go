@@ -51,6 +51,9 @@ func (p *Pool) work(r *run) {
 	p.mu.Unlock()
 	p.signalFreed()
 
+	if p.flow != nil && !lost && !abandoned && !(shutdown && err != nil) {
+		p.flow.Delivered(r.job, err, p.now())
+	}
 	switch {
 	case abandoned:
 		// Stop already handed the job back and reported it.

@@ -130,6 +130,14 @@ type ClaimParams struct {
 	// each route's pending jobs on their own, so jobs of routes not asked
 	// for cost the claim nothing, however many there are.
 	Routes []Route
+	// Quotas, when not nil, is as long as Routes and caps each route's
+	// share of the claim: at most Quotas[i] jobs of Routes[i], pending
+	// and expired leases together, each quota positive. The pool's flow
+	// control (PoolConfig.Flow) sets them, so that it never claims a job
+	// that a rate, a concurrency limit or an open circuit would hold
+	// back with its lease running. Default: nil, Limit alone bounds the
+	// claim.
+	Quotas []int
 }
 
 // Route names one target of one source.

@@ -33,6 +33,7 @@ func TestReliability(t *testing.T) {
 	t.Run("sigstop", testSigstop)
 	t.Run("reload_long_jobs", testReloadLongJobs)
 	t.Run("pause_resume", testPauseUnderLoad)
+	t.Run("circuit_breaker", testCircuitBreaker)
 }
 
 // TestReliabilityLogAudit runs after TestReliability (and TestE2E) has

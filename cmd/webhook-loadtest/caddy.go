@@ -61,10 +61,23 @@ type phaseConfig struct {
 	workers   int    // 0: receive only
 	upstream  string // the target's URL
 	maxBatch  int    // storage.max_batch, 0 to leave it out
+	rate      string // the target's rate, "" for none
 	sync      string // storage.synchronous (sqlite)
 	logLevel  string // Caddy's default log level
 	adminAddr string
 	httpAddr  string
+}
+
+// target is the receiver's one target.
+func (pc phaseConfig) target() map[string]any {
+	t := map[string]any{
+		"name":    targetName,
+		"deliver": map[string]any{"kind": "http", "url": pc.upstream},
+	}
+	if pc.rate != "" {
+		t["rate"] = pc.rate
+	}
+	return t
 }
 
 // storageJSON is the webhook app's storage block of pc. The Postgres DSN
@@ -117,10 +130,7 @@ func caddyJSON(pc phaseConfig) ([]byte, error) {
 								"source":  source,
 								"scheme":  "github",
 								"secrets": []string{secret},
-								"targets": []any{map[string]any{
-									"name":    targetName,
-									"deliver": map[string]any{"kind": "http", "url": pc.upstream},
-								}},
+								"targets": []any{pc.target()},
 							}),
 						},
 					},

@@ -14,6 +14,8 @@
 //	baseline        ingest with one commit per request (storage.max_batch 1)
 //	e2e             ingest with 32 workers delivering to a respond route
 //	slow1, slow32   1 and 32 workers delivering to an upstream that takes 5 ms
+//	rate            32 workers delivering to that upstream through a target
+//	                with rate 200/s: the delivered rate must be within 5 %
 //	backlog         ingest, then e2e, with a million jobs already pending
 //	orphans         e2e with 500,000 pending jobs of a target the config does
 //	                not have (-orphans): no claim may read them
@@ -62,7 +64,7 @@ import (
 )
 
 // allPhases are the phases in the order they run.
-var allPhases = []string{"static", "ingest", "baseline", "e2e", "slow1", "slow32", "backlog", "orphans", "replay"}
+var allPhases = []string{"static", "ingest", "baseline", "e2e", "slow1", "slow32", "rate", "backlog", "orphans", "replay"}
 
 // options are the command's flags.
 type options struct {

@@ -94,7 +94,7 @@ func TestSmokePostgres(t *testing.T) {
 		instances int
 	}{
 		{"every phase, one instance", nil,
-			[]string{"static", "ingest", "baseline", "e2e", "slow1", "slow32", "backlog-ingest", "backlog-e2e"}, 1},
+			[]string{"static", "ingest", "baseline", "e2e", "slow1", "slow32", "rate", "backlog-ingest", "backlog-e2e"}, 1},
 		{"two instances share the queue", []string{"-instances", "2", "-phases", "ingest,e2e,slow32"},
 			[]string{"ingest", "e2e", "slow32"}, 2},
 	}

@@ -275,6 +275,14 @@ func (rep *report) figures() []figure {
 			out = append(out, f)
 		}
 	}
+	if f, ok := need("rate 200/s: delivered / rate", "0.95–1.05", "rate"); ok {
+		pr := rep.byName["rate"]
+		ratio := pr.deliveredRate / pr.ref
+		out = append(out, figure{name: "rate 200/s: delivered / rate", value: rate(pr.deliveredRate), ref: rate(pr.ref),
+			ratio: ratio, target: "0.95–1.05", ok: ratio >= 0.95 && ratio <= 1.05, hasCheck: true})
+	} else {
+		out = append(out, f)
+	}
 	backlogName := fmt.Sprintf("backlog %s", count(rep.o.backlog))
 	if f, ok := need(backlogName+": ingest / empty", "≥ 0.80", "backlog-ingest", "ingest"); ok {
 		b, i := rep.byName["backlog-ingest"], rep.byName["ingest"]

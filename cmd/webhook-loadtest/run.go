@@ -26,6 +26,13 @@ const (
 	slowRef32 = 6400.0
 )
 
+// The rate phase's target rate: 32 workers could deliver far more, so the
+// delivered rate is the limiter's.
+const (
+	rateRef     = 200.0
+	rateSetting = "200/s"
+)
+
 // runner holds what the phases share.
 type runner struct {
 	o       options
@@ -41,6 +48,7 @@ type runner struct {
 
 	round  int           // 1-based, the round running now
 	window time.Duration // each phase's window in one round
+	rate   string        // the target's rate in the phase running now; "" for none
 }
 
 // run executes the selected phases and returns their report. An error
@@ -202,7 +210,7 @@ func (r *runner) startCaddies(ctx context.Context, bin string) error {
 // schemas lists the Postgres schemas a run may use: every phase's, in
 // every round.
 func (r *runner) schemas() []string {
-	dbs := []string{"idle.db", "static.db", "slow1.db", "slow32.db", "backlog.db", "orphans.db", "replay.db"}
+	dbs := []string{"idle.db", "static.db", "slow1.db", "slow32.db", "rate.db", "backlog.db", "orphans.db", "replay.db"}
 	for round := 1; round <= r.o.rounds; round++ {
 		for _, p := range []string{"ingest", "baseline", "e2e"} {
 			dbs = append(dbs, fmt.Sprintf("%s-%d.db", p, round))
@@ -254,6 +262,7 @@ func (r *runner) seedAll(ctx context.Context) error {
 	}{
 		{"slow1", "slow1.db", r.jobsFor(slowRef1 * n), targetName, queue.StatusPending},
 		{"slow32", "slow32.db", r.jobsFor(slowRef32 * n), targetName, queue.StatusPending},
+		{"rate", "rate.db", r.jobsFor(rateRef * n), targetName, queue.StatusPending},
 		{"backlog", "backlog.db", r.o.backlog, targetName, queue.StatusPending},
 		{"orphans", "orphans.db", r.o.orphans, orphanTarget, queue.StatusPending},
 		{"replay", "replay.db", r.o.dead, targetName, queue.StatusDead},
@@ -307,6 +316,7 @@ func (r *runner) phaseConfig(i int, db string, workers int, upstream string, max
 		workers:   workers,
 		upstream:  upstream,
 		maxBatch:  maxBatch,
+		rate:      r.rate,
 		logLevel:  r.o.logLevel,
 		adminAddr: r.adminAddrs[i],
 		httpAddr:  r.httpAddrs[i],
@@ -407,6 +417,8 @@ func (r *runner) runPhase(ctx context.Context, p string) error {
 		return r.slow(ctx, "slow1", "slow1.db", 1, slowRef1)
 	case "slow32":
 		return r.slow(ctx, "slow32", "slow32.db", 32, slowRef32)
+	case "rate":
+		return r.rated(ctx)
 	case "backlog":
 		if err := r.ingest(ctx, "backlog-ingest", "backlog.db", 0, nil); err != nil {
 			return err
@@ -800,6 +812,54 @@ func (r *runner) slow(ctx context.Context, name, db string, workers int, ref flo
 	pr.check(mine <= seeded, "the upstream saw %d ids, more than the %d jobs seeded", mine, seeded)
 	pr.check(done < seeded, "all %d seeded jobs were delivered: the queue ran dry, so the rate is a floor; raise the seed", seeded)
 	pr.counts = append(pr.counts, fmt.Sprintf("round %d: %d jobs done so far, all at the upstream: %d unique ids there, %d repeated deliveries in the run", r.round, done, mine, repeats))
+	return nil
+}
+
+// rated delivers a seeded backlog with 32 workers to the 5 ms upstream
+// through a target with rate 200/s: what arrives in the window is the
+// limiter's rate, which must be within 5 % of the setting. The rate is per
+// instance, so with -instances N the reference is N × 200/s.
+func (r *runner) rated(ctx context.Context) error {
+	const name, db, workers = "rate", "rate.db", 32
+	pr := r.rep.phase(name)
+	pr.ref = rateRef * float64(r.o.instances)
+	mon := startMonitor(r.caddies, r.srv)
+	r.rate = rateSetting
+	defer func() { r.rate = "" }()
+	if err := r.loadConfig(ctx, db, workers, r.up.url(), 0); err != nil {
+		return err
+	}
+	r.logf("%s: %d workers delivering to an upstream that answers in %s through a target with rate %s%s", name, workers, r.o.delay, rateSetting, r.perInstance())
+	if !sleepCtx(ctx, r.o.warmup) {
+		return ctx.Err()
+	}
+	mon.windowStart()
+	a0 := r.up.answered.Load()
+	if !sleepCtx(ctx, r.window) {
+		return ctx.Err()
+	}
+	a1 := r.up.answered.Load()
+	mon.windowEnd()
+	r.rate = ""
+	if err := r.loadConfig(ctx, db, 0, r.up.url(), 0); err != nil {
+		return err
+	}
+	mon.stop(pr)
+	pr.delivered += a1 - a0
+	pr.deliveredWindow += r.window
+	r.logf("%s: %.1f delivered/s with rate %s", name, float64(a1-a0)/r.window.Seconds(), rateSetting)
+	q, err := r.openQueue(ctx, db)
+	if err != nil {
+		return err
+	}
+	defer q.close()
+	var done int64
+	if err := q.doneIDs(ctx, func(string) { done++ }); err != nil {
+		return err
+	}
+	seeded := int64(r.seeds[db].jobs)
+	pr.check(done < seeded, "all %d seeded jobs were delivered: the queue ran dry, so the rate is a floor; raise the seed", seeded)
+	pr.counts = append(pr.counts, fmt.Sprintf("round %d: %d jobs done so far", r.round, done))
 	return nil
 }
 

@@ -29,7 +29,7 @@ func TestSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, _, _ := runSmoke(ctx, t, o)
-	checkPhases(t, rep, []string{"static", "ingest", "baseline", "e2e", "slow1", "slow32", "backlog-ingest", "backlog-e2e"}, nil)
+	checkPhases(t, rep, []string{"static", "ingest", "baseline", "e2e", "slow1", "slow32", "rate", "backlog-ingest", "backlog-e2e"}, nil)
 }
 
 // runSmoke runs the load test with o, logs its progress lines and report,

@@ -304,12 +304,16 @@ ANALYZE `+schema+`.jobs; ANALYZE `+schema+`.events;`)
 		want   []string
 		forbid []string
 	}{
-		{"claim", sqlClaim, []any{"o", int64(60000), now, 16, false, []string{}, []string{}, nil},
+		{"claim", sqlClaim, []any{"o", int64(60000), now, 16, false, []string{}, []string{}, nil, []*int32{}},
 			[]string{"Index Scan using jobs_pending", "jobs_leased", "jobs_pkey"}, []string{"Seq Scan on jobs", "Sort Key: jobs.run_at"}},
 		// Each route asked for is one range of the pending index: jobs of
 		// other routes are never read.
-		{"claim with routes", sqlClaim, []any{"o", int64(60000), now, 16, true, []string{"shop", "shop"}, []string{"mail", "gone"}, now},
-			[]string{"Index Scan using jobs_pending", "Index Cond: ((source = unnest.unnest) AND (target = unnest.unnest_1) AND (run_at <= "},
+		{"claim with routes", sqlClaim, []any{"o", int64(60000), now, 16, true, []string{"shop", "shop"}, []string{"mail", "gone"}, now, []*int32{nil, nil}},
+			[]string{"Index Scan using jobs_pending", "Index Cond: ((source = asked.source) AND (target = asked.target) AND (run_at <= "},
+			[]string{"Seq Scan on jobs", "Sort Key: jobs.run_at"}},
+		// Quotas stop each route's walk early; the plan is the same.
+		{"claim with quotas", sqlClaim, []any{"o", int64(60000), now, 16, true, []string{"shop", "shop"}, []string{"mail", "gone"}, now, []int32{2, 3}},
+			[]string{"Index Scan using jobs_pending", "Index Cond: ((source = asked.source) AND (target = asked.target) AND (run_at <= "},
 			[]string{"Seq Scan on jobs", "Sort Key: jobs.run_at"}},
 		{"replay dead chunk", sqlReplayDead, []any{"shop", "", 256, 0, now},
 			[]string{"jobs_dead", "Index Cond: ((source = job_counts.source) AND (target = job_counts.target) AND (id > "}, []string{"Seq Scan on jobs"}},

@@ -46,7 +46,10 @@ SELECT id, (SELECT count(*) FROM jb) FROM ev`
 	// so the cost depends neither on the backlog nor on how many jobs the
 	// claim cannot take. Expired leases come from their own partial index,
 	// filtered by route: running jobs are few. The merge keeps $4 of the
-	// locked rows; the rest are released at commit, a moment later. The
+	// locked rows; the rest are released at commit, a moment later. With
+	// ClaimParams.Quotas ($9, one per route of $6/$7), each route's walk
+	// stops at its quota, and the merge numbers the candidates per route
+	// so that expired leases count against it too. The
 	// update finds the picked rows through the primary key (an array, so
 	// the planner cannot choose to scan the table for a join). Payload
 	// and headers come from the events in the same statement.
@@ -65,26 +68,35 @@ SELECT id, (SELECT count(*) FROM jb) FROM ev`
 		SELECT source, target FROM jobs
 		WHERE status = 'pending' AND (source, target) > (p.source, p.target)
 		ORDER BY source, target LIMIT 1) AS n
-), routes (source, target) AS (
-	SELECT * FROM unnest($6::text[], $7::text[]) WHERE $5
+), asked (source, target, quota) AS (
+	SELECT s, t, least(coalesce(q, $4), $4) FROM unnest($6::text[], $7::text[], $9::int[]) AS a (s, t, q) WHERE $5
+), routes (source, target, quota) AS (
+	SELECT * FROM asked
 	UNION ALL
-	SELECT * FROM pending_routes
+	SELECT source, target, $4 FROM pending_routes
 ), due AS (
-	SELECT d.id, d.run_at FROM routes AS r CROSS JOIN LATERAL (
+	SELECT d.id, d.run_at, r.source, r.target, r.quota FROM routes AS r CROSS JOIN LATERAL (
 		SELECT id, run_at FROM jobs
 		WHERE status = 'pending' AND source = r.source AND target = r.target AND run_at <= $3
 		ORDER BY run_at, id
-		LIMIT $4
+		LIMIT r.quota
 		FOR UPDATE SKIP LOCKED) AS d
 ), expired AS (
-	SELECT id, run_at FROM jobs
+	SELECT id, run_at, source, target FROM jobs
 	WHERE status = 'running' AND lease_until <= (SELECT now FROM clock)
-		AND (NOT $5 OR (source, target) IN (SELECT * FROM unnest($6::text[], $7::text[])))
+		AND (NOT $5 OR (source, target) IN (SELECT source, target FROM asked))
 	ORDER BY lease_until, id
 	LIMIT $4
 	FOR UPDATE SKIP LOCKED
 ), pick AS (
-	SELECT id FROM (SELECT id, run_at FROM due UNION ALL SELECT id, run_at FROM expired) AS c
+	SELECT id FROM (
+		SELECT id, run_at, quota, row_number() OVER (PARTITION BY source, target ORDER BY run_at, id) AS n
+		FROM (
+			SELECT id, run_at, source, target, quota FROM due
+			UNION ALL
+			SELECT e.id, e.run_at, e.source, e.target, coalesce(a.quota, $4) FROM expired AS e
+			LEFT JOIN asked AS a ON a.source = e.source AND a.target = e.target) AS c) AS c
+	WHERE n <= quota
 	ORDER BY run_at, id
 	LIMIT $4
 ), claimed AS (
@@ -341,7 +353,13 @@ func (s *Store) Claim(ctx context.Context, p queue.ClaimParams) ([]*queue.Job, e
 	for i, r := range p.Routes {
 		sources[i], targets[i] = r.Source, r.Target
 	}
-	rows, err := s.pool.Query(ctx, sqlClaim, p.Owner, p.Lease.Milliseconds(), now, p.Limit, filter, sources, targets, leaseNow)
+	// Without quotas, $9 is an array of NULLs: each route takes up to $4.
+	quotas := make([]*int32, len(p.Routes))
+	for i := range p.Quotas {
+		q := int32(min(p.Quotas[i], math.MaxInt32))
+		quotas[i] = &q
+	}
+	rows, err := s.pool.Query(ctx, sqlClaim, p.Owner, p.Lease.Milliseconds(), now, p.Limit, filter, sources, targets, leaseNow, quotas)
 	if err != nil {
 		return nil, s.fail("claim", err)
 	}

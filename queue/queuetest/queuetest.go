@@ -19,7 +19,8 @@
 // (events, lookups by delivery id, resend, a job added to an event),
 // lifecycle.go (the ready signal, close), workers.go (many workers at
 // once), bulk.go (bulk replay and discard in chunks), counts.go (Stats
-// against a full count) and pause.go (paused sources and targets).
+// against a full count), pause.go (paused sources and targets) and
+// quota.go (claims capped per route).
 package queuetest
 
 import (
@@ -41,6 +42,8 @@ func Run(t *testing.T, open func(t *testing.T) queue.Store) {
 		{"claim/order and limit", testClaimOrder},
 		{"claim/attempt counted at claim", testAttemptAtClaim},
 		{"claim/routes", testRoutes},
+		{"claim/quotas per route", testQuotas},
+		{"claim/quotas count expired leases", testQuotaExpired},
 		{"lease/expiry takeover", testTakeover},
 		{"lease/fence", testFence},
 		{"lease/extend reports lost", testExtend},

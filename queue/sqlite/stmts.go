@@ -24,14 +24,18 @@ ON CONFLICT (source, delivery_id) DO NOTHING`
 
 	// sqlClaim takes the first ?4 ready jobs in (run_at, id) order: pending
 	// and due, or running with an expired lease. ?5 is a JSON array of the
-	// [source, target] pairs to take pending jobs of; for each, the
-	// subquery reads that route's range of the pending index, up to ?4
-	// rows, so pending jobs of routes not asked for are never read and
+	// [source, target] pairs to take pending jobs of, each with its quota
+	// as a third element when the claim has ClaimParams.Quotas; for each,
+	// the subquery reads that route's range of the pending index, up to
+	// ?4 rows, so pending jobs of routes not asked for are never read and
 	// the cost does not depend on the backlog. Expired leases are read
 	// from their own partial index, up to ?4 rows, filtered by ?6, the
 	// same pairs or NULL for any route: running jobs are few (at most the
-	// workers of the pools that claimed them). The outer ORDER BY sorts at
-	// most (routes+1)×?4 rows.
+	// workers of the pools that claimed them). The candidates, at most
+	// (routes+1)×?4 rows, are numbered per route in (run_at, id) order and
+	// each route keeps its quota (?4 without one) before the outer ORDER
+	// BY keeps ?4. (SQLite's LIMIT cannot read a column of the outer
+	// query, hence the numbering rather than a LIMIT per route.)
 	//
 	// The limits are written "?4 + 0", not "?4": SQLite's planner reads a
 	// bare bound LIMIT and then re-prepares the statement whenever its
@@ -42,19 +46,25 @@ ON CONFLICT (source, delivery_id) DO NOTHING`
 SET status = 'running', attempts = attempts + 1, fence = fence + 1, lease_owner = ?1, lease_until = ?2
 WHERE id IN (
 	SELECT id FROM (
-		SELECT j.id, j.run_at FROM json_each(?5) AS r, jobs AS j
-		WHERE j.id IN (
-			SELECT id FROM jobs INDEXED BY jobs_pending
-			WHERE status = 'pending' AND source = r.value ->> 0 AND target = r.value ->> 1 AND run_at <= ?3
-			ORDER BY run_at, id LIMIT ?4 + 0)
-		UNION ALL
-		SELECT id, run_at FROM (
-			SELECT id, run_at FROM jobs INDEXED BY jobs_leased
-			WHERE status = 'running' AND lease_until <= ?3
-				AND (?6 IS NULL OR EXISTS (SELECT 1 FROM json_each(?6) AS r
-					WHERE r.value ->> 0 = jobs.source AND r.value ->> 1 = jobs.target))
-			ORDER BY lease_until LIMIT ?4 + 0)
+		SELECT id, run_at, quota, row_number() OVER (PARTITION BY source, target ORDER BY run_at, id) AS n FROM (
+			SELECT j.id, j.run_at, j.source, j.target, coalesce(r.value ->> 2, ?4) AS quota
+			FROM json_each(?5) AS r, jobs AS j
+			WHERE j.id IN (
+				SELECT id FROM jobs INDEXED BY jobs_pending
+				WHERE status = 'pending' AND source = r.value ->> 0 AND target = r.value ->> 1 AND run_at <= ?3
+				ORDER BY run_at, id LIMIT ?4 + 0)
+			UNION ALL
+			SELECT e.id, e.run_at, e.source, e.target, coalesce((SELECT r.value ->> 2 FROM json_each(?6) AS r
+				WHERE r.value ->> 0 = e.source AND r.value ->> 1 = e.target), ?4)
+			FROM (
+				SELECT id, run_at, source, target FROM jobs INDEXED BY jobs_leased
+				WHERE status = 'running' AND lease_until <= ?3
+					AND (?6 IS NULL OR EXISTS (SELECT 1 FROM json_each(?6) AS r
+						WHERE r.value ->> 0 = jobs.source AND r.value ->> 1 = jobs.target))
+				ORDER BY lease_until LIMIT ?4 + 0) AS e
+		)
 	)
+	WHERE n <= quota
 	ORDER BY run_at, id LIMIT ?4 + 0
 )
 RETURNING id, event_id, source, target, attempts, run_at, created_at, fence, replays, replay_base`

@@ -54,9 +54,12 @@ func (s *Store) Claim(ctx context.Context, p queue.ClaimParams) ([]*queue.Job, e
 	r := newRequest(ctx, kindClaim)
 	r.claim = p
 	if p.Routes != nil {
-		pairs := make([][2]string, len(p.Routes))
+		pairs := make([][]any, len(p.Routes))
 		for i, rt := range p.Routes {
-			pairs[i] = [2]string{rt.Source, rt.Target}
+			pairs[i] = []any{rt.Source, rt.Target}
+			if p.Quotas != nil {
+				pairs[i] = append(pairs[i], p.Quotas[i])
+			}
 		}
 		b, err := json.Marshal(pairs)
 		if err != nil {

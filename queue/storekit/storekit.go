@@ -33,6 +33,13 @@ func CheckClaim(p queue.ClaimParams) (none bool, err error) {
 		return false, errors.New("claim: ClaimParams.Owner is required")
 	case p.Lease <= 0:
 		return false, fmt.Errorf("claim: ClaimParams.Lease must be positive, got %s", p.Lease)
+	case p.Quotas != nil && len(p.Quotas) != len(p.Routes):
+		return false, fmt.Errorf("claim: ClaimParams.Quotas has %d entries for %d routes", len(p.Quotas), len(p.Routes))
+	}
+	for i, q := range p.Quotas {
+		if q <= 0 {
+			return false, fmt.Errorf("claim: ClaimParams.Quotas[%d] must be positive, got %d", i, q)
+		}
 	}
 	return p.Limit <= 0 || (p.Routes != nil && len(p.Routes) == 0), nil
 }

@@ -43,6 +43,13 @@ func TestCheckClaim(t *testing.T) {
 		{"zero lease", func(p *queue.ClaimParams) { p.Lease = 0 }, false, "Lease"},
 		{"zero limit", func(p *queue.ClaimParams) { p.Limit = 0 }, true, ""},
 		{"empty routes", func(p *queue.ClaimParams) { p.Routes = []queue.Route{} }, true, ""},
+		{"quotas per route", func(p *queue.ClaimParams) {
+			p.Routes, p.Quotas = []queue.Route{{Source: "s", Target: "t"}}, []int{2}
+		}, false, ""},
+		{"quotas without routes", func(p *queue.ClaimParams) { p.Quotas = []int{2} }, false, "Quotas"},
+		{"zero quota", func(p *queue.ClaimParams) {
+			p.Routes, p.Quotas = []queue.Route{{Source: "s", Target: "t"}}, []int{0}
+		}, false, "Quotas[0]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

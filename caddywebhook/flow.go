@@ -1,0 +1,140 @@
+package caddywebhook
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
+
+	"github.com/caddywebhook/caddywebhook/queue"
+)
+
+// CircuitBreakerConfig is a target's circuit breaker: after Failures
+// transient failures in a row, deliveries to the target stop for Cooldown;
+// then one probe goes through, whose success closes the circuit and whose
+// failure opens it again for twice as long, up to MaxCooldown. While the
+// circuit is open, the target's jobs wait, pending, without being charged
+// attempts. A permanent failure (a 4xx) is an answer, not a failure, for
+// the breaker.
+type CircuitBreakerConfig struct {
+	// Failures is the run of transient failures that opens the circuit.
+	// Default: 5.
+	Failures int `json:"failures,omitempty"`
+	// Cooldown is how long the circuit stays open the first time. Default:
+	// 30s.
+	Cooldown caddy.Duration `json:"cooldown,omitempty"`
+	// MaxCooldown caps the cool-down, which doubles each time the probe
+	// fails. Default: 10m.
+	MaxCooldown caddy.Duration `json:"max_cooldown,omitempty"`
+}
+
+// Default circuit breaker settings.
+const (
+	defaultBreakerFailures    = 5
+	defaultBreakerCooldown    = 30 * time.Second
+	defaultBreakerMaxCooldown = 10 * time.Minute
+)
+
+func (b *CircuitBreakerConfig) validate() error {
+	switch {
+	case b == nil:
+	case b.Failures < 0:
+		return errors.New("circuit_breaker failures must not be negative")
+	case b.Cooldown < 0 || b.MaxCooldown < 0:
+		return errors.New("circuit_breaker durations must not be negative")
+	case b.Cooldown > 0 && b.MaxCooldown > 0 && b.MaxCooldown < b.Cooldown:
+		return errors.New("circuit_breaker max_cooldown is shorter than its cooldown")
+	}
+	return nil
+}
+
+// breaker returns b with its defaults, or nil for no breaker.
+func (b *CircuitBreakerConfig) breaker() *queue.Breaker {
+	if b == nil {
+		return nil
+	}
+	cooldown := cmp.Or(time.Duration(b.Cooldown), defaultBreakerCooldown)
+	return &queue.Breaker{
+		Failures:    cmp.Or(b.Failures, defaultBreakerFailures),
+		Cooldown:    cooldown,
+		MaxCooldown: max(cmp.Or(time.Duration(b.MaxCooldown), defaultBreakerMaxCooldown), cooldown),
+	}
+}
+
+// parseRate reads a rate such as 50/s, 600/m or 1000/h (also /sec, /min,
+// /hour, /second, /minute).
+func parseRate(s string) (queue.Rate, error) {
+	n, unit, ok := strings.Cut(s, "/")
+	count, err := strconv.Atoi(n)
+	if !ok || err != nil || count <= 0 {
+		return queue.Rate{}, fmt.Errorf("rate %q: want <n>/s, <n>/m or <n>/h with n at least 1", s)
+	}
+	per := map[string]time.Duration{
+		"s": time.Second, "sec": time.Second, "second": time.Second,
+		"m": time.Minute, "min": time.Minute, "minute": time.Minute,
+		"h": time.Hour, "hour": time.Hour,
+	}[unit]
+	if per == 0 {
+		return queue.Rate{}, fmt.Errorf("rate %q: the period must be s, m or h", s)
+	}
+	return queue.Rate{N: count, Per: per}, nil
+}
+
+// flowLimits checks and returns the delivery limits of tc.
+func (tc *TargetConfig) flowLimits() (queue.FlowLimits, error) {
+	var l queue.FlowLimits
+	if tc.Rate != "" {
+		r, err := parseRate(tc.Rate)
+		if err != nil {
+			return l, err
+		}
+		l.Rate = r
+	}
+	if tc.Concurrency < 0 {
+		return l, errors.New("concurrency must not be negative")
+	}
+	l.Concurrency = tc.Concurrency
+	if err := tc.CircuitBreaker.validate(); err != nil {
+		return l, err
+	}
+	l.Breaker = tc.CircuitBreaker.breaker()
+	return l, nil
+}
+
+// newFlow returns the pool's flow control over routes, or nil when no route
+// has a limit: the pool then claims as it always did. Circuit changes are
+// logged once each and passed to notify, if not nil.
+func (a *App) newFlow(routes []queue.Route, limits map[queue.Route]queue.FlowLimits, notify *notifier, paused func(queue.Route) bool) *queue.Flow {
+	limited := false
+	for _, l := range limits {
+		limited = limited || l != (queue.FlowLimits{})
+	}
+	if !limited {
+		return nil
+	}
+	logger := a.logger
+	return queue.NewFlow(queue.FlowConfig{
+		Routes: routes,
+		Limits: limits,
+		Paused: paused,
+		CircuitChanged: func(r queue.Route, state queue.CircuitState, cooldown time.Duration) {
+			fields := []zap.Field{zap.String("source", r.Source), zap.String("target", r.Target), zap.String("circuit", state.String())}
+			switch state {
+			case queue.CircuitOpen:
+				logger.Warn("circuit opened: deliveries to the target paused", append(fields, zap.Duration("cooldown", cooldown))...)
+			case queue.CircuitHalfOpen:
+				logger.Info("circuit half open: one probe delivery", fields...)
+			default:
+				logger.Info("circuit closed: deliveries to the target resumed", fields...)
+			}
+			if notify != nil && state != queue.CircuitHalfOpen {
+				notify.CircuitChanged(r, state == queue.CircuitOpen)
+			}
+		},
+	})
+}
