@@ -336,15 +336,15 @@ func (c *cli) stats(_ *cobra.Command, _ []string) error {
 		fmt.Fprintln(c.out, "no jobs")
 	} else {
 		tw := newTable(c.out)
-		fmt.Fprintln(tw, "SOURCE\tTARGET\tPENDING\tRUNNING\tDONE\tDEAD")
+		fmt.Fprintln(tw, "SOURCE\tTARGET\tPENDING\tBLOCKED\tRUNNING\tDONE\tDEAD")
 		for _, k := range keys {
 			r := rows[k]
 			target := cell(k.target, 0)
 			if unroutable[k] {
 				target += " (unroutable)"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\n", cell(k.source, 0), target,
-				r[queue.StatusPending], r[queue.StatusRunning], r[queue.StatusDone], r[queue.StatusDead])
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\n", cell(k.source, 0), target,
+				r[queue.StatusPending], r[queue.StatusBlocked], r[queue.StatusRunning], r[queue.StatusDone], r[queue.StatusDead])
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -116,11 +116,11 @@ func TestCLIOutput(t *testing.T) {
 			name: "stats",
 			args: static("stats"),
 			want: func(adminData) string {
-				return `SOURCE | TARGET | PENDING | RUNNING | DONE | DEAD
-github | exec | 0 | 0 | 1 | 0
-github | http | 1 | 0 | 0 | 1
-slack | http | 1 | 0 | 0 | 0
-stripe | http | 0 | 1 | 0 | 1
+				return `SOURCE | TARGET | PENDING | BLOCKED | RUNNING | DONE | DEAD
+github | exec | 0 | 0 | 0 | 1 | 0
+github | http | 1 | 0 | 0 | 0 | 1
+slack | http | 1 | 0 | 0 | 0 | 0
+stripe | http | 0 | 0 | 1 | 0 | 1
 
 events stored: | 6
 oldest pending: 1m30s
