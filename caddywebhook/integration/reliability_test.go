@@ -32,6 +32,7 @@ func TestReliability(t *testing.T) {
 	t.Run("shared_database", testSharedDatabase)
 	t.Run("sigstop", testSigstop)
 	t.Run("reload_long_jobs", testReloadLongJobs)
+	t.Run("fifo_kill9", testFIFOKill)
 }
 
 // TestReliabilityLogAudit runs after TestReliability (and TestE2E) has
