@@ -134,7 +134,7 @@ SET status = ?1,
 	finished_at = CASE WHEN ?1 = 'pending' THEN NULL ELSE ?4 END,
 	history = history + 1
 WHERE id = ?5 AND lease_owner = ?6 AND fence = ?7 AND status = 'running'
-RETURNING ordering_key, ordering_hold`
+RETURNING ordering_key, ordering_hold, source, target`
 
 	sqlHandBack = `UPDATE jobs
 SET status = 'pending', run_at = ?1, attempts = max(attempts - 1, 0), lease_owner = NULL, lease_until = NULL,

@@ -512,7 +512,7 @@ func (w *writer) finish(r *request, now time.Time) error {
 		c := &r.cs[i]
 		at, runAt := storekit.Times(c, now)
 		msg := queue.SafeText(c.Error, queue.MaxErrorLen)
-		row := w.row[:2]
+		row := w.row[:4]
 		err := queryRow(w.st.finish, row, string(c.Status), ms(runAt), msg, ms(at), c.JobID, c.Owner, c.Fence)
 		if errors.Is(err, errNoRows) {
 			continue // fenced off: another owner has it, or it is gone
@@ -520,10 +520,14 @@ func (w *writer) finish(r *request, now time.Time) error {
 		if err != nil {
 			return fmt.Errorf("finish job %d: %w", c.JobID, err)
 		}
-		if key := asString(row[0]); row[0] != nil && (c.Status == queue.StatusDone || c.Status == queue.StatusDead && asInt(row[1]) == 0) {
-			if err := w.releaseJob(c.JobID, key, now, r); err != nil {
+		// A job of an ordering key that is done, or dead without holding
+		// its key, hands the key on.
+		if row[0] != nil && (c.Status == queue.StatusDone || c.Status == queue.StatusDead && asInt(row[1]) == 0) {
+			promoted, err := w.release(asString(row[2]), asString(row[3]), asString(row[0]), c.JobID, now)
+			if err != nil {
 				return fmt.Errorf("finish job %d: %w", c.JobID, err)
 			}
+			r.ready = r.ready || promoted
 		}
 		if err := w.addAttempt(c.JobID, 0, c.Started, c.Duration, c.Status, msg); err != nil {
 			return fmt.Errorf("finish job %d: %w", c.JobID, err)
@@ -564,20 +568,6 @@ func (w *writer) handBack(r *request, now time.Time) error {
 		r.ready = true
 	}
 	return nil
-}
-
-// releaseJob releases key, held by the finished job id (see release),
-// reading the job's route.
-func (w *writer) releaseJob(id int64, key string, now time.Time, r *request) error {
-	row := w.row[:3]
-	if err := queryRow(w.st.jobKey, row, id); err != nil {
-		return fmt.Errorf("read ordering key: %w", err)
-	}
-	promoted, err := w.release(asString(row[0]), asString(row[1]), key, id, now)
-	if promoted {
-		r.ready = true
-	}
-	return err
 }
 
 func (w *writer) replay(r *request, now time.Time) error {
