@@ -238,7 +238,7 @@ func (a *adminAPI) handleList(w http.ResponseWriter, r *http.Request, q *activeQ
 	if s := query.Get("status"); s != "" {
 		p.Status = queue.Status(s)
 		if !p.Status.Valid() {
-			return badParam("status", "must be pending, running, done or dead, not %q", s)
+			return badParam("status", "must be pending, blocked, running, done or dead, not %q", s)
 		}
 	}
 	var err error

@@ -302,6 +302,9 @@ func parseReceiverDirective(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler
 //		max_body_inflight <size>             # bodies being read, together; default max(64MiB, 4×max_body)
 //		delivery_id header <name> | json <field>
 //		event_type  header <name> | json <field>
+//		ordering_key header <name> | json <field> {   # FIFO per key and target
+//			on_dead hold|release           # default hold
+//		}
 //		signature_header <name>              # the signed-content engine (hmac, presets):
 //		signature_syntax plain|list|pairs    #   each also settable in the hmac block
 //		signature_key    <key>               #   pairs: e.g. v1
@@ -432,6 +435,31 @@ func (rc *Receiver) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			} else {
 				rc.EventType = f
 			}
+		case "ordering_key":
+			var from, name string
+			if !d.AllArgs(&from, &name) {
+				return d.Errf("webhook_receiver: ordering_key needs a source and a name: ordering_key header <name> | ordering_key json <field>")
+			}
+			k := new(OrderingKey)
+			switch from {
+			case "header":
+				k.Header = name
+			case "json":
+				k.JSON = name
+			default:
+				return d.Errf("webhook_receiver: ordering_key: %q is not header or json", from)
+			}
+			for nesting := d.Nesting(); d.NextBlock(nesting); {
+				switch d.Val() {
+				case "on_dead":
+					if !d.AllArgs(&k.OnDead) {
+						return d.Errf("webhook_receiver: ordering_key: on_dead needs hold or release")
+					}
+				default:
+					return d.Errf("webhook_receiver: ordering_key: unknown option %q", d.Val())
+				}
+			}
+			rc.OrderingKey = k
 		case "hmac":
 			if err := rc.unmarshalHMAC(d); err != nil {
 				return err

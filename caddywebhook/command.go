@@ -32,7 +32,7 @@ func init() {
 		Long: `
 Talks to the webhook admin API (/webhook/ on Caddy's admin endpoint) of a
 running Caddy to look at the queue and repair it: see how many jobs are
-pending, running, done or dead for each source and target, list jobs, show
+pending, blocked, running, done or dead for each source and target, list jobs, show
 one job with its last error, attempt history and payload, replay dead jobs,
 discard a job, purge old done jobs, and pause and resume delivery.
 
@@ -121,7 +121,7 @@ running config).
 		Long: `
 Lists jobs newest first, one line each: id, source, target, status, attempts,
 event type, sender's delivery id, age and the start of the last error. Filter
-by --status (pending, running, done, dead), --source and --target. A page
+by --status (pending, blocked, running, done, dead), --source and --target. A page
 holds --limit jobs (default 50, at most 1000); when there are more, the last
 line gives the --cursor for the next page.
 `,
@@ -131,7 +131,7 @@ line gives the --cursor for the next page.
 		Args: noArgs,
 		RunE: run((*cli).list),
 	}
-	list.Flags().String("status", "", "Only jobs in this status: pending, running, done or dead")
+	list.Flags().String("status", "", "Only jobs in this status: pending, blocked, running, done or dead")
 	list.Flags().String("source", "", "Only jobs of this source (the receiver's source name)")
 	list.Flags().String("target", "", "Only jobs for this target name")
 	list.Flags().Int("limit", 0, "Jobs per page, 1 to 1000 (default 50)")
@@ -346,7 +346,7 @@ func (c *cli) stats(_ *cobra.Command, _ []string) error {
 		fmt.Fprintln(c.out, "no jobs")
 	} else {
 		tw := newTable(c.out)
-		fmt.Fprintln(tw, "SOURCE\tTARGET\tPENDING\tRUNNING\tDONE\tDEAD")
+		fmt.Fprintln(tw, "SOURCE\tTARGET\tPENDING\tBLOCKED\tRUNNING\tDONE\tDEAD")
 		for _, k := range keys {
 			r := rows[k]
 			target := cell(k.target, 0)
@@ -359,8 +359,8 @@ func (c *cli) stats(_ *cobra.Command, _ []string) error {
 			if c := circuit[k]; c != "" {
 				target += " (circuit " + strings.ReplaceAll(c, "_", "-") + ")"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\n", cell(k.source, 0), target,
-				r[queue.StatusPending], r[queue.StatusRunning], r[queue.StatusDone], r[queue.StatusDead])
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\n", cell(k.source, 0), target,
+				r[queue.StatusPending], r[queue.StatusBlocked], r[queue.StatusRunning], r[queue.StatusDone], r[queue.StatusDead])
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -116,11 +116,11 @@ func TestCLIOutput(t *testing.T) {
 			name: "stats",
 			args: static("stats"),
 			want: func(adminData) string {
-				return `SOURCE | TARGET | PENDING | RUNNING | DONE | DEAD
-github | exec | 0 | 0 | 1 | 0
-github | http | 1 | 0 | 0 | 1
-slack | http | 1 | 0 | 0 | 0
-stripe | http | 0 | 1 | 0 | 1
+				return `SOURCE | TARGET | PENDING | BLOCKED | RUNNING | DONE | DEAD
+github | exec | 0 | 0 | 0 | 1 | 0
+github | http | 1 | 0 | 0 | 0 | 1
+slack | http | 1 | 0 | 0 | 0 | 0
+stripe | http | 0 | 0 | 1 | 0 | 1
 
 events stored: | 6
 oldest pending: 1m30s
@@ -454,7 +454,7 @@ func TestCLIErrors(t *testing.T) {
 		},
 		{name: "no webhook app", args: static("stats"), noApp: true, wantStderr: "Error: no webhook app is running", wantRequest: true},
 		{name: "limit out of range", args: static("list", "--limit", "5000"), wantStderr: "invalid parameter limit: must be a whole number from 1 to 1000, not \"5000\" (HTTP 400)", wantRequest: true},
-		{name: "bad status", args: static("list", "--status", "failed"), wantStderr: "invalid parameter status: must be pending, running, done or dead", wantRequest: true},
+		{name: "bad status", args: static("list", "--status", "failed"), wantStderr: "invalid parameter status: must be pending, blocked, running, done or dead", wantRequest: true},
 		{name: "show without id", args: static("show"), wantStderr: "show needs a job id"},
 		{name: "show a non-number", args: static("show", "../../config"), wantStderr: `job id must be a positive number, not "../../config"`},
 		{name: "discard a negative id", args: static("discard", "-3"), wantStderr: "unknown shorthand flag"},

@@ -154,7 +154,7 @@ func (c *jobsCollector) Collect(ch chan<- prometheus.Metric) {
 		counts[key{n.Source, n.Target, n.Status}] += n.Jobs
 	}
 	for _, r := range c.app.routeList() {
-		for _, s := range []queue.Status{queue.StatusPending, queue.StatusRunning, queue.StatusDone, queue.StatusDead} {
+		for _, s := range []queue.Status{queue.StatusPending, queue.StatusBlocked, queue.StatusRunning, queue.StatusDone, queue.StatusDead} {
 			k := key{r.Source, r.Target, s}
 			if _, ok := counts[k]; !ok {
 				counts[k] = 0

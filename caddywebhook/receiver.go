@@ -3,6 +3,8 @@ package caddywebhook
 import (
 	"cmp"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -171,6 +173,19 @@ type Receiver struct {
 	// Default: the scheme's event type, if it has one.
 	EventType *FieldSource `json:"event_type,omitempty"`
 
+	// OrderingKey delivers the events that share a key in the order they
+	// arrived, to each target: a job whose key is K does not start while
+	// an earlier job of K for the same target is pending, running or
+	// waiting to retry. The jobs waiting behind a key are counted as
+	// blocked, and cost the worker pool's claim nothing. Events without
+	// the key, and other keys, are not held up. The key is read, like
+	// delivery_id, from a header or a JSON field (a dotted path) after the
+	// signature verified; an event whose key is absent or empty is not
+	// ordered. A key longer than 256 bytes, or that is not valid text, is
+	// replaced by its SHA-256. Default: none, events are delivered in any
+	// order.
+	OrderingKey *OrderingKey `json:"ordering_key,omitempty"`
+
 	// HMAC configures the signed-content engine: required with the hmac
 	// scheme, optional with a preset (its fields override the preset's),
 	// refused with the other schemes.
@@ -193,6 +208,7 @@ type Receiver struct {
 	app          *App                 // its store opens when the app starts
 	maxBody      int64
 	inflight     bodyBudget
+	orderingHold bool            // OrderingKey.OnDead is hold
 	forward      []forwardHeader // headers stored with the event
 	allTargets   []string        // every target name, when no target filters events
 	filters      []targetFilter  // per target, when some filter
@@ -207,6 +223,23 @@ type FieldSource struct {
 	Header string `json:"header,omitempty"`
 	// JSON is a top-level field of the JSON body.
 	JSON string `json:"json,omitempty"`
+}
+
+// OrderingKey says where a receiver's ordering key comes from and what a
+// dead job does to its key. Set exactly one of Header and JSON.
+type OrderingKey struct {
+	// Header is a request header name.
+	Header string `json:"header,omitempty"`
+	// JSON is a field of the JSON body; a nested field is a path of
+	// member names joined with dots ("data.object.id").
+	JSON string `json:"json,omitempty"`
+	// OnDead says what a job that goes dead does to its key: hold keeps
+	// the later jobs of the key (for that target) blocked until the dead
+	// job is replayed and delivered, or discarded, so the order is never
+	// broken; release lets the next job go ahead, and a replay of the
+	// dead job then waits behind the key's current job. The choice is
+	// stored with each job when it is received. Default: hold.
+	OnDead string `json:"on_dead,omitempty"`
 }
 
 // HMACOptions configures the signed-content engine: an HMAC over a
@@ -497,6 +530,20 @@ func (rc *Receiver) Validate() error {
 		}
 		cfg.EventTypeHeader, cfg.EventTypeField = f.Header, f.JSON
 	}
+	if k := rc.OrderingKey; k != nil {
+		if (k.Header == "") == (k.JSON == "") {
+			return rc.errf("ordering_key: set exactly one of header and json")
+		}
+		switch k.OnDead {
+		case "", "hold":
+			rc.orderingHold = true
+		case "release":
+			rc.orderingHold = false
+		default:
+			return rc.errf("ordering_key: on_dead %q is not hold or release", k.OnDead)
+		}
+		cfg.OrderingKeyHeader, cfg.OrderingKeyField = k.Header, k.JSON
+	}
 	if h := rc.HMAC; h != nil {
 		cfg.SignatureHeader, cfg.SignatureSyntax, cfg.SignatureKey = h.Header, h.Syntax, h.Key
 		cfg.Algorithm, cfg.Encoding, cfg.SignaturePrefix = h.Algorithm, h.Encoding, h.Prefix
@@ -776,6 +823,9 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhtt
 			Payload:    body,
 			Targets:    rc.targetsFor(res.EventType),
 		}
+		if res.OrderingKey != "" {
+			ev.OrderingKey, ev.OrderingHold = orderingKey(res.OrderingKey), rc.orderingHold
+		}
 		var out queue.EnqueueResult
 		if out, err = store.Enqueue(r.Context(), ev); err == nil {
 			putBuffer(bp)
@@ -930,6 +980,18 @@ func validEventText(s string) bool {
 		}
 	}
 	return true
+}
+
+// orderingKey returns the key an event is ordered by: k itself, or, when
+// k is longer than queue.MaxOrderingKeyLen or not text that every backend
+// stores (see validEventText), "sha256:" and its hex SHA-256, which keeps
+// equal keys equal.
+func orderingKey(k string) string {
+	if len(k) <= queue.MaxOrderingKeyLen && validEventText(k) {
+		return k
+	}
+	sum := sha256.Sum256([]byte(k))
+	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // bodyBudget bounds the bytes held by the bodies a receiver is reading or

@@ -768,3 +768,70 @@ func TestReceiverAcceptStatus(t *testing.T) {
 		})
 	}
 }
+
+// TestReceiverOrderingKey: the key is read from the JSON body after
+// verification; events of one key wait behind each other, other keys and
+// events without a key do not, and a key too long to store is hashed,
+// which keeps equal keys equal.
+func TestReceiverOrderingKey(t *testing.T) {
+	rc := githubReceiver("shop", httpTarget("", "http://127.0.0.1:9/"))
+	rc["ordering_key"] = map[string]string{"json": "order.id"}
+	h := newHarness(t)
+	h.load(t, map[string]any{"workers": 0}, rc)
+	long := strings.Repeat("k", 300)
+	sends := []struct {
+		id, body string
+		want     queue.Status
+	}{
+		{"a1", `{"order":{"id":"A"}}`, queue.StatusPending},
+		{"a2", `{"order":{"id":"A"}}`, queue.StatusBlocked},
+		{"b1", `{"order":{"id":"B"}}`, queue.StatusPending},
+		{"none", `{"order":{}}`, queue.StatusPending},
+		{"n1", `{"order":{"id":42}}`, queue.StatusPending},
+		{"n2", `{"order":{"id":42}}`, queue.StatusBlocked},
+		{"long1", `{"order":{"id":"` + long + `"}}`, queue.StatusPending},
+		{"long2", `{"order":{"id":"` + long + `"}}`, queue.StatusBlocked},
+	}
+	for _, s := range sends {
+		if got := h.post(t, "shop", s.id, "order", []byte(s.body)); got != http.StatusAccepted {
+			t.Fatalf("POST %s: status %d", s.id, got)
+		}
+	}
+	got := map[string]queue.Status{}
+	for _, j := range jobs(t, h.store(t)) {
+		got[j.DeliveryID] = j.Status
+	}
+	for _, s := range sends {
+		if got[s.id] != s.want {
+			t.Errorf("job of %s is %s, want %s", s.id, got[s.id], s.want)
+		}
+	}
+}
+
+func TestReceiverOrderingKeyValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		key  OrderingKey
+		want string // in the error; empty: valid
+	}{
+		{"header", OrderingKey{Header: "X-Key"}, ""},
+		{"json, release", OrderingKey{JSON: "data.id", OnDead: "release"}, ""},
+		{"neither", OrderingKey{OnDead: "hold"}, "ordering_key: set exactly one of header and json"},
+		{"both", OrderingKey{Header: "X-Key", JSON: "id"}, "ordering_key: set exactly one of header and json"},
+		{"bad on_dead", OrderingKey{JSON: "id", OnDead: "drop"}, `on_dead "drop" is not hold or release`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rc := &Receiver{Source: "shop", Scheme: "github", OrderingKey: &tt.key, secrets: []string{"s3cret"}}
+			err := rc.Validate()
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("Validate: %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("Validate = %v, want an error with %q", err, tt.want)
+			case tt.want == "" && rc.orderingHold != (tt.key.OnDead != "release"):
+				t.Errorf("orderingHold = %v for on_dead %q", rc.orderingHold, tt.key.OnDead)
+			}
+		})
+	}
+}

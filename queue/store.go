@@ -17,19 +17,23 @@ import (
 // Status is the state of a job.
 type Status string
 
-// The four states of a job. A job is pending until claimed, running while a
-// worker holds its lease, and ends done or dead (parked for a human).
+// The states of a job. A job is pending until claimed, running while a
+// worker holds its lease, and ends done or dead (parked for a human). A job
+// with an ordering key is blocked, not pending, while an earlier job of its
+// (source, target, key) is unfinished (see Event.OrderingKey); it becomes
+// pending when that job finishes.
 const (
 	StatusPending Status = "pending"
 	StatusRunning Status = "running"
 	StatusDone    Status = "done"
 	StatusDead    Status = "dead"
+	StatusBlocked Status = "blocked"
 )
 
-// Valid reports whether s is one of the four statuses.
+// Valid reports whether s is one of the five statuses.
 func (s Status) Valid() bool {
 	switch s {
-	case StatusPending, StatusRunning, StatusDone, StatusDead:
+	case StatusPending, StatusRunning, StatusDone, StatusDead, StatusBlocked:
 		return true
 	}
 	return false
@@ -50,7 +54,23 @@ type Event struct {
 	Headers    []Header // headers forwarded to targets (content type, event header)
 	Payload    []byte   // the raw body, exactly as signed
 	Targets    []string // target names; empty means the event is stored with no job
+
+	// OrderingKey, when not empty, orders the event's jobs: for each
+	// target, a job is not claimable while an earlier job (by arrival) of
+	// the same source, target and key is pending, running, waiting to
+	// retry, or dead and holding its key (OrderingHold). Such a job is
+	// stored blocked, and the store makes it pending when the job ahead
+	// of it finishes, so waiting jobs cost the claim nothing.
+	OrderingKey string
+	// OrderingHold says what a job of this event that goes dead does to
+	// its key: true holds the key, so later jobs stay blocked until the
+	// dead job is replayed and done, or discarded; false releases it, and
+	// the next job goes ahead. Ignored without OrderingKey.
+	OrderingHold bool
 }
+
+// MaxOrderingKeyLen bounds Event.OrderingKey, in bytes.
+const MaxOrderingKeyLen = 256
 
 // EnqueueResult says what Enqueue did.
 type EnqueueResult struct {

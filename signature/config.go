@@ -89,6 +89,12 @@ type Config struct {
 	EventTypeHeader string
 	EventTypeField  string
 
+	// OrderingKeyHeader or OrderingKeyField names where Result.OrderingKey
+	// is read from, the same way as the delivery id's override (a field
+	// path may be nested). Set at most one. Default: none, no key.
+	OrderingKeyHeader string
+	OrderingKeyField  string
+
 	// VerifyToken is the token a sender's GET handshake must carry, for
 	// the schemes whose handshake checks one apart from the signing keys
 	// (meta: hub.verify_token, chosen in the App Dashboard). It is a
@@ -273,9 +279,13 @@ func (cfg *Config) validate(s *scheme) error {
 	if cfg.EventTypeHeader != "" && cfg.EventTypeField != "" {
 		return errors.New("EventTypeHeader and EventTypeField are mutually exclusive")
 	}
+	if cfg.OrderingKeyHeader != "" && cfg.OrderingKeyField != "" {
+		return errors.New("OrderingKeyHeader and OrderingKeyField are mutually exclusive")
+	}
 	for _, h := range []struct{ name, value string }{
 		{"DeliveryIDHeader", cfg.DeliveryIDHeader},
 		{"EventTypeHeader", cfg.EventTypeHeader},
+		{"OrderingKeyHeader", cfg.OrderingKeyHeader},
 		{"SignatureHeader", cfg.SignatureHeader},
 		{"TimestampHeader", cfg.TimestampHeader},
 	} {

@@ -29,9 +29,9 @@ func field(name string) source { return source{kind: fromField, name: name} }
 func signedID() source         { return source{kind: fromSigned} }
 
 // maxFields bounds the top-level JSON fields one verifier reads: an id and
-// an event type, each from an override and from the scheme, and a
-// timestamp.
-const maxFields = 5
+// an event type, each from an override and from the scheme, a timestamp
+// and an ordering key.
+const maxFields = 6
 
 // meta resolves the delivery id and event type of a verified request: each
 // is the first present value of its chain, the configured override first.
@@ -39,6 +39,7 @@ const maxFields = 5
 // ("event.id").
 type meta struct {
 	id, typ []source
+	key     []source // the ordering key's source; none when not configured
 	fields  []string // distinct top-level JSON members the chains and the timestamp read
 }
 
@@ -46,7 +47,8 @@ func newMeta(cfg Config, id, typ []source) meta {
 	var m meta
 	m.id = chain(cfg.DeliveryIDHeader, cfg.DeliveryIDField, id)
 	m.typ = chain(cfg.EventTypeHeader, cfg.EventTypeField, typ)
-	for _, s := range append(append([]source(nil), m.id...), m.typ...) {
+	m.key = chain(cfg.OrderingKeyHeader, cfg.OrderingKeyField, nil)
+	for _, s := range append(append(append([]source(nil), m.id...), m.typ...), m.key...) {
 		if s.kind == fromField {
 			m.addField(s.name)
 		}
@@ -120,6 +122,9 @@ func (m *meta) resultWith(index int, h http.Header, body []byte, signed string, 
 		SecretIndex: index,
 		DeliveryID:  m.resolve(m.id, h, body, signed, js),
 		EventType:   m.resolve(m.typ, h, body, signed, js),
+	}
+	if m.key != nil {
+		r.OrderingKey = m.resolve(m.key, h, body, signed, js)
 	}
 	if r.DeliveryID == "" {
 		r.DeliveryID = bodyID(body)

@@ -58,6 +58,9 @@ type Result struct {
 	SecretIndex int
 	DeliveryID  string // scheme's id, an override, or "sha256:<hex of body>"
 	EventType   string // may be empty
+	// OrderingKey is the value Config.OrderingKeyHeader or
+	// OrderingKeyField names; empty when not configured or absent.
+	OrderingKey string
 }
 
 // Request is what a Verifier reads of an HTTP request. It is passed by

@@ -13,7 +13,7 @@
   const POLL_MS = 2000;
   const RATE_WINDOW_MS = 5 * 60 * 1000; // throughput: the last 5 minutes
   const SAMPLE_KEEP_MS = 15 * 60 * 1000;
-  const STATUSES = ['pending', 'running', 'done', 'dead'];
+  const STATUSES = ['pending', 'blocked', 'running', 'done', 'dead'];
 
   const meta = (name) => (document.querySelector(`meta[name="${name}"]`) || {}).content || '';
   const token = meta('webhook-dashboard-token');
@@ -298,10 +298,10 @@
       async refresh() {
         const st = await loadStats();
         const groups = new Map(); // "source\u0000target" -> row
-        const totals = { pending: 0, running: 0, done: 0, dead: 0 };
+        const totals = { pending: 0, blocked: 0, running: 0, done: 0, dead: 0 };
         for (const c of st.counts || []) {
           const key = c.source + '\u0000' + c.target;
-          if (!groups.has(key)) groups.set(key, { source: c.source, target: c.target, pending: 0, running: 0, done: 0, dead: 0, flow: {} });
+          if (!groups.has(key)) groups.set(key, { source: c.source, target: c.target, pending: 0, blocked: 0, running: 0, done: 0, dead: 0, flow: {} });
           const g = groups.get(key);
           if (c.status in totals) { g[c.status] += c.jobs; totals[c.status] += c.jobs; }
           for (const f of ['paused', 'circuit']) if (f in c) g.flow[f] = c[f];

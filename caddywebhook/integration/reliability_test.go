@@ -34,6 +34,7 @@ func TestReliability(t *testing.T) {
 	t.Run("reload_long_jobs", testReloadLongJobs)
 	t.Run("pause_resume", testPauseUnderLoad)
 	t.Run("circuit_breaker", testCircuitBreaker)
+	t.Run("fifo_kill9", testFIFOKill)
 }
 
 // TestReliabilityLogAudit runs after TestReliability (and TestE2E) has

@@ -87,11 +87,12 @@ func testSchema(tb testing.TB, dsn string) string {
 			err = conn.QueryRow(ctx, "SELECT count(*) > 10000 FROM (SELECT 1 FROM "+schema+".events LIMIT 10001) AS e").Scan(&many)
 			if err == nil && many {
 				_, err = conn.Exec(ctx, "TRUNCATE "+schema+".attempts, "+schema+".jobs, "+schema+".events, "+
-					schema+".job_counts, "+schema+".event_counts RESTART IDENTITY")
+					schema+".job_counts, "+schema+".event_counts, "+schema+".ordering_heads RESTART IDENTITY")
 			} else if err == nil {
 				_, err = conn.Exec(ctx, `BEGIN;
 DELETE FROM `+schema+`.attempts; DELETE FROM `+schema+`.jobs; DELETE FROM `+schema+`.events;
 DELETE FROM `+schema+`.job_counts; DELETE FROM `+schema+`.event_counts;
+DELETE FROM `+schema+`.ordering_heads;
 ALTER TABLE `+schema+`.attempts ALTER COLUMN id RESTART;
 ALTER TABLE `+schema+`.jobs ALTER COLUMN id RESTART;
 ALTER TABLE `+schema+`.events ALTER COLUMN id RESTART;

@@ -199,6 +199,30 @@ CREATE TABLE pauses (
 	PRIMARY KEY (source, target)
 );
 `,
+	// Version 6 (issue 14, FIFO per key): see ordering.go. A job with an
+	// ordering key is stored blocked while an earlier job of its (source,
+	// target, key) is unfinished; ordering_heads names that job, the
+	// key's head. The wider status check is added NOT VALID: every
+	// stored row passed the narrower one, and validating would read the
+	// whole table. Adding a nullable column, or one with a constant
+	// default, rewrites no row.
+	`
+ALTER TABLE jobs DROP CONSTRAINT jobs_status_check;
+ALTER TABLE jobs ADD CONSTRAINT jobs_status_check
+	CHECK (status IN ('pending', 'running', 'done', 'dead', 'blocked')) NOT VALID;
+ALTER TABLE jobs
+	ADD COLUMN ordering_key text,
+	ADD COLUMN ordering_hold boolean NOT NULL DEFAULT false;
+CREATE INDEX jobs_blocked ON jobs (source, target, ordering_key, id) WHERE status = 'blocked';
+CREATE TABLE ordering_heads (
+	source       text   NOT NULL,
+	target       text   NOT NULL,
+	ordering_key text   NOT NULL,
+	job_id       bigint NOT NULL,
+	PRIMARY KEY (source, target, ordering_key)
+);
+CREATE INDEX ordering_heads_job ON ordering_heads (job_id);
+`,
 }
 
 // schemaVersion is the version this build writes.

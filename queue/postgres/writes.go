@@ -187,7 +187,7 @@ var sqlReplayDead = `WITH ` + pickByRoute(queue.StatusDead) + `, u AS (
 	WHERE id = ANY (ARRAY(SELECT id FROM pick))
 	RETURNING id
 )
-SELECT count(*), coalesce(max(id), $4) FROM u`
+SELECT count(*), coalesce(max(id), $4), ARRAY(SELECT id FROM u) FROM u`
 
 // sqlDiscardDead and sqlDiscardPending delete one chunk of jobs and the
 // events left without a job, and return how many and the keyset to
@@ -195,10 +195,10 @@ SELECT count(*), coalesce(max(id), $4) FROM u`
 // hence the id list.
 var (
 	sqlDiscardDead = `WITH ` + pickByRoute(queue.StatusDead) + discardPicked + `
-SELECT (SELECT count(*) FROM d), coalesce((SELECT max(id) FROM pick), $4)`
+SELECT (SELECT count(*) FROM d), ARRAY(SELECT id FROM d), coalesce((SELECT max(id) FROM pick), $4)`
 
 	sqlDiscardPending = `WITH ` + pickByRoute(queue.StatusPending) + discardPicked + `
-SELECT (SELECT count(*) FROM d),
+SELECT (SELECT count(*) FROM d), ARRAY(SELECT id FROM d),
 	coalesce((SELECT run_at FROM pick ORDER BY run_at DESC, id DESC LIMIT 1), $4),
 	coalesce((SELECT id FROM pick ORDER BY run_at DESC, id DESC LIMIT 1), $5)`
 )
@@ -320,6 +320,9 @@ func (s *Store) Enqueue(ctx context.Context, ev queue.Event) (queue.EnqueueResul
 	}
 	if a.targets == nil {
 		a.targets = []string{}
+	}
+	if ev.OrderingKey != "" {
+		return s.enqueueKeyed(ctx, &a, ev.OrderingKey, ev.OrderingHold)
 	}
 	if s.batcher != nil {
 		return s.batcher.enqueue(ctx, a)
@@ -454,17 +457,18 @@ func (s *Store) Finish(ctx context.Context, cs []queue.Completion) ([]bool, erro
 			round = append(round, i)
 		}
 		a := finishArgs{}
+		var ended []int64 // done or dead: they may release an ordering key
 		for _, i := range round {
 			a.add(&cs[i], now)
+			if cs[i].Status != queue.StatusPending {
+				ended = append(ended, cs[i].JobID)
+			}
 		}
-		rows, err := s.pool.Query(ctx, sqlFinish, a.ids, a.owners, a.statuses, a.runAts, a.errs, a.ats, a.starteds, a.durations, a.fences)
+		done, promoted, err := s.finishRound(ctx, &a, ended, now)
 		if err != nil {
 			return nil, s.fail("finish jobs", err)
 		}
-		done, err := idSet(rows)
-		if err != nil {
-			return nil, s.fail("finish jobs", err)
-		}
+		ready = ready || promoted
 		for k, i := range round {
 			if done[cs[i].JobID] {
 				recorded[i] = true
@@ -479,6 +483,42 @@ func (s *Store) Finish(ctx context.Context, cs []queue.Completion) ([]bool, erro
 		s.madeReady()
 	}
 	return recorded, nil
+}
+
+// finishRound runs sqlFinish for one round and, in the same implicit
+// transaction and round trip, hands on the ordering keys that the ended
+// jobs held (queueRelease). It returns the ids recorded and whether a
+// blocked job became pending.
+func (s *Store) finishRound(ctx context.Context, a *finishArgs, ended []int64, now time.Time) (map[int64]bool, bool, error) {
+	if len(ended) == 0 {
+		rows, err := s.pool.Query(ctx, sqlFinish, a.ids, a.owners, a.statuses, a.runAts, a.errs, a.ats, a.starteds, a.durations, a.fences)
+		if err != nil {
+			return nil, false, err
+		}
+		done, err := idSet(rows)
+		return done, false, err
+	}
+	b := &pgx.Batch{}
+	b.Queue(sqlFinish, a.ids, a.owners, a.statuses, a.runAts, a.errs, a.ats, a.starteds, a.durations, a.fences)
+	queueRelease(b, ended, now)
+	br := s.pool.SendBatch(ctx, b)
+	defer br.Close()
+	rows, err := br.Query()
+	if err != nil {
+		return nil, false, err
+	}
+	done, err := idSet(rows)
+	if err != nil {
+		return nil, false, err
+	}
+	if _, err := br.Exec(); err != nil {
+		return nil, false, err
+	}
+	var n int64
+	if err := br.QueryRow().Scan(&n); err != nil {
+		return nil, false, err
+	}
+	return done, n > 0, br.Close()
 }
 
 // splitClaims returns the ids and the fence tokens of claims, as the
@@ -556,11 +596,22 @@ func (s *Store) Replay(ctx context.Context, id int64) error {
 	if s.isClosed() {
 		return queue.ErrClosed
 	}
-	tag, err := s.pool.Exec(ctx, sqlReplay, id, ms(s.cfg.Now()))
+	var replayed bool
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		now := ms(s.cfg.Now())
+		tag, err := tx.Exec(ctx, sqlReplay, id, now)
+		if err != nil {
+			return err
+		}
+		if replayed = tag.RowsAffected() == 1; replayed {
+			_, err = rechain(ctx, tx, []int64{id}, now)
+		}
+		return err
+	})
 	if err != nil {
 		return s.fail(fmt.Sprintf("replay job %d", id), err)
 	}
-	if tag.RowsAffected() == 1 {
+	if replayed {
 		s.madeReady()
 		return nil
 	}
@@ -595,7 +646,16 @@ func (s *Store) ReplayDead(ctx context.Context, f queue.Filter) (int, error) {
 	var after int64
 	return queue.DeleteInBatches(ctx, math.MaxInt, bulkChunk, func(n int) (int, error) {
 		var replayed int64
-		if err := s.pool.QueryRow(ctx, sqlReplayDead, f.Source, f.Target, n, after, ms(s.cfg.Now())).Scan(&replayed, &after); err != nil {
+		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			now := ms(s.cfg.Now())
+			var ids []int64
+			if err := tx.QueryRow(ctx, sqlReplayDead, f.Source, f.Target, n, after, now).Scan(&replayed, &after, &ids); err != nil {
+				return err
+			}
+			_, err := rechain(ctx, tx, ids, now)
+			return err
+		})
+		if err != nil {
 			return 0, s.fail("replay dead jobs", err)
 		}
 		if replayed > 0 {
@@ -620,14 +680,28 @@ func (s *Store) DiscardJobs(ctx context.Context, f queue.Filter) (int, error) {
 	)
 	return queue.DeleteInBatches(ctx, math.MaxInt, bulkChunk, func(n int) (int, error) {
 		var deleted int64
-		var err error
-		if f.Status == queue.StatusPending {
-			err = s.pool.QueryRow(ctx, sqlDiscardPending, f.Source, f.Target, n, afterAt, afterID).Scan(&deleted, &afterAt, &afterID)
-		} else {
-			err = s.pool.QueryRow(ctx, sqlDiscardDead, f.Source, f.Target, n, afterID).Scan(&deleted, &afterID)
-		}
+		promoted := false
+		// A deleted head of an ordering key hands it on, in the same
+		// transaction.
+		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			var ids []int64
+			var err error
+			if f.Status == queue.StatusPending {
+				err = tx.QueryRow(ctx, sqlDiscardPending, f.Source, f.Target, n, afterAt, afterID).Scan(&deleted, &ids, &afterAt, &afterID)
+			} else {
+				err = tx.QueryRow(ctx, sqlDiscardDead, f.Source, f.Target, n, afterID).Scan(&deleted, &ids, &afterID)
+			}
+			if err != nil {
+				return err
+			}
+			promoted, err = release(ctx, tx, ids, ms(s.cfg.Now()))
+			return err
+		})
 		if err != nil {
 			return 0, s.fail("discard jobs", err)
+		}
+		if promoted {
+			s.madeReady()
 		}
 		return int(deleted), nil
 	})
@@ -639,8 +713,8 @@ func (s *Store) Discard(ctx context.Context, id int64) error {
 	if s.isClosed() {
 		return queue.ErrClosed
 	}
-	var n int64
-	if err := s.pool.QueryRow(ctx, sqlDiscard, id).Scan(&n); err != nil {
+	n, err := s.discardOne(ctx, id)
+	if err != nil {
 		return s.fail(fmt.Sprintf("discard job %d", id), err)
 	}
 	if n == 1 {
@@ -654,13 +728,34 @@ func (s *Store) Discard(ctx context.Context, id int64) error {
 		return fmt.Errorf("discard job %d: %w", id, queue.ErrRunning)
 	}
 	// It was running a moment ago and has just finished: try once more.
-	if err := s.pool.QueryRow(ctx, sqlDiscard, id).Scan(&n); err != nil {
+	if n, err = s.discardOne(ctx, id); err != nil {
 		return s.fail(fmt.Sprintf("discard job %d", id), err)
 	}
 	if n == 0 {
 		return fmt.Errorf("discard job %d: %w", id, queue.ErrRunning)
 	}
 	return nil
+}
+
+// discardOne runs sqlDiscard and, in the same transaction, hands on the
+// ordering key the job held, if any; it returns the jobs deleted.
+func (s *Store) discardOne(ctx context.Context, id int64) (int64, error) {
+	var n int64
+	promoted := false
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx, sqlDiscard, id).Scan(&n); err != nil {
+			return err
+		}
+		var err error
+		if n == 1 {
+			promoted, err = release(ctx, tx, []int64{id}, ms(s.cfg.Now()))
+		}
+		return err
+	})
+	if promoted {
+		s.madeReady()
+	}
+	return n, err
 }
 
 // purgeChunk bounds the rows one purge statement deletes, so a large purge

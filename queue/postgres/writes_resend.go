@@ -40,12 +40,16 @@ func (s *Store) Resend(ctx context.Context, id int64) error {
 		if _, err := tx.Exec(ctx, sqlResendDone, id); err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, sqlReplay, id, ms(s.cfg.Now()))
+		now := ms(s.cfg.Now())
+		tag, err := tx.Exec(ctx, sqlReplay, id, now)
 		if err != nil {
 			return err
 		}
-		replayed = tag.RowsAffected() == 1
-		return nil
+		// A resent job of an ordering key goes back in its chain.
+		if replayed = tag.RowsAffected() == 1; replayed {
+			_, err = rechain(ctx, tx, []int64{id}, now)
+		}
+		return err
 	})
 	if err != nil {
 		return s.fail(op, err)

@@ -18,9 +18,9 @@
 // across replays), purge.go, reads.go (stats, listing, one job), events.go
 // (events, lookups by delivery id, resend, a job added to an event),
 // lifecycle.go (the ready signal, close), workers.go (many workers at
-// once), bulk.go (bulk replay and discard in chunks), counts.go (Stats
-// against a full count), pause.go (paused sources and targets) and
-// quota.go (claims capped per route).
+// once), fifo.go (ordering keys), bulk.go (bulk replay and discard in
+// chunks), counts.go (Stats against a full count), pause.go (paused sources
+// and targets) and quota.go (claims capped per route).
 package queuetest
 
 import (
@@ -75,6 +75,10 @@ func Run(t *testing.T, open func(t *testing.T) queue.Store) {
 		{"ready", testReady},
 		{"close", testClose},
 		{"concurrent workers", testWorkers},
+		{"fifo/chain per target and key", testFIFOChain},
+		{"fifo/dead job and its key", testFIFODead},
+		{"fifo/discard hands the key on", testFIFODiscard},
+		{"fifo/concurrent workers keep each key in order", testFIFOWorkers},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -148,6 +148,38 @@ CREATE TABLE pauses (
 	PRIMARY KEY (source, target)
 ) WITHOUT ROWID;
 `,
+	// Version 6 (issue 14, FIFO per key). A job with an ordering key is
+	// stored blocked while an earlier job of its (source, target, key) is
+	// unfinished; ordering_heads names that job, the key's head, one row
+	// per key in use. Finishing or discarding the head makes the next
+	// blocked job (lowest id, through jobs_blocked) pending and the new
+	// head, so blocked jobs are never in the pending index and cost the
+	// claim nothing. ordering_hold keeps the key held by a dead head.
+	//
+	// SQLite cannot alter a CHECK constraint, and rebuilding jobs would
+	// copy every row; the status CHECK is widened in place instead, as
+	// SQLite documents for loosening a constraint (lang_altertable.html,
+	// section 7): every stored row passes the wider check. It runs after
+	// the ADD COLUMNs, whose own rewrite of the definition relies on the
+	// text this connection parsed; migrate bumps schema_version so every
+	// connection rereads it.
+	`
+ALTER TABLE jobs ADD COLUMN ordering_key TEXT;
+ALTER TABLE jobs ADD COLUMN ordering_hold INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX jobs_blocked ON jobs (source, target, ordering_key) WHERE status = 'blocked';
+CREATE TABLE ordering_heads (
+	source       TEXT    NOT NULL,
+	target       TEXT    NOT NULL,
+	ordering_key TEXT    NOT NULL,
+	job_id       INTEGER NOT NULL,
+	PRIMARY KEY (source, target, ordering_key)
+) WITHOUT ROWID;
+PRAGMA writable_schema = ON;
+UPDATE sqlite_schema
+SET sql = replace(sql, 'OR status = ''dead'')', 'OR status = ''dead'' OR status = ''blocked'')')
+WHERE type = 'table' AND name = 'jobs';
+PRAGMA writable_schema = OFF;
+`,
 }
 
 // schemaVersion is the version this build writes.
@@ -179,9 +211,19 @@ func migrate(ctx context.Context, db *sql.DB) error {
 			return fmt.Errorf("migrate schema to version %d: %w", v+1, err)
 		}
 	}
-	// PRAGMA takes no bound parameters; the version is our own integer.
+	// PRAGMA takes no bound parameters; the versions are our own integers.
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {
 		return fmt.Errorf("write schema version: %w", err)
+	}
+	// A migration may edit a definition in sqlite_schema (version 6):
+	// bumping the schema cookie makes every connection, this one
+	// included, parse the schema again.
+	var cookie int64
+	if err := tx.QueryRowContext(ctx, "PRAGMA schema_version").Scan(&cookie); err != nil {
+		return fmt.Errorf("read schema cookie: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA schema_version = %d", cookie+1)); err != nil {
+		return fmt.Errorf("write schema cookie: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("migrate schema: %w", err)

@@ -244,6 +244,11 @@ ANALYZE;`); err != nil {
 		{"oldest pending", sqlOldestPending, []any{1}, []string{"INDEX jobs_pending (source=? AND target=? AND run_at<?)"}},
 		{"claim events", sqlClaimEvents, []any{"[1,2]"}, []string{"INTEGER PRIMARY KEY"}},
 		{"history entry", sqlInsertAttempt, []any{1, 0, 0, 0, "done", ""}, []string{"INTEGER PRIMARY KEY"}},
+		// An ordering key is handed on through one entry of the blocked
+		// index, however many jobs wait behind it.
+		{"promote next of a key", sqlPromote, []any{"s", "t", "k", 1, 1}, []string{"INDEX jobs_blocked (source=? AND target=? AND ordering_key=?)", "PRIMARY KEY (source=? AND target=? AND ordering_key=?)"}},
+		{"key head", sqlKeyHead, []any{"s", "t", "k"}, []string{"PRIMARY KEY (source=? AND target=? AND ordering_key=?)"}},
+		{"reblock", sqlReblock, []any{1}, []string{"INTEGER PRIMARY KEY", "PRIMARY KEY (source=? AND target=? AND ordering_key=?)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -754,5 +759,65 @@ UPDATE event_count SET events = 1000;`); err != nil {
 				t.Errorf("%d commits, want %d", got, want)
 			}
 		})
+	}
+}
+
+// TestMigrateOrderingKeys opens a database of schema version 4 holding a
+// job: version 6 widens the status check in place (see migrations), so
+// the old job is still claimed, a blocked job can be stored, a status
+// outside the list is still refused, and the file passes integrity_check.
+func TestMigrateOrderingKeys(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "queue.db")
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=foreign_keys(1)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range append(migrations[:4:4],
+		"PRAGMA user_version = 4",
+		`INSERT INTO events (id, source, delivery_id, headers, payload, targets, created_at) VALUES (1, 'shop', 'old', x'', x'', 1, 0)`,
+		`INSERT INTO jobs (event_id, source, target, run_at, created_at) VALUES (1, 'shop', 'mail', 0, 0)`,
+		`INSERT INTO job_counts (source, target, status, jobs) VALUES ('shop', 'mail', 'pending', 1)`,
+	) {
+		if _, err := db.ExecContext(t.Context(), q); err != nil {
+			t.Fatalf("%.40s: %v", q, err)
+		}
+	}
+	db.Close()
+
+	s := setup(t, func(c *Config) { c.Path = path })
+	jobs, err := s.Claim(t.Context(), queue.ClaimParams{Owner: "o", Limit: 10, Lease: time.Minute, Now: time.Now()})
+	if err != nil || len(jobs) != 1 || jobs[0].DeliveryID != "old" {
+		t.Fatalf("Claim after the migration = %v, %v; want the old job", jobs, err)
+	}
+	for _, id := range []string{"k1", "k2"} {
+		ev := testEvent(id, "mail")
+		ev.OrderingKey = "K"
+		if _, err := s.Enqueue(t.Context(), ev); err != nil {
+			t.Fatalf("Enqueue(%s): %v", id, err)
+		}
+	}
+	st, err := s.Stats(t.Context(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var blocked int64
+	for _, c := range st.Counts {
+		if c.Status == queue.StatusBlocked {
+			blocked += c.Jobs
+		}
+	}
+	if blocked != 1 {
+		t.Errorf("Stats = %+v, want one blocked job", st.Counts)
+	}
+	err = s.onWriter(t.Context(), func(w *writer) error {
+		_, err := w.conn.ExecContext(t.Context(), `UPDATE jobs SET status = 'bogus' WHERE id = 1`)
+		return err
+	})
+	if err == nil || !strings.Contains(err.Error(), "CHECK") {
+		t.Errorf("a status outside the check = %v, want a CHECK failure", err)
+	}
+	var ok string
+	if err := s.rdb.QueryRowContext(t.Context(), "PRAGMA integrity_check").Scan(&ok); err != nil || ok != "ok" {
+		t.Errorf("integrity_check = %q, %v", ok, err)
 	}
 }

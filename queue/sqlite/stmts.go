@@ -22,6 +22,48 @@ ON CONFLICT (source, delivery_id) DO NOTHING`
 
 	sqlInsertJob = `INSERT INTO jobs (event_id, source, target, run_at, created_at) VALUES (?, ?, ?, ?, ?)`
 
+	// sqlInsertKeyedJob inserts a job of an event with an ordering key,
+	// pending or blocked as the key's head says (sqlKeyHead). Events
+	// without a key keep to sqlInsertJob, which binds less.
+	sqlInsertKeyedJob = `INSERT INTO jobs (event_id, source, target, run_at, created_at, status, ordering_key, ordering_hold)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+
+	// sqlKeyHead reads the head of a (source, target, key): the one job
+	// of the key that is not blocked and holds it (pending, running,
+	// waiting to retry, or dead with ordering_hold).
+	sqlKeyHead = `SELECT job_id FROM ordering_heads WHERE source = ?1 AND target = ?2 AND ordering_key = ?3`
+
+	sqlSetHead = `INSERT INTO ordering_heads (source, target, ordering_key, job_id) VALUES (?1, ?2, ?3, ?4)
+ON CONFLICT (source, target, ordering_key) DO UPDATE SET job_id = excluded.job_id`
+
+	// sqlPromote makes the next blocked job of a key pending, due ?5, if
+	// job ?4 is the key's head: the first step of handing the key on
+	// once its head finished or was discarded. It reads one entry of the
+	// blocked index, however many jobs wait behind the key.
+	sqlPromote = `UPDATE jobs SET status = 'pending', run_at = ?5
+WHERE id = (SELECT id FROM jobs INDEXED BY jobs_blocked
+		WHERE status = 'blocked' AND source = ?1 AND target = ?2 AND ordering_key = ?3 ORDER BY id LIMIT 1)
+	AND EXISTS (SELECT 1 FROM ordering_heads WHERE source = ?1 AND target = ?2 AND ordering_key = ?3 AND job_id = ?4)
+RETURNING id`
+
+	// sqlDropHead frees a key whose head ?4 finished with no job behind it.
+	sqlDropHead = `DELETE FROM ordering_heads WHERE source = ?1 AND target = ?2 AND ordering_key = ?3 AND job_id = ?4`
+
+	// sqlRehead and sqlReblock put a replayed job of a key back in its
+	// chain: it becomes the head of a free key, and is blocked behind
+	// another head (a job that released the key when it went dead).
+	sqlRehead = `INSERT INTO ordering_heads (source, target, ordering_key, job_id)
+SELECT source, target, ordering_key, id FROM jobs WHERE id = ?1 AND ordering_key IS NOT NULL
+ON CONFLICT (source, target, ordering_key) DO NOTHING`
+
+	sqlReblock = `UPDATE jobs SET status = 'blocked'
+WHERE id = ?1 AND status = 'pending' AND ordering_key IS NOT NULL
+	AND id <> (SELECT job_id FROM ordering_heads AS h
+		WHERE h.source = jobs.source AND h.target = jobs.target AND h.ordering_key = jobs.ordering_key)`
+
+	// sqlJobKey reads a job's key, before a discard deletes it.
+	sqlJobKey = `SELECT source, target, ordering_key FROM jobs WHERE id = ?1`
+
 	// sqlClaim takes the first ?4 ready jobs in (run_at, id) order: pending
 	// and due, or running with an expired lease. ?5 is a JSON array of the
 	// [source, target] pairs to take pending jobs of, each with its quota
@@ -76,7 +118,7 @@ FROM job_counts WHERE status = 'pending' AND jobs > 0`
 
 	// sqlCountJobs and sqlCountEvents add what a transaction's enqueues
 	// inserted to the counts (see writer.flushCounts).
-	sqlCountJobs = `INSERT INTO job_counts (source, target, status, jobs) VALUES (?1, ?2, 'pending', ?3)
+	sqlCountJobs = `INSERT INTO job_counts (source, target, status, jobs) VALUES (?1, ?2, ?4, ?3)
 ON CONFLICT (source, target, status) DO UPDATE SET jobs = jobs + excluded.jobs`
 
 	sqlCountEvents = `INSERT INTO event_count (id, events) VALUES (1, ?1)
@@ -101,7 +143,8 @@ SET status = ?1,
 	lease_owner = NULL, lease_until = NULL,
 	finished_at = CASE WHEN ?1 = 'pending' THEN NULL ELSE ?4 END,
 	history = history + 1
-WHERE id = ?5 AND lease_owner = ?6 AND fence = ?7 AND status = 'running'`
+WHERE id = ?5 AND lease_owner = ?6 AND fence = ?7 AND status = 'running'
+RETURNING ordering_key, ordering_hold, source, target`
 
 	sqlHandBack = `UPDATE jobs
 SET status = 'pending', run_at = ?1, attempts = max(attempts - 1, 0), lease_owner = NULL, lease_until = NULL,
@@ -113,7 +156,8 @@ WHERE id = ?2 AND lease_owner = ?3 AND fence = ?4 AND status = 'running'`
 	sqlReplay = `UPDATE jobs
 SET status = 'pending', replays = replays + 1, replay_base = attempts, run_at = ?1,
 	lease_owner = NULL, lease_until = NULL, finished_at = NULL
-WHERE id = ?2 AND status = 'dead'`
+WHERE id = ?2 AND status = 'dead'
+RETURNING ordering_key`
 
 	sqlJobState = `SELECT status, event_id FROM jobs WHERE id = ?1`
 
@@ -129,7 +173,8 @@ WHERE id IN (
 	SELECT j.id FROM job_counts AS c CROSS JOIN jobs AS j INDEXED BY jobs_dead
 	WHERE c.status = 'dead' AND c.jobs > 0 AND (?2 = '' OR c.source = ?2) AND (?3 = '' OR c.target = ?3)
 		AND j.status = 'dead' AND j.source = c.source AND j.target = c.target
-	LIMIT ?4)`
+	LIMIT ?4)
+RETURNING id, ordering_key`
 
 	// sqlDiscardDead and sqlDiscardPending delete up to ?3 jobs of the
 	// status matching the filter, as sqlReplayDead finds them: one chunk
@@ -140,14 +185,14 @@ WHERE id IN (
 	WHERE c.status = 'dead' AND c.jobs > 0 AND (?1 = '' OR c.source = ?1) AND (?2 = '' OR c.target = ?2)
 		AND j.status = 'dead' AND j.source = c.source AND j.target = c.target
 	LIMIT ?3)
-RETURNING event_id`
+RETURNING event_id, id, source, target, ordering_key`
 
 	sqlDiscardPending = `DELETE FROM jobs WHERE id IN (
 	SELECT j.id FROM job_counts AS c CROSS JOIN jobs AS j INDEXED BY jobs_pending
 	WHERE c.status = 'pending' AND c.jobs > 0 AND (?1 = '' OR c.source = ?1) AND (?2 = '' OR c.target = ?2)
 		AND j.status = 'pending' AND j.source = c.source AND j.target = c.target
 	LIMIT ?3)
-RETURNING event_id`
+RETURNING event_id, id, source, target, ordering_key`
 
 	sqlDeleteJob = `DELETE FROM jobs WHERE id = ?1`
 
@@ -184,6 +229,9 @@ type stmts struct {
 	purgeJobs, purgeBareEvents             *stmt
 	pendingRoutes, countJobs, countEvents  *stmt
 	discardDead, discardPending            *stmt
+	insertKeyedJob, keyHead, setHead       *stmt
+	promote, dropHead, rehead, reblock     *stmt
+	jobKey                                 *stmt
 }
 
 func (st *stmts) list() []struct {
@@ -221,6 +269,14 @@ func (st *stmts) list() []struct {
 		{&st.countEvents, sqlCountEvents},
 		{&st.discardDead, sqlDiscardDead},
 		{&st.discardPending, sqlDiscardPending},
+		{&st.insertKeyedJob, sqlInsertKeyedJob},
+		{&st.keyHead, sqlKeyHead},
+		{&st.setHead, sqlSetHead},
+		{&st.promote, sqlPromote},
+		{&st.dropHead, sqlDropHead},
+		{&st.rehead, sqlRehead},
+		{&st.reblock, sqlReblock},
+		{&st.jobKey, sqlJobKey},
 	}
 }
 

@@ -169,6 +169,7 @@ type writer struct {
 	// What the transaction's enqueues inserted, added to the counts once,
 	// just before the commit (flushCounts).
 	added     map[queue.Route]int64
+	blocked   map[queue.Route]int64 // jobs inserted blocked, behind an ordering key
 	newEvents int64
 
 	batches  int64 // committed batches, for the benchmarks' requests per commit
@@ -187,6 +188,7 @@ func (w *writer) init(s *Store) {
 	w.hbuf = make([]byte, 0, 512)
 	w.row = make([]driver.Value, 10)
 	w.added = make(map[queue.Route]int64)
+	w.blocked = make(map[queue.Route]int64)
 	w.lastTruncate = time.Now()
 }
 
@@ -465,6 +467,7 @@ func (w *writer) isolated(now time.Time) (reset bool, err error) {
 // rolled back.
 func (w *writer) clearCounts() {
 	clear(w.added)
+	clear(w.blocked)
 	w.newEvents = 0
 }
 
@@ -476,7 +479,12 @@ func (w *writer) clearCounts() {
 // path.
 func (w *writer) flushCounts() error {
 	for rt, n := range w.added {
-		if _, err := w.st.countJobs.Exec(rt.Source, rt.Target, n); err != nil {
+		if _, err := w.st.countJobs.Exec(rt.Source, rt.Target, n, string(queue.StatusPending)); err != nil {
+			return fmt.Errorf("count jobs: %w", err)
+		}
+	}
+	for rt, n := range w.blocked {
+		if _, err := w.st.countJobs.Exec(rt.Source, rt.Target, n, string(queue.StatusBlocked)); err != nil {
 			return fmt.Errorf("count jobs: %w", err)
 		}
 	}

@@ -225,17 +225,11 @@ func (w *writer) exec(r *request, now time.Time) error {
 	case kindReplay:
 		return w.replay(r, now)
 	case kindReplayDead:
-		res, err := w.st.replayDead.Exec(ms(now), r.filter.Source, r.filter.Target, int64(r.limit))
-		if err != nil {
-			return fmt.Errorf("replay dead jobs: %w", err)
-		}
-		n, _ := res.RowsAffected()
-		r.n, r.ready = int(n), n > 0
-		return nil
+		return w.replayDead(r, now)
 	case kindDiscard:
-		return w.discard(r)
+		return w.discard(r, now)
 	case kindDiscardJobs:
-		return w.discardJobs(r)
+		return w.discardJobs(r, now)
 	case kindPurge:
 		return w.purge(r)
 	case kindPurgeEvents:
@@ -280,6 +274,9 @@ func (w *writer) enqueue(r *request, now time.Time) error {
 	if err != nil {
 		return fmt.Errorf("enqueue: insert event: %w", err)
 	}
+	if ev.OrderingKey != "" {
+		return w.enqueueKeyed(r, id, nowMS)
+	}
 	for _, t := range ev.Targets {
 		if _, err := w.st.insertJob.Exec(id, ev.Source, t, nowMS, nowMS); err != nil {
 			return fmt.Errorf("enqueue: insert job: %w", err)
@@ -293,6 +290,89 @@ func (w *writer) enqueue(r *request, now time.Time) error {
 	}
 	r.res.EventID, r.res.Jobs = id, len(ev.Targets)
 	r.ready = len(ev.Targets) > 0
+	return nil
+}
+
+// enqueueKeyed inserts the jobs of event id, whose event has an ordering
+// key: each is pending and its key's head if the key is free, and blocked
+// behind the head otherwise.
+func (w *writer) enqueueKeyed(r *request, id, nowMS int64) error {
+	ev := &r.ev
+	var hold int64
+	if ev.OrderingHold {
+		hold = 1
+	}
+	blocked := make([]bool, len(ev.Targets))
+	for i, t := range ev.Targets {
+		err := queryRow(w.st.keyHead, w.row[:1], ev.Source, t, ev.OrderingKey)
+		if err != nil && !errors.Is(err, errNoRows) {
+			return fmt.Errorf("enqueue: read ordering key: %w", err)
+		}
+		blocked[i] = err == nil
+		status := queue.StatusPending
+		if blocked[i] {
+			status = queue.StatusBlocked
+		}
+		res, err := w.st.insertKeyedJob.Exec(id, ev.Source, t, nowMS, nowMS, string(status), ev.OrderingKey, hold)
+		if err != nil {
+			return fmt.Errorf("enqueue: insert job: %w", err)
+		}
+		if blocked[i] {
+			continue
+		}
+		job, err := res.LastInsertId()
+		if err != nil {
+			return fmt.Errorf("enqueue: insert job: %w", err)
+		}
+		if _, err := w.st.setHead.Exec(ev.Source, t, ev.OrderingKey, job); err != nil {
+			return fmt.Errorf("enqueue: hold ordering key: %w", err)
+		}
+	}
+	w.newEvents++
+	for i, t := range ev.Targets {
+		rt := queue.Route{Source: ev.Source, Target: t}
+		if blocked[i] {
+			w.blocked[rt]++
+		} else {
+			w.added[rt]++
+			r.ready = true
+		}
+	}
+	r.res.EventID, r.res.Jobs = id, len(ev.Targets)
+	return nil
+}
+
+// release hands the key of job id, which finished or is being discarded,
+// to the next job blocked behind it, or frees the key if none waits. It
+// changes nothing unless id is the key's head. It reports whether a job
+// became pending.
+func (w *writer) release(source, target, key string, id int64, now time.Time) (bool, error) {
+	row := w.row[:1]
+	err := queryRow(w.st.promote, row, source, target, key, id, ms(now))
+	if errors.Is(err, errNoRows) {
+		if _, err := w.st.dropHead.Exec(source, target, key, id); err != nil {
+			return false, fmt.Errorf("release ordering key: %w", err)
+		}
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("release ordering key: %w", err)
+	}
+	if _, err := w.st.setHead.Exec(source, target, key, asInt(row[0])); err != nil {
+		return false, fmt.Errorf("release ordering key: %w", err)
+	}
+	return true, nil
+}
+
+// rechain puts the replayed job id, of an ordering key, back in its
+// key's chain: the head of a free key, or blocked behind another head.
+func (w *writer) rechain(id int64) error {
+	if _, err := w.st.rehead.Exec(id); err != nil {
+		return fmt.Errorf("rechain job %d: %w", id, err)
+	}
+	if _, err := w.st.reblock.Exec(id); err != nil {
+		return fmt.Errorf("rechain job %d: %w", id, err)
+	}
 	return nil
 }
 
@@ -435,12 +515,22 @@ func (w *writer) finish(r *request, now time.Time) error {
 		c := &r.cs[i]
 		at, runAt := storekit.Times(c, now)
 		msg := queue.SafeText(c.Error, queue.MaxErrorLen)
-		res, err := w.st.finish.Exec(string(c.Status), ms(runAt), msg, ms(at), c.JobID, c.Owner, c.Fence)
+		row := w.row[:4]
+		err := queryRow(w.st.finish, row, string(c.Status), ms(runAt), msg, ms(at), c.JobID, c.Owner, c.Fence)
+		if errors.Is(err, errNoRows) {
+			continue // fenced off: another owner has it, or it is gone
+		}
 		if err != nil {
 			return fmt.Errorf("finish job %d: %w", c.JobID, err)
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			continue // fenced off: another owner has it, or it is gone
+		// A job of an ordering key that is done, or dead without holding
+		// its key, hands the key on.
+		if row[0] != nil && (c.Status == queue.StatusDone || c.Status == queue.StatusDead && asInt(row[1]) == 0) {
+			promoted, err := w.release(asString(row[2]), asString(row[3]), asString(row[0]), c.JobID, now)
+			if err != nil {
+				return fmt.Errorf("finish job %d: %w", c.JobID, err)
+			}
+			r.ready = r.ready || promoted
 		}
 		if err := w.addAttempt(c.JobID, 0, c.Started, c.Duration, c.Status, msg); err != nil {
 			return fmt.Errorf("finish job %d: %w", c.JobID, err)
@@ -484,13 +574,17 @@ func (w *writer) handBack(r *request, now time.Time) error {
 }
 
 func (w *writer) replay(r *request, now time.Time) error {
-	res, err := w.st.replay.Exec(ms(now), r.id)
-	if err != nil {
-		return fmt.Errorf("replay job %d: %w", r.id, err)
-	}
-	if n, _ := res.RowsAffected(); n == 1 {
+	row := w.row[:1]
+	err := queryRow(w.st.replay, row, ms(now), r.id)
+	if err == nil {
 		r.ready = true
+		if row[0] != nil {
+			return w.rechain(r.id)
+		}
 		return nil
+	}
+	if !errors.Is(err, errNoRows) {
+		return fmt.Errorf("replay job %d: %w", r.id, err)
 	}
 	if _, _, err := w.jobState(r.id); err != nil {
 		return fmt.Errorf("replay job %d: %w", r.id, err)
@@ -511,7 +605,36 @@ func (w *writer) jobState(id int64) (queue.Status, int64, error) {
 	return queue.Status(asString(row[0])), asInt(row[1]), nil
 }
 
-func (w *writer) discard(r *request) error {
+// replayDead replays one chunk of a bulk replay and puts the replayed
+// jobs of ordering keys back in their chains, oldest first, so that the
+// oldest of a key becomes its head.
+func (w *writer) replayDead(r *request, now time.Time) error {
+	rows, err := w.st.replayDead.Query(ms(now), r.filter.Source, r.filter.Target, int64(r.limit))
+	if err != nil {
+		return fmt.Errorf("replay dead jobs: %w", err)
+	}
+	var keyed []int64
+	err = each(rows, w.row[:2], func(row []driver.Value) error {
+		r.n++
+		if row[1] != nil {
+			keyed = append(keyed, asInt(row[0]))
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("replay dead jobs: %w", err)
+	}
+	r.ready = r.n > 0
+	slices.Sort(keyed)
+	for _, id := range keyed {
+		if err := w.rechain(id); err != nil {
+			return fmt.Errorf("replay dead jobs: %w", err)
+		}
+	}
+	return nil
+}
+
+func (w *writer) discard(r *request, now time.Time) error {
 	status, eventID, err := w.jobState(r.id)
 	if err != nil {
 		return fmt.Errorf("discard job %d: %w", r.id, err)
@@ -519,8 +642,20 @@ func (w *writer) discard(r *request) error {
 	if status == queue.StatusRunning {
 		return fmt.Errorf("discard job %d: %w", r.id, queue.ErrRunning)
 	}
+	row := w.row[:3]
+	if err := queryRow(w.st.jobKey, row, r.id); err != nil {
+		return fmt.Errorf("discard job %d: %w", r.id, err)
+	}
+	source, target, key, keyed := asString(row[0]), asString(row[1]), asString(row[2]), row[2] != nil
 	if _, err := w.st.deleteJob.Exec(r.id); err != nil {
 		return fmt.Errorf("discard job %d: %w", r.id, err)
+	}
+	if keyed {
+		promoted, err := w.release(source, target, key, r.id, now)
+		if err != nil {
+			return fmt.Errorf("discard job %d: %w", r.id, err)
+		}
+		r.ready = promoted
 	}
 	if _, err := w.st.deleteEventIfEmpty.Exec(eventID); err != nil {
 		return fmt.Errorf("discard job %d: delete event: %w", r.id, err)
@@ -530,7 +665,7 @@ func (w *writer) discard(r *request) error {
 
 // discardJobs deletes one chunk of a bulk discard and the events its jobs
 // leave without a job.
-func (w *writer) discardJobs(r *request) error {
+func (w *writer) discardJobs(r *request, now time.Time) error {
 	st := w.st.discardDead
 	if r.filter.Status == queue.StatusPending {
 		st = w.st.discardPending
@@ -539,8 +674,27 @@ func (w *writer) discardJobs(r *request) error {
 	if err != nil {
 		return fmt.Errorf("discard jobs: %w", err)
 	}
-	if err := w.deleteEmptyEvents(r, rows); err != nil {
+	// A deleted head of an ordering key hands it on, oldest first.
+	type keyed struct {
+		id                  int64
+		source, target, key string
+	}
+	var heads []keyed
+	err = w.deleteEmptyEvents(r, rows, 5, func(row []driver.Value) {
+		if row[4] != nil {
+			heads = append(heads, keyed{asInt(row[1]), asString(row[2]), asString(row[3]), asString(row[4])})
+		}
+	})
+	if err != nil {
 		return fmt.Errorf("discard jobs: %w", err)
+	}
+	slices.SortFunc(heads, func(a, b keyed) int { return cmpInt(a.id, b.id) })
+	for _, h := range heads {
+		promoted, err := w.release(h.source, h.target, h.key, h.id, now)
+		if err != nil {
+			return fmt.Errorf("discard jobs: %w", err)
+		}
+		r.ready = r.ready || promoted
 	}
 	return nil
 }
@@ -550,20 +704,24 @@ func (w *writer) purge(r *request) error {
 	if err != nil {
 		return fmt.Errorf("purge jobs: %w", err)
 	}
-	if err := w.deleteEmptyEvents(r, rows); err != nil {
+	if err := w.deleteEmptyEvents(r, rows, 1, nil); err != nil {
 		return fmt.Errorf("purge jobs: %w", err)
 	}
 	return nil
 }
 
-// deleteEmptyEvents counts the deleted jobs rows returns, by their
-// event_id, in r.n, and deletes those of their events left without a
-// job. Only those: an event stored without jobs is dedupe memory until it
-// is older than the retention.
-func (w *writer) deleteEmptyEvents(r *request, rows driver.Rows) error {
+// deleteEmptyEvents counts the deleted jobs rows returns, width columns
+// each starting with their event_id, in r.n, and deletes those of their
+// events left without a job. Only those: an event stored without jobs is
+// dedupe memory until it is older than the retention. seen, if not nil,
+// is called with every row.
+func (w *writer) deleteEmptyEvents(r *request, rows driver.Rows, width int, seen func(row []driver.Value)) error {
 	var events []int64
-	err := each(rows, w.row[:1], func(row []driver.Value) error {
+	err := each(rows, w.row[:width], func(row []driver.Value) error {
 		r.n++
+		if seen != nil {
+			seen(row)
+		}
 		if id := asInt(row[0]); !slices.Contains(events, id) {
 			events = append(events, id)
 		}

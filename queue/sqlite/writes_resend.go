@@ -63,6 +63,12 @@ func (s *Store) Resend(ctx context.Context, id int64) error {
 			return false, err
 		}
 		if n, _ := res.RowsAffected(); n == 1 {
+			// A resent job of an ordering key goes back in its chain.
+			for _, q := range []string{sqlRehead, sqlReblock} {
+				if _, err := tx.ExecContext(ctx, q, id); err != nil {
+					return false, err
+				}
+			}
 			return true, nil
 		}
 		var status string
@@ -106,7 +112,7 @@ func (s *Store) AddJob(ctx context.Context, eventID int64, target string) (int64
 		}
 		// Enqueue's jobs are counted by the writer once per commit; this
 		// one is counted here, in its own transaction.
-		if _, err := tx.ExecContext(ctx, sqlCountJobs, source, target, 1); err != nil {
+		if _, err := tx.ExecContext(ctx, sqlCountJobs, source, target, 1, string(queue.StatusPending)); err != nil {
 			return false, err
 		}
 		return true, nil

@@ -20,6 +20,9 @@ func CheckEvent(ev queue.Event) error {
 	if ev.Source == "" || ev.DeliveryID == "" {
 		return errors.New("enqueue: event needs a source and a delivery id")
 	}
+	if len(ev.OrderingKey) > queue.MaxOrderingKeyLen {
+		return fmt.Errorf("enqueue: ordering key is %d bytes, more than %d", len(ev.OrderingKey), queue.MaxOrderingKeyLen)
+	}
 	return nil
 }
 

@@ -1,0 +1,147 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/caddywebhook/caddywebhook/queue"
+)
+
+// TestOrderingTwoInstances: two stores on one schema, as two instances,
+// enqueue events of the same keys and claim and finish them at once, with
+// retries. The enqueues of one instance race the releases of the other
+// (see ordering.go); each key's jobs must still run one at a time, done in
+// arrival order, and none may be left blocked.
+func TestOrderingTwoInstances(t *testing.T) {
+	a, b := pair(t)
+	stores := []*Store{a, b}
+	const (
+		keys    = 8
+		perKey  = 25
+		total   = keys * perKey
+		workers = 6
+	)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	var (
+		mu       sync.Mutex
+		active   = map[string]int64{} // key -> job held
+		lastDone = map[string]int{}   // key -> sequence last done
+		finished atomic.Int64
+		errs     = make(chan error, workers+keys)
+		wg       sync.WaitGroup
+	)
+	// One producer per key, so a key's events arrive in sequence order,
+	// each through either instance.
+	for k := range keys {
+		wg.Go(func() {
+			for i := range perKey {
+				e := ev(fmt.Sprintf("k%d-%03d", k, i), "mail")
+				e.OrderingKey = fmt.Sprint("key", k)
+				if _, err := stores[rand.IntN(2)].Enqueue(ctx, e); err != nil {
+					errs <- fmt.Errorf("enqueue: %w", err)
+					return
+				}
+			}
+		})
+	}
+	for w := range workers {
+		s := stores[w%2]
+		owner := fmt.Sprint("worker-", w)
+		wg.Go(func() {
+			for finished.Load() < total {
+				jobs, err := s.Claim(ctx, queue.ClaimParams{Owner: owner, Limit: 4, Lease: time.Hour})
+				if err != nil {
+					errs <- fmt.Errorf("%s: claim: %w", owner, err)
+					return
+				}
+				if len(jobs) == 0 {
+					select {
+					case <-s.Ready():
+					case <-time.After(10 * time.Millisecond): // the other instance's work
+					case <-ctx.Done():
+						errs <- fmt.Errorf("%s: %w with %d of %d done", owner, ctx.Err(), finished.Load(), total)
+						return
+					}
+					continue
+				}
+				cs := make([]queue.Completion, len(jobs))
+				mu.Lock()
+				for i, j := range jobs {
+					var k, seq int
+					fmt.Sscanf(j.DeliveryID, "k%d-%d", &k, &seq)
+					key := fmt.Sprint("key", k)
+					if h, ok := active[key]; ok {
+						mu.Unlock()
+						errs <- fmt.Errorf("job %d (%s) claimed while job %d of its key is held", j.ID, j.DeliveryID, h)
+						return
+					}
+					active[key] = j.ID
+					status := queue.StatusDone
+					if rand.IntN(5) == 0 {
+						status = queue.StatusPending
+					} else if last, ok := lastDone[key]; ok && seq != last+1 || !ok && seq != 0 {
+						mu.Unlock()
+						errs <- fmt.Errorf("%s done after sequence %d of its key (seen: %v)", j.DeliveryID, last, ok)
+						return
+					} else {
+						lastDone[key] = seq
+					}
+					at := time.Now()
+					cs[i] = queue.Completion{JobID: j.ID, Owner: owner, Fence: j.Fence, Status: status, RunAt: at, Error: "retry", Started: at, Now: at}
+				}
+				// Forgotten as held before Finish lets the next job go.
+				for _, c := range cs {
+					for key, id := range active {
+						if id == c.JobID {
+							delete(active, key)
+						}
+					}
+				}
+				mu.Unlock()
+				rec, err := s.Finish(ctx, cs)
+				if err != nil {
+					errs <- fmt.Errorf("%s: finish: %w", owner, err)
+					return
+				}
+				for i, c := range cs {
+					if !rec[i] {
+						errs <- fmt.Errorf("job %d: finish not recorded", c.JobID)
+						return
+					}
+					if c.Status == queue.StatusDone {
+						finished.Add(1)
+					}
+				}
+			}
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case err := <-errs:
+		cancel()
+		<-done
+		t.Fatal(err)
+	case <-done:
+	}
+	select {
+	case err := <-errs:
+		t.Fatal(err)
+	default:
+	}
+	st, err := a.Stats(t.Context(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range st.Counts {
+		if c.Status != queue.StatusDone && c.Jobs != 0 {
+			t.Errorf("%d jobs left %s", c.Jobs, c.Status)
+		}
+	}
+}
