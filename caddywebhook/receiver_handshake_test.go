@@ -255,3 +255,55 @@ func TestReceiverRefusesBeforeReading(t *testing.T) {
 		})
 	}
 }
+
+// TestReceiverIssuedSecretOnly runs a receiver configured with only an
+// issued_secret_file, no secrets, from its handshake to its first event:
+// armed, it takes the issued secret and refuses events; after a reload it
+// verifies with that secret, and a second handshake with another secret
+// is refused.
+func TestReceiverIssuedSecretOnly(t *testing.T) {
+	h := newHarness(t)
+	issued := filepath.Join(t.TempDir(), "asana.secret")
+	const secret = "issued-only-0123"
+	rc := receiverConfig{
+		"handler": "webhook_receiver", "source": "asana", "scheme": "asana", "issued_secret_file": issued,
+		"targets": []map[string]any{httpTarget("", "http://127.0.0.1:9/")},
+	}
+	body := []byte(`{"events":[]}`)
+	event := func() int {
+		t.Helper()
+		hdr, err := signature.Sign("asana", secret, body, signature.SignOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h.do(t, http.MethodPost, "/hooks/asana", hdr, bytes.NewReader(body)).status
+	}
+	handshake := func(s string) int {
+		t.Helper()
+		return h.do(t, http.MethodPost, "/hooks/asana", http.Header{"X-Hook-Secret": {s}}, nil).status
+	}
+
+	h.load(t, map[string]any{"workers": 0}, rc)
+	if got := event(); got != http.StatusUnauthorized {
+		t.Errorf("event before the handshake: %d, want 401", got)
+	}
+	if got := handshake(secret); got != http.StatusOK {
+		t.Fatalf("handshake: %d, want 200", got)
+	}
+	if got := event(); got != http.StatusUnauthorized {
+		t.Errorf("event before the reload: %d, want 401 (the secret is read at provisioning)", got)
+	}
+	h.load(t, map[string]any{"workers": 0}, rc)
+	if got := event(); got != http.StatusAccepted {
+		t.Errorf("event after the reload: %d, want 202", got)
+	}
+	if got := handshake(secret); got != http.StatusOK {
+		t.Errorf("repeated handshake with the kept secret: %d, want 200", got)
+	}
+	if got := handshake("issued-other-4567"); got != http.StatusUnauthorized {
+		t.Errorf("handshake with another secret: %d, want 401", got)
+	}
+	if b, _ := os.ReadFile(issued); string(b) != secret+"\n" {
+		t.Errorf("issued secret file = %q, want the first secret", b)
+	}
+}
