@@ -548,11 +548,19 @@ func (a *App) Stop() error {
 }
 
 // drains holds the pools of replaced configs whose deliveries are still
-// finishing, each with its shutdown grace, for stopDrains.
+// finishing, for stopDrains.
 var drains = struct {
 	mu    sync.Mutex
-	pools map[*queue.Pool]time.Duration
-}{pools: make(map[*queue.Pool]time.Duration)}
+	pools map[*queue.Pool]drainState
+}{pools: make(map[*queue.Pool]drainState)}
+
+// drainState is one draining pool's shutdown grace, and done, closed when
+// its drain has ended: the pool done, its notices stored, its store
+// reference dropped.
+type drainState struct {
+	grace time.Duration
+	done  chan struct{}
+}
 
 // drain lets pool's running deliveries finish in the background after a
 // reload: the pool stops claiming at once, hands back the jobs it claimed
@@ -579,13 +587,15 @@ func (a *App) drain(pool *queue.Pool, grace time.Duration, notify *notifier) {
 		}
 		return
 	}
+	done := make(chan struct{})
 	drains.mu.Lock()
-	drains.pools[pool] = grace
+	drains.pools[pool] = drainState{grace: grace, done: done}
 	drains.mu.Unlock()
 	pool.Drain()
 	logger := a.logger.With(zap.String("lease_owner", pool.Owner()))
 	logger.Info("webhook pool draining: running deliveries finish in the background")
 	go func() {
+		defer close(done)
 		<-pool.Done()
 		if notify != nil {
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), grace+stopMargin)
@@ -606,17 +616,23 @@ func (a *App) drain(pool *queue.Pool, grace time.Duration, notify *notifier) {
 
 // stopDrains stops every pool still draining, all at once: each gives its
 // running deliveries its shutdown grace, then hands them back uncharged.
-// It returns when all have stopped, or when ctx ends.
+// It returns when all have stopped and their drains have ended (the
+// notices of their last deliveries stored: the process exits next), or
+// when ctx ends.
 func stopDrains(ctx context.Context) {
 	drains.mu.Lock()
 	pools := maps.Clone(drains.pools)
 	drains.mu.Unlock()
 	var wg sync.WaitGroup
-	for pool, grace := range pools {
+	for pool, d := range pools {
 		wg.Go(func() {
-			pctx, cancel := context.WithTimeout(ctx, grace+stopMargin)
+			pctx, cancel := context.WithTimeout(ctx, d.grace+stopMargin)
 			defer cancel()
 			_ = pool.Stop(pctx)
+			select {
+			case <-d.done:
+			case <-ctx.Done():
+			}
 		})
 	}
 	wg.Wait()

@@ -577,6 +577,13 @@ func TestAppReloadDrainsAndKeepsOrphans(t *testing.T) {
 }
 
 func TestAppConfigErrors(t *testing.T) {
+	// An issued secret file that exists but holds no secret (a crash
+	// between its creation and its write, a touch): the endpoint would be
+	// neither armed (the file exists) nor able to verify anything.
+	emptyIssued := filepath.Join(t.TempDir(), "issued.secret")
+	if err := os.WriteFile(emptyIssued, []byte("\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name      string
 		app       map[string]any
@@ -602,6 +609,7 @@ func TestAppConfigErrors(t *testing.T) {
 		{"exec program missing, relative", map[string]any{}, []receiverConfig{githubReceiver("s", map[string]any{"name": "deploy", "deliver": map[string]any{"kind": "exec", "command": "./no-such-deploy.sh"}})}, `command: program "./no-such-deploy.sh" does not exist`},
 		{"unknown scheme", map[string]any{}, []receiverConfig{{"handler": "webhook_receiver", "source": "s", "scheme": "carrier", "secrets": []string{"x"}}}, `Scheme "carrier" unknown`},
 		{"bad source name", map[string]any{}, []receiverConfig{{"handler": "webhook_receiver", "source": "a b", "scheme": "github", "secrets": []string{"x"}}}, `source "a b"`},
+		{"empty issued secret file", map[string]any{}, []receiverConfig{{"handler": "webhook_receiver", "source": "s", "scheme": "asana", "issued_secret_file": emptyIssued}}, `webhook_receiver "s": issued_secret_file: ` + emptyIssued + ` exists but is empty`},
 		{"reserved source", map[string]any{}, []receiverConfig{githubReceiver("_notify")}, `source "_notify": names beginning with '_' are reserved`},
 		{"notify without deliver", map[string]any{"notify": map[string]any{"window": "1m"}}, nil, "webhook: notify: deliver is required"},
 		{"notify negative pending_age", map[string]any{"notify": map[string]any{"pending_age": -1, "deliver": map[string]any{"kind": "http", "url": "http://127.0.0.1:9/"}}}, nil, "webhook: notify: pending_age must not be negative"},

@@ -143,3 +143,96 @@ func TestAppCircuitBreaker(t *testing.T) {
 		t.Errorf("logged %d openings and %d closings, want at least 1 and exactly 1", opened, closed)
 	}
 }
+
+// TestAppPauseWithFlow runs a config with flow control (a target with a
+// rate) and pauses one target through the admin API: the pool's claims
+// then come from the flow's plan, which must leave the paused route out
+// whether or not that route has limits of its own, while the other
+// target keeps delivering; after the resume the paused jobs go out.
+func TestAppPauseWithFlow(t *testing.T) {
+	tests := []struct {
+		name        string
+		pausedRate  string // rate of the paused target
+		deliverRate string // rate of the target that keeps delivering
+	}{
+		{"paused target has the rate", "1000/s", ""},
+		{"other target has the rate", "", "1000/s"},
+		{"both have a rate", "1000/s", "1000/s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			var pausedHits atomic.Int64
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/held" {
+					pausedHits.Add(1)
+				}
+				w.WriteHeader(http.StatusNoContent)
+			})}
+			go srv.Serve(ln)
+			t.Cleanup(func() { srv.Close() })
+			base := "http://" + ln.Addr().String()
+
+			held := httpTarget("held", base+"/held")
+			if tt.pausedRate != "" {
+				held["rate"] = tt.pausedRate
+			}
+			flowing := httpTarget("flowing", base+"/flowing")
+			if tt.deliverRate != "" {
+				flowing["rate"] = tt.deliverRate
+			}
+			h.load(t, map[string]any{"workers": 2, "poll_interval": "50ms"}, githubReceiver("pf", held, flowing))
+			q := currentQueue()
+			if q.Circuits == nil {
+				t.Fatal("no flow control in the running config: the test needs one")
+			}
+
+			admin := httptest.NewServer(adminMux(&adminAPI{}))
+			t.Cleanup(admin.Close)
+			adminPost := func(path string) {
+				t.Helper()
+				resp, err := http.Post(admin.URL+path, "", nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					t.Fatalf("POST %s: status %d", path, resp.StatusCode)
+				}
+			}
+			adminPost("/webhook/pause?source=pf&target=held")
+
+			const events = 5
+			for i := range events {
+				if got := h.post(t, "pf", fmt.Sprint("d", i), "push", testBody(i)); got != http.StatusAccepted {
+					t.Fatalf("post %d: status %d", i, got)
+				}
+			}
+			s := h.store(t)
+			testutil.Eventually(t, func() bool {
+				st, err := s.Stats(t.Context(), time.Now())
+				return err == nil && countJobs(st, "pf", "flowing", queue.StatusDone) == events
+			}, func() string { return "the unpaused target's jobs not all delivered" })
+			// The claims that took the flowing target's jobs would have
+			// taken the paused target's too.
+			if n := pausedHits.Load(); n != 0 {
+				t.Errorf("the paused target got %d deliveries", n)
+			}
+			for _, j := range jobs(t, s) {
+				if j.Target == "held" && (j.Status != queue.StatusPending || j.Attempts != 0) {
+					t.Errorf("paused job %d: status %s, %d attempts; want pending, uncharged", j.ID, j.Status, j.Attempts)
+				}
+			}
+
+			adminPost("/webhook/resume?source=pf&target=held")
+			testutil.Eventually(t, func() bool {
+				st, err := s.Stats(t.Context(), time.Now())
+				return err == nil && countJobs(st, "pf", "held", queue.StatusDone) == events
+			}, func() string { return "the resumed target's jobs not all delivered" })
+		})
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"maps"
+	"net"
+	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddywebhook/caddywebhook/internal/testutil"
 	"github.com/caddywebhook/caddywebhook/queue"
 	"github.com/caddywebhook/caddywebhook/queue/sqlite"
 	"github.com/caddywebhook/caddywebhook/signature"
@@ -284,5 +287,63 @@ func TestNotifierStopFlushes(t *testing.T) {
 	}
 	if got, _ := storedNotices(t, s); len(got) != 1 || got[0].Count != 1 {
 		t.Fatalf("notices after stop: %+v, want one", got)
+	}
+}
+
+// TestStopDrainsStoresTheirNotices: when Caddy exits while a pool of a
+// replaced config is still draining, stopDrains (the exit's stop of those
+// pools) returns only once the drained pool's notifier has stored the
+// notices of its last deliveries, as a reload or an exit of the running
+// config does: the process ends right after it.
+func TestStopDrainsStoresTheirNotices(t *testing.T) {
+	h := newHarness(t)
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		started <- struct{}{}
+		<-release
+		w.WriteHeader(http.StatusInternalServerError)
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+
+	app := func() map[string]any {
+		return map[string]any{
+			"workers": 1, "max_attempts": 1, "shutdown_grace": "30s",
+			// A window longer than the test: only a notifier's Stop
+			// stores the notice.
+			"notify": map[string]any{"window": "1h", "deliver": map[string]any{"kind": "http", "url": "http://127.0.0.1:9/"}},
+		}
+	}
+	receiver := githubReceiver("gh", httpTarget("sink", "http://"+ln.Addr().String()+"/"))
+	h.load(t, app(), receiver)
+	if got := h.post(t, "gh", "d-1", "push", testBody(1)); got != http.StatusAccepted {
+		t.Fatalf("status %d, want 202", got)
+	}
+	testutil.Receive(t, started)
+	// The reload leaves the delivery running in the old pool, which drains.
+	h.load(t, app(), receiver)
+	s := h.store(t)
+
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		stopDrains(context.Background())
+	}()
+	// The delivery fails within the grace: its job goes dead, a notice
+	// for the old config's notifier.
+	close(release)
+	testutil.Receive(t, stopped)
+
+	page, err := s.ListJobs(t.Context(), queue.ListParams{Filter: queue.Filter{Source: notifySource}, Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Jobs) != 1 || page.Jobs[0].EventType != noticeJobDead {
+		t.Fatalf("notice jobs when stopDrains returned: %+v; want one %s", page.Jobs, noticeJobDead)
 	}
 }

@@ -127,7 +127,8 @@ type Receiver struct {
 	// handshake is refused (401) when it does, so an endpoint accepts a
 	// new secret only while the operator has armed it by removing the
 	// file. At provisioning, the file's content, when it exists, is one of
-	// the secrets (after those of Secrets); reload Caddy after the
+	// the secrets (after those of Secrets; an existing empty file is an
+	// error, remove it to re-arm); reload Caddy after the
 	// handshake to verify with it. Without it, such a handshake is refused
 	// unless it presents one of the Secrets. Default: none.
 	IssuedSecretFile string `json:"issued_secret_file,omitempty"`
@@ -920,7 +921,10 @@ func (rc *Receiver) answerHandshake(w http.ResponseWriter, r *http.Request, info
 }
 
 // readIssuedSecret returns the secret in path, "" when the file does not
-// exist.
+// exist. A file that exists without a secret (a crash between its
+// creation and its write, a touch) is an error: the endpoint would be
+// neither armed, since writeIssuedSecret refuses an existing file, nor
+// able to verify an event.
 func readIssuedSecret(path string) (string, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -929,7 +933,11 @@ func readIssuedSecret(path string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("read secret: %w", err)
 	}
-	return strings.TrimSpace(string(b)), nil
+	secret := strings.TrimSpace(string(b))
+	if secret == "" {
+		return "", fmt.Errorf("%s exists but is empty; remove it to accept the secret of the next handshake", path)
+	}
+	return secret, nil
 }
 
 // writeIssuedSecret creates path, mode 0600, with secret; it fails when

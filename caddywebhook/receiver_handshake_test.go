@@ -255,3 +255,110 @@ func TestReceiverRefusesBeforeReading(t *testing.T) {
 		})
 	}
 }
+
+// TestReceiverIssuedSecretOnly runs a receiver configured with only an
+// issued_secret_file, no secrets, from its handshake to its first event:
+// armed, it takes the issued secret and refuses events; after a reload it
+// verifies with that secret, and a second handshake with another secret
+// is refused.
+func TestReceiverIssuedSecretOnly(t *testing.T) {
+	h := newHarness(t)
+	issued := filepath.Join(t.TempDir(), "asana.secret")
+	const secret = "issued-only-0123"
+	rc := receiverConfig{
+		"handler": "webhook_receiver", "source": "asana", "scheme": "asana", "issued_secret_file": issued,
+		"targets": []map[string]any{httpTarget("", "http://127.0.0.1:9/")},
+	}
+	body := []byte(`{"events":[]}`)
+	event := func() int {
+		t.Helper()
+		hdr, err := signature.Sign("asana", secret, body, signature.SignOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h.do(t, http.MethodPost, "/hooks/asana", hdr, bytes.NewReader(body)).status
+	}
+	handshake := func(s string) int {
+		t.Helper()
+		return h.do(t, http.MethodPost, "/hooks/asana", http.Header{"X-Hook-Secret": {s}}, nil).status
+	}
+
+	h.load(t, map[string]any{"workers": 0}, rc)
+	if got := event(); got != http.StatusUnauthorized {
+		t.Errorf("event before the handshake: %d, want 401", got)
+	}
+	if got := handshake(secret); got != http.StatusOK {
+		t.Fatalf("handshake: %d, want 200", got)
+	}
+	if got := event(); got != http.StatusUnauthorized {
+		t.Errorf("event before the reload: %d, want 401 (the secret is read at provisioning)", got)
+	}
+	h.load(t, map[string]any{"workers": 0}, rc)
+	if got := event(); got != http.StatusAccepted {
+		t.Errorf("event after the reload: %d, want 202", got)
+	}
+	if got := handshake(secret); got != http.StatusOK {
+		t.Errorf("repeated handshake with the kept secret: %d, want 200", got)
+	}
+	if got := handshake("issued-other-4567"); got != http.StatusUnauthorized {
+		t.Errorf("handshake with another secret: %d, want 401", got)
+	}
+	if b, _ := os.ReadFile(issued); string(b) != secret+"\n" {
+		t.Errorf("issued secret file = %q, want the first secret", b)
+	}
+}
+
+// TestReceiverBudgetReleasedOnEveryPath sends bodies larger than any pooled
+// buffer, so each is charged to the in-flight budget, down every path a
+// read body takes: a handshake answered, a handshake refused, a forgery,
+// an unstorable delivery id, an event stored and its duplicate. Each must
+// give its bytes back: a leak would leave the receiver answering 503 for
+// ever once the leaks add up to its bound.
+func TestReceiverBudgetReleasedOnEveryPath(t *testing.T) {
+	h := newHarness(t)
+	h.load(t, map[string]any{"workers": 0}, receiverConfig{
+		"handler": "webhook_receiver", "source": "slack", "scheme": "slack", "secrets": []string{testSecret},
+		"delivery_id": map[string]any{"header": "X-Test-Id"},
+		"targets":     []map[string]any{httpTarget("", "http://127.0.0.1:9/")},
+	})
+	pad := strings.Repeat("p", maxPooledBuffer+1)
+	signedSlack := func(body string) http.Header {
+		hdr, err := signature.Sign("slack", testSecret, []byte(body), signature.SignOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return hdr
+	}
+	challenge := `{"type":"url_verification","challenge":"c-1","pad":"` + pad + `"}`
+	event := `{"type":"event_callback","event_id":"Ev1","pad":"` + pad + `"}`
+	withID := func(hdr http.Header, id string) http.Header {
+		hdr.Set("X-Test-Id", id)
+		return hdr
+	}
+	tests := []struct {
+		name   string
+		header http.Header
+		body   string
+		want   int
+	}{
+		{"handshake answered", signedSlack(challenge), challenge, http.StatusOK},
+		{"handshake refused", signedSlack(challenge), strings.Replace(challenge, "c-1", "c-2", 1), http.StatusUnauthorized},
+		{"forged event", signedSlack(event), strings.Replace(event, "Ev1", "Ev2", 1), http.StatusUnauthorized},
+		{"unstorable delivery id", withID(signedSlack(event), strings.Repeat("i", maxEventText+1)), event, http.StatusBadRequest},
+		{"event stored", withID(signedSlack(event), "d-1"), event, http.StatusAccepted},
+		{"duplicate", withID(signedSlack(event), "d-1"), event, http.StatusAccepted},
+	}
+	a := currentQueue().owner.(*App)
+	a.mu.Lock()
+	rc := a.receivers["slack"]
+	a.mu.Unlock()
+	for _, tt := range tests {
+		got := h.do(t, http.MethodPost, "/hooks/slack", tt.header, strings.NewReader(tt.body))
+		if got.status != tt.want {
+			t.Errorf("%s: status %d, want %d", tt.name, got.status, tt.want)
+		}
+		if used := rc.inflight.used.Load(); used != 0 {
+			t.Errorf("%s: %d bytes still charged after the answer", tt.name, used)
+		}
+	}
+}
