@@ -54,6 +54,11 @@ type Preset struct {
 	// headers alone whether a POST may be an unsigned handshake, which
 	// CheckHeaders must then let through (see Handshaker).
 	UnsignedHandshake func(req Request) bool
+
+	// AcceptStatus is the status the receiver answers an accepted event
+	// with, for a sender that wants another than 202 (Scheme.AcceptStatus).
+	// Default: 202.
+	AcceptStatus int
 }
 
 // registerPreset registers p as a scheme over the engine.
@@ -63,7 +68,7 @@ func registerPreset(p Preset) { register(presetScheme(p)) }
 // adds to it (a build that wraps the engine's) before registering it.
 func presetScheme(p Preset) *scheme {
 	s := &scheme{
-		Scheme:            Scheme{Name: p.Name, Keys: KeySecrets, Forward: p.Forward, GETHandshake: p.GETHandshake},
+		Scheme:            Scheme{Name: p.Name, Keys: KeySecrets, Forward: p.Forward, GETHandshake: p.GETHandshake, AcceptStatus: p.AcceptStatus},
 		build:             buildEngine,
 		handshake:         p.Handshake,
 		unsignedHandshake: p.UnsignedHandshake,

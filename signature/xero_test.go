@@ -1,6 +1,7 @@
 package signature
 
 import (
+	"net/http"
 	"testing"
 )
 
@@ -27,5 +28,17 @@ func TestXeroPreset(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) { checkPreset(t, tc) })
+	}
+}
+
+// TestXeroAcceptStatus: Xero's intent-to-receive check wants exactly 200
+// for a correctly signed delivery
+// (https://developer.xero.com/documentation/guides/webhooks/), not 202.
+func TestXeroAcceptStatus(t *testing.T) {
+	if d, _ := Lookup("xero"); d.AcceptStatus != http.StatusOK {
+		t.Errorf("xero AcceptStatus = %d, want 200", d.AcceptStatus)
+	}
+	if d, _ := Lookup("github"); d.AcceptStatus != http.StatusAccepted {
+		t.Errorf("github AcceptStatus = %d, want 202", d.AcceptStatus)
 	}
 }
