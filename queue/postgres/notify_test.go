@@ -317,7 +317,7 @@ ANALYZE `+schema+`.jobs; ANALYZE `+schema+`.events;`)
 			[]string{"Seq Scan on jobs", "Sort Key: jobs.run_at"}},
 		{"replay dead chunk", sqlReplayDead, []any{"shop", "", 256, 0, now},
 			[]string{"jobs_dead", "Index Cond: ((source = job_counts.source) AND (target = job_counts.target) AND (id > "}, []string{"Seq Scan on jobs"}},
-		{"discard chunk", sqlDiscardPending, []any{"", "mail", 256, time.Time{}, 0},
+		{"discard chunk", sqlDiscardPending, []any{"", "mail", 256, time.Time{}, 0, []int64{5, 6}},
 			[]string{"jobs_pending", "Index Cond: ((source = job_counts.source) AND (target = job_counts.target) AND (ROW(run_at, id) > ROW(", "jobs_event"},
 			[]string{"Seq Scan on jobs", "Seq Scan on events"}},
 		{"discard dead chunk", sqlDiscardDead, []any{"shop", "mail", 256, 0},

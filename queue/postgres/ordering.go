@@ -75,7 +75,7 @@ RETURNING j.status`
 	// and no longer holds it (done, dead without ordering_hold, or
 	// deleted): the next blocked job, the lowest id through jobs_blocked,
 	// becomes pending, due $2, and the head; a key with none waiting is
-	// freed. It returns the jobs made pending.
+	// freed. It returns the jobs made pending, as an array.
 	sqlReleaseHeads = `WITH rel AS (
 	SELECT h.source, h.target, h.ordering_key FROM ordering_heads AS h
 	WHERE h.job_id = ANY ($1::bigint[]) AND NOT EXISTS (
@@ -97,7 +97,7 @@ RETURNING j.status`
 	DELETE FROM ordering_heads AS h USING nxt
 	WHERE nxt.id IS NULL AND h.source = nxt.source AND h.target = nxt.target AND h.ordering_key = nxt.ordering_key
 )
-SELECT count(*) FROM up`
+SELECT ARRAY(SELECT id FROM up)`
 )
 
 // enqueueKeyed stores an event with an ordering key in its own
@@ -157,23 +157,24 @@ func rechain(ctx context.Context, tx pgx.Tx, ids []int64, now time.Time) (bool, 
 // ids held, once the statements before them finished or deleted those
 // jobs. A batch sent outside a transaction runs as one implicit
 // transaction, so the release commits with the finish, in the same round
-// trip. Its result is the number of jobs made pending.
+// trip. Its result is the jobs made pending.
 func queueRelease(b *pgx.Batch, ids []int64, now time.Time) {
 	b.Queue(sqlLockHeads, ids)
 	b.Queue(sqlReleaseHeads, ids, now)
 }
 
-// release runs queueRelease's statements inside tx.
-func release(ctx context.Context, tx pgx.Tx, ids []int64, now time.Time) (bool, error) {
+// release runs queueRelease's statements inside tx and returns the jobs
+// made pending.
+func release(ctx context.Context, tx pgx.Tx, ids []int64, now time.Time) ([]int64, error) {
 	if len(ids) == 0 {
-		return false, nil
+		return nil, nil
 	}
 	if _, err := tx.Exec(ctx, sqlLockHeads, ids); err != nil {
-		return false, err
+		return nil, err
 	}
-	var n int64
-	if err := tx.QueryRow(ctx, sqlReleaseHeads, ids, now).Scan(&n); err != nil {
-		return false, err
+	var promoted []int64
+	if err := tx.QueryRow(ctx, sqlReleaseHeads, ids, now).Scan(&promoted); err != nil {
+		return nil, err
 	}
-	return n > 0, nil
+	return promoted, nil
 }

@@ -214,11 +214,14 @@ const discardPicked = `, d AS (
 
 // pickByRoute returns the CTE pick: up to $3 jobs of status matching the
 // filter, after the keyset, locked, skipping rows another statement holds
-// (see the bulk statements above).
+// (see the bulk statements above). Pending jobs also skip $6, the jobs
+// that the discard's earlier chunks made pending by handing on the
+// ordering keys of the heads they deleted: those were blocked when the
+// discard began, and they go ahead.
 func pickByRoute(status queue.Status) string {
 	after, order := "id > $4", "id"
 	if status == queue.StatusPending {
-		after, order = "(run_at, id) > ($4, $5)", "run_at, id"
+		after, order = "(run_at, id) > ($4, $5) AND id <> ALL ($6::bigint[])", "run_at, id"
 	}
 	return `pick AS (
 	SELECT j.id, j.run_at FROM (
@@ -514,11 +517,11 @@ func (s *Store) finishRound(ctx context.Context, a *finishArgs, ended []int64, n
 	if _, err := br.Exec(); err != nil {
 		return nil, false, err
 	}
-	var n int64
-	if err := br.QueryRow().Scan(&n); err != nil {
+	var promoted []int64
+	if err := br.QueryRow().Scan(&promoted); err != nil {
 		return nil, false, err
 	}
-	return done, n > 0, br.Close()
+	return done, len(promoted) > 0, br.Close()
 }
 
 // splitClaims returns the ids and the fence tokens of claims, as the
@@ -677,17 +680,19 @@ func (s *Store) DiscardJobs(ctx context.Context, f queue.Filter) (int, error) {
 	var (
 		afterID int64
 		afterAt time.Time // the zero time sorts before every run_at
+		kept    = []int64{}
 	)
 	return queue.DeleteInBatches(ctx, math.MaxInt, bulkChunk, func(n int) (int, error) {
 		var deleted int64
-		promoted := false
+		var promoted []int64
 		// A deleted head of an ordering key hands it on, in the same
-		// transaction.
+		// transaction; the job it makes pending is kept by the later
+		// chunks.
 		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 			var ids []int64
 			var err error
 			if f.Status == queue.StatusPending {
-				err = tx.QueryRow(ctx, sqlDiscardPending, f.Source, f.Target, n, afterAt, afterID).Scan(&deleted, &ids, &afterAt, &afterID)
+				err = tx.QueryRow(ctx, sqlDiscardPending, f.Source, f.Target, n, afterAt, afterID, kept).Scan(&deleted, &ids, &afterAt, &afterID)
 			} else {
 				err = tx.QueryRow(ctx, sqlDiscardDead, f.Source, f.Target, n, afterID).Scan(&deleted, &ids, &afterID)
 			}
@@ -700,7 +705,8 @@ func (s *Store) DiscardJobs(ctx context.Context, f queue.Filter) (int, error) {
 		if err != nil {
 			return 0, s.fail("discard jobs", err)
 		}
-		if promoted {
+		if len(promoted) > 0 {
+			kept = append(kept, promoted...)
 			s.madeReady()
 		}
 		return int(deleted), nil
@@ -741,7 +747,7 @@ func (s *Store) Discard(ctx context.Context, id int64) error {
 // ordering key the job held, if any; it returns the jobs deleted.
 func (s *Store) discardOne(ctx context.Context, id int64) (int64, error) {
 	var n int64
-	promoted := false
+	var promoted []int64
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if err := tx.QueryRow(ctx, sqlDiscard, id).Scan(&n); err != nil {
 			return err
@@ -752,7 +758,7 @@ func (s *Store) discardOne(ctx context.Context, id int64) (int64, error) {
 		}
 		return err
 	})
-	if promoted {
+	if err == nil && len(promoted) > 0 {
 		s.madeReady()
 	}
 	return n, err

@@ -175,6 +175,33 @@ func testFIFODiscard(t *testing.T, s queue.Store) {
 	}
 }
 
+// testFIFOBulkDiscard checks that a bulk discard of pending jobs hands
+// each discarded head's key on and leaves the job it made pending, however
+// many chunks the discard takes: a later chunk must not delete the jobs an
+// earlier one promoted, which were blocked when the discard began.
+func testFIFOBulkDiscard(t *testing.T, s queue.Store) {
+	for _, keys := range []int{3, 300} { // 300: more than one chunk of every store
+		t.Run(strconv.Itoa(keys), func(t *testing.T) {
+			for i := range keys {
+				for j := range 2 {
+					enqueue(t, s, keyed(fmt.Sprintf("b%d-%d-%d", keys, i, j), fmt.Sprintf("B%d-%d", keys, i), false, "mail"))
+				}
+			}
+			n, err := s.DiscardJobs(t.Context(), queue.Filter{Status: queue.StatusPending, Source: "shop", Target: "mail"})
+			if err != nil || n != keys {
+				t.Fatalf("DiscardJobs(pending) = %d, %v; want the %d heads", n, err, keys)
+			}
+			st := stats(t, s, now())
+			if got := count(st, queue.StatusPending); got != int64(keys) || count(st, queue.StatusBlocked) != 0 {
+				t.Fatalf("Stats = %+v, want the %d jobs behind the heads pending", st.Counts, keys)
+			}
+			if n, err := s.DiscardJobs(t.Context(), queue.Filter{Status: queue.StatusPending, Source: "shop", Target: "mail"}); err != nil || n != keys {
+				t.Fatalf("DiscardJobs(pending) again = %d, %v; want %d", n, err, keys)
+			}
+		})
+	}
+}
+
 // jobOf returns the one job of event id.
 func jobOf(t *testing.T, s queue.Store, eventID int64) int64 {
 	t.Helper()

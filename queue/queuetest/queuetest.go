@@ -78,6 +78,7 @@ func Run(t *testing.T, open func(t *testing.T) queue.Store) {
 		{"fifo/chain per target and key", testFIFOChain},
 		{"fifo/dead job and its key", testFIFODead},
 		{"fifo/discard hands the key on", testFIFODiscard},
+		{"fifo/bulk discard hands each key on once", testFIFOBulkDiscard},
 		{"fifo/concurrent workers keep each key in order", testFIFOWorkers},
 	}
 	for _, tt := range tests {

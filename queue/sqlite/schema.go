@@ -180,6 +180,32 @@ SET sql = replace(sql, 'OR status = ''dead'')', 'OR status = ''dead'' OR status 
 WHERE type = 'table' AND name = 'jobs';
 PRAGMA writable_schema = OFF;
 `,
+	// Version 7: the count triggers upsert. The writer adds an enqueue's
+	// jobs to job_counts only at the commit (writer.flushCounts), so a
+	// status change in the same batch (a claim of the job, a blocked job
+	// promoted) can run before the route has a row for the status it
+	// leaves: an UPDATE then changed nothing and the count stayed one
+	// too high. The upsert leaves -1 there, which the commit's flush
+	// brings back to 0; readers never see it. The counts are taken again
+	// from the rows, mending what the old triggers lost.
+	`
+DROP TRIGGER jobs_count_status;
+DROP TRIGGER jobs_count_delete;
+CREATE TRIGGER jobs_count_status AFTER UPDATE OF status ON jobs
+WHEN old.status <> new.status BEGIN
+	INSERT INTO job_counts (source, target, status, jobs) VALUES (old.source, old.target, old.status, -1)
+	ON CONFLICT (source, target, status) DO UPDATE SET jobs = jobs - 1;
+	INSERT INTO job_counts (source, target, status, jobs) VALUES (new.source, new.target, new.status, 1)
+	ON CONFLICT (source, target, status) DO UPDATE SET jobs = jobs + 1;
+END;
+CREATE TRIGGER jobs_count_delete AFTER DELETE ON jobs BEGIN
+	INSERT INTO job_counts (source, target, status, jobs) VALUES (old.source, old.target, old.status, -1)
+	ON CONFLICT (source, target, status) DO UPDATE SET jobs = jobs - 1;
+END;
+DELETE FROM job_counts;
+INSERT INTO job_counts (source, target, status, jobs)
+SELECT source, target, status, count(*) FROM jobs GROUP BY source, target, status;
+`,
 }
 
 // schemaVersion is the version this build writes.

@@ -236,7 +236,7 @@ ANALYZE;`); err != nil {
 		{"claim with routes", sqlClaim, []any{"o", 1, 1, 10, `[["s","t"],["s","u"]]`, `[["s","t"],["s","u"]]`}, []string{"INDEX jobs_pending (source=? AND target=? AND run_at<?)", "INDEX jobs_leased"}},
 		{"replay dead chunk", sqlReplayDead, []any{1, "s", "", 10}, []string{"INDEX jobs_dead (source=? AND target=?)"}},
 		{"discard dead chunk", sqlDiscardDead, []any{"s", "t", 10}, []string{"INDEX jobs_dead (source=? AND target=?)"}},
-		{"discard pending chunk", sqlDiscardPending, []any{"", "t", 10}, []string{"INDEX jobs_pending (source=? AND target=?)"}},
+		{"discard pending chunk", sqlDiscardPending, []any{"", "t", 10, "[5]"}, []string{"INDEX jobs_pending (source=? AND target=?)"}},
 		{"counts", sqlCounts, nil, []string{"job_counts"}},
 		{"purge jobs", sqlPurgeJobs, []any{1, 10}, []string{"INDEX jobs_done"}},
 		{"purge bare events", sqlPurgeBareEvents, []any{1, 10}, []string{"INDEX events_no_jobs"}},

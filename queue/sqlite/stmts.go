@@ -179,7 +179,11 @@ RETURNING id, ordering_key`
 	// sqlDiscardDead and sqlDiscardPending delete up to ?3 jobs of the
 	// status matching the filter, as sqlReplayDead finds them: one chunk
 	// of a bulk discard. Their attempts go by ON DELETE CASCADE; the
-	// caller deletes the events left without a job.
+	// caller deletes the events left without a job. sqlDiscardPending
+	// keeps ?4, a JSON array of the jobs that the discard's earlier chunks
+	// made pending by handing on the ordering keys of the heads they
+	// deleted: those were blocked when the discard began, and they go
+	// ahead.
 	sqlDiscardDead = `DELETE FROM jobs WHERE id IN (
 	SELECT j.id FROM job_counts AS c CROSS JOIN jobs AS j INDEXED BY jobs_dead
 	WHERE c.status = 'dead' AND c.jobs > 0 AND (?1 = '' OR c.source = ?1) AND (?2 = '' OR c.target = ?2)
@@ -191,6 +195,7 @@ RETURNING event_id, id, source, target, ordering_key`
 	SELECT j.id FROM job_counts AS c CROSS JOIN jobs AS j INDEXED BY jobs_pending
 	WHERE c.status = 'pending' AND c.jobs > 0 AND (?1 = '' OR c.source = ?1) AND (?2 = '' OR c.target = ?2)
 		AND j.status = 'pending' AND j.source = c.source AND j.target = c.target
+		AND j.id NOT IN (SELECT value FROM json_each(?4))
 	LIMIT ?3)
 RETURNING event_id, id, source, target, ordering_key`
 

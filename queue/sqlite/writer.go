@@ -63,6 +63,7 @@ type request struct {
 	filter queue.Filter
 	cutoff time.Time
 	limit  int
+	kept   string // DiscardJobs: JSON array of the jobs earlier chunks made pending
 
 	// Outputs, valid once done has fired and err is nil.
 	res      queue.EnqueueResult
@@ -70,7 +71,8 @@ type request struct {
 	lost     []int64
 	recorded []bool
 	n        int
-	ready    bool // the write made work ready: signal Ready after commit
+	promoted []int64 // DiscardJobs: the blocked jobs this chunk made pending
+	ready    bool    // the write made work ready: signal Ready after commit
 	err      error
 }
 
@@ -95,7 +97,7 @@ func (r *request) release() {
 
 // clearOutputs drops what a request produced when its work was rolled back.
 func (r *request) clearOutputs() {
-	r.res, r.jobs, r.lost, r.recorded, r.n, r.ready = queue.EnqueueResult{}, nil, nil, nil, 0, false
+	r.res, r.jobs, r.lost, r.recorded, r.n, r.promoted, r.ready = queue.EnqueueResult{}, nil, nil, nil, 0, nil, false
 }
 
 // do sends r to the writer and waits for its answer.

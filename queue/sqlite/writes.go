@@ -157,16 +157,25 @@ func (s *Store) DiscardJobs(ctx context.Context, f queue.Filter) (int, error) {
 const bulkChunk = 256
 
 // chunk returns the function that sends one chunk of a bulk operation of
-// kind on the jobs matching f.
+// kind on the jobs matching f. A discard's chunks keep the jobs the
+// earlier ones made pending (request.kept).
 func (s *Store) chunk(ctx context.Context, kind reqKind, f queue.Filter) func(n int) (int, error) {
+	kept := []byte("[]")
 	return func(want int) (int, error) {
 		r := newRequest(ctx, kind)
-		r.filter, r.limit = f, want
+		r.filter, r.limit, r.kept = f, want, string(kept)
 		err := s.do(ctx, r)
-		n := r.n
+		n, promoted := r.n, r.promoted
 		recycle(r)
 		if err != nil {
 			return 0, err // the chunk's transaction did not commit
+		}
+		for _, id := range promoted {
+			kept = kept[:len(kept)-1]
+			if len(kept) > 1 {
+				kept = append(kept, ',')
+			}
+			kept = append(strconv.AppendInt(kept, id, 10), ']')
 		}
 		return n, nil
 	}
@@ -344,24 +353,25 @@ func (w *writer) enqueueKeyed(r *request, id, nowMS int64) error {
 
 // release hands the key of job id, which finished or is being discarded,
 // to the next job blocked behind it, or frees the key if none waits. It
-// changes nothing unless id is the key's head. It reports whether a job
-// became pending.
-func (w *writer) release(source, target, key string, id int64, now time.Time) (bool, error) {
+// changes nothing unless id is the key's head. It returns the job that
+// became pending, 0 if none.
+func (w *writer) release(source, target, key string, id int64, now time.Time) (int64, error) {
 	row := w.row[:1]
 	err := queryRow(w.st.promote, row, source, target, key, id, ms(now))
 	if errors.Is(err, errNoRows) {
 		if _, err := w.st.dropHead.Exec(source, target, key, id); err != nil {
-			return false, fmt.Errorf("release ordering key: %w", err)
+			return 0, fmt.Errorf("release ordering key: %w", err)
 		}
-		return false, nil
+		return 0, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("release ordering key: %w", err)
+		return 0, fmt.Errorf("release ordering key: %w", err)
 	}
-	if _, err := w.st.setHead.Exec(source, target, key, asInt(row[0])); err != nil {
-		return false, fmt.Errorf("release ordering key: %w", err)
+	next := asInt(row[0])
+	if _, err := w.st.setHead.Exec(source, target, key, next); err != nil {
+		return 0, fmt.Errorf("release ordering key: %w", err)
 	}
-	return true, nil
+	return next, nil
 }
 
 // rechain puts the replayed job id, of an ordering key, back in its
@@ -530,7 +540,7 @@ func (w *writer) finish(r *request, now time.Time) error {
 			if err != nil {
 				return fmt.Errorf("finish job %d: %w", c.JobID, err)
 			}
-			r.ready = r.ready || promoted
+			r.ready = r.ready || promoted != 0
 		}
 		if err := w.addAttempt(c.JobID, 0, c.Started, c.Duration, c.Status, msg); err != nil {
 			return fmt.Errorf("finish job %d: %w", c.JobID, err)
@@ -655,7 +665,7 @@ func (w *writer) discard(r *request, now time.Time) error {
 		if err != nil {
 			return fmt.Errorf("discard job %d: %w", r.id, err)
 		}
-		r.ready = promoted
+		r.ready = promoted != 0
 	}
 	if _, err := w.st.deleteEventIfEmpty.Exec(eventID); err != nil {
 		return fmt.Errorf("discard job %d: delete event: %w", r.id, err)
@@ -666,11 +676,13 @@ func (w *writer) discard(r *request, now time.Time) error {
 // discardJobs deletes one chunk of a bulk discard and the events its jobs
 // leave without a job.
 func (w *writer) discardJobs(r *request, now time.Time) error {
-	st := w.st.discardDead
+	var rows driver.Rows
+	var err error
 	if r.filter.Status == queue.StatusPending {
-		st = w.st.discardPending
+		rows, err = w.st.discardPending.Query(r.filter.Source, r.filter.Target, int64(r.limit), r.kept)
+	} else {
+		rows, err = w.st.discardDead.Query(r.filter.Source, r.filter.Target, int64(r.limit))
 	}
-	rows, err := st.Query(r.filter.Source, r.filter.Target, int64(r.limit))
 	if err != nil {
 		return fmt.Errorf("discard jobs: %w", err)
 	}
@@ -694,7 +706,10 @@ func (w *writer) discardJobs(r *request, now time.Time) error {
 		if err != nil {
 			return fmt.Errorf("discard jobs: %w", err)
 		}
-		r.ready = r.ready || promoted
+		if promoted != 0 {
+			r.promoted = append(r.promoted, promoted)
+			r.ready = true
+		}
 	}
 	return nil
 }
