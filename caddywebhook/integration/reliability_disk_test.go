@@ -98,12 +98,9 @@ func testFullDisk(t *testing.T) {
 	}))
 	c := newCaddy(t)
 	c.DBPath = filepath.Join(mnt, "queue.db")
-	c.start(t, caddyConfig{
-		// A short lease: a delivery whose result could not be written
-		// while the disk was full is claimed again soon.
-		Webhook: fmt.Sprintf("workers %d\nlease 2s\npoll_interval 100ms\nbackoff 100ms 500ms", workers),
-		Site:    githubSite(up.URL("/github"), "timeout 5s"),
-	})
+	// A short lease: a delivery whose result could not be written while
+	// the disk was full is claimed again soon.
+	c.start(t, githubConfig(up, fmt.Sprintf("workers %d\nlease 2s\npoll_interval 100ms\nbackoff 100ms 500ms", workers)))
 
 	var acked []string
 	send := func(id string, pad int) int {

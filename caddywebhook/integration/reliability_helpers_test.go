@@ -57,6 +57,19 @@ func (tr *tracker) wrap(s script) script {
 	}
 }
 
+// newBusyUpstream starts an upstream that answers every delivery 200 after
+// a delay drawn from [lo, hi), with a tracker around it.
+func newBusyUpstream(t *testing.T, lo, hi time.Duration) (*tracker, *upstream) {
+	tr := newTracker()
+	return tr, newUpstream(t, tr.wrap(delayScript(lo, hi)))
+}
+
+// githubConfig is a Caddy config with webhook as the global options and one
+// GitHub receiver delivering to up with a 5 s timeout.
+func githubConfig(up *upstream, webhook string) caddyConfig {
+	return caddyConfig{Webhook: webhook, Site: githubSite(up.URL("/github"), "timeout 5s")}
+}
+
 // busy returns how many requests the upstream is answering now.
 func (tr *tracker) busy() int {
 	tr.mu.Lock()

@@ -30,14 +30,10 @@ func testKill9(t *testing.T) {
 	t.Parallel()
 	const kills = 6
 	fig := newFigures(t, "kill9")
-	tr := newTracker()
-	up := newUpstream(t, tr.wrap(delayScript(5*time.Millisecond, 40*time.Millisecond)))
+	tr, up := newBusyUpstream(t, 5*time.Millisecond, 40*time.Millisecond)
 	c := newCaddy(t)
-	cfg := caddyConfig{
-		// A short lease, so the jobs a dead Caddy held come back soon.
-		Webhook: "workers 4\nlease 1s\npoll_interval 100ms\nbackoff 100ms 500ms",
-		Site:    githubSite(up.URL("/github"), "timeout 5s"),
-	}
+	// A short lease, so the jobs a dead Caddy held come back soon.
+	cfg := githubConfig(up, "workers 4\nlease 1s\npoll_interval 100ms\nbackoff 100ms 500ms")
 	c.start(t, cfg)
 
 	// Senders retry until 202, through the kills, as GitHub would.

@@ -23,14 +23,10 @@ func testReloadStorm(t *testing.T) {
 	const reloads = 24
 	workerCounts := []int{1, 4, 2, 6}
 	fig := newFigures(t, "reload_storm")
-	tr := newTracker()
-	up := newUpstream(t, tr.wrap(delayScript(10*time.Millisecond, 60*time.Millisecond)))
+	tr, up := newBusyUpstream(t, 10*time.Millisecond, 60*time.Millisecond)
 	c := newCaddy(t)
 	cfg := func(workers int) caddyConfig {
-		return caddyConfig{
-			Webhook: fmt.Sprintf("workers %d\nshutdown_grace 10s\npoll_interval 200ms", workers),
-			Site:    githubSite(up.URL("/github"), "timeout 5s"),
-		}
+		return githubConfig(up, fmt.Sprintf("workers %d\nshutdown_grace 10s\npoll_interval 200ms", workers))
 	}
 	c.start(t, cfg(3))
 	lg := newLoad(c, "reload", 2, 20*time.Millisecond, resendNoAnswer)

@@ -17,12 +17,8 @@ import (
 func testSharedDatabase(t *testing.T) {
 	t.Parallel()
 	fig := newFigures(t, "shared_database")
-	tr := newTracker()
-	up := newUpstream(t, tr.wrap(delayScript(5*time.Millisecond, 30*time.Millisecond)))
-	cfg := caddyConfig{
-		Webhook: "workers 3\npoll_interval 50ms",
-		Site:    githubSite(up.URL("/github"), "timeout 5s"),
-	}
+	tr, up := newBusyUpstream(t, 5*time.Millisecond, 30*time.Millisecond)
+	cfg := githubConfig(up, "workers 3\npoll_interval 50ms")
 	a, b := newCaddy(t), newCaddy(t)
 	b.DBPath = a.DBPath
 	a.start(t, cfg)

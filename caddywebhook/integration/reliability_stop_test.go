@@ -173,13 +173,9 @@ func testStopUnderLoad(t *testing.T) {
 	t.Parallel()
 	const stops = 3
 	fig := newFigures(t, "graceful_stop/sigterm_under_load")
-	tr := newTracker()
-	up := newUpstream(t, tr.wrap(delayScript(5*time.Millisecond, 40*time.Millisecond)))
+	tr, up := newBusyUpstream(t, 5*time.Millisecond, 40*time.Millisecond)
 	c := newCaddy(t)
-	cfg := caddyConfig{
-		Webhook: "workers 4\nshutdown_grace 5s\npoll_interval 100ms",
-		Site:    githubSite(up.URL("/github"), "timeout 5s"),
-	}
+	cfg := githubConfig(up, "workers 4\nshutdown_grace 5s\npoll_interval 100ms")
 	c.start(t, cfg)
 	lg := newLoad(c, "stopload", 2, 20*time.Millisecond, resendUntilAccepted)
 	lg.start()
