@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -184,4 +185,20 @@ func checkCounts(t *testing.T, s queue.Store, bare int, when string) {
 	if wantEvents := int64(len(events) + bare); st.Events != wantEvents {
 		t.Fatalf("%s: Stats events = %d, want %d", when, st.Events, wantEvents)
 	}
+}
+
+// StatsLines returns the non-zero job counts of s's Stats now, each as
+// "source/target/status=n", sorted, and its count of events. A store's
+// own tests compare them with the rows they wrote to its database.
+func StatsLines(t *testing.T, s queue.Store) ([]string, int64) {
+	t.Helper()
+	st := stats(t, s, time.Now())
+	var lines []string
+	for _, c := range st.Counts {
+		if c.Jobs != 0 {
+			lines = append(lines, c.Source+"/"+c.Target+"/"+string(c.Status)+"="+strconv.FormatInt(c.Jobs, 10))
+		}
+	}
+	slices.Sort(lines)
+	return lines, st.Events
 }

@@ -2,30 +2,12 @@ package sqlite
 
 import (
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/caddywebhook/caddywebhook/queue"
+	"github.com/caddywebhook/caddywebhook/queue/queuetest"
 )
-
-// statsOf returns the non-zero counts of s as "source/target/status=n",
-// sorted.
-func statsOf(t *testing.T, s *Store) []string {
-	t.Helper()
-	st, err := s.Stats(t.Context(), time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, c := range st.Counts {
-		if c.Jobs != 0 {
-			got = append(got, c.Source+"/"+c.Target+"/"+string(c.Status)+"="+strconv.FormatInt(c.Jobs, 10))
-		}
-	}
-	slices.Sort(got)
-	return got
-}
 
 // TestCountsWithinOneBatch changes, in the batch that inserted it, the
 // status of a job of a route that has no count yet: the enqueue's count
@@ -44,7 +26,8 @@ func TestCountsWithinOneBatch(t *testing.T) {
 		if enq.err != nil || claim.err != nil || len(claim.jobs) != 1 {
 			t.Fatalf("batch = %v, %v, %d jobs; want the job claimed", enq.err, claim.err, len(claim.jobs))
 		}
-		if got, want := statsOf(t, s), []string{"shop/mail/running=1"}; !slices.Equal(got, want) {
+		got, _ := queuetest.StatsLines(t, s)
+		if want := []string{"shop/mail/running=1"}; !slices.Equal(got, want) {
 			t.Errorf("Stats = %v, want %v", got, want)
 		}
 	})
@@ -68,7 +51,8 @@ func TestCountsWithinOneBatch(t *testing.T) {
 		if enq.err != nil || fin.err != nil {
 			t.Fatalf("batch = %v, %v", enq.err, fin.err)
 		}
-		if got, want := statsOf(t, s), []string{"shop/mail/done=1", "shop/mail/pending=1"}; !slices.Equal(got, want) {
+		got, _ := queuetest.StatsLines(t, s)
+		if want := []string{"shop/mail/done=1", "shop/mail/pending=1"}; !slices.Equal(got, want) {
 			t.Errorf("Stats = %v, want %v", got, want)
 		}
 	})

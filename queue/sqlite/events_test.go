@@ -40,20 +40,7 @@ ANALYZE;`); err != nil {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rows, err := s.rdb.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+tt.query, tt.args...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer rows.Close()
-			var plan []string
-			for rows.Next() {
-				var id, parent, unused int
-				var detail string
-				if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-					t.Fatal(err)
-				}
-				plan = append(plan, detail)
-			}
+			plan := queryPlan(t, s, tt.query, tt.args...)
 			text := strings.Join(plan, "\n")
 			for _, line := range plan {
 				if strings.HasPrefix(line, "SCAN ") && !strings.Contains(line, "json_each") && !strings.Contains(line, "CONSTANT ROW") {

@@ -252,20 +252,7 @@ ANALYZE;`); err != nil {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rows, err := s.rdb.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+tt.query, tt.args...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer rows.Close()
-			var plan []string
-			for rows.Next() {
-				var id, parent, unused int
-				var detail string
-				if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-					t.Fatal(err)
-				}
-				plan = append(plan, detail)
-			}
+			plan := queryPlan(t, s, tt.query, tt.args...)
 			text := strings.Join(plan, "\n")
 			for _, line := range plan {
 				if strings.HasPrefix(line, "SCAN jobs") || strings.HasPrefix(line, "SCAN events") || strings.HasPrefix(line, "SCAN attempts") {
@@ -820,4 +807,28 @@ func TestMigrateOrderingKeys(t *testing.T) {
 	if err := s.rdb.QueryRowContext(t.Context(), "PRAGMA integrity_check").Scan(&ok); err != nil || ok != "ok" {
 		t.Errorf("integrity_check = %q, %v", ok, err)
 	}
+}
+
+// queryPlan returns the detail lines of SQLite's EXPLAIN QUERY PLAN for
+// query run on the read pool with args.
+func queryPlan(t *testing.T, s *Store, query string, args ...any) []string {
+	t.Helper()
+	rows, err := s.rdb.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+query, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return plan
 }
