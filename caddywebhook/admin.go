@@ -141,7 +141,7 @@ func (a *adminAPI) route(path string) (adminRoute, int64, error) {
 			params:  []string{"older_than"},
 		}, 0, nil
 	case len(parts) == 2 && parts[0] == "jobs":
-		id, err := parseID(parts[1])
+		id, err := parseID(parts[1], "job")
 		if err != nil {
 			return adminRoute{}, 0, err
 		}
@@ -149,7 +149,7 @@ func (a *adminAPI) route(path string) (adminRoute, int64, error) {
 		m[http.MethodDelete] = a.handleDiscard
 		return adminRoute{methods: m}, id, nil
 	case len(parts) == 3 && parts[0] == "jobs" && parts[2] == "replay":
-		id, err := parseID(parts[1])
+		id, err := parseID(parts[1], "job")
 		if err != nil {
 			return adminRoute{}, 0, err
 		}
@@ -476,10 +476,12 @@ func checkParams(q url.Values, allowed []string) error {
 	return nil
 }
 
-func parseID(s string) (int64, error) {
+// parseID reads the id in a path; kind, "job" or "event", names it in
+// the error.
+func parseID(s, kind string) (int64, error) {
 	id, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || id < 1 {
-		return 0, badParam("id", "must be a positive job id, not %q", s)
+		return 0, badParam("id", "must be a positive %s id, not %q", kind, s)
 	}
 	return id, nil
 }

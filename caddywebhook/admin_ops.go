@@ -45,13 +45,13 @@ func (a *adminAPI) opsRoute(parts []string) (route adminRoute, id int64, ok bool
 			params:  []string{"source", "delivery_id", "event_type", "since", "until", "has_target", "limit", "cursor"},
 		}, 0, true, nil
 	case len(parts) == 2 && parts[0] == "events":
-		id, err := parseEventID(parts[1])
+		id, err := parseID(parts[1], "event")
 		return adminRoute{methods: methods(http.MethodGet, a.handleEvent)}, id, true, err
 	case len(parts) == 3 && parts[0] == "events" && parts[2] == "send":
-		id, err := parseEventID(parts[1])
+		id, err := parseID(parts[1], "event")
 		return adminRoute{methods: methods(http.MethodPost, a.handleSendEvent), params: []string{"target"}}, id, true, err
 	case len(parts) == 3 && parts[0] == "jobs" && parts[2] == "resend":
-		id, err := parseID(parts[1])
+		id, err := parseID(parts[1], "job")
 		return adminRoute{methods: methods(http.MethodPost, a.handleResend)}, id, true, err
 	case len(parts) == 1 && parts[0] == "send":
 		return adminRoute{methods: methods(http.MethodPost, a.handleInject)}, 0, true, nil
@@ -449,14 +449,6 @@ func lookupSource(q *activeQueue, source string) (sourceConfig, bool) {
 
 // adminLogger logs the operators' writes, as Caddy's admin logs its own.
 func adminLogger() *zap.Logger { return caddy.Log().Named("admin.api.webhook") }
-
-func parseEventID(s string) (int64, error) {
-	id, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || id < 1 {
-		return 0, badParam("id", "must be a positive event id, not %q", s)
-	}
-	return id, nil
-}
 
 // eventStoreError is storeError for the operations that name an event or
 // resend a job; id names the event or the job.

@@ -63,6 +63,16 @@ func (f *adminFixture) doBody(t *testing.T, method, target, body string) *httpte
 	return rec
 }
 
+// doWant is do that fails the test unless the answer has wantStatus.
+func (f *adminFixture) doWant(t *testing.T, method, target string, wantStatus int) *httptest.ResponseRecorder {
+	t.Helper()
+	rec := f.do(t, method, target)
+	if rec.Code != wantStatus {
+		t.Fatalf("%s %s: status %d, want %d: %s", method, target, rec.Code, wantStatus, rec.Body)
+	}
+	return rec
+}
+
 func TestAdminEvents(t *testing.T) {
 	f := setupAdmin(t)
 	d := f.seed(t)
@@ -93,10 +103,7 @@ func TestAdminEvents(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rec := f.do(t, http.MethodGet, tt.target)
-			if rec.Code != tt.wantStatus {
-				t.Fatalf("status %d, want %d: %s", rec.Code, tt.wantStatus, rec.Body)
-			}
+			rec := f.doWant(t, http.MethodGet, tt.target, tt.wantStatus)
 			if tt.want == nil {
 				return
 			}
@@ -152,10 +159,7 @@ func TestAdminJobsFilters(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rec := f.do(t, http.MethodGet, tt.target)
-			if rec.Code != tt.wantStatus {
-				t.Fatalf("status %d, want %d: %s", rec.Code, tt.wantStatus, rec.Body)
-			}
+			rec := f.doWant(t, http.MethodGet, tt.target, tt.wantStatus)
 			if tt.want == nil {
 				return
 			}

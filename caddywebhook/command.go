@@ -296,7 +296,7 @@ func (c *cli) apiError(err error) error {
 	if m := adminErrorRE.FindStringSubmatch(msg); m != nil {
 		var body caddy.APIError
 		if json.Unmarshal([]byte(m[2]), &body) == nil && body.Message != "" {
-			return fmt.Errorf("%s (HTTP %s)", body.Message, m[1])
+			return fmt.Errorf("%s (HTTP %s)", flagMessage(body.Message), m[1])
 		}
 		if m[1] == "404" {
 			return fmt.Errorf("the admin API at %s has no webhook endpoints: is this Caddy built with the webhook plugin? (HTTP 404: %s)", c.addr, strings.TrimSpace(m[2]))
@@ -307,6 +307,20 @@ func (c *cli) apiError(err error) error {
 		return fmt.Errorf("reach the admin API at %s: %w (is Caddy running? see --address and --config)", c.addr, err)
 	}
 	return err
+}
+
+// invalidParamRE matches the API's message for a bad query parameter.
+var invalidParamRE = regexp.MustCompile(`^invalid parameter ([a-z_]+): `)
+
+// flagMessage names the flag in the API's message for a bad query
+// parameter ("invalid --delivery: …" for delivery_id), as the user typed
+// it; the path's id is no flag and keeps its message.
+func flagMessage(msg string) string {
+	m := invalidParamRE.FindStringSubmatch(msg)
+	if m == nil || m[1] == "id" {
+		return msg
+	}
+	return "invalid --" + flagOf(m[1]) + ": " + msg[len(m[0]):]
 }
 
 func (c *cli) stats(_ *cobra.Command, _ []string) error {
@@ -388,8 +402,7 @@ func (c *cli) stats(_ *cobra.Command, _ []string) error {
 
 func (c *cli) list(cmd *cobra.Command, _ []string) error {
 	q := url.Values{}
-	flagQuery(cmd, q, map[string]string{"status": "status", "source": "source", "target": "target",
-		"event": "event_type", "delivery": "delivery_id", "since": "since", "until": "until"})
+	flagQuery(cmd, q, "status", "source", "target", "event", "delivery", "since", "until")
 	var page queue.JobPage
 	if ok, err := c.call(http.MethodGet, pageURI(cmd, "/webhook/jobs", q), &page); !ok {
 		return err

@@ -229,7 +229,7 @@ pause of the source, the whole source's and each target's.
 // pause calls the pause or resume endpoint and says what holds now.
 func (c *cli) pause(cmd *cobra.Command, path string) error {
 	q := url.Values{}
-	flagQuery(cmd, q, map[string]string{"source": "source", "target": "target"})
+	flagQuery(cmd, q, "source", "target")
 	if q.Get("source") == "" {
 		return errors.New("--source is required: the source to pause or resume (--target narrows it to one target)")
 	}
@@ -291,20 +291,43 @@ func sourceArg(_ *cobra.Command, args []string) error {
 	return nil
 }
 
-// query copies the named string flags that are set into q, under the API's
-// parameter names.
-func flagQuery(cmd *cobra.Command, q url.Values, names map[string]string) {
-	for flag, param := range names {
+// apiParams names the API's query parameter of each flag whose name
+// differs; every other flag is its parameter with "-" for "_".
+var apiParams = map[string]string{"delivery": "delivery_id", "event": "event_type", "has-target": "has_target",
+	"older-than": "older_than"}
+
+// apiParam is the API's query parameter for flag.
+func apiParam(flag string) string {
+	if p, ok := apiParams[flag]; ok {
+		return p
+	}
+	return strings.ReplaceAll(flag, "-", "_")
+}
+
+// flagOf is the flag for the API's query parameter param: apiParam turned
+// around, so that the API's errors name what the user typed.
+func flagOf(param string) string {
+	for flag, p := range apiParams {
+		if p == param {
+			return flag
+		}
+	}
+	return strings.ReplaceAll(param, "_", "-")
+}
+
+// flagQuery copies the named string flags that are set into q, under the
+// API's parameter names.
+func flagQuery(cmd *cobra.Command, q url.Values, flags ...string) {
+	for _, flag := range flags {
 		if v, _ := cmd.Flags().GetString(flag); v != "" {
-			q.Set(param, v)
+			q.Set(apiParam(flag), v)
 		}
 	}
 }
 
 func (c *cli) events(cmd *cobra.Command, _ []string) error {
 	q := url.Values{}
-	flagQuery(cmd, q, map[string]string{"source": "source", "delivery": "delivery_id", "event": "event_type",
-		"since": "since", "until": "until", "has-target": "has_target"})
+	flagQuery(cmd, q, "source", "delivery", "event", "since", "until", "has-target")
 	var page queue.EventPage
 	if ok, err := c.call(http.MethodGet, pageURI(cmd, "/webhook/events", q), &page); !ok {
 		return err
@@ -607,7 +630,7 @@ func shellQuote(s string) string {
 
 func (c *cli) tail(cmd *cobra.Command, _ []string) error {
 	q := url.Values{}
-	flagQuery(cmd, q, map[string]string{"source": "source", "target": "target", "outcome": "outcome"})
+	flagQuery(cmd, q, "source", "target", "outcome")
 	uri := "/webhook/tail"
 	if len(q) > 0 {
 		uri += "?" + q.Encode()

@@ -81,7 +81,7 @@ func TestCLIOps(t *testing.T) {
 		{"show without anything", []string{"show"}, "show needs a job id"},
 		{"show a delivery id without source", []string{"show", "--delivery", "d-1"}, "--delivery needs --source"},
 		{"show an unknown delivery id", []string{"show", "--source", "github", "--delivery", "nope"}, `no event of source github has the delivery id "nope"`},
-		{"list a delivery id without source", []string{"list", "--delivery", "d-1"}, "needs source too"},
+		{"list a delivery id without source", []string{"list", "--delivery", "d-1"}, "invalid --delivery: needs source too"},
 		{"resend a pending job", []string{"resend", strconv.FormatInt(d.githubHTTPPending, 10)}, "only done or dead jobs can be resent (HTTP 409)"},
 		{"resend without a job", []string{"resend"}, "say what to resend"},
 		{"send to a target of another source", []string{"resend", "--event", "1", "--target", "sms"}, "is not a target of source"},

@@ -33,21 +33,24 @@ func jsonAnswer(v any) HandshakeResponse {
 }
 
 // queryValue returns the first value of key in the query of rawURL,
-// decoded, and whether it is there.
+// decoded, and whether it is there. Pairs that do not decode are passed
+// over rather than failing the whole query, so one malformed pair does
+// not hide the one asked for.
 func queryValue(rawURL, key string) (string, bool) {
 	_, query, ok := strings.Cut(rawURL, "?")
-	if !ok || !strings.Contains(query, key) {
+	if !ok {
 		return "", false
 	}
-	values, err := url.ParseQuery(query)
-	if err != nil {
-		return "", false
+	for item := range strings.SplitSeq(query, "&") {
+		k, v, _ := strings.Cut(item, "=")
+		if k, err := url.QueryUnescape(k); err != nil || k != key {
+			continue
+		}
+		if v, err := url.QueryUnescape(v); err == nil {
+			return v, true
+		}
 	}
-	v, ok := values[key]
-	if !ok || len(v) == 0 {
-		return "", false
-	}
-	return v[0], true
+	return "", false
 }
 
 // equalSecret compares a presented secret with the configured one in

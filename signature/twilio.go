@@ -103,7 +103,7 @@ func (v *twilioVerifier) Verify(req Request) (Result, error) {
 		}
 	}
 	var params *twilioParams
-	if want, ok := rawQueryValue(url, "bodySHA256"); ok {
+	if want, ok := queryValue(url, "bodySHA256"); ok {
 		// The JSON form: the URL alone is signed, the body hashed.
 		sum := sha256.Sum256(req.Body)
 		var got [2 * sha256.Size]byte
@@ -227,21 +227,6 @@ func appendUnescaped(dst, s []byte) ([]byte, bool) {
 	return dst, true
 }
 
-// rawQueryValue returns the raw value of the first query parameter called
-// name in url.
-func rawQueryValue(url, name string) (string, bool) {
-	_, query, ok := strings.Cut(url, "?")
-	if !ok {
-		return "", false
-	}
-	for item := range strings.SplitSeq(query, "&") {
-		if k, v, _ := strings.Cut(item, "="); k == name {
-			return v, true
-		}
-	}
-	return "", false
-}
-
 // otherPortURL returns url with its port removed when it has one, or the
 // scheme's default port added when it has none; "" when url has no
 // http(s) scheme or host.
@@ -280,7 +265,7 @@ func otherPortURL(url string) string {
 func signTwilio(secret string, body []byte, opts SignOptions) (http.Header, error) {
 	st := &macState{h: hmac.New(sha1.New, []byte(secret))}
 	st.writeString(opts.URL)
-	if _, ok := rawQueryValue(opts.URL, "bodySHA256"); !ok && len(body) > 0 {
+	if _, ok := queryValue(opts.URL, "bodySHA256"); !ok && len(body) > 0 {
 		var p twilioParams
 		if !p.parse(body) {
 			return nil, errors.New("body is not form-encoded")
