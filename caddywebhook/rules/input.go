@@ -1,7 +1,6 @@
 package rules
 
 import (
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
@@ -76,17 +75,6 @@ func (in *Input) Parent() interpreter.Activation { return nil }
 // BodyParsed reports whether a rule run on in has parsed the body; tests use
 // it to show that a rule that does not read `body` never parses it.
 func (in *Input) BodyParsed() bool { return in.body != nil }
-
-// parseBody parses a JSON body into CEL values; a body that is not JSON
-// (empty, form-encoded, truncated) is null, so `body == null` tells it
-// apart and `body.x` is an evaluation error rather than a panic.
-func parseBody(b []byte) ref.Val {
-	var v any
-	if len(b) == 0 || json.Unmarshal(b, &v) != nil {
-		return types.NullValue
-	}
-	return types.DefaultTypeAdapter.NativeToValue(v)
-}
 
 // firstValues maps each name of h to its first value, names lower-cased
 // when lower is set (header names are case-insensitive; CEL map keys are

@@ -338,3 +338,49 @@ func TestCostLimit(t *testing.T) {
 		}
 	})
 }
+
+func TestLazyJSON(t *testing.T) {
+	const body = `{"a": {"b": [1, {"c": "d"}], "e\u0066": "escaped key", "s": "q\"uote\\", "u": "\u00e9"},
+	  "dup": 1, "dup": 2, "n": -1.5e2, "t": true, "f": false, "z": null, "empty": {}, "x": "}]\"{["}`
+	tests := []struct {
+		name string
+		src  string
+	}{
+		{name: "nested list in an object", src: `body.a.b[1].c == "d"`},
+		{name: "escaped key", src: `body.a.ef == "escaped key"`},
+		{name: "escapes in a value", src: `body.a.s == "q\"uote\\"`},
+		{name: "unicode escape", src: `body.a.u == "é"`},
+		{name: "last duplicate wins", src: `body.dup == 2`},
+		{name: "number", src: `body.n == -150`},
+		{name: "bools and null", src: `body.t && !body.f && body.z == null`},
+		{name: "brackets inside a string", src: `body.x == "}]\"{["`},
+		{name: "in", src: `"dup" in body && !("nope" in body) && "b" in body.a`},
+		{name: "has", src: `has(body.a.b) && !has(body.a.nope)`},
+		{name: "size", src: `size(body) == 8 && size(body.empty) == 0`},
+		{name: "type", src: `type(body) == map && type(body.a.b) == list`},
+		{name: "equality with a literal", src: `body.a.b[1] == {"c": "d"} && body.empty == {} && body != null`},
+		{name: "iteration", src: `body.exists(k, k == "x") && body.a.all(k, k in ["b", "ef", "s", "u"])`},
+		{name: "get", src: `get(body, "a.b.1.c", "") == "d" && get(body, "a.b.2", 0) == 0`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := mustFilter(t, tt.src)
+			if ok, err := f.Match(NewInput(&Event{Body: []byte(body)})); !ok || err != nil {
+				t.Errorf("Match = %v, %v; want true", ok, err)
+			}
+		})
+	}
+	t.Run("transform output", func(t *testing.T) {
+		tr, err := CompileTransform(&TransformConfig{Body: `body.a`}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := tr.Apply(NewInput(&Event{Body: []byte(body)}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := `{"b":[1,{"c":"d"}],"ef":"escaped key","s":"q\"uote\\","u":"é"}`; string(r.Body) != want {
+			t.Errorf("body = %s, want %s", r.Body, want)
+		}
+	})
+}
