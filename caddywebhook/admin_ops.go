@@ -20,6 +20,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/rules"
 	"github.com/caddywebhook/caddywebhook/queue"
 	"github.com/caddywebhook/caddywebhook/signature"
 )
@@ -306,7 +307,9 @@ func (a *adminAPI) handleInject(w http.ResponseWriter, r *http.Request, q *activ
 		rand.Read(b)
 		req.DeliveryID = "injected-" + hex.EncodeToString(b)
 	}
-	targets := src.targetsFor(req.EventType)
+	// An injected event meets the targets' filters as a received one does.
+	targets := src.targetsFor(&rules.Event{Body: payload, Header: storedHeaders(headers),
+		EventType: req.EventType, Source: req.Source, DeliveryID: req.DeliveryID})
 	res, err := q.Store.Enqueue(r.Context(), queue.Event{
 		Source:     req.Source,
 		DeliveryID: req.DeliveryID,

@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/rules"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
@@ -26,7 +27,8 @@ func (testConfig) sourceConfig(source string) (sourceConfig, bool) {
 	}
 	return sourceConfig{
 		targets: []string{"http", "exec"},
-		targetsFor: func(eventType string) []string {
+		targetsFor: func(ev *rules.Event) []string {
+			eventType := ev.EventType
 			if eventType == "push" {
 				return []string{"http", "exec"}
 			}

@@ -112,6 +112,7 @@ type App struct {
 
 	mu       sync.Mutex
 	routes   map[queue.Route]Target      // registered by receivers during Provision
+	rules    map[queue.Route]routeRules  // their compiled rules, for the admin API's test
 	policies map[queue.Route]retryPolicy // their retry settings
 	limits   map[queue.Route]queue.FlowLimits
 	sources  map[string]bool
@@ -165,6 +166,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.ctx = ctx
 	a.logger = ctx.Logger()
 	a.routes = make(map[queue.Route]Target)
+	a.rules = make(map[queue.Route]routeRules)
 	a.policies = make(map[queue.Route]retryPolicy)
 	a.limits = make(map[queue.Route]queue.FlowLimits)
 	a.sources = make(map[string]bool)
@@ -344,6 +346,7 @@ func (a *App) registerReceiver(source string, targets []namedTarget) error {
 		a.routes[route] = t.target
 		a.policies[route] = t.retry
 		a.limits[route] = t.flow
+		a.rules[route] = t.rules
 	}
 	return nil
 }
@@ -354,6 +357,7 @@ type namedTarget struct {
 	target Target
 	retry  retryPolicy
 	flow   queue.FlowLimits
+	rules  routeRules
 }
 
 // routeList returns the registered (source, target) pairs, sorted.
@@ -470,6 +474,7 @@ func (a *App) Start() error {
 	a.pool, a.keeper, a.notify, a.pauses, a.flow = pool, keeper, notify, pauses, flow
 	a.mu.Unlock()
 	setActiveQueue(a, store, a.retention(), routes, pauses, flow)
+	setActiveRules(a, a.rules)
 
 	fields := []zap.Field{zap.Int("routes", len(routes)), zap.Int("workers", a.workers())}
 	switch {
@@ -500,6 +505,7 @@ func (a *App) Stop() error {
 	a.pool, a.keeper, a.notify, a.pauses, a.flow = nil, nil, nil, nil, nil
 	a.mu.Unlock()
 	clearActiveQueue(a)
+	clearActiveRules(a)
 	// A draining pool claims nothing more, so its pauses need no refresh.
 	if pauses != nil {
 		pauses.Stop()

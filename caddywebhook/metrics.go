@@ -22,6 +22,7 @@ import (
 //	caddy_webhook_oldest_pending_seconds                        age of the oldest due pending job
 //	caddy_webhook_stored_events                                 events in the database
 //	caddy_webhook_circuit_state{source,target}                  0 closed, 1 open, 2 half open; routes with a circuit breaker
+//	caddy_webhook_filter_errors_total{source,target}            filters that failed to evaluate (the target did not take the event)
 //
 // The counters and the histogram live for the process, so their values
 // survive config reloads; Caddy makes a new registry for every config load,
@@ -32,6 +33,7 @@ var webhookMetrics = struct {
 	received   *prometheus.CounterVec
 	deliveries *prometheus.CounterVec
 	duration   *prometheus.HistogramVec
+	filterErrs *prometheus.CounterVec
 }{}
 
 const metricsNamespace, metricsSubsystem = "caddy", "webhook"
@@ -57,6 +59,12 @@ func initMetrics() {
 			Help:      "Duration of delivery attempts by source and target.",
 			Buckets:   []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300},
 		}, []string{"source", "target"})
+		webhookMetrics.filterErrs = prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: metricsNamespace,
+			Subsystem: metricsSubsystem,
+			Name:      "filter_errors_total",
+			Help:      "Target filters that failed to evaluate, by source and target; the target did not take the event.",
+		}, []string{"source", "target"})
 	})
 }
 
@@ -71,6 +79,7 @@ func registerMetrics(registry *prometheus.Registry, app *App) error {
 		webhookMetrics.received,
 		webhookMetrics.deliveries,
 		webhookMetrics.duration,
+		webhookMetrics.filterErrs,
 		&jobsCollector{app: app},
 	} {
 		if err := registry.Register(c); err != nil {
@@ -82,6 +91,12 @@ func registerMetrics(registry *prometheus.Registry, app *App) error {
 		}
 	}
 	return nil
+}
+
+// filterErrorCounter is the counter of the filter errors of one route.
+func filterErrorCounter(source, target string) prometheus.Counter {
+	initMetrics()
+	return webhookMetrics.filterErrs.WithLabelValues(source, target)
 }
 
 // receivedCounter returns the counter of one (source, outcome) pair, so the

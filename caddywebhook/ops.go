@@ -1,6 +1,10 @@
 package caddywebhook
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/caddywebhook/caddywebhook/caddywebhook/rules"
+)
 
 // What the admin API's operations need to know of the running config:
 // the targets of each source, which of them an event type goes to, and
@@ -11,8 +15,9 @@ import "slices"
 type sourceConfig struct {
 	// targets are the source's target names, in config order.
 	targets []string
-	// targetsFor returns the targets an event of the given type goes to.
-	targetsFor func(eventType string) []string
+	// targetsFor returns the targets an event goes to: by its type and the
+	// targets' filters.
+	targetsFor func(ev *rules.Event) []string
 	// maxBody is the largest body the source's receiver accepts.
 	maxBody int64
 }
@@ -48,7 +53,7 @@ func (a *App) sourceConfig(source string) (sourceConfig, bool) {
 			targets = append(targets, f.name)
 		}
 	}
-	return sourceConfig{targets: targets, targetsFor: rc.targetsFor, maxBody: rc.maxBody}, true
+	return sourceConfig{targets: targets, targetsFor: rc.targetsForEvent, maxBody: rc.maxBody}, true
 }
 
 var _ runningConfig = (*App)(nil)

@@ -25,6 +25,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/rules"
 	"github.com/caddywebhook/caddywebhook/queue"
 	"github.com/caddywebhook/caddywebhook/signature"
 )
@@ -213,6 +214,7 @@ type Receiver struct {
 	forward      []forwardHeader // headers stored with the event
 	allTargets   []string        // every target name, when no target filters events
 	filters      []targetFilter  // per target, when some filter
+	filterLog    onceAMinute     // filter errors already logged this minute
 	logger       *zap.Logger
 	received     [numOutcomes]prometheus.Counter
 }
@@ -294,6 +296,24 @@ type TargetConfig struct {
 	// '*' matches by prefix ("invoice.*"). Default: every event.
 	Events []string `json:"events,omitempty"`
 
+	// Filter is a CEL expression that must be true for the target to take
+	// an event, on top of Events; it runs at ingest, after the signature
+	// verified, on the variables body (the JSON body, null when it is not
+	// JSON), raw, headers, query, event_type, source and delivery_id. An
+	// evaluation error (a missing field) does not take the event. See
+	// docs/RULES.md. Default: none, every event of Events.
+	Filter string `json:"filter,omitempty"`
+
+	// Transform reshapes what the target receives: a new body, headers
+	// set or removed, each a CEL expression over the stored event, run at
+	// delivery. An error is permanent: the job goes dead with it. See
+	// docs/RULES.md. Default: none, the event as it was received.
+	Transform *rules.TransformConfig `json:"transform,omitempty"`
+
+	// caddyfileRules are the rule lines of a Caddyfile, checked once the
+	// whole receiver is read.
+	caddyfileRules []caddyfileRule
+
 	// DeliverRaw is the target module, in the webhook.targets namespace,
 	// selected by its "kind": http or exec.
 	DeliverRaw json.RawMessage `json:"deliver,omitempty" caddy:"namespace=webhook.targets inline_key=kind"`
@@ -336,7 +356,8 @@ type forwardHeader struct {
 // targetFilter is a target's events filter.
 type targetFilter struct {
 	name   string
-	events []string // nil: all
+	events []string      // nil: all
+	rule   *rules.Filter // nil: none
 }
 
 // defaultMaxBody is the default cap on a body: enough for the provider
@@ -620,6 +641,10 @@ func (rc *Receiver) provisionTargets(ctx caddy.Context) ([]namedTarget, error) {
 		if err != nil {
 			return nil, fmt.Errorf("target %q: %w", name, err)
 		}
+		rr, err := tc.compileRules()
+		if err != nil {
+			return nil, fmt.Errorf("target %q: %w", name, err)
+		}
 		mod, err := ctx.LoadModule(tc, "DeliverRaw")
 		if err != nil {
 			return nil, fmt.Errorf("target %q: %w", name, err)
@@ -629,13 +654,14 @@ func (rc *Receiver) provisionTargets(ctx caddy.Context) ([]namedTarget, error) {
 			return nil, fmt.Errorf("target %q: module %T is not a webhook target", name, mod)
 		}
 		targets = append(targets, namedTarget{
-			name: name, target: t,
+			name: name, target: withTransform(t, rr.transform),
 			retry: retryPolicy{maxAttempts: tc.MaxAttempts, backoff: tc.Backoff},
 			flow:  limits,
+			rules: rr,
 		})
-		rc.filters = append(rc.filters, targetFilter{name: name, events: tc.Events})
+		rc.filters = append(rc.filters, targetFilter{name: name, events: tc.Events, rule: rr.filter})
 		rc.allTargets = append(rc.allTargets, name)
-		filtered = filtered || len(tc.Events) > 0
+		filtered = filtered || len(tc.Events) > 0 || rr.filter != nil
 	}
 	if filtered {
 		rc.allTargets = nil
@@ -822,7 +848,7 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhtt
 			EventType:  res.EventType,
 			Headers:    rc.headers(info.headers[:0], r.Header),
 			Payload:    body,
-			Targets:    rc.targetsFor(res.EventType),
+			Targets:    rc.targetsFor(r, res.EventType, res.DeliveryID, body),
 		}
 		if res.OrderingKey != "" {
 			ev.OrderingKey, ev.OrderingHold = orderingKey(res.OrderingKey), rc.orderingHold
@@ -1087,15 +1113,41 @@ func (rc *Receiver) headers(out []queue.Header, h http.Header) []queue.Header {
 	return out
 }
 
-// targetsFor returns the names of the targets that want eventType. The
-// unfiltered list is shared between requests; the store only reads it.
-func (rc *Receiver) targetsFor(eventType string) []string {
+// targetsFor returns the names of the targets that take the event: its
+// type in their events, and their filter true. The unfiltered list is
+// shared between requests; the store only reads it.
+func (rc *Receiver) targetsFor(r *http.Request, eventType, deliveryID string, body []byte) []string {
 	if rc.filters == nil {
 		return rc.allTargets
 	}
+	return rc.targetsForEvent(&rules.Event{
+		Body: body, Header: r.Header, RawQuery: r.URL.RawQuery,
+		EventType: eventType, Source: rc.Source, DeliveryID: deliveryID,
+	})
+}
+
+// targetsForEvent is targetsFor for an event already described. The rules'
+// variables are made on the first filter that needs them, and share one
+// parse of the body.
+func (rc *Receiver) targetsForEvent(ev *rules.Event) []string {
+	if rc.filters == nil {
+		return rc.allTargets
+	}
+	var in *rules.Input
+	input := func() *rules.Input {
+		if in == nil {
+			in = rules.NewInput(ev)
+		}
+		return in
+	}
 	var out []string
 	for _, f := range rc.filters {
-		if f.wants(eventType) {
+		ok, err := f.takes(ev.EventType, input)
+		if err != nil {
+			rc.filterFailed(f.name, err)
+			continue
+		}
+		if ok {
 			out = append(out, f.name)
 		}
 	}

@@ -10,13 +10,15 @@ import (
 	"cel.dev/cel-go/interpreter"
 )
 
-// Event is what the rules of one event see. Header and Query are read as
-// given: at ingest the request's, at delivery the headers stored with the
-// event (content type, event-type header) and no query.
+// Event is what the rules of one event see. Header and RawQuery are read
+// as given: at ingest the request's, at delivery the headers stored with
+// the event (content type, event-type header) and no query.
 type Event struct {
-	Body       []byte
-	Header     http.Header
-	Query      url.Values
+	Body   []byte
+	Header http.Header
+	// RawQuery is the request URL's query, without the '?'; it is parsed
+	// only when a rule reads `query`.
+	RawQuery   string
 	EventType  string
 	Source     string
 	DeliveryID string
@@ -56,7 +58,8 @@ func (in *Input) ResolveName(name string) (any, bool) {
 		return in.headers, true
 	case varQuery:
 		if in.query == nil {
-			in.query = firstValues(in.ev.Query, false)
+			q, _ := url.ParseQuery(in.ev.RawQuery) // what parses of a malformed query
+			in.query = firstValues(q, false)
 		}
 		return in.query, true
 	case varEventType:

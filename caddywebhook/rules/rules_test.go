@@ -3,7 +3,6 @@ package rules
 import (
 	"errors"
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -58,7 +57,7 @@ func stripeEvent() *Event {
 	return &Event{
 		Body:       []byte(stripeBody),
 		Header:     http.Header{"Content-Type": {"application/json"}, "Stripe-Signature": {"t=1,v1=ab"}, "X-Multi": {"first", "second"}},
-		Query:      url.Values{"tenant": {"acme", "other"}},
+		RawQuery:   "tenant=acme&tenant=other",
 		EventType:  "checkout.session.completed",
 		Source:     "stripe",
 		DeliveryID: "evt_1PqXyZ2eZvKYlo2C0a1b2c3d",

@@ -1,0 +1,357 @@
+package caddywebhook
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/caddywebhook/caddywebhook/internal/testutil"
+	"github.com/caddywebhook/caddywebhook/queue"
+	"github.com/caddywebhook/caddywebhook/signature"
+)
+
+// sinkRequest is one request a sink received.
+type sinkRequest struct {
+	header http.Header
+	body   []byte
+}
+
+// newSink is an upstream that records each request, headers and body, and
+// answers status.
+func newSink(t *testing.T, answer func(r *http.Request, body []byte) int) (string, chan sinkRequest) {
+	t.Helper()
+	got := make(chan sinkRequest, 64)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- sinkRequest{header: r.Header.Clone(), body: b}
+		w.WriteHeader(answer(r, b))
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return "http://" + ln.Addr().String() + "/sink", got
+}
+
+// counterValue reads a counter.
+func counterValue(t *testing.T, c prometheus.Counter) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
+}
+
+func answer204(*http.Request, []byte) int { return http.StatusNoContent }
+
+// jobTargets returns the sorted targets of the jobs of the event with
+// deliveryID.
+func jobTargets(t *testing.T, s queue.Store, deliveryID string) []string {
+	t.Helper()
+	var out []string
+	for _, j := range jobs(t, s) {
+		if j.DeliveryID == deliveryID {
+			out = append(out, j.Target)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestFilterDecidesTheJobs(t *testing.T) {
+	h := newHarness(t)
+	main := httpTarget("main", "http://127.0.0.1:9/")
+	main["filter"] = `body.ref == "refs/heads/main"`
+	tagged := httpTarget("tagged", "http://127.0.0.1:9/", "push")
+	tagged["filter"] = `has(body.ref) && headers["x-github-event"] == "push" && source == "rules-gh" && delivery_id.startsWith("d-")`
+	h.load(t, map[string]any{"workers": 0}, githubReceiver("rules-gh", main, tagged, httpTarget("everything", "http://127.0.0.1:9/")))
+
+	tests := []struct {
+		name    string
+		id      string
+		event   string
+		body    string
+		outcome string
+		want    []string
+	}{
+		{name: "push to main", id: "d-main", event: "push", body: `{"ref":"refs/heads/main"}`, outcome: "accepted", want: []string{"everything", "main", "tagged"}},
+		{name: "push to dev", id: "d-dev", event: "push", body: `{"ref":"refs/heads/dev"}`, outcome: "accepted", want: []string{"everything", "tagged"}},
+		{name: "events and filter combine", id: "d-release", event: "release", body: `{"ref":"refs/heads/main"}`, outcome: "accepted", want: []string{"everything", "main"}},
+		{name: "missing field is not taken", id: "d-noref", event: "push", body: `{"n":1}`, outcome: "accepted", want: []string{"everything"}},
+		{name: "not JSON", id: "d-form", event: "push", body: `payload=1`, outcome: "accepted", want: []string{"everything"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := []byte(tt.body)
+			r := h.do(t, http.MethodPost, "/hooks/rules-gh", signed(t, testSecret, tt.id, tt.event, body), bytes.NewReader(body))
+			if r.status != http.StatusAccepted || r.header.Get("Echo-Outcome") != tt.outcome {
+				t.Fatalf("status %d outcome %q, want 202 %s", r.status, r.header.Get("Echo-Outcome"), tt.outcome)
+			}
+			if got := jobTargets(t, h.store(t), tt.id); !slices.Equal(got, tt.want) {
+				t.Errorf("jobs for %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestFilterNoTarget(t *testing.T) {
+	h := newHarness(t)
+	only := httpTarget("only", "http://127.0.0.1:9/")
+	only["filter"] = `body.ref == "refs/heads/main"`
+	h.load(t, map[string]any{"workers": 0}, githubReceiver("rules-nt", only))
+	body := []byte(`{"ref":"refs/heads/dev","marker":"` + testBodyMarker + `"}`)
+	r := h.do(t, http.MethodPost, "/hooks/rules-nt", signed(t, testSecret, "d-1", "push", body), bytes.NewReader(body))
+	if r.status != http.StatusAccepted || r.header.Get("Echo-Outcome") != "no_target" {
+		t.Fatalf("status %d outcome %q, want 202 no_target", r.status, r.header.Get("Echo-Outcome"))
+	}
+	if _, err := h.store(t).FindEvent(context.Background(), "rules-nt", "d-1"); err != nil {
+		t.Fatalf("find the event: %v; want it stored", err)
+	}
+	if got := jobTargets(t, h.store(t), "d-1"); len(got) != 0 {
+		t.Errorf("jobs for %v, want none", got)
+	}
+}
+
+func TestFilterErrorsLoggedOnceAndCounted(t *testing.T) {
+	h := newHarness(t)
+	strict := httpTarget("strict", "http://127.0.0.1:9/")
+	strict["filter"] = `int(body.marker) > 3`
+	h.load(t, map[string]any{"workers": 0}, githubReceiver("rules-err", strict))
+	before := counterValue(t, filterErrorCounter("rules-err", "strict"))
+	for i, id := range []string{"e-1", "e-2", "e-3"} {
+		if got := h.post(t, "rules-err", id, "push", testBody(i)); got != http.StatusAccepted {
+			t.Fatalf("status %d", got)
+		}
+	}
+	if got := counterValue(t, filterErrorCounter("rules-err", "strict")) - before; got != 3 {
+		t.Errorf("filter errors counted %v, want 3", got)
+	}
+	lines := h.logs(t)
+	n := 0
+	for _, m := range lines {
+		if m["msg"] == "filter failed; the target does not take the event" {
+			n++
+			if m["source"] != "rules-err" || m["target"] != "strict" || !strings.Contains(m["error"].(string), "type conversion error") {
+				t.Errorf("log line %v: want source, target and the error", m)
+			}
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d filter-failed lines, want 1 (once per minute for the same error)", n)
+	}
+	assertNoCanaries(t, h.rawLogs(t))
+}
+
+func TestTransformAtDelivery(t *testing.T) {
+	h := newHarness(t)
+	url, got := newSink(t, answer204)
+	const signSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	slack := httpTarget("slack", url)
+	slack["deliver"].(map[string]any)["sign_secret"] = signSecret
+	slack["transform"] = map[string]any{
+		"body":           `{"text": "push to " + body.ref + " by " + get(body, "pusher.name", "someone")}`,
+		"headers":        map[string]string{"X-Ref": `body.ref`},
+		"remove_headers": []string{"X-GitHub-Event"},
+	}
+	h.load(t, map[string]any{"workers": 1}, githubReceiver("rules-tr", slack))
+	body := []byte(`{"ref":"refs/heads/main","pusher":{"name":"octocat"}}`)
+	if st := h.post(t, "rules-tr", "t-1", "push", body); st != http.StatusAccepted {
+		t.Fatalf("status %d", st)
+	}
+	r := testutil.Receive(t, got)
+	if want := `{"text":"push to refs/heads/main by octocat"}`; string(r.body) != want {
+		t.Errorf("body %s, want %s", r.body, want)
+	}
+	if ct := r.header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("Content-Type %q, want application/json", ct)
+	}
+	if r.header.Get("X-Ref") != "refs/heads/main" || r.header.Get("X-GitHub-Event") != "" {
+		t.Errorf("headers %v: want X-Ref set and X-GitHub-Event removed", r.header)
+	}
+	if r.header.Get("X-Webhook-Delivery-Id") != "t-1" {
+		t.Errorf("metadata headers lost: %v", r.header)
+	}
+	// sign signs the bytes sent, not the stored ones.
+	v, err := signature.New(signature.Config{Scheme: signature.SchemeStandard, Secrets: []string{signSecret}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Verify(signature.Request{Method: http.MethodPost, Header: r.header, Body: r.body}); err != nil {
+		t.Errorf("the transformed request does not verify: %v", err)
+	}
+	// The stored event is the sender's bytes.
+	js := jobs(t, h.store(t))
+	d := waitStatus(t, h.store(t), js[0].ID, queue.StatusDone)
+	if !bytes.Equal(d.Payload, body) {
+		t.Errorf("stored payload %s, want the original", d.Payload)
+	}
+}
+
+func TestTransformErrorIsPermanent(t *testing.T) {
+	h := newHarness(t)
+	url, got := newSink(t, answer204)
+	tgt := httpTarget("sink", url)
+	tgt["transform"] = map[string]any{"body": `{"text": body.data.object.id}`}
+	h.load(t, map[string]any{"workers": 1}, githubReceiver("rules-dead", tgt))
+	if st := h.post(t, "rules-dead", "x-1", "push", testBody(1)); st != http.StatusAccepted {
+		t.Fatalf("status %d", st)
+	}
+	js := jobs(t, h.store(t))
+	d := waitStatus(t, h.store(t), js[0].ID, queue.StatusDead)
+	if !strings.Contains(d.LastError, "transform body: no such key: data") || d.Attempts != 1 {
+		t.Errorf("last_error %q after %d attempts; want the transform's error at once", d.LastError, d.Attempts)
+	}
+	select {
+	case r := <-got:
+		t.Errorf("the sink got %s", r.body)
+	default:
+	}
+}
+
+func TestTransformExecStdin(t *testing.T) {
+	h := newHarness(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "stdin")
+	tgt := map[string]any{
+		"name": "deploy",
+		// cp copies its stdin to the file: a real program, no shell.
+		"deliver":   map[string]any{"kind": "exec", "command": "/bin/cp", "args": []string{"/dev/stdin", out}, "timeout": "10s"},
+		"transform": map[string]any{"body": `body.ref.split("/")[2] + "\n"`},
+	}
+	h.load(t, map[string]any{"workers": 1}, githubReceiver("rules-exec", tgt))
+	if st := h.post(t, "rules-exec", "x-1", "push", []byte(`{"ref":"refs/heads/main"}`)); st != http.StatusAccepted {
+		t.Fatalf("status %d", st)
+	}
+	waitStatus(t, h.store(t), jobs(t, h.store(t))[0].ID, queue.StatusDone)
+	b, err := os.ReadFile(out)
+	if err != nil || string(b) != "main\n" {
+		t.Errorf("stdin %q, %v; want the transformed body", b, err)
+	}
+}
+
+func TestRulesConfigErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		tgt  func(map[string]any)
+		want []string
+	}{
+		{name: "filter syntax", tgt: func(m map[string]any) { m["filter"] = `body.ref == "x` },
+			want: []string{`webhook_receiver "rules-cfg"`, `target "t"`, "filter: line 1, column 13: Syntax error"}},
+		{name: "filter undeclared", tgt: func(m map[string]any) { m["filter"] = `bdy.ref == "x"` },
+			want: []string{`target "t"`, "filter: line 1, column 1: undeclared reference to 'bdy'"}},
+		{name: "filter not bool", tgt: func(m map[string]any) { m["filter"] = `body.ref + "x"` },
+			want: []string{`target "t"`, "filter", "yields string; want bool"}},
+		{name: "transform body", tgt: func(m map[string]any) { m["transform"] = map[string]any{"body": `{"text": }`} },
+			want: []string{`target "t"`, "transform: body: line 1, column 10: Syntax error"}},
+		{name: "transform host", tgt: func(m map[string]any) { m["transform"] = map[string]any{"headers": map[string]string{"Host": `"x"`}} },
+			want: []string{`target "t"`, "transform: header Host: header Host is set by the transport"}},
+		{name: "transform x-webhook", tgt: func(m map[string]any) {
+			m["transform"] = map[string]any{"remove_headers": []string{"X-Webhook-Attempt"}}
+		},
+			want: []string{`target "t"`, "transform: remove_header X-Webhook-Attempt", "reserved"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			tgt := httpTarget("t", "http://127.0.0.1:9/")
+			tt.tgt(tgt)
+			err := h.loadErr(t, map[string]any{"workers": 0}, githubReceiver("rules-cfg", tgt))
+			if err == nil {
+				t.Fatal("config loaded; want an error")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+			// caddy validate provisions the same config, so it says the same.
+			raw, _ := json.Marshal(map[string]any{"apps": map[string]any{
+				"webhook": map[string]any{"storage": map[string]any{"path": filepath.Join(t.TempDir(), "v.db")}},
+				"http": map[string]any{"servers": map[string]any{"s": map[string]any{
+					"listen": []string{"127.0.0.1:0"}, "routes": []any{map[string]any{"handle": []any{githubReceiver("rules-cfg", tgt)}}},
+				}}},
+			}})
+			var cfg caddy.Config
+			if err := json.Unmarshal(raw, &cfg); err != nil {
+				t.Fatal(err)
+			}
+			if err := caddy.Validate(&cfg); err == nil || !strings.Contains(err.Error(), tt.want[len(tt.want)-1]) {
+				t.Errorf("caddy validate: %v; want %q", err, tt.want[len(tt.want)-1])
+			}
+		})
+	}
+}
+
+func TestRulesCaddyfileErrors(t *testing.T) {
+	const site = ":8080 {\n\twebhook_receiver {\n\t\tsource gh\n\t\tscheme github\n\t\tsecret s\n%s\n\t}\n}\n"
+	receiver := func(body string) string { return strings.Replace(site, "%s", body, 1) }
+	tests := []struct {
+		name, input string
+		want        []string
+	}{
+		{"filter syntax", receiver("\t\tto http http://127.0.0.1:9/ {\n\t\t\tname deploy\n\t\t\tfilter body.ref == \n\t\t}"),
+			[]string{"Caddyfile:8", `webhook_receiver "gh": target "deploy": filter: line 1, column 12: Syntax error`}},
+		{"filter default target name", receiver("\t\tto http http://127.0.0.1:9/\n\t\tto http http://127.0.0.1:9/ {\n\t\t\tfilter bdy.x\n\t\t}"),
+			[]string{"Caddyfile:8", `target "http-2": filter: line 1, column 1: undeclared reference to 'bdy'`}},
+		{"second filter line", receiver("\t\tto exec /bin/true {\n\t\t\tfilter true\n\t\t\tfilter `body.a ==`\n\t\t}"),
+			[]string{"Caddyfile:8", `target "exec": filter: line 1, column 10`}},
+		{"filter empty", receiver("\t\tto http http://127.0.0.1:9/ {\n\t\t\tfilter\n\t\t}"),
+			[]string{"to http: filter needs a CEL expression"}},
+		{"transform body", receiver("\t\tto http http://127.0.0.1:9/ {\n\t\t\ttransform {\n\t\t\t\tbody `{\"text\": body.}`\n\t\t\t}\n\t\t}"),
+			[]string{"Caddyfile:8", `target "http": transform: body: line 1, column 15: Syntax error`}},
+		{"transform header refused", receiver("\t\tto http http://127.0.0.1:9/ {\n\t\t\ttransform {\n\t\t\t\theader Content-Length `\"3\"`\n\t\t\t}\n\t\t}"),
+			[]string{"Caddyfile:8", "transform: header Content-Length: header Content-Length is set by the transport"}},
+		{"transform remove hop-by-hop", receiver("\t\tto http http://127.0.0.1:9/ {\n\t\t\ttransform {\n\t\t\t\tremove_header Upgrade\n\t\t\t}\n\t\t}"),
+			[]string{"transform: remove_header Upgrade: header Upgrade is hop-by-hop"}},
+		{"transform unknown option", receiver("\t\tto http http://127.0.0.1:9/ {\n\t\t\ttransform {\n\t\t\t\tbdy x\n\t\t\t}\n\t\t}"),
+			[]string{"to http: transform", `unknown option "bdy"`}},
+		{"transform empty", receiver("\t\tto http http://127.0.0.1:9/ {\n\t\t\ttransform {\n\t\t\t}\n\t\t}"),
+			[]string{"to http: transform: the block is empty"}},
+		{"notify transform", "{\n\twebhook {\n\t\tnotify http http://127.0.0.1:9/ {\n\t\t\ttransform {\n\t\t\t\tbody nope.text\n\t\t\t}\n\t\t}\n\t}\n}\n:8080 {\n\trespond ok\n}\n",
+			[]string{"Caddyfile:5", "webhook: notify: transform: body: line 1, column 1: undeclared reference to 'nope'"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := adapt(t, tt.input)
+			if err == nil {
+				t.Fatalf("adapt succeeded; want %q", tt.want)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestRedactQuoted(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{"strconv quotes the value", `strconv.ParseInt: parsing "canary": invalid syntax`, `strconv.ParseInt: parsing "…": invalid syntax`},
+		{"type names in single quotes stay", `type conversion error from 'string' to 'int'`, `type conversion error from 'string' to 'int'`},
+		{"unclosed quote", `bad "secret`, `bad "…`},
+		{"long text is cut", strings.Repeat("x", 500), strings.Repeat("x", maxErrorText)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := redactQuoted(tt.in); got != tt.want {
+				t.Errorf("redactQuoted(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
