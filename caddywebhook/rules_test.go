@@ -355,3 +355,102 @@ func TestRedactQuoted(t *testing.T) {
 		})
 	}
 }
+
+// The notify forms docs/RULES.md shows for a Slack and a Discord incoming
+// webhook. Slack refuses a body without a string `text` (400
+// invalid_payload, https://api.slack.com/messaging/webhooks#handling_errors);
+// Discord one without `content` (or an embed).
+const (
+	slackNotifyForm = "notify http {env.SLACK_WEBHOOK_URL} {\n" +
+		"\ttransform {\n" +
+		"\t\tbody `{\"text\": body.type + \" on \" + body.source + \"/\" + body.target + \" (\" + string(int(body.count)) + \"×): \" + get(body, \"last_error\", \"\")}`\n" +
+		"\t}\n" +
+		"}"
+	discordNotifyForm = "notify http {env.DISCORD_WEBHOOK_URL} {\n" +
+		"\ttransform {\n" +
+		"\t\tbody `{\"content\": body.type + \" on \" + body.source + \"/\" + body.target + \" (\" + string(int(body.count)) + \"×): \" + get(body, \"last_error\", \"\")}`\n" +
+		"\t}\n" +
+		"}"
+)
+
+// chatSink answers as Slack's incoming webhooks do: 400 invalid_payload
+// unless the JSON body has a string field.
+func chatSink(field string) func(*http.Request, []byte) int {
+	return func(_ *http.Request, body []byte) int {
+		var m map[string]any
+		if json.Unmarshal(body, &m) != nil {
+			return http.StatusBadRequest
+		}
+		if _, ok := m[field].(string); !ok {
+			return http.StatusBadRequest
+		}
+		return http.StatusOK
+	}
+}
+
+func TestNotifyChatForms(t *testing.T) {
+	doc, err := os.ReadFile("../docs/RULES.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, form, env, field string
+	}{
+		{name: "slack", form: slackNotifyForm, env: "SLACK_WEBHOOK_URL", field: "text"},
+		{name: "discord", form: discordNotifyForm, env: "DISCORD_WEBHOOK_URL", field: "content"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if !bytes.Contains(doc, []byte(tt.form)) {
+				t.Fatalf("docs/RULES.md does not show the %s form:\n%s", tt.name, tt.form)
+			}
+			// The form without its transform is what a chat refuses.
+			if st := chatSink(tt.field)(nil, []byte(`{"type":"job.dead"}`)); st != http.StatusBadRequest {
+				t.Fatalf("the sink answers a bare notice %d", st)
+			}
+			url, got := newSink(t, chatSink(tt.field))
+			t.Setenv(tt.env, url)
+			cfg, err := adapt(t, "{\n\twebhook {\n"+tt.form+"\n\t}\n}\n:8080 {\n\trespond ok\n}\n")
+			if err != nil {
+				t.Fatalf("adapt the %s form: %v", tt.name, err)
+			}
+			var parsed struct {
+				Apps struct {
+					Webhook struct {
+						Notify map[string]any `json:"notify"`
+					} `json:"webhook"`
+				} `json:"apps"`
+			}
+			if err := json.Unmarshal(cfg, &parsed); err != nil {
+				t.Fatal(err)
+			}
+			notify := parsed.Apps.Webhook.Notify
+			notify["window"] = "10ms"
+
+			h := newHarness(t)
+			failing, _ := newSink(t, func(*http.Request, []byte) int { return http.StatusNotFound })
+			h.load(t, map[string]any{"workers": 2, "notify": notify}, githubReceiver("rules-notify", httpTarget("api", failing)))
+			if st := h.post(t, "rules-notify", "n-1", "push", testBody(1)); st != http.StatusAccepted {
+				t.Fatalf("status %d", st)
+			}
+			r := testutil.Receive(t, got)
+			var m map[string]any
+			if err := json.Unmarshal(r.body, &m); err != nil || len(m) != 1 {
+				t.Fatalf("the chat got %s (%v); want exactly {%q: …}", r.body, err, tt.field)
+			}
+			want := "job.dead on rules-notify/api (1×): upstream answered 404"
+			if s, _ := m[tt.field].(string); !strings.HasPrefix(s, want) {
+				t.Errorf("%s = %q, want it to start %q", tt.field, s, want)
+			}
+			// The chat answered 200: the notice's job is done.
+			testutil.Eventually(t, func() bool {
+				for _, j := range jobs(t, h.store(t)) {
+					if j.Source == notifySource && j.Status == queue.StatusDone {
+						return true
+					}
+				}
+				return false
+			}, func() string { return "the notice's job is not done" })
+		})
+	}
+}
