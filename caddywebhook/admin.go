@@ -158,6 +158,9 @@ func (a *adminAPI) route(path string) (adminRoute, int64, error) {
 	if route, id, ok, err := a.opsRoute(parts); ok {
 		return route, id, err
 	}
+	if len(parts) == 2 && parts[0] == "rules" && parts[1] == "test" {
+		return adminRoute{methods: methods(http.MethodPost, a.handleRulesTest)}, 0, nil
+	}
 	return adminRoute{}, 0, apiError(http.StatusNotFound, "no webhook admin endpoint at %s", path)
 }
 
@@ -267,6 +270,9 @@ type jobResponse struct {
 	queue.JobDetail
 	History     []attemptResponse `json:"history"`
 	PayloadText string            `json:"payload_text,omitempty"`
+	// Filter is the filter of the job's target in the running config,
+	// which took the event; empty when the target has none.
+	Filter string `json:"filter,omitempty"`
 }
 
 // attemptResponse is one attempt of the history, its outcome said with
@@ -291,6 +297,7 @@ func (a *adminAPI) handleGet(w http.ResponseWriter, r *http.Request, q *activeQu
 	if utf8.Valid(job.Payload) {
 		resp.PayloadText = string(job.Payload)
 	}
+	resp.Filter = filterTook(queue.Route{Source: job.Source, Target: job.Target})
 	return writeJSON(w, http.StatusOK, resp)
 }
 

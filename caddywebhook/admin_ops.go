@@ -168,6 +168,9 @@ func (a *adminAPI) handleEvents(w http.ResponseWriter, r *http.Request, q *activ
 type eventResponse struct {
 	queue.EventDetail
 	PayloadText string `json:"payload_text,omitempty"`
+	// Filters are, by target, the filters in the running config of the
+	// targets with a job for the event: the filters that took it.
+	Filters map[string]string `json:"filters,omitempty"`
 }
 
 func (a *adminAPI) handleEvent(w http.ResponseWriter, r *http.Request, q *activeQueue, id int64) error {
@@ -181,6 +184,14 @@ func (a *adminAPI) handleEvent(w http.ResponseWriter, r *http.Request, q *active
 	resp := eventResponse{EventDetail: ev}
 	if utf8.Valid(ev.Payload) {
 		resp.PayloadText = string(ev.Payload)
+	}
+	for _, j := range ev.Jobs {
+		if f := filterTook(queue.Route{Source: ev.Source, Target: j.Target}); f != "" {
+			if resp.Filters == nil {
+				resp.Filters = make(map[string]string)
+			}
+			resp.Filters[j.Target] = f
+		}
 	}
 	return writeJSON(w, http.StatusOK, resp)
 }

@@ -225,6 +225,7 @@ is accepted and delivered again.
 
 	cmd.AddCommand(stats, list, show, replay, discard, purge)
 	addOpsCommands(cmd, run, list, show)
+	addRulesCommands(cmd, run)
 }
 
 // cli is one run of a `caddy webhook` subcommand.

@@ -645,6 +645,7 @@ func (rc *Receiver) provisionTargets(ctx caddy.Context) ([]namedTarget, error) {
 		if err != nil {
 			return nil, fmt.Errorf("target %q: %w", name, err)
 		}
+		rr.kind = probe.Kind
 		mod, err := ctx.LoadModule(tc, "DeliverRaw")
 		if err != nil {
 			return nil, fmt.Errorf("target %q: %w", name, err)

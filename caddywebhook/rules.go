@@ -27,6 +27,7 @@ import (
 
 // routeRules are one target's compiled rules.
 type routeRules struct {
+	kind      string   // the target's kind (http, exec)
 	events    []string // the target's event types (nil: all)
 	filter    *rules.Filter
 	transform *rules.Transform

@@ -10,8 +10,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/prometheus/client_golang/prometheus"
@@ -452,5 +454,132 @@ func TestNotifyChatForms(t *testing.T) {
 				return false
 			}, func() string { return "the notice's job is not done" })
 		})
+	}
+}
+
+func TestRulesTestEndpointAndCLI(t *testing.T) {
+	h := newHarness(t)
+	deploy := httpTarget("deploy", "http://127.0.0.1:9/")
+	deploy["filter"] = `body.ref == "refs/heads/main"`
+	deploy["transform"] = map[string]any{"body": `{"text": "push to " + body.ref}`, "headers": map[string]string{"X-Ref": `body.ref`}}
+	h.load(t, map[string]any{"workers": 0}, githubReceiver("rules-api", deploy, httpTarget("plain", "http://127.0.0.1:9/")))
+	for id, ref := range map[string]string{"r-main": "refs/heads/main", "r-dev": "refs/heads/dev"} {
+		if st := h.post(t, "rules-api", id, "push", []byte(`{"ref":"`+ref+`"}`)); st != http.StatusAccepted {
+			t.Fatalf("status %d", st)
+		}
+	}
+	var mainJob int64
+	for _, j := range jobs(t, h.store(t)) {
+		if j.DeliveryID == "r-main" && j.Target == "deploy" {
+			mainJob = j.ID
+		}
+	}
+	dev, err := h.store(t).FindEvent(t.Context(), "rules-api", "r-dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptestServer(t, adminMux(new(adminAPI)))
+	body := filepath.Join(t.TempDir(), "push.json")
+	if err := os.WriteFile(body, []byte(`{"after":"abc"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	itoa := func(n int64) string { return strconv.FormatInt(n, 10) }
+	tests := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"a job the filter took", []string{"--job", itoa(mainJob)}, []string{
+			"target deploy of source rules-api takes the event: its filter is true",
+			`filter: body.ref == "refs/heads/main"`,
+			"POST\nX-GitHub-Event: push\nContent-Type: application/json\nX-Ref: refs/heads/main\n\n{\"text\":\"push to refs/heads/main\"}\n",
+		}},
+		{"an event the filter does not take", []string{"--source", "rules-api", "--target", "deploy", "--event", itoa(dev.ID)}, []string{
+			"does not take the event: the filter is false", `{"text":"push to refs/heads/dev"}`,
+		}},
+		{"a body of my own", []string{"--source", "rules-api", "--target", "deploy", "--body", body, "--header", "X-GitHub-Event: push", "--event-type", "push"}, []string{
+			"does not take the event: the filter failed", "filter error: no such key: ref",
+			"transform error (the job would go dead): transform body: no such key: ref",
+		}},
+		{"a target without rules", []string{"--source", "rules-api", "--target", "plain", "--event", itoa(dev.ID)}, []string{
+			"target plain of source rules-api takes the event\n", "POST\nContent-Type: application/json\nX-GitHub-Event: push\n\n{\"ref\":\"refs/heads/dev\"}",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := runCLI(t, time.Now(), append([]string{"rules", "test", "--address", srv}, tt.args...)...)
+			if res.code != 0 {
+				t.Fatalf("exit %d: %s", res.code, res.stderr)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(res.stdout, w) {
+					t.Errorf("output lacks %q:\n%s", w, res.stdout)
+				}
+			}
+		})
+	}
+	errs := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no event", []string{"--source", "rules-api", "--target", "deploy"}, "give one of job, event and body"},
+		{"no target", []string{"--source", "rules-api", "--event", itoa(dev.ID)}, "source and target are required"},
+		{"unknown target", []string{"--source", "rules-api", "--target", "nope", "--event", itoa(dev.ID)}, `target "nope" of source "rules-api" is not in the running config`},
+		{"unknown job", []string{"--job", "999999"}, "job 999999 not found"},
+	}
+	for _, tt := range errs {
+		t.Run(tt.name, func(t *testing.T) {
+			res := runCLI(t, time.Now(), append([]string{"rules", "test", "--address", srv}, tt.args...)...)
+			if res.code == 0 || !strings.Contains(res.stderr, tt.want) {
+				t.Errorf("exit %d, stderr %q; want an error containing %q", res.code, res.stderr, tt.want)
+			}
+		})
+	}
+
+	// The job and event pages say which filter took the event.
+	var job struct {
+		Filter string `json:"filter"`
+	}
+	getJSON(t, srv, "/webhook/jobs/"+itoa(mainJob), &job)
+	if job.Filter != `body.ref == "refs/heads/main"` {
+		t.Errorf("job filter %q", job.Filter)
+	}
+	mainEv, _ := h.store(t).FindEvent(t.Context(), "rules-api", "r-main")
+	var ev struct {
+		Filters map[string]string `json:"filters"`
+	}
+	getJSON(t, srv, "/webhook/events/"+itoa(mainEv.ID), &ev)
+	if len(ev.Filters) != 1 || ev.Filters["deploy"] != `body.ref == "refs/heads/main"` {
+		t.Errorf("event filters %v, want deploy's only", ev.Filters)
+	}
+}
+
+// httptestServer serves h on loopback and returns its host:port.
+func httptestServer(t *testing.T, h http.Handler) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().String()
+}
+
+func getJSON(t *testing.T, addr, path string, v any) {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatal(err)
 	}
 }
