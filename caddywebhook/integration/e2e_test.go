@@ -45,6 +45,10 @@ func TestE2E(t *testing.T) {
 		t.Run("demo_caddyfile", testDemoCaddyfile)
 		t.Run("json_config", testJSONConfig)
 		t.Run("engine_paths_and_handshakes", testEnginePathsAndHandshakes)
+		t.Run("rules_deploy_on_main", testRulesDeployOnMain)
+		t.Run("rules_stripe_to_chat", testRulesStripeToChat)
+		t.Run("rules_broken_transform", testRulesBrokenTransform)
+		t.Run("rules_validate", testRulesValidate)
 	})
 	// After every scenario, including their cleanups, has finished.
 	t.Run("log_audit", auditLogs)
