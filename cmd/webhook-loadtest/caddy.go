@@ -62,6 +62,7 @@ type phaseConfig struct {
 	upstream  string // the target's URL
 	maxBatch  int    // storage.max_batch, 0 to leave it out
 	rate      string // the target's rate, "" for none
+	filter    string // the target's filter, "" for none
 	sync      string // storage.synchronous (sqlite)
 	logLevel  string // Caddy's default log level
 	adminAddr string
@@ -76,6 +77,9 @@ func (pc phaseConfig) target() map[string]any {
 	}
 	if pc.rate != "" {
 		t["rate"] = pc.rate
+	}
+	if pc.filter != "" {
+		t["filter"] = pc.filter
 	}
 	return t
 }

@@ -21,6 +21,9 @@
 //	                not have (-orphans): no claim may read them
 //	replay          ingest while the admin API replays 500,000 dead jobs
 //	                (-dead), in chunks
+//	rules           ingest of 2 KB Stripe-like bodies, without and with a
+//	                filter that reads two body fields, side by side: the
+//	                filter must cost less than 5 %
 //
 // Every 202 is looked up in the database afterwards, and every job the
 // database calls done in the slow phases must have reached the recording
@@ -64,7 +67,7 @@ import (
 )
 
 // allPhases are the phases in the order they run.
-var allPhases = []string{"static", "ingest", "baseline", "e2e", "slow1", "slow32", "rate", "backlog", "orphans", "replay"}
+var allPhases = []string{"static", "ingest", "baseline", "e2e", "slow1", "slow32", "rate", "backlog", "orphans", "replay", "rules"}
 
 // options are the command's flags.
 type options struct {

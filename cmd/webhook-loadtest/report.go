@@ -322,6 +322,12 @@ func (rep *report) figures() []figure {
 	} else {
 		out = append(out, f)
 	}
+	if f, ok := need("2 KB ingest with a filter / without", "≥ 0.95", rulesFiltered, rulesPlain); ok {
+		fi, pl := rep.byName[rulesFiltered], rep.byName[rulesPlain]
+		out = append(out, ge("2 KB ingest with a filter / without", rate(fi.rate), rate(pl.rate), fi.rate/pl.rate, 0.95))
+	} else {
+		out = append(out, f)
+	}
 	return out
 }
 

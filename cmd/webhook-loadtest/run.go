@@ -49,6 +49,8 @@ type runner struct {
 	round  int           // 1-based, the round running now
 	window time.Duration // each phase's window in one round
 	rate   string        // the target's rate in the phase running now; "" for none
+	filter string        // the target's filter in the phase running now; "" for none
+	stripe bool          // the phase running now sends 2 KB Stripe-like bodies
 }
 
 // run executes the selected phases and returns their report. An error
@@ -317,6 +319,7 @@ func (r *runner) phaseConfig(i int, db string, workers int, upstream string, max
 		upstream:  upstream,
 		maxBatch:  maxBatch,
 		rate:      r.rate,
+		filter:    r.filter,
 		logLevel:  r.o.logLevel,
 		adminAddr: r.adminAddrs[i],
 		httpAddr:  r.httpAddrs[i],
@@ -434,6 +437,8 @@ func (r *runner) runPhase(ctx context.Context, p string) error {
 		return r.timeStats(ctx, "orphans")
 	case "replay":
 		return r.replay(ctx)
+	case "rules":
+		return r.rules(ctx)
 	}
 	return fmt.Errorf("unknown phase %q", p)
 }
@@ -441,7 +446,7 @@ func (r *runner) runPhase(ctx context.Context, p string) error {
 // newLoad is one round of the phase's traffic to path; the round is in
 // the delivery ids.
 func (r *runner) newLoad(name, path string, want int) load {
-	return load{
+	l := load{
 		addrs:    slices.Clone(r.httpAddrs),
 		path:     path,
 		secret:   secret,
@@ -451,7 +456,12 @@ func (r *runner) newLoad(name, path string, want int) load {
 		warmup:   r.o.warmup,
 		duration: r.window,
 		want:     want,
+		stripe:   r.stripe,
 	}
+	if r.stripe {
+		l.bodySize = rulesBodySize
+	}
+	return l
 }
 
 // drive runs l while the monitor watches Caddy, and profiles the window
