@@ -140,6 +140,15 @@ func skipString(b []byte, i int) int {
 type lazyObject struct {
 	raw  []byte
 	full traits.Mapper // the whole object decoded, on first need
+	// memo keeps the last keys found, so that a rule reading several
+	// fields under body.data.object scans body and data once each.
+	memo  [4]memoEntry
+	memoN int
+}
+
+type memoEntry struct {
+	key string
+	val ref.Val
 }
 
 var _ traits.Mapper = (*lazyObject)(nil)
@@ -147,6 +156,11 @@ var _ traits.Mapper = (*lazyObject)(nil)
 // find returns the value of key, the last one when the object repeats it,
 // as encoding/json does.
 func (o *lazyObject) find(key string) (ref.Val, bool) {
+	for _, m := range o.memo[:min(o.memoN, len(o.memo))] {
+		if m.key == key {
+			return m.val, true
+		}
+	}
 	b := o.raw
 	var found []byte
 	i := skipSpace(b, 1)
@@ -169,7 +183,10 @@ func (o *lazyObject) find(key string) (ref.Val, bool) {
 	if found == nil {
 		return nil, false
 	}
-	return jsonValue(found), true
+	v := jsonValue(found)
+	o.memo[o.memoN%len(o.memo)] = memoEntry{key: key, val: v}
+	o.memoN++
+	return v, true
 }
 
 // keyIs reports whether the quoted JSON string k is key.
