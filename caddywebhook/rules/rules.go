@@ -26,11 +26,11 @@ import (
 )
 
 // DefaultCostLimit is the cost limit of every program unless Options sets
-// another: the CEL runtime cost (about one unit per operation, plus one per
-// byte or element a function walks) after which an evaluation stops with an
-// error. One million lets a rule look at every field of a 1 MB body a few
-// times, and stops a comprehension nested over a large list after a few
-// milliseconds instead of minutes.
+// another: the CEL runtime cost (about one unit per operation, plus about
+// one per ten bytes a string function walks) after which an evaluation
+// stops with an error. One million lets a rule search a 1 MB body's text a
+// few times over, and is thousands of times what a filter on a few fields
+// costs.
 const DefaultCostLimit = 1_000_000
 
 // DefaultTimeLimit bounds the run time of a program that loops (a
@@ -251,9 +251,10 @@ type Filter struct {
 	progs []*program
 }
 
-// CompileFilter compiles the filter expressions srcs (ANDed). An error for
-// one of them is a *CompileError wrapped with the expression's index, for
-// several, "filter 2: line 1, column 5: …".
+// CompileFilter compiles the filter expressions srcs, ANDed; none returns
+// a nil Filter, which takes every event. The error is a *CompileError,
+// wrapped with the expression's number when there are several ("filter 2:
+// line 1, column 5: …").
 func CompileFilter(srcs []string, opts Options) (*Filter, error) {
 	if len(srcs) == 0 {
 		return nil, nil

@@ -138,7 +138,8 @@ type Result struct {
 	// ContentType is the content type Body calls for ("" keeps the
 	// event's, as for a bytes result).
 	ContentType string
-	// Headers are set on the request, after the target's own headers.
+	// Headers are set on the request in place of the stored headers of
+	// the same name; the target's own headers and metadata come after.
 	Headers http.Header
 	// Remove are canonical header names not to send.
 	Remove []string
