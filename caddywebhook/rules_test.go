@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/rules"
 	"github.com/caddywebhook/caddywebhook/internal/testutil"
 	"github.com/caddywebhook/caddywebhook/queue"
 	"github.com/caddywebhook/caddywebhook/signature"
@@ -581,5 +582,46 @@ func getJSON(t *testing.T, addr, path string, v any) {
 	}
 	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestRouteRulesTest(t *testing.T) {
+	f, err := rules.CompileFilter([]string{`body.ref == "refs/heads/main"`}, rules.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := rules.CompileTransform(&rules.TransformConfig{Body: `raw`}, rules.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := func(event, body string) *queue.Job {
+		return &queue.Job{Source: "gh", Target: "deploy", EventType: event, Payload: []byte(body),
+			Headers: []queue.Header{{Name: "Content-Type", Value: "application/json"}}}
+	}
+	tests := []struct {
+		name   string
+		rr     routeRules
+		job    *queue.Job
+		takes  bool
+		reason string
+		method string
+		body   string
+		base64 string
+	}{
+		{name: "exec target", rr: routeRules{kind: "exec", filter: f}, job: job("push", `{"ref":"refs/heads/main"}`), takes: true, method: "EXEC", body: `{"ref":"refs/heads/main"}`},
+		{name: "event type not in events", rr: routeRules{kind: "http", events: []string{"release"}, filter: f}, job: job("push", `{}`),
+			reason: `event type "push" is not in the target's events`, method: "POST", body: `{}`},
+		{name: "empty event type", rr: routeRules{kind: "http", events: []string{"release"}}, job: job("", `{}`),
+			reason: `event type (empty) is not in the target's events`, method: "POST", body: `{}`},
+		{name: "bytes body shown as base64", rr: routeRules{kind: "http", transform: tr}, job: job("push", "\xff\xfe"), takes: true, method: "POST", base64: "//4="},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := tt.rr.test(tt.job)
+			if r.Takes != tt.takes || r.Reason != tt.reason || r.Request == nil ||
+				r.Request.Method != tt.method || r.Request.Body != tt.body || r.Request.BodyBase64 != tt.base64 {
+				t.Errorf("test = %+v (request %+v)", r, r.Request)
+			}
+		})
 	}
 }
