@@ -501,10 +501,10 @@ func TestAdminRoutes(t *testing.T) {
 
 		// Wrong method: 405 with Allow.
 		{name: "method/GET on purge", method: http.MethodGet, target: fixed("/webhook/purge"), wantStatus: http.StatusMethodNotAllowed, check: wantAllow("POST")},
-		{name: "method/POST on stats", method: http.MethodPost, target: fixed("/webhook/stats"), wantStatus: http.StatusMethodNotAllowed, check: wantAllow("GET")},
-		{name: "method/PUT on a job", method: http.MethodPut, target: fixed("/webhook/jobs/1"), wantStatus: http.StatusMethodNotAllowed, check: wantAllow("GET, DELETE")},
+		{name: "method/POST on stats", method: http.MethodPost, target: fixed("/webhook/stats"), wantStatus: http.StatusMethodNotAllowed, check: wantAllow("GET, HEAD")},
+		{name: "method/PUT on a job", method: http.MethodPut, target: fixed("/webhook/jobs/1"), wantStatus: http.StatusMethodNotAllowed, check: wantAllow("GET, HEAD, DELETE")},
 		{name: "method/GET on replay of one", method: http.MethodGet, target: fixed("/webhook/jobs/1/replay"), wantStatus: http.StatusMethodNotAllowed, check: wantAllow("POST")},
-		{name: "method/DELETE on jobs", method: http.MethodDelete, target: fixed("/webhook/jobs"), wantStatus: http.StatusMethodNotAllowed, check: wantAllow("GET")},
+		{name: "method/DELETE on jobs", method: http.MethodDelete, target: fixed("/webhook/jobs"), wantStatus: http.StatusMethodNotAllowed, check: wantAllow("GET, HEAD")},
 
 		// Unknown paths.
 		{name: "path/unknown endpoint", method: http.MethodGet, target: fixed("/webhook/nope"), wantStatus: http.StatusNotFound, check: wantError("no webhook admin endpoint")},
