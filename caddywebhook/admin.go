@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -36,9 +37,6 @@ func init() {
 type adminAPI struct {
 	// now is the clock for stats and purge cutoffs; nil means time.Now.
 	now func() time.Time
-	// purgeBatch is how many jobs one Purge call deletes; 0 means
-	// queue.DefaultPurgeBatch, the housekeeper's batch.
-	purgeBatch int
 	// mux dispatches routes(); Routes builds it.
 	mux *http.ServeMux
 }
@@ -513,7 +511,9 @@ func (a *adminAPI) handlePurge(w http.ResponseWriter, r *http.Request, q *active
 		return badParam("older_than", "is required: the webhook app has no retention configured")
 	}
 	cutoff := a.clock().Add(-olderThan)
-	total, err := queue.PurgeAll(r.Context(), q.Store, cutoff, cmp.Or(a.purgeBatch, queue.DefaultPurgeBatch))
+	// The store cuts the purge into short transactions, as for the
+	// housekeeper's passes.
+	total, err := q.Store.Purge(r.Context(), cutoff, math.MaxInt)
 	if err != nil {
 		// Batches already committed stay purged; say how many.
 		return storeError(0, fmt.Errorf("purge done jobs (%d purged before the error): %w", total, err))

@@ -644,25 +644,22 @@ func TestAdminListPaging(t *testing.T) {
 	}
 }
 
-func TestAdminPurgeBatches(t *testing.T) {
+func TestAdminPurge(t *testing.T) {
 	tests := []struct {
 		name       string
-		batch      int
 		done       int // done jobs finished 48h ago
 		recent     int // done jobs finished 1h ago
 		query      string
 		wantPurged int
 		wantLeft   int
 	}{
-		{name: "several batches and a short last one", batch: 2, done: 5, recent: 1, wantPurged: 5, wantLeft: 1},
-		{name: "batches that end exactly full", batch: 2, done: 4, recent: 1, wantPurged: 4, wantLeft: 1},
-		{name: "older_than reaches the recent ones", batch: 2, done: 3, recent: 2, query: "?older_than=30m", wantPurged: 5, wantLeft: 0},
-		{name: "nothing old enough", batch: 2, recent: 3, wantPurged: 0, wantLeft: 3},
+		{name: "old done jobs, a recent one kept", done: 5, recent: 1, wantPurged: 5, wantLeft: 1},
+		{name: "older_than reaches the recent ones", done: 3, recent: 2, query: "?older_than=30m", wantPurged: 5, wantLeft: 0},
+		{name: "nothing old enough", recent: 3, wantPurged: 0, wantLeft: 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := setupAdmin(t)
-			f.api.purgeBatch = tt.batch
 			for range tt.done {
 				f.addJob(t, jobSpec{source: "github", target: "http", status: queue.StatusDone, finished: 48 * time.Hour})
 			}
