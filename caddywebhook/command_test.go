@@ -229,7 +229,9 @@ payload (4 bytes, base64, not UTF-8):
 		{
 			name: "replay one",
 			args: func(d adminData) []string { return []string{"replay", "--id", fmt.Sprint(d.githubHTTPDead)} },
-			want: func(d adminData, _ string) string { return fmt.Sprintf("replayed job %d: pending, due now\n", d.githubHTTPDead) },
+			want: func(d adminData, _ string) string {
+				return fmt.Sprintf("replayed job %d: pending, due now\n", d.githubHTTPDead)
+			},
 		},
 		{
 			name: "replay all dead of one source",
@@ -720,7 +722,9 @@ func TestCLIOneTool(t *testing.T) {
 			name:     "replay/ids and --all-dead",
 			args:     static("replay", "1", "--all-dead"),
 			wantCode: 1,
-			want:     func(adminData, string) []string { return []string{"give job ids, or --all-dead [--source <name>] [--target <name>]; not both"} },
+			want: func(adminData, string) []string {
+				return []string{"give job ids, or --all-dead [--source <name>] [--target <name>]; not both"}
+			},
 		},
 		{
 			name:     "replay/a non-number",
@@ -729,10 +733,14 @@ func TestCLIOneTool(t *testing.T) {
 			want:     func(adminData, string) []string { return []string{`job id must be a positive number, not "x"`} },
 		},
 		{
-			name:     "replay/stops at a job that is not dead",
-			args:     func(d adminData) []string { return []string{"replay", fmt.Sprint(d.githubHTTPPending), fmt.Sprint(d.githubHTTPDead)} },
+			name: "replay/stops at a job that is not dead",
+			args: func(d adminData) []string {
+				return []string{"replay", fmt.Sprint(d.githubHTTPPending), fmt.Sprint(d.githubHTTPDead)}
+			},
 			wantCode: 1,
-			want:     func(adminData, string) []string { return []string{"is not dead; only dead jobs can be replayed (HTTP 409)"} },
+			want: func(adminData, string) []string {
+				return []string{"is not dead; only dead jobs can be replayed (HTTP 409)"}
+			},
 			check: func(t *testing.T, f *cliFixture, d adminData) {
 				wantStatus(t, f, d.githubHTTPDead, queue.StatusDead)
 			},
