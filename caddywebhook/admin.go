@@ -605,8 +605,9 @@ func writeAPIError(w http.ResponseWriter, err error) int {
 	if body.Error == "" && apiErr.Err != nil {
 		body.Error = apiErr.Err.Error()
 	}
+	// caddy.APIError does not unwrap: look inside it.
 	var pe paramError
-	if errors.As(err, &pe) {
+	if errors.As(err, &pe) || errors.As(apiErr.Err, &pe) {
 		body.Param = pe.param
 	}
 	status := cmp.Or(apiErr.HTTPStatus, http.StatusInternalServerError)

@@ -306,7 +306,7 @@ func TestAdminRoutes(t *testing.T) {
 		},
 		{
 			name: "list/no match is an empty array, not null", method: http.MethodGet,
-			target: fixed("/webhook/jobs?source=nobody"), wantStatus: http.StatusOK,
+			target: fixed("/webhook/jobs?source=slack&status=dead"), wantStatus: http.StatusOK,
 			check: func(t *testing.T, f *adminFixture, d adminData, rec *httptest.ResponseRecorder) {
 				if got := strings.TrimSpace(rec.Body.String()); got != `{"jobs":[]}` {
 					t.Errorf("body = %s", got)
@@ -881,6 +881,39 @@ func TestAdminUnroutable(t *testing.T) {
 			}
 			for _, j := range tt.kept(id) {
 				f.getJob(t, j)
+			}
+		})
+	}
+}
+
+// TestAdminErrorParam: an error about a parameter names it in the param
+// field, which clients read instead of the message.
+func TestAdminErrorParam(t *testing.T) {
+	tests := []struct {
+		name, method, target string
+		wantStatus           int
+		wantParam            string
+	}{
+		{"limit out of range", http.MethodGet, "/webhook/jobs?limit=0", http.StatusBadRequest, "limit"},
+		{"delivery id without source", http.MethodGet, "/webhook/events?delivery_id=d-1", http.StatusBadRequest, "delivery_id"},
+		{"an unknown parameter", http.MethodPost, "/webhook/replay?status=dead&sorce=x", http.StatusBadRequest, "sorce"},
+		{"the id in the path", http.MethodGet, "/webhook/events/x", http.StatusBadRequest, "id"},
+		{"an unknown outcome on the tail", http.MethodGet, "/webhook/tail?outcome=nonsense", http.StatusBadRequest, "outcome"},
+		{"an unknown source on the list", http.MethodGet, "/webhook/jobs?source=nosuch", http.StatusBadRequest, "source"},
+		{"no such job", http.MethodGet, "/webhook/jobs/999999", http.StatusNotFound, ""},
+		{"no such endpoint", http.MethodGet, "/webhook/nope", http.StatusNotFound, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := setupAdmin(t)
+			f.seed(t)
+			rec := f.do(t, tt.method, tt.target)
+			if rec.Code != tt.wantStatus {
+				t.Fatalf("status %d, want %d: %s", rec.Code, tt.wantStatus, rec.Body)
+			}
+			e := decode[apiErrorBody](t, rec)
+			if e.Param != tt.wantParam || e.Error == "" {
+				t.Errorf("body %+v, want param %q and a message", e, tt.wantParam)
 			}
 		})
 	}
