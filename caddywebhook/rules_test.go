@@ -525,8 +525,8 @@ func TestRulesTestEndpointAndCLI(t *testing.T) {
 		want string
 	}{
 		{"no event", []string{"--source", "rules-api", "--target", "deploy"}, "give one of job, event and body"},
-		{"no target", []string{"--source", "rules-api", "--event", itoa(dev.ID)}, "source and target are required"},
-		{"unknown target", []string{"--source", "rules-api", "--target", "nope", "--event", itoa(dev.ID)}, `target "nope" of source "rules-api" is not in the running config`},
+		{"no target", []string{"--source", "rules-api", "--event", itoa(dev.ID)}, "invalid --target: is required"},
+		{"unknown target", []string{"--source", "rules-api", "--target", "nope", "--event", itoa(dev.ID)}, `invalid --target: "nope" is not a target of source "rules-api" in the running config`},
 		{"unknown job", []string{"--job", "999999"}, "job 999999 not found"},
 	}
 	for _, tt := range errs {
@@ -536,6 +536,18 @@ func TestRulesTestEndpointAndCLI(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want an error containing %q", res.code, res.stderr, tt.want)
 			}
 		})
+	}
+
+	// The API names the parameter of a bad request for its clients.
+	resp, err := http.Post("http://"+srv+"/webhook/rules/test", "application/json", strings.NewReader(`{"source":"rules-api","body":"{}"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var apiErr struct{ Error, Param string }
+	json.NewDecoder(resp.Body).Decode(&apiErr)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || apiErr.Param != "target" {
+		t.Errorf("no target: %d %+v, want 400 naming the target parameter", resp.StatusCode, apiErr)
 	}
 
 	// The job and event pages say which filter took the event.

@@ -125,7 +125,7 @@ func (a *adminAPI) handleRulesTest(w http.ResponseWriter, r *http.Request, q *ac
 		ev.Payload = []byte(derefOr(req.Body))
 		if req.BodyBase64 != "" {
 			if ev.Payload, err = base64.StdEncoding.DecodeString(req.BodyBase64); err != nil {
-				return apiError(http.StatusBadRequest, "body_base64: %v", err)
+				return badParam("body_base64", "%v", err)
 			}
 		}
 		names := make([]string, 0, len(req.Headers))
@@ -139,13 +139,16 @@ func (a *adminAPI) handleRulesTest(w http.ResponseWriter, r *http.Request, q *ac
 		ev.Source = req.Source
 		ev.DeliveryID = cmp.Or(ev.DeliveryID, "rules-test")
 	}
-	if req.Source == "" || req.Target == "" {
-		return apiError(http.StatusBadRequest, "source and target are required")
+	if req.Source == "" {
+		return badParam("source", "is required (with a body; a job or an event has its own)")
+	}
+	if req.Target == "" {
+		return badParam("target", "is required (with an event or a body; a job has its own)")
 	}
 	ev.Source, ev.Target = req.Source, req.Target
 	rr, ok := runningRules(queue.Route{Source: req.Source, Target: req.Target})
 	if !ok {
-		return apiError(http.StatusNotFound, "target %q of source %q is not in the running config", req.Target, req.Source)
+		return badParam("target", "%q is not a target of source %q in the running config", req.Target, req.Source)
 	}
 	return writeJSON(w, http.StatusOK, rr.test(&ev))
 }
