@@ -353,7 +353,7 @@ func injectHeaders(given map[string]string) ([]queue.Header, error) {
 		switch {
 		case !signature.ValidHeaderName(name):
 			return nil, apiError(http.StatusBadRequest, "header %q: not a valid header name", name)
-		case !httpValidHeaderValue(value):
+		case !ValidHeaderValue(value):
 			return nil, apiError(http.StatusBadRequest, "header %s: the value has a control character", name)
 		case canon == injectedHeader:
 			return nil, apiError(http.StatusBadRequest, "header %s is set by the server", name)

@@ -3,6 +3,7 @@ package caddywebhook
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -43,10 +44,12 @@ func init() {
 // hand its unfinished jobs back. With PostgreSQL, pools in other Caddy
 // instances share the store too, on the same terms.
 type App struct {
-	// Storage says where the queue lives: a SQLite file for one Caddy, or
-	// a PostgreSQL database that several Caddy instances share. Default:
-	// SQLite at <caddy data dir>/webhook/queue.db with synchronous=full.
-	Storage *StorageConfig `json:"storage,omitempty"`
+	// Storage says where the queue lives: a module of the webhook.storage
+	// namespace, chosen by its "backend" key, such as a SQLite file for one
+	// Caddy (webhook.storage.sqlite) or a PostgreSQL database that several
+	// Caddy instances share (webhook.storage.postgres). Default: SQLite at
+	// <caddy data dir>/webhook/queue.db with synchronous=full.
+	StorageRaw json.RawMessage `json:"storage,omitempty" caddy:"namespace=webhook.storage inline_key=backend"`
 
 	// Workers is the number of deliveries run at once. 0 means receive
 	// only: requests are verified and stored, nothing is delivered until a
@@ -101,7 +104,12 @@ type App struct {
 
 	ctx    caddy.Context
 	logger *zap.Logger
-	spec   storeSpec // set by Validate; the store opens in Start
+	// storage is the loaded Storage module, set by Provision; the store
+	// opens in Start.
+	storage Storage
+	// secrets collects the values this config load resolved from
+	// secret-bearing fields (see Secrets).
+	secrets *Secrets
 
 	// The store, once open: by Start, or by a receiver's first request
 	// should Caddy's HTTP app start serving before this app started.
@@ -152,7 +160,7 @@ var stores = caddy.NewUsagePool()
 // holding it is cleaned up.
 type sharedStore struct {
 	queue.Store
-	settings string // the storeSpec settings it was opened with
+	settings string // the Storage settings it was opened with
 }
 
 // Destruct implements caddy.Destructor.
@@ -168,28 +176,39 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.policies = make(map[queue.Route]retryPolicy)
 	a.limits = make(map[queue.Route]queue.FlowLimits)
 	a.sources = make(map[string]bool)
-	if a.Storage == nil {
-		a.Storage = new(StorageConfig)
-	}
+	a.secrets = new(Secrets)
 	if err := registerMetrics(ctx.GetMetricsRegistry(), a); err != nil {
 		return fmt.Errorf("webhook: register metrics: %w", err)
 	}
-	return a.provisionNotify(ctx)
-}
-
-// Validate checks the options and the storage configuration, whose
-// placeholders it resolves; it connects to nothing.
-func (a *App) Validate() error {
-	if err := a.validate(); err != nil {
-		return err
-	}
-	spec, err := a.Storage.spec()
+	sctx := WithSecrets(ctx, a.secrets)
+	raw, err := withBackend(a.StorageRaw)
 	if err != nil {
 		return err
 	}
-	a.spec = spec
-	return nil
+	a.StorageRaw = raw
+	mod, err := sctx.LoadModule(a, "StorageRaw")
+	if err != nil {
+		return fmt.Errorf("webhook: storage: %w", err)
+	}
+	st, ok := mod.(Storage)
+	if !ok {
+		return fmt.Errorf("webhook: storage: module %T is not a webhook storage", mod)
+	}
+	a.storage = st
+	return a.provisionNotify(sctx)
 }
+
+// Validate checks the options; the storage module checks its own. It
+// connects to nothing.
+func (a *App) Validate() error {
+	return a.validate()
+}
+
+// Secrets returns the values this config load resolved from
+// secret-bearing fields: the receivers', the targets' and the storage's.
+// It is complete once every module of the config is provisioned, before
+// the app starts.
+func (a *App) Secrets() *Secrets { return a.secrets }
 
 // queueStore returns the store, opening (or sharing) it on first use.
 func (a *App) queueStore() (queue.Store, error) {
@@ -204,23 +223,24 @@ func (a *App) queueStore() (queue.Store, error) {
 	if a.released {
 		return nil, queue.ErrClosed
 	}
-	spec := a.spec
-	val, _, err := stores.LoadOrNew(spec.key, func() (caddy.Destructor, error) {
-		s, err := spec.open(a.ctx)
+	st := a.storage
+	key, settings := st.StoreKey(), st.StoreSettings()
+	val, _, err := stores.LoadOrNew(key, func() (caddy.Destructor, error) {
+		s, err := st.OpenStore(a.ctx)
 		if err != nil {
 			return nil, err
 		}
-		return &sharedStore{Store: s, settings: spec.settings}, nil
+		return &sharedStore{Store: s, settings: settings}, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("webhook: open store %s: %w", spec.name, err)
+		return nil, fmt.Errorf("webhook: open store %s: %w", st.StoreName(), err)
 	}
-	a.storeKey = spec.key
+	a.storeKey = key
 	shared := val.(*sharedStore)
-	if shared.settings != spec.settings {
+	if shared.settings != settings {
 		a.logger.Warn("storage settings change when Caddy restarts: the open store is shared across reloads",
-			zap.String("store", spec.name),
-			zap.String("configured", spec.settings),
+			zap.String("store", st.StoreName()),
+			zap.String("configured", settings),
 			zap.String("in_effect", shared.settings))
 	}
 	a.opened.Store(shared)
@@ -437,7 +457,7 @@ func (a *App) Start() error {
 		if flow != nil {
 			cfg.Flow = flow
 		}
-		if a.spec.claimAhead {
+		if a.storage.ClaimAhead() {
 			cfg.ClaimAhead = n
 		}
 		if a.Backoff != nil {

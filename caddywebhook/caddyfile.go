@@ -79,34 +79,16 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	if d.NextArg() {
 		return d.Errf("webhook: unexpected argument %q; options go in a block", d.Val())
 	}
+	var storage storageTokens
 	for d.NextBlock(0) {
 		opt := d.Val()
 		switch opt {
 		case "storage":
-			if err := a.unmarshalStorage(d); err != nil {
+			if err := storage.storageLine(d); err != nil {
 				return err
 			}
-		case "synchronous":
-			var mode string
-			if !d.AllArgs(&mode) {
-				return d.Errf("webhook: synchronous needs one argument: full or normal")
-			}
-			if a.Storage == nil {
-				a.Storage = new(StorageConfig)
-			}
-			a.Storage.Synchronous = mode
-		case "max_batch":
-			n, err := intArg(d, opt)
-			if err != nil {
-				return err
-			}
-			if n < 1 {
-				return d.Errf("webhook: max_batch must be at least 1")
-			}
-			if a.Storage == nil {
-				a.Storage = new(StorageConfig)
-			}
-			a.Storage.MaxBatch = n
+		case "synchronous", "max_batch":
+			storage.option(d)
 		case "workers":
 			n, err := intArg(d, opt)
 			if err != nil {
@@ -161,6 +143,11 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			return d.Errf("webhook: unknown option %q", opt)
 		}
 	}
+	raw, err := storage.json()
+	if err != nil {
+		return err
+	}
+	a.StorageRaw = raw
 	return nil
 }
 
@@ -192,53 +179,6 @@ func unmarshalNotify(d *caddyfile.Dispenser) (*NotifyConfig, error) {
 	}
 	n.DeliverRaw = raw
 	return n, nil
-}
-
-// unmarshalStorage parses one storage line (the dispenser is on its
-// option name) and, for postgres, its block. It never quotes the DSN.
-func (a *App) unmarshalStorage(d *caddyfile.Dispenser) error {
-	if a.Storage != nil && a.Storage.Backend != "" {
-		return d.Errf("webhook: storage is given twice")
-	}
-	var backend, location string
-	if !d.AllArgs(&backend, &location) {
-		return d.Errf("webhook: storage needs a backend and its location: storage sqlite <path> or storage postgres <dsn>")
-	}
-	if a.Storage == nil {
-		a.Storage = new(StorageConfig)
-	}
-	st := a.Storage
-	switch backend {
-	case backendSQLite:
-		st.Backend, st.Path = backendSQLite, location
-		if d.NextBlock(d.Nesting()) {
-			return d.Errf("webhook: storage sqlite takes no block")
-		}
-	case backendPostgres:
-		st.Backend, st.DSN = backendPostgres, location
-		for nesting := d.Nesting(); d.NextBlock(nesting); {
-			switch opt := d.Val(); opt {
-			case "schema":
-				if !d.AllArgs(&st.Schema) {
-					return d.Errf("webhook: storage postgres: schema needs one name")
-				}
-			case "max_conns":
-				n, err := intArg(d, "storage postgres: max_conns")
-				if err != nil {
-					return err
-				}
-				if n < 1 {
-					return d.Errf("webhook: storage postgres: max_conns must be at least 1")
-				}
-				st.MaxConns = n
-			default:
-				return d.Errf("webhook: storage postgres: unknown option %q", opt)
-			}
-		}
-	default:
-		return d.Errf("webhook: storage: unknown backend %q (want sqlite or postgres)", backend)
-	}
-	return nil
 }
 
 // intArg reads the one non-negative integer argument of option opt.

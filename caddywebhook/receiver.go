@@ -344,55 +344,6 @@ type targetFilter struct {
 // smaller); raise max_body for larger ones.
 const defaultMaxBody = 1 << 20
 
-// resolvePlaceholders expands the placeholders in s, a value that may be
-// a secret (a webhook secret, a DSN). Its error never quotes s, nor the
-// replacer's error, which would: it names the placeholder that is empty or
-// unset when that is one of Caddy's global placeholders ({env.*},
-// {file.*}, {system.*}, {time.*}), whose name is not a secret and is what
-// to fix. Any other brace pair may be part of a literal secret, so it is
-// not named.
-func resolvePlaceholders(s string) (string, error) {
-	repl := caddy.NewReplacer()
-	v, err := repl.ReplaceOrErr(s, true, true)
-	if err == nil {
-		return v, nil
-	}
-	for rest := s; ; {
-		open := strings.IndexByte(rest, '{')
-		if open < 0 {
-			break
-		}
-		if open > 0 && rest[open-1] == '\\' {
-			rest = rest[open+1:]
-			continue
-		}
-		end := strings.IndexByte(rest[open:], '}')
-		if end < 0 {
-			break
-		}
-		key := rest[open+1 : open+end]
-		rest = rest[open+end+1:]
-		if !globalPlaceholder(key) {
-			continue
-		}
-		if v, ok := repl.GetString(key); !ok || v == "" {
-			return "", fmt.Errorf("placeholder {%s} is empty or unset", key)
-		}
-	}
-	return "", errors.New(`a placeholder in it is unknown (write a literal brace as \{)`)
-}
-
-// globalPlaceholder reports whether key is in a namespace of Caddy's
-// global placeholders.
-func globalPlaceholder(key string) bool {
-	for _, ns := range []string{"env.", "file.", "system.", "time."} {
-		if strings.HasPrefix(key, ns) && len(key) > len(ns) {
-			return true
-		}
-	}
-	return false
-}
-
 // maxMaxBody bounds max_body: payloads live in the database and in memory
 // while a request is verified, so a typo such as 1GB should fail loudly.
 const maxMaxBody = 64 << 20
@@ -643,23 +594,6 @@ func (rc *Receiver) provisionTargets(ctx caddy.Context) ([]namedTarget, error) {
 		rc.filters = nil
 	}
 	return targets, nil
-}
-
-// validName reports whether s may name a source or a target: short,
-// printable in logs, URLs and shells without quoting.
-func validName(s string) bool {
-	if s == "" || len(s) > 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '_', c == '-':
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // resolveKeys resolves the placeholders of secrets or public keys.

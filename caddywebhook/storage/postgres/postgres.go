@@ -1,4 +1,6 @@
-package caddywebhook
+// Package postgresstorage is the webhook.storage.postgres module: the queue
+// in a PostgreSQL schema that any number of Caddy instances share.
+package postgresstorage
 
 import (
 	"cmp"
@@ -9,176 +11,109 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
+	"strconv"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook"
 	"github.com/caddywebhook/caddywebhook/queue"
 	"github.com/caddywebhook/caddywebhook/queue/postgres"
-	"github.com/caddywebhook/caddywebhook/queue/sqlite"
 )
 
-// Storage backends.
-const (
-	backendSQLite   = "sqlite"
-	backendPostgres = "postgres"
-)
+func init() {
+	caddy.RegisterModule(new(Storage))
+}
 
-// StorageConfig selects the queue's database.
-type StorageConfig struct {
-	// Backend is the database kind: "sqlite" (one Caddy, a local file) or
-	// "postgres" (any number of Caddy instances sharing one queue).
-	// Default: sqlite.
-	Backend string `json:"backend,omitempty"`
-
-	// Path is the SQLite file; placeholders such as {env.X} are expanded.
-	// SQLite only. Default: <caddy data dir>/webhook/queue.db.
-	Path string `json:"path,omitempty"`
-
-	// Synchronous is SQLite's durability: "full" makes an accepted event
-	// (answered 202) survive power loss, "normal" only a crash of Caddy.
-	// The database handle is shared across reloads, so a change takes
-	// effect when Caddy restarts. SQLite only; PostgreSQL commits are
-	// always flushed. Default: full.
-	Synchronous string `json:"synchronous,omitempty"`
-
-	// MaxBatch caps the writes that share one commit. In SQLite it caps
-	// how many writes (enqueues, claims, finishes) one transaction groups
-	// under one commit; in PostgreSQL, how many concurrent enqueues share
-	// one statement and its commit. 1 commits each on its own, the
-	// one-row-per-commit design this project replaces: there for
-	// benchmarks (the load test's baseline phase), slower under load with
-	// no gain in durability. Takes effect when Caddy restarts. Default:
-	// 256 for sqlite, 128 for postgres.
+// Storage keeps the queue in PostgreSQL: instances that share a database
+// and schema share one queue.
+type Storage struct {
+	// MaxBatch caps how many concurrent enqueues share one statement and
+	// its commit. 1 commits each on its own: there for benchmarks, slower
+	// under load with no gain in durability. Takes effect when Caddy
+	// restarts. Default: 128.
 	MaxBatch int `json:"max_batch,omitempty"`
 
 	// DSN is the PostgreSQL connection string, as a URL
 	// (postgres://user:password@host:5432/db?sslmode=verify-full) or in
 	// key=value form. It holds a password, so write a placeholder such as
 	// {env.WEBHOOK_PG_DSN} or {file./run/secrets/pg_dsn}: it is resolved
-	// when the config loads, and the resolved value never appears in logs, errors
-	// or the admin API. Postgres only; required there.
+	// when the config loads, and the resolved value never appears in logs,
+	// errors or the admin API. Required.
 	DSN string `json:"dsn,omitempty"`
 
 	// Schema is the PostgreSQL schema that holds the queue's tables,
 	// created if missing. Instances share a queue by sharing a database
-	// and schema. Postgres only. Default: caddywebhook.
+	// and schema. Default: caddywebhook.
 	Schema string `json:"schema,omitempty"`
 
 	// MaxConns caps the connections each Caddy instance opens to
 	// PostgreSQL for the queue, besides one more for LISTEN. The store is
 	// shared across reloads, so a change takes effect when Caddy restarts.
-	// Postgres only. Default: 10.
+	// Default: 10.
 	MaxConns int `json:"max_conns,omitempty"`
+
+	dsn string // resolved; never logged
 }
 
-// storeSpec is a checked StorageConfig: where its store sits in the usage
-// pool and how to open it.
-type storeSpec struct {
-	// key is the store's usage-pool key: "sqlite:" + absolute path, or
-	// "postgres:" + a fingerprint of the DSN + "/" + schema. It is never
-	// logged, though it reveals nothing.
-	key string
-	// name describes the store in logs and errors without a secret: the
-	// SQLite path, or the Postgres schema.
-	name string
-	// settings are the options that only take effect when the store is
-	// opened, to warn when a reload changes them.
-	settings string
-	// claimAhead lets the pool claim jobs for workers that are still
-	// busy. Only for a store one Caddy owns: jobs claimed ahead wait for
-	// no one but this pool's workers. A shared store (Postgres) leaves
-	// them to idle instances instead.
-	claimAhead bool
-	// open opens the store. Its errors say nothing the config must keep
-	// secret: the Postgres store redacts its DSN from every error.
-	open func(ctx context.Context) (queue.Store, error)
-}
-
-// spec applies defaults to st, checks it and resolves its placeholders.
-// Each message names the option. Nothing is opened.
-func (st *StorageConfig) spec() (storeSpec, error) {
-	st.Backend = cmp.Or(st.Backend, backendSQLite)
-	switch st.Backend {
-	case backendSQLite:
-		return st.sqliteSpec()
-	case backendPostgres:
-		return st.postgresSpec()
-	default:
-		return storeSpec{}, fmt.Errorf("webhook: storage: unknown backend %q (want sqlite or postgres)", st.Backend)
+// CaddyModule returns the Caddy module information.
+func (*Storage) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "webhook.storage.postgres",
+		New: func() caddy.Module { return new(Storage) },
 	}
 }
 
-func (st *StorageConfig) sqliteSpec() (storeSpec, error) {
-	if st.DSN != "" || st.Schema != "" || st.MaxConns != 0 {
-		return storeSpec{}, errors.New("webhook: storage: dsn, schema and max_conns apply to postgres only, not sqlite")
+// Provision resolves the DSN and applies the defaults. It connects to
+// nothing.
+func (s *Storage) Provision(ctx caddy.Context) error {
+	if s.DSN == "" {
+		return errors.New("postgres needs a dsn")
 	}
-	st.Synchronous = cmp.Or(st.Synchronous, sqlite.DefaultSynchronous)
-	if st.Synchronous != "full" && st.Synchronous != "normal" {
-		return storeSpec{}, fmt.Errorf("webhook: storage: synchronous %q is not full or normal", st.Synchronous)
-	}
-	if st.MaxBatch < 0 {
-		return storeSpec{}, fmt.Errorf("webhook: storage: max_batch is %d, must not be negative", st.MaxBatch)
-	}
-	maxBatch := cmp.Or(st.MaxBatch, sqlite.DefaultMaxBatch)
-	path := st.Path
-	if path == "" {
-		path = filepath.Join(caddy.AppDataDir(), "webhook", "queue.db")
-	} else {
-		var err error
-		if path, err = caddy.NewReplacer().ReplaceOrErr(path, true, true); err != nil {
-			return storeSpec{}, fmt.Errorf("webhook: storage path: %w", err)
-		}
-	}
-	path, err := filepath.Abs(path)
+	dsn, err := caddywebhook.ResolveSecret(ctx, "dsn", s.DSN)
 	if err != nil {
-		return storeSpec{}, fmt.Errorf("webhook: storage path: %w", err)
+		return err
 	}
-	synchronous := st.Synchronous
-	return storeSpec{
-		key:        "sqlite:" + path,
-		name:       path,
-		settings:   fmt.Sprintf("synchronous=%s max_batch=%d", synchronous, maxBatch),
-		claimAhead: true,
-		open: func(ctx context.Context) (queue.Store, error) {
-			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-				return nil, fmt.Errorf("create storage directory: %w", err)
-			}
-			return sqlite.Open(ctx, sqlite.Config{Path: path, Synchronous: synchronous, MaxBatch: maxBatch})
-		},
-	}, nil
+	s.dsn = dsn
+	s.Schema = cmp.Or(s.Schema, postgres.DefaultSchema)
+	return nil
 }
 
-func (st *StorageConfig) postgresSpec() (storeSpec, error) {
+// Validate checks the numbers.
+func (s *Storage) Validate() error {
 	switch {
-	case st.Path != "":
-		return storeSpec{}, errors.New("webhook: storage: path applies to sqlite only; postgres takes a dsn")
-	case st.Synchronous != "":
-		return storeSpec{}, errors.New("webhook: storage: synchronous applies to sqlite only; postgres commits are always flushed")
-	case st.MaxBatch < 0:
-		return storeSpec{}, fmt.Errorf("webhook: storage: max_batch is %d, must not be negative", st.MaxBatch)
-	case st.DSN == "":
-		return storeSpec{}, errors.New("webhook: storage: postgres needs a dsn")
-	case st.MaxConns < 0:
-		return storeSpec{}, fmt.Errorf("webhook: storage: max_conns is %d, must not be negative", st.MaxConns)
+	case s.MaxBatch < 0:
+		return fmt.Errorf("max_batch is %d, must not be negative", s.MaxBatch)
+	case s.MaxConns < 0:
+		return fmt.Errorf("max_conns is %d, must not be negative", s.MaxConns)
 	}
-	dsn, err := resolvePlaceholders(st.DSN)
-	if err != nil {
-		return storeSpec{}, fmt.Errorf("webhook: storage: dsn: %w", err)
-	}
-	schema := cmp.Or(st.Schema, postgres.DefaultSchema)
-	maxConns := cmp.Or(st.MaxConns, postgres.DefaultMaxConns)
-	maxBatch := cmp.Or(st.MaxBatch, postgres.DefaultMaxBatch)
-	return storeSpec{
-		key:      "postgres:" + dsnFingerprint(dsn) + "/" + schema,
-		name:     "postgres schema " + schema,
-		settings: fmt.Sprintf("max_conns=%d max_batch=%d", maxConns, maxBatch),
-		open: func(ctx context.Context) (queue.Store, error) {
-			return postgres.Open(ctx, postgres.Config{DSN: dsn, Schema: schema, MaxConns: maxConns, MaxBatch: maxBatch})
-		},
-	}, nil
+	return nil
 }
+
+// StoreKey implements caddywebhook.Storage: "postgres:" + a fingerprint of
+// the DSN (never the DSN) + "/" + schema.
+func (s *Storage) StoreKey() string { return "postgres:" + dsnFingerprint(s.dsn) + "/" + s.Schema }
+
+// StoreName implements caddywebhook.Storage: the schema, not the DSN.
+func (s *Storage) StoreName() string { return "postgres schema " + s.Schema }
+
+// StoreSettings implements caddywebhook.Storage.
+func (s *Storage) StoreSettings() string {
+	return fmt.Sprintf("max_conns=%d max_batch=%d", s.maxConns(), s.maxBatch())
+}
+
+// ClaimAhead implements caddywebhook.Storage: a shared store leaves the
+// jobs a busy pool would claim ahead to idle instances.
+func (*Storage) ClaimAhead() bool { return false }
+
+// OpenStore implements caddywebhook.Storage; the store redacts its DSN
+// from every error.
+func (s *Storage) OpenStore(ctx context.Context) (queue.Store, error) {
+	return postgres.Open(ctx, postgres.Config{DSN: s.dsn, Schema: s.Schema, MaxConns: s.maxConns(), MaxBatch: s.maxBatch()})
+}
+
+func (s *Storage) maxBatch() int { return cmp.Or(s.MaxBatch, postgres.DefaultMaxBatch) }
+func (s *Storage) maxConns() int { return cmp.Or(s.MaxConns, postgres.DefaultMaxConns) }
 
 // fingerprintKey keys the DSN fingerprints of this process. A fingerprint
 // only has to be stable within one process (the usage pool's life), so a
@@ -196,3 +131,84 @@ func dsnFingerprint(dsn string) string {
 	m.Write([]byte(dsn))
 	return hex.EncodeToString(m.Sum(nil)[:16])
 }
+
+// UnmarshalCaddyfile reads the storage lines of the webhook global option:
+//
+//	storage postgres <dsn> {   # instances share the queue
+//		schema <name>          # default caddywebhook
+//		max_conns <n>          # per instance, plus one for LISTEN; default 10
+//	}
+//	max_batch <n>              # enqueues per commit; default 128 (1: benchmarks only)
+//
+// The dispenser holds them in the order written, without the word
+// storage. Messages never quote the DSN.
+func (s *Storage) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	for d.Next() {
+		switch opt := d.Val(); opt {
+		case "postgres":
+			if !d.AllArgs(&s.DSN) {
+				return d.Errf("webhook: storage needs a backend and its location: storage postgres <dsn>")
+			}
+			if err := s.unmarshalBlock(d); err != nil {
+				return err
+			}
+		case "max_batch":
+			n, err := countArg(d, opt)
+			if err != nil {
+				return err
+			}
+			s.MaxBatch = n
+		case "synchronous":
+			return d.Errf("webhook: synchronous applies to sqlite only; postgres commits are always flushed")
+		default:
+			return d.Errf("webhook: storage postgres: unknown option %q", opt)
+		}
+	}
+	return nil
+}
+
+// unmarshalBlock reads the block of the storage line.
+func (s *Storage) unmarshalBlock(d *caddyfile.Dispenser) error {
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		switch opt := d.Val(); opt {
+		case "schema":
+			if !d.AllArgs(&s.Schema) {
+				return d.Errf("webhook: storage postgres: schema needs one name")
+			}
+		case "max_conns":
+			n, err := countArg(d, "storage postgres: max_conns")
+			if err != nil {
+				return err
+			}
+			s.MaxConns = n
+		default:
+			return d.Errf("webhook: storage postgres: unknown option %q", opt)
+		}
+	}
+	return nil
+}
+
+// countArg reads the one argument of option opt, a number of at least 1:
+// 0 would read as the default in JSON.
+func countArg(d *caddyfile.Dispenser, opt string) (int, error) {
+	var v string
+	if !d.AllArgs(&v) {
+		return 0, d.Errf("webhook: %s needs one number", opt)
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, d.Errf("webhook: %s: %q is not a non-negative number", opt, v)
+	}
+	if n < 1 {
+		return 0, d.Errf("webhook: %s must be at least 1", opt)
+	}
+	return n, nil
+}
+
+// Interface guards
+var (
+	_ caddywebhook.Storage  = (*Storage)(nil)
+	_ caddy.Provisioner     = (*Storage)(nil)
+	_ caddy.Validator       = (*Storage)(nil)
+	_ caddyfile.Unmarshaler = (*Storage)(nil)
+)

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package caddywebhook
+package exectarget
 
 import (
 	"fmt"
@@ -8,14 +8,14 @@ import (
 	"runtime"
 )
 
-// execSupported reports whether the exec target can run here: it needs Unix
+// supported reports whether the exec target can run here: it needs Unix
 // process groups to kill a program together with its descendants.
-func execSupported() error {
+func supported() error {
 	return fmt.Errorf("exec target: not supported on %s", runtime.GOOS)
 }
 
-// execIsolate does nothing; Provision refuses the target on this platform.
-func execIsolate(*exec.Cmd) {}
+// isolate does nothing; Provision refuses the target on this platform.
+func isolate(*exec.Cmd) {}
 
-// execKillGroup does nothing; Provision refuses the target on this platform.
-func execKillGroup(int) {}
+// killGroup does nothing; Provision refuses the target on this platform.
+func killGroup(int) {}

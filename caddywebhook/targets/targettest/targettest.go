@@ -1,4 +1,7 @@
-package caddywebhook
+// Package targettest holds the helpers the tests of the webhook.targets
+// modules share: a Caddy context, a provision-and-validate step, a job as
+// the pool hands it over and a runner for Caddyfile tables.
+package targettest
 
 import (
 	"bytes"
@@ -14,22 +17,22 @@ import (
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
-// targetTestContext is a Caddy context for provisioning a target in a test.
-func targetTestContext(t *testing.T) caddy.Context {
+// Context returns a Caddy context for provisioning a target in a test.
+func Context(t *testing.T) caddy.Context {
 	t.Helper()
 	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
 	t.Cleanup(cancel)
 	return ctx
 }
 
-// provisionTarget provisions and validates tgt as Caddy would, and
+// Provision provisions and validates tgt as Caddy would, and
 // returns the first error, prefixed with the step that failed.
-func provisionTarget(t *testing.T, tgt interface {
+func Provision(t *testing.T, tgt interface {
 	caddy.Provisioner
 	caddy.Validator
 }) error {
 	t.Helper()
-	if err := tgt.Provision(targetTestContext(t)); err != nil {
+	if err := tgt.Provision(Context(t)); err != nil {
 		return fmt.Errorf("provision: %w", err)
 	}
 	if err := tgt.Validate(); err != nil {
@@ -38,8 +41,8 @@ func provisionTarget(t *testing.T, tgt interface {
 	return nil
 }
 
-// targetTestJob is a job for the named target as the pool hands it over.
-func targetTestJob(target string) *queue.Job {
+// Job returns a job for the named target as the pool hands it over.
+func Job(target string) *queue.Job {
 	return &queue.Job{
 		ID:         42,
 		EventID:    7,
@@ -56,29 +59,29 @@ func targetTestJob(target string) *queue.Job {
 	}
 }
 
-// targetCaddyfileCase is one row of a target's Caddyfile table: input
-// parses to want, or fails with an error containing wantErr.
-type targetCaddyfileCase[T any] struct {
-	name    string
-	input   string
-	want    T
-	wantErr string
+// CaddyfileCase is one row of a target's Caddyfile table: input
+// parses to Want, or fails with an error containing WantErr.
+type CaddyfileCase[T any] struct {
+	Name    string
+	Input   string
+	Want    T
+	WantErr string
 }
 
-// checkTargetCaddyfile runs a target's Caddyfile table, comparing the
-// parsed target with want through its JSON form (what Caddy stores).
-func checkTargetCaddyfile[T any, PT interface {
+// CheckCaddyfile runs a target's Caddyfile table, comparing the
+// parsed target with Want through its JSON form (what Caddy stores).
+func CheckCaddyfile[T any, PT interface {
 	*T
 	caddyfile.Unmarshaler
-}](t *testing.T, tests []targetCaddyfileCase[T]) {
+}](t *testing.T, tests []CaddyfileCase[T]) {
 	t.Helper()
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
+		t.Run(tt.Name, func(t *testing.T) {
 			got := PT(new(T))
-			err := got.UnmarshalCaddyfile(caddyfile.NewTestDispenser(tt.input))
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)
+			err := got.UnmarshalCaddyfile(caddyfile.NewTestDispenser(tt.Input))
+			if tt.WantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.WantErr) {
+					t.Fatalf("error = %v, want one containing %q", err, tt.WantErr)
 				}
 				return
 			}
@@ -86,10 +89,22 @@ func checkTargetCaddyfile[T any, PT interface {
 				t.Fatalf("UnmarshalCaddyfile: %v", err)
 			}
 			gotJSON, _ := json.Marshal(got)
-			wantJSON, _ := json.Marshal(&tt.want)
+			wantJSON, _ := json.Marshal(&tt.Want)
 			if !bytes.Equal(gotJSON, wantJSON) {
 				t.Errorf("got %s\nwant %s", gotJSON, wantJSON)
 			}
 		})
+	}
+}
+
+// Outcome names what a Deliver error means to the pool.
+func Outcome(err error) string {
+	switch {
+	case err == nil:
+		return "done"
+	case queue.IsPermanent(err):
+		return "permanent"
+	default:
+		return "transient"
 	}
 }
