@@ -440,11 +440,10 @@ func writeEvent(w io.Writer, l tailLine) error {
 
 // lookupSource finds source in the config of the active queue's app.
 func lookupSource(q *activeQueue, source string) (sourceConfig, bool) {
-	cfg, ok := q.owner.(runningConfig)
-	if !ok {
+	if q.owner == nil {
 		return sourceConfig{}, false
 	}
-	return cfg.sourceConfig(source)
+	return q.owner.source(source)
 }
 
 // adminLogger logs the operators' writes, as Caddy's admin logs its own.

@@ -47,8 +47,8 @@ type App struct {
 	// Storage says where the queue lives: a module of the webhook.storage
 	// namespace, chosen by its "backend" key, such as a SQLite file for one
 	// Caddy (webhook.storage.sqlite) or a PostgreSQL database that several
-	// Caddy instances share (webhook.storage.postgres). Default: SQLite at
-	// <caddy data dir>/webhook/queue.db with synchronous=full.
+	// Caddy instances share (webhook.storage.postgres). Default: sqlite,
+	// <caddy data dir>/webhook/queue.db.
 	StorageRaw json.RawMessage `json:"storage,omitempty" caddy:"namespace=webhook.storage inline_key=backend"`
 
 	// Workers is the number of deliveries run at once. 0 means receive
@@ -122,16 +122,13 @@ type App struct {
 	routes   map[queue.Route]Target      // registered by receivers during Provision
 	policies map[queue.Route]retryPolicy // their retry settings
 	limits   map[queue.Route]queue.FlowLimits
-	sources  map[string]bool
+	sources  map[string]sourceConfig // by source, registered by receivers
 	started  bool
 	pool     *queue.Pool
 	keeper   *queue.Housekeeper
 	notify   *notifier   // nil without Notify
 	pauses   *pauseSet   // nil without a pool
 	flow     *queue.Flow // nil when no target has a rate, concurrency or circuit breaker
-
-	// receivers by source, for the admin API's injected events (ops.go)
-	receivers map[string]*Receiver
 }
 
 // BackoffConfig is the retry backoff of failing jobs.
@@ -175,7 +172,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.routes = make(map[queue.Route]Target)
 	a.policies = make(map[queue.Route]retryPolicy)
 	a.limits = make(map[queue.Route]queue.FlowLimits)
-	a.sources = make(map[string]bool)
+	a.sources = make(map[string]sourceConfig)
 	a.secrets = new(Secrets)
 	if err := registerMetrics(ctx.GetMetricsRegistry(), a); err != nil {
 		return fmt.Errorf("webhook: register metrics: %w", err)
@@ -294,45 +291,6 @@ func (b *BackoffConfig) validate() error {
 	return nil
 }
 
-// retryPolicy is the attempt budget and backoff of one route, where its
-// target overrides the app's.
-type retryPolicy struct {
-	maxAttempts int            // 0: the app's
-	backoff     *BackoffConfig // nil: the app's
-}
-
-// policyFor returns the pool's PolicyFor over the routes that override the
-// app's retry settings, or nil when none does. An unset backoff base or
-// max of a route's own backoff is the app's.
-func (a *App) policyFor(policies map[queue.Route]retryPolicy) func(*queue.Job) (queue.RetryPolicy, int) {
-	type policy struct {
-		retry       queue.RetryPolicy
-		maxAttempts int
-	}
-	byRoute := make(map[queue.Route]policy)
-	for route, rp := range policies {
-		if rp.maxAttempts == 0 && rp.backoff == nil {
-			continue
-		}
-		p := policy{maxAttempts: rp.maxAttempts}
-		if b := rp.backoff; b != nil {
-			global := cmp.Or(a.Backoff, new(BackoffConfig))
-			p.retry = queue.Backoff{
-				Base: time.Duration(cmp.Or(b.Base, global.Base)),
-				Max:  time.Duration(cmp.Or(b.Max, global.Max)),
-			}
-		}
-		byRoute[route] = p
-	}
-	if len(byRoute) == 0 {
-		return nil
-	}
-	return func(job *queue.Job) (queue.RetryPolicy, int) {
-		p := byRoute[queue.Route{Source: job.Source, Target: job.Target}]
-		return p.retry, p.maxAttempts
-	}
-}
-
 // workers returns the configured worker count; 0 means receive only.
 func (a *App) workers() int {
 	if a.Workers == nil {
@@ -346,25 +304,30 @@ func (a *App) retention() time.Duration {
 	return cmp.Or(time.Duration(a.Retention), queue.DefaultRetention)
 }
 
-// registerReceiver records the targets of one receiver's source, during the
-// receiver's Provision. Two receivers with one source would share dedupe
-// keys and jobs, so that is a config error.
-func (a *App) registerReceiver(source string, targets []namedTarget) error {
+// registerReceiver records a receiver's source and its targets, once,
+// during the receiver's Provision: the routes and their delivery settings
+// for the pool, and what the admin API needs of the source. Two receivers
+// with one source would share dedupe keys and jobs, so that is a config
+// error.
+func (a *App) registerReceiver(rc *Receiver, targets []namedTarget) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	source := rc.Source
 	if a.started {
 		return fmt.Errorf("webhook_receiver: source %q: the webhook app has already started", source)
 	}
-	if a.sources[source] {
+	if _, ok := a.sources[source]; ok {
 		return fmt.Errorf("webhook_receiver: source %q is configured twice; each receiver needs its own source", source)
 	}
-	a.sources[source] = true
-	for _, t := range targets {
+	names := make([]string, len(targets))
+	for i, t := range targets {
+		names[i] = t.name
 		route := queue.Route{Source: source, Target: t.name}
 		a.routes[route] = t.target
 		a.policies[route] = t.retry
 		a.limits[route] = t.flow
 	}
+	a.sources[source] = sourceConfig{receiver: rc, targets: names, targetsFor: rc.targetsFor, maxBody: rc.maxBody}
 	return nil
 }
 

@@ -121,8 +121,11 @@ func TestAdaptErrors(t *testing.T) {
 		{"receiver/max_body bad", receiver("\t\tmax_body lots"), []string{"webhook_receiver", "max_body", `"lots"`}},
 		{"receiver/delivery_id from cookie", receiver("\t\tdelivery_id cookie id"), []string{"webhook_receiver", "delivery_id", `"cookie" is not header or json`}},
 		{"receiver/event_type without name", receiver("\t\tevent_type header"), []string{"webhook_receiver", "event_type needs a source and a name"}},
-		{"receiver/hmac unknown option", receiver("\t\thmac {\n\t\t\tcolour blue\n\t\t}"), []string{"webhook_receiver", "hmac", `unknown option "colour"`}},
-		{"receiver/hmac argument", receiver("\t\thmac sha256"), []string{"webhook_receiver", "hmac takes a block"}},
+		// The engine's options are lines of the receiver; the hmac block,
+		// their other spelling, is refused naming its replacement.
+		{"receiver/hmac block", receiver("\t\thmac {\n\t\t\theader X-Sig\n\t\t}"), []string{"webhook_receiver", "hmac block is not supported", "signature_header"}},
+		{"receiver/hmac argument", receiver("\t\thmac sha256"), []string{"webhook_receiver", "hmac block is not supported"}},
+		{"receiver/engine option unknown", receiver("\t\tsignature_colour blue"), []string{"webhook_receiver", `unknown option "signature_colour"`}},
 		{"receiver/public_key with two values", receiver("\t\tpublic_key a b"), []string{"webhook_receiver", "public_key needs exactly one value"}},
 		{"receiver/public_url without url", receiver("\t\tpublic_url"), []string{"webhook_receiver", "public_url needs one URL"}},
 		{"receiver/signed_content split", receiver("\t\tsigned_content {timestamp} {body}"), []string{"webhook_receiver", "signed_content needs one value", "quote it"}},

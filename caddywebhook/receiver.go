@@ -2,6 +2,7 @@ package caddywebhook
 
 import (
 	"cmp"
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -298,33 +299,9 @@ type TargetConfig struct {
 	// selected by its "kind": http or exec.
 	DeliverRaw json.RawMessage `json:"deliver,omitempty" caddy:"namespace=webhook.targets inline_key=kind"`
 
-	// MaxAttempts is the number of attempts after which this target's
-	// failing jobs are parked as dead; it overrides the app's max_attempts
-	// for this target only. Default: the app's max_attempts (12).
-	MaxAttempts int `json:"max_attempts,omitempty"`
-
-	// Backoff spaces the attempts of this target's failing jobs, overriding
-	// the app's backoff; a base or max left unset is the app's. Default:
-	// the app's backoff (2s, 15m).
-	Backoff *BackoffConfig `json:"backoff,omitempty"`
-
-	// Rate caps how fast deliveries to this target start, as <n>/s, <n>/m
-	// or <n>/h (e.g. "50/s"). Jobs beyond it wait, pending, unclaimed and
-	// uncharged. The limit is per Caddy instance: several instances
-	// sharing a PostgreSQL queue each deliver up to the rate. Default:
-	// none.
-	Rate string `json:"rate,omitempty"`
-
-	// Concurrency caps the deliveries to this target running at once, in
-	// this instance (per instance, as Rate). Default: 0, no cap beyond
-	// the app's workers.
-	Concurrency int `json:"concurrency,omitempty"`
-
-	// CircuitBreaker stops deliveries to this target after a run of
-	// transient failures, for a cool-down that grows while it keeps
-	// failing; see CircuitBreakerConfig. The circuit's state is this
-	// instance's. Default: none, no circuit breaker.
-	CircuitBreaker *CircuitBreakerConfig `json:"circuit_breaker,omitempty"`
+	// DeliverySettings are the target's own retry and flow-control
+	// settings; their JSON fields sit beside name and events.
+	DeliverySettings
 }
 
 // forwardHeader is a header stored with each event for the targets.
@@ -372,7 +349,15 @@ func (rc *Receiver) Provision(ctx caddy.Context) error {
 	rc.logger = ctx.Logger()
 	rc.maxBody = cmp.Or(rc.MaxBody, defaultMaxBody)
 	rc.inflight.limit = cmp.Or(rc.MaxBodyInflight, max(defaultMaxBodyInflight, 4*rc.maxBody))
-	if err := rc.resolveSecrets(); err != nil {
+	appVal, err := ctx.App("webhook")
+	if err != nil {
+		return rc.errf("load webhook app: %w", err)
+	}
+	rc.app = appVal.(*App)
+	// The secrets and the targets' secret-bearing fields resolve into the
+	// app's record of this config load's secrets.
+	ctx = WithSecrets(ctx, rc.app.secrets)
+	if err := rc.resolveSecrets(ctx); err != nil {
 		return err
 	}
 	rc.forward = forwardHeaders(rc.Scheme, rc.EventType)
@@ -381,15 +366,9 @@ func (rc *Receiver) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return rc.errf("%w", err)
 	}
-	appVal, err := ctx.App("webhook")
-	if err != nil {
-		return rc.errf("load webhook app: %w", err)
-	}
-	rc.app = appVal.(*App)
-	if err := rc.app.registerReceiver(rc.Source, targets); err != nil {
+	if err := rc.app.registerReceiver(rc, targets); err != nil {
 		return err
 	}
-	rc.app.addReceiver(rc)
 	for o := range numOutcomes {
 		rc.received[o] = receivedCounter(rc.Source, o)
 	}
@@ -404,8 +383,8 @@ func (rc *Receiver) errf(format string, args ...any) error {
 // resolveSecrets resolves the placeholders of the secrets, the public keys
 // and the verify token, and reads an issued secret file; Validate checks
 // what they hold.
-func (rc *Receiver) resolveSecrets() error {
-	secrets, err := resolveKeys(rc.Secrets)
+func (rc *Receiver) resolveSecrets(ctx context.Context) error {
+	secrets, err := resolveKeys(ctx, rc.Secrets)
 	if err != nil {
 		return rc.errf("secret %w", err)
 	}
@@ -416,6 +395,7 @@ func (rc *Receiver) resolveSecrets() error {
 		}
 		switch {
 		case issued != "":
+			recordSecret(ctx, issued)
 			secrets = append(secrets, issued)
 		case len(secrets) == 0:
 			// Armed, before the handshake: no event can verify until the
@@ -424,10 +404,10 @@ func (rc *Receiver) resolveSecrets() error {
 		}
 	}
 	rc.secrets = secrets
-	if rc.verifyToken, err = resolvePlaceholders(rc.VerifyToken); err != nil {
-		return rc.errf("verify_token %w", err)
+	if rc.verifyToken, err = ResolveSecret(ctx, "verify_token", rc.VerifyToken); err != nil {
+		return rc.errf("%w", err)
 	}
-	if rc.publicKeys, err = resolveKeys(rc.PublicKeys); err != nil {
+	if rc.publicKeys, err = resolveKeys(ctx, rc.PublicKeys); err != nil {
 		return rc.errf("public_key %w", err)
 	}
 	return nil
@@ -561,13 +541,7 @@ func (rc *Receiver) provisionTargets(ctx caddy.Context) ([]namedTarget, error) {
 				return nil, fmt.Errorf("target %q: empty event type in events", name)
 			}
 		}
-		if tc.MaxAttempts < 0 {
-			return nil, fmt.Errorf("target %q: max_attempts must not be negative", name)
-		}
-		if err := tc.Backoff.validate(); err != nil {
-			return nil, fmt.Errorf("target %q: %w", name, err)
-		}
-		limits, err := tc.flowLimits()
+		retry, limits, err := tc.DeliverySettings.check()
 		if err != nil {
 			return nil, fmt.Errorf("target %q: %w", name, err)
 		}
@@ -581,7 +555,7 @@ func (rc *Receiver) provisionTargets(ctx caddy.Context) ([]namedTarget, error) {
 		}
 		targets = append(targets, namedTarget{
 			name: name, target: t,
-			retry: retryPolicy{maxAttempts: tc.MaxAttempts, backoff: tc.Backoff},
+			retry: retry,
 			flow:  limits,
 		})
 		rc.filters = append(rc.filters, targetFilter{name: name, events: tc.Events})
@@ -597,12 +571,12 @@ func (rc *Receiver) provisionTargets(ctx caddy.Context) ([]namedTarget, error) {
 }
 
 // resolveKeys resolves the placeholders of secrets or public keys.
-func resolveKeys(keys []string) ([]string, error) {
+func resolveKeys(ctx context.Context, keys []string) ([]string, error) {
 	out := make([]string, len(keys))
 	for i, s := range keys {
-		v, err := resolvePlaceholders(s)
+		v, err := ResolveSecret(ctx, fmt.Sprintf("#%d", i+1), s)
 		if err != nil {
-			return nil, fmt.Errorf("#%d: %w", i+1, err)
+			return nil, err
 		}
 		if v == "" {
 			return nil, fmt.Errorf("#%d is empty", i+1)

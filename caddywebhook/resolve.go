@@ -73,9 +73,16 @@ func ResolveSecret(ctx context.Context, field, value string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", field, err)
 	}
+	recordSecret(ctx, v)
+	return v, nil
+}
+
+// recordSecret records v, a secret that came from somewhere other than a
+// config field (an issued secret read from its file), in the Secrets that
+// ctx carries, if any.
+func recordSecret(ctx context.Context, v string) {
 	s, _ := ctx.Value(secretsKey{}).(*Secrets)
 	s.add(v)
-	return v, nil
 }
 
 // resolvePlaceholders expands the placeholders in s, a value that may be

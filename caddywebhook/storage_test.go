@@ -33,7 +33,7 @@ func TestPostgresAppConfigErrors(t *testing.T) {
 	}{
 		{"unreachable server", "postgres://leakuser:leak-pass-7@127.0.0.1:1/leakdb?connect_timeout=5", "webhook: open store postgres schema caddywebhook: "},
 		{"unparsable dsn", "postgres://leakuser:leak-pass-7@127.0.0.1:notaport/leakdb", "does not parse"},
-		{"unknown placeholder", "postgres://leakuser:leak-pass-7@{env.CADDYWEBHOOK_UNSET_VARIABLE}/leakdb", "webhook: storage: dsn: placeholder {env.CADDYWEBHOOK_UNSET_VARIABLE} is empty or unset"},
+		{"unknown placeholder", "postgres://leakuser:leak-pass-7@{env.CADDYWEBHOOK_UNSET_VARIABLE}/leakdb", "webhook.storage.postgres: dsn: placeholder {env.CADDYWEBHOOK_UNSET_VARIABLE} is empty or unset"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -39,7 +39,7 @@ type Storage struct {
 	// key=value form. It holds a password, so write a placeholder such as
 	// {env.WEBHOOK_PG_DSN} or {file./run/secrets/pg_dsn}: it is resolved
 	// when the config loads, and the resolved value never appears in logs,
-	// errors or the admin API. Required.
+	// errors or the admin API. The backend needs one: there is no default.
 	DSN string `json:"dsn,omitempty"`
 
 	// Schema is the PostgreSQL schema that holds the queue's tables,
