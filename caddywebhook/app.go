@@ -390,45 +390,9 @@ func (a *App) Start() error {
 		return fmt.Errorf("webhook: %w", err)
 	}
 
-	// The pauses are read before the pool's first claim, so a paused
-	// route stays paused across a restart from the first moment.
-	var pauses *pauseSet
-	var pool *queue.Pool
-	var flow *queue.Flow
-	if n := a.workers(); n > 0 && len(routes) > 0 {
-		pauses = newPauseSet(store, a.logger)
-		if err := pauses.refresh(a.ctx); err != nil {
-			return fmt.Errorf("webhook: %w", err)
-		}
-		// With flow control the flow answers for pauses too (its plan
-		// names the routes a claim reads).
-		flow = a.newFlow(routes, limits, notify, pauses.paused)
-		cfg := queue.PoolConfig{
-			Store:         store,
-			Handler:       router(handlers),
-			Workers:       n,
-			Lease:         time.Duration(a.Lease),
-			PollInterval:  time.Duration(a.PollInterval),
-			MaxAttempts:   a.MaxAttempts,
-			PolicyFor:     policyFor,
-			MaxRetryAfter: time.Duration(a.MaxRetryAfter),
-			ShutdownGrace: time.Duration(a.ShutdownGrace),
-			Routes:        routes,
-			Paused:        pauses.paused,
-			Observer:      obs,
-		}
-		if flow != nil {
-			cfg.Flow = flow
-		}
-		if a.storage.ClaimAhead() {
-			cfg.ClaimAhead = n
-		}
-		if a.Backoff != nil {
-			cfg.Retry = queue.Backoff{Base: time.Duration(a.Backoff.Base), Max: time.Duration(a.Backoff.Max)}
-		}
-		if pool, err = queue.NewPool(cfg); err != nil {
-			return fmt.Errorf("webhook: %w", err)
-		}
+	pool, pauses, flow, err := a.newPool(store, routes, router(handlers), policyFor, limits, notify, obs)
+	if err != nil {
+		return err
 	}
 
 	if err := keeper.Start(a.ctx); err != nil {
@@ -454,6 +418,60 @@ func (a *App) Start() error {
 	a.mu.Unlock()
 	setActiveQueue(a, store, a.retention(), routes, pauses, flow)
 
+	a.logStarted(pool, routes)
+	return nil
+}
+
+// newPool builds the worker pool over routes, with its pause set and flow
+// control (nil when no target has a limit), or returns nils when workers
+// is 0 or no receiver names a target. The pauses are read before the
+// pool's first claim, so a paused route stays paused across a restart
+// from the first moment.
+func (a *App) newPool(store queue.Store, routes []queue.Route, handler queue.Handler, policyFor func(*queue.Job) (queue.RetryPolicy, int),
+	limits map[queue.Route]queue.FlowLimits, notify *notifier, obs *observer) (*queue.Pool, *pauseSet, *queue.Flow, error) {
+	n := a.workers()
+	if n == 0 || len(routes) == 0 {
+		return nil, nil, nil, nil
+	}
+	pauses := newPauseSet(store, a.logger)
+	if err := pauses.refresh(a.ctx); err != nil {
+		return nil, nil, nil, fmt.Errorf("webhook: %w", err)
+	}
+	// With flow control the flow answers for pauses too (its plan
+	// names the routes a claim reads).
+	flow := a.newFlow(routes, limits, notify, pauses.paused)
+	cfg := queue.PoolConfig{
+		Store:         store,
+		Handler:       handler,
+		Workers:       n,
+		Lease:         time.Duration(a.Lease),
+		PollInterval:  time.Duration(a.PollInterval),
+		MaxAttempts:   a.MaxAttempts,
+		PolicyFor:     policyFor,
+		MaxRetryAfter: time.Duration(a.MaxRetryAfter),
+		ShutdownGrace: time.Duration(a.ShutdownGrace),
+		Routes:        routes,
+		Paused:        pauses.paused,
+		Observer:      obs,
+	}
+	if flow != nil {
+		cfg.Flow = flow
+	}
+	if a.storage.ClaimAhead() {
+		cfg.ClaimAhead = n
+	}
+	if a.Backoff != nil {
+		cfg.Retry = queue.Backoff{Base: time.Duration(a.Backoff.Base), Max: time.Duration(a.Backoff.Max)}
+	}
+	pool, err := queue.NewPool(cfg)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("webhook: %w", err)
+	}
+	return pool, pauses, flow, nil
+}
+
+// logStarted logs how the queue started: with a pool, or receiving only.
+func (a *App) logStarted(pool *queue.Pool, routes []queue.Route) {
 	fields := []zap.Field{zap.Int("routes", len(routes)), zap.Int("workers", a.workers())}
 	switch {
 	case pool != nil:
@@ -464,7 +482,6 @@ func (a *App) Start() error {
 	default:
 		a.logger.Info("webhook queue started without workers: receiving and storing only", fields...)
 	}
-	return nil
 }
 
 // stopMargin is how long Stop waits past the grace for handlers that ignore

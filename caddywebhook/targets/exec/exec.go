@@ -282,53 +282,12 @@ func (t *Target) Deliver(ctx context.Context, job *queue.Job) error {
 	cmd.WaitDelay = waitDelay
 	isolate(cmd)
 
-	// The pipes are ours rather than os/exec's so that Wait returns when
-	// the program exits, before anything it left behind is killed; with
-	// os/exec's copying goroutines, Wait would first wait for every
-	// descendant holding a pipe.
-	stdinR, stdinW, err := os.Pipe()
-	if err != nil {
-		return fmt.Errorf("create stdin pipe: %w", err)
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		stdinR.Close()
-		stdinW.Close()
-		return fmt.Errorf("create output pipe: %w", err)
-	}
-	defer outR.Close()
-	cmd.Stdin = stdinR
-	cmd.Stdout = outW
-	cmd.Stderr = outW
-	err = cmd.Start()
-	stdinR.Close()
-	outW.Close()
-	if err != nil {
-		stdinW.Close()
-		// Missing, not executable, or a bad dir: perhaps fixed by the
-		// next deploy, so retried.
-		return fmt.Errorf("start program: %w", err)
-	}
-
 	var out outputTail
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		// A program that exits without reading its input makes this fail
-		// with EPIPE, which is its business.
-		_, _ = stdinW.Write(job.Payload)
-		stdinW.Close()
-	})
-	wg.Go(func() { _, _ = io.Copy(&out, outR) })
-
-	err = cmd.Wait()
-	// Whatever the program left running in its group goes with it.
-	killGroup(cmd.Process.Pid)
-	// With the group gone the pipes close, unless a process escaped the
-	// group (setsid) and holds them: stop waiting for it after a while.
-	deadline := time.Now().Add(waitDelay)
-	_ = outR.SetReadDeadline(deadline)
-	_ = stdinW.SetWriteDeadline(deadline)
-	wg.Wait()
+	wait, err := start(cmd, job.Payload, &out)
+	if err != nil {
+		return err
+	}
+	err = wait()
 
 	switch {
 	case err == nil:
@@ -348,6 +307,62 @@ func (t *Target) Deliver(ctx context.Context, job *queue.Job) error {
 		return failure
 	}
 	return t.failure(fmt.Sprintf("wait for program: %v", err), &out)
+}
+
+// start starts cmd with pipes of our own for its input and its combined
+// output, rather than os/exec's, so that waiting returns when the program
+// exits, before anything it left behind is killed; with os/exec's copying
+// goroutines, Wait would first wait for every descendant holding a pipe.
+// payload goes to the program's input, its output into out. The returned
+// wait waits for the program, kills what it left running in its group,
+// stops reading the pipes and returns cmd.Wait's error.
+func start(cmd *exec.Cmd, payload []byte, out *outputTail) (wait func() error, err error) {
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("create stdin pipe: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		stdinR.Close()
+		stdinW.Close()
+		return nil, fmt.Errorf("create output pipe: %w", err)
+	}
+	cmd.Stdin = stdinR
+	cmd.Stdout = outW
+	cmd.Stderr = outW
+	err = cmd.Start()
+	stdinR.Close()
+	outW.Close()
+	if err != nil {
+		stdinW.Close()
+		outR.Close()
+		// Missing, not executable, or a bad dir: perhaps fixed by the
+		// next deploy, so retried.
+		return nil, fmt.Errorf("start program: %w", err)
+	}
+
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		// A program that exits without reading its input makes this fail
+		// with EPIPE, which is its business.
+		_, _ = stdinW.Write(payload)
+		stdinW.Close()
+	})
+	wg.Go(func() { _, _ = io.Copy(out, outR) })
+	return func() error {
+		defer outR.Close()
+		err := cmd.Wait()
+		// Whatever the program left running in its group goes with it.
+		killGroup(cmd.Process.Pid)
+		// With the group gone the pipes close, unless a process escaped
+		// the group (setsid) and holds them: stop waiting for it after a
+		// while.
+		deadline := time.Now().Add(waitDelay)
+		_ = outR.SetReadDeadline(deadline)
+		_ = stdinW.SetWriteDeadline(deadline)
+		wg.Wait()
+		return err
+	}, nil
 }
 
 // failure builds the error text "<what>: <output tail>", trimming the tail

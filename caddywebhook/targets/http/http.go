@@ -232,10 +232,46 @@ func (t *Target) Deliver(ctx context.Context, job *queue.Job) error {
 	attemptCtx, cancel := context.WithTimeout(ctx, time.Duration(t.Timeout))
 	defer cancel()
 
-	req, err := http.NewRequestWithContext(attemptCtx, http.MethodPost, t.url, bytes.NewReader(job.Payload))
+	req, err := t.newRequest(attemptCtx, job)
+	if err != nil {
+		return err
+	}
+
+	resp, err := t.transport.RoundTrip(req)
+	if err != nil {
+		return t.networkError(ctx, attemptCtx, err)
+	}
+	defer resp.Body.Close()
+
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainLen))
+		return nil
+	}
+
+	head, _ := io.ReadAll(io.LimitReader(resp.Body, errorBodyLen))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainLen))
+	msg := fmt.Sprintf("upstream answered %d", resp.StatusCode)
+	if text := t.scrub(queue.SafeLine(string(head), 0)); text != "" {
+		msg += ": " + text
+	}
+	failure := errors.New(msg)
+
+	if !retryable(resp.StatusCode) {
+		return queue.Permanent(failure)
+	}
+	if after, ok := parseRetryAfter(resp.Header.Get("Retry-After"), t.now()); ok {
+		return queue.RetryAfter(failure, after)
+	}
+	return failure
+}
+
+// newRequest builds the POST of job's payload with its stored, static and
+// metadata headers, signed when the target has a secret.
+func (t *Target) newRequest(ctx context.Context, job *queue.Job) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url, bytes.NewReader(job.Payload))
 	if err != nil {
 		// Validate makes this unreachable; the URL stays out of the text.
-		return queue.Permanent(errors.New("build request: invalid url"))
+		return nil, queue.Permanent(errors.New("build request: invalid url"))
 	}
 	for _, h := range job.Headers {
 		req.Header.Add(h.Name, h.Value)
@@ -265,7 +301,7 @@ func (t *Target) Deliver(ctx context.Context, job *queue.Job) error {
 	if t.signSecret != "" {
 		signed, err := caddywebhook.SignForwarded(t.signSecret, caddywebhook.MessageID(job), t.now(), job.Payload)
 		if err != nil {
-			return queue.Permanent(fmt.Errorf("sign request: %w", err))
+			return nil, queue.Permanent(fmt.Errorf("sign request: %w", err))
 		}
 		for name, values := range signed {
 			req.Header[name] = values
@@ -276,33 +312,7 @@ func (t *Target) Deliver(ctx context.Context, job *queue.Job) error {
 		password, _ := t.basicAuth.Password()
 		req.SetBasicAuth(t.basicAuth.Username(), password)
 	}
-
-	resp, err := t.transport.RoundTrip(req)
-	if err != nil {
-		return t.networkError(ctx, attemptCtx, err)
-	}
-	defer resp.Body.Close()
-
-	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainLen))
-		return nil
-	}
-
-	head, _ := io.ReadAll(io.LimitReader(resp.Body, errorBodyLen))
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainLen))
-	msg := fmt.Sprintf("upstream answered %d", resp.StatusCode)
-	if text := t.scrub(queue.SafeLine(string(head), 0)); text != "" {
-		msg += ": " + text
-	}
-	failure := errors.New(msg)
-
-	if !retryable(resp.StatusCode) {
-		return queue.Permanent(failure)
-	}
-	if after, ok := parseRetryAfter(resp.Header.Get("Retry-After"), t.now()); ok {
-		return queue.RetryAfter(failure, after)
-	}
-	return failure
+	return req, nil
 }
 
 // networkError describes a failed round trip without the URL, whose query
