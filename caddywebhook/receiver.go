@@ -215,6 +215,7 @@ type Receiver struct {
 	filters      []targetFilter  // per target, when some filter
 	logger       *zap.Logger
 	received     [numOutcomes]prometheus.Counter
+	keptSecret   receiverSecrets // what stays out of the store and the access log
 }
 
 // FieldSource names where a value is read from: a header or a top-level
@@ -567,6 +568,7 @@ func (rc *Receiver) Validate() error {
 	if d, ok := signature.Lookup(rc.Scheme); ok {
 		rc.getAllowed = d.GETHandshake
 		rc.acceptStatus = d.AcceptStatus
+		rc.keptSecret = newReceiverSecrets(d)
 	}
 	return nil
 }
@@ -730,6 +732,9 @@ const busyRetryAfter = "5"
 // next: the receiver answers every request itself.
 func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
 	info := &requestInfo{source: rc.Source}
+	if rc.hideFromAccessLog(r) {
+		defer rc.logHidden(r, info)
+	}
 	if r.Method == http.MethodGet && rc.getAllowed {
 		rc.serveGET(w, r, info)
 		return nil
@@ -821,7 +826,7 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhtt
 			DeliveryID: res.DeliveryID,
 			EventType:  res.EventType,
 			Headers:    rc.headers(info.headers[:0], r.Header),
-			Payload:    body,
+			Payload:    rc.keptSecret.payload(body), // verified: its secrets can go
 			Targets:    rc.targetsFor(res.EventType),
 		}
 		if res.OrderingKey != "" {
