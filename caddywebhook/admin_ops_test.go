@@ -511,5 +511,6 @@ func TestAdminTailLimits(t *testing.T) {
 		if tails.active() {
 			t.Fatalf("the stalled tail is still subscribed after %v (tail_max_lag %v)", time.Since(start), lag)
 		}
+		t.Logf("stalled tail dropped %v after lines began (tail_max_lag %v)", time.Since(start).Round(time.Millisecond), lag)
 	})
 }
