@@ -20,9 +20,10 @@ import (
 //     204 within 3 seconds or it is retried.
 //
 // Interactions carry a top-level id; webhook events none, so theirs is the
-// body hash. Accepted events are answered 204, as webhook events must be;
-// Discord takes no status as an interaction's answer (the target answers
-// through the interaction's callback endpoint), so 204 serves those too.
+// body hash. Accepted events are answered 204, as webhook events must be.
+// An interaction other than a PING wants an interaction response, which a
+// store-and-forward receiver cannot give in its answer whatever the status;
+// its target answers through the interaction's callback endpoint.
 const (
 	headerDiscordSignature = "X-Signature-Ed25519"
 	headerDiscordTimestamp = "X-Signature-Timestamp"
