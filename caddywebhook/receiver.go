@@ -8,14 +8,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"net/http"
 	"net/textproto"
-	"os"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 
@@ -702,30 +697,6 @@ func forwardHeaders(scheme string, eventType *FieldSource) []forwardHeader {
 	return out
 }
 
-// bodyBuffers recycles request body buffers. Only buffers up to
-// maxPooledBuffer go back, so a few large bodies do not pin memory.
-var bodyBuffers = sync.Pool{New: func() any { b := make([]byte, 0, minBodyBuffer); return &b }}
-
-const (
-	// minBodyBuffer is the capacity a body starts with: most webhooks fit,
-	// and a sender that declares more gets more only as it sends it.
-	minBodyBuffer   = 4 << 10
-	maxPooledBuffer = 256 << 10
-)
-
-// Errors of readBody.
-var (
-	// errTooLarge reports a body over the cap.
-	errTooLarge = errors.New("body too large")
-	// errBusy reports a body that would take the receiver past its bound
-	// on the bytes of bodies being read.
-	errBusy = errors.New("too many body bytes in flight")
-)
-
-// busyRetryAfter is the Retry-After of a 503 for a receiver at its bound
-// on body bytes in flight, in seconds.
-const busyRetryAfter = "5"
-
 // ServeHTTP verifies, stores and acknowledges one webhook. It never calls
 // next: the receiver answers every request itself.
 func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
@@ -920,52 +891,6 @@ func (rc *Receiver) answerHandshake(w http.ResponseWriter, r *http.Request, info
 	w.Write(resp.Body)
 }
 
-// readIssuedSecret returns the secret in path, "" when the file does not
-// exist. A file that exists without a secret (a crash between its
-// creation and its write, a touch) is an error: the endpoint would be
-// neither armed, since writeIssuedSecret refuses an existing file, nor
-// able to verify an event.
-func readIssuedSecret(path string) (string, error) {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("read secret: %w", err)
-	}
-	secret := strings.TrimSpace(string(b))
-	if secret == "" {
-		return "", fmt.Errorf("%s exists but is empty; remove it to accept the secret of the next handshake", path)
-	}
-	return secret, nil
-}
-
-// writeIssuedSecret creates path, mode 0600, with secret; it fails when
-// the file exists.
-func writeIssuedSecret(path, secret string) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return fmt.Errorf("create secret file: %w", err)
-	}
-	if _, err := f.WriteString(secret + "\n"); err != nil {
-		f.Close()
-		os.Remove(path)
-		return fmt.Errorf("write secret file: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		os.Remove(path)
-		return fmt.Errorf("sync secret file: %w", err)
-	}
-	return f.Close()
-}
-
-func putBuffer(bp *[]byte) {
-	if cap(*bp) <= maxPooledBuffer {
-		bodyBuffers.Put(bp)
-	}
-}
-
 // maxEventText bounds a delivery id and an event type, in bytes: far above
 // any provider's (UUIDs, "customer.subscription.updated"), and small enough
 // for PostgreSQL's unique index on (source, delivery_id), whose entries
@@ -1000,78 +925,6 @@ func orderingKey(k string) string {
 	}
 	sum := sha256.Sum256([]byte(k))
 	return "sha256:" + hex.EncodeToString(sum[:])
-}
-
-// bodyBudget bounds the bytes held by the bodies a receiver is reading or
-// verifying, beyond their pooled buffers.
-type bodyBudget struct {
-	limit int64
-	used  atomic.Int64
-}
-
-// reserve charges n bytes, or charges nothing and reports false when that
-// would pass the limit.
-func (b *bodyBudget) reserve(n int64) bool {
-	if b.used.Add(n) > b.limit {
-		b.used.Add(-n)
-		return false
-	}
-	return true
-}
-
-// release gives back n bytes charged by reserve.
-func (b *bodyBudget) release(n int64) {
-	if n != 0 {
-		b.used.Add(-n)
-	}
-}
-
-// readBody reads body into buf (reusing its capacity) and fails with
-// errTooLarge as soon as it holds more than limit bytes. hint is the
-// request's Content-Length, -1 if unknown; it is at most limit, and it is
-// only a promise: the buffer grows as bytes arrive (doubling, so a body
-// costs at most about twice its size) and never past hint+1 while the
-// promise holds. Each buffer it allocates is charged to budget; held is
-// what the caller must release, also on error, once it is done with the
-// bytes. errBusy reports a growth the budget refused.
-func readBody(body io.Reader, buf []byte, limit, hint int64, budget *bodyBudget) (_ []byte, held int64, _ error) {
-	buf = buf[:0]
-	if body == nil {
-		return buf, 0, nil
-	}
-	for {
-		if len(buf) == cap(buf) {
-			next := min(max(2*int64(cap(buf)), minBodyBuffer), limit+1)
-			if hint >= int64(len(buf)) {
-				// One byte past the hint lets the read end on EOF
-				// without growing again.
-				next = min(next, hint+1)
-			}
-			if !budget.reserve(next - held) {
-				return buf, held, errBusy
-			}
-			held = next
-			grown := make([]byte, len(buf), next)
-			copy(grown, buf)
-			buf = grown
-		}
-		n, err := body.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if int64(len(buf)) > limit {
-			return buf, held, errTooLarge
-		}
-		if err == io.EOF {
-			return buf, held, nil
-		}
-		if err != nil {
-			var mbe *http.MaxBytesError
-			if errors.As(err, &mbe) {
-				// request_body's own cap, ahead of ours.
-				return buf, held, errTooLarge
-			}
-			return buf, held, err
-		}
-	}
 }
 
 // headers appends to out the forwarded headers present in h; nil if none.
@@ -1119,139 +972,11 @@ func (f targetFilter) wants(eventType string) bool {
 	return false
 }
 
-// answer records the outcome and writes its status with an empty body.
-func (rc *Receiver) answer(w http.ResponseWriter, r *http.Request, info *requestInfo, o outcome) {
-	rc.record(r, info, o)
-	status := outcomeStatus[o]
-	switch o {
-	case outcomeAccepted, outcomeDuplicate, outcomeNoTarget:
-		if rc.acceptStatus != 0 {
-			status = rc.acceptStatus
-		}
-	}
-	w.WriteHeader(status)
-}
-
-// record records the outcome in the access log, the placeholders and the
-// metrics.
-func (rc *Receiver) record(r *http.Request, info *requestInfo, o outcome) {
-	info.outcome = o
-	ctx := r.Context()
-	if extra, ok := ctx.Value(caddyhttp.ExtraLogFieldsCtxKey).(*caddyhttp.ExtraLogFields); ok {
-		extra.Add(zap.Object("webhook", info))
-	}
-	if repl, ok := ctx.Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
-		repl.Map(info.placeholder)
-	}
-	if c := rc.received[o]; c != nil {
-		c.Inc()
-	}
-	tails.publishReceived(info)
-}
-
-// outcome is what became of one request.
-type outcome uint8
-
-// The outcomes, in the order of outcomeWords and outcomeStatus.
-const (
-	outcomeAccepted outcome = iota
-	outcomeDuplicate
-	outcomeNoTarget
-	outcomeBadSignature
-	outcomeStaleTimestamp
-	outcomeTooLarge
-	outcomeMethodNotAllowed
-	outcomeStoreFailed
-	outcomeBadRequest
-	outcomeHandshake
-	outcomeBadDeliveryID
-	outcomeBadEventType
-	outcomeBusy
-	numOutcomes
-)
-
-var outcomeWords = [numOutcomes]string{
-	outcomeAccepted:         "accepted",
-	outcomeDuplicate:        "duplicate",
-	outcomeNoTarget:         "no_target",
-	outcomeBadSignature:     "bad_signature",
-	outcomeStaleTimestamp:   "stale_timestamp",
-	outcomeTooLarge:         "too_large",
-	outcomeMethodNotAllowed: "method_not_allowed",
-	outcomeStoreFailed:      "store_failed",
-	outcomeBadRequest:       "bad_request",
-	outcomeHandshake:        "handshake",
-	outcomeBadDeliveryID:    "bad_delivery_id",
-	outcomeBadEventType:     "bad_event_type",
-	outcomeBusy:             "busy",
-}
-
-var outcomeStatus = [numOutcomes]int{
-	outcomeAccepted:         http.StatusAccepted,
-	outcomeDuplicate:        http.StatusAccepted,
-	outcomeNoTarget:         http.StatusAccepted,
-	outcomeBadSignature:     http.StatusUnauthorized,
-	outcomeStaleTimestamp:   http.StatusUnauthorized,
-	outcomeTooLarge:         http.StatusRequestEntityTooLarge,
-	outcomeMethodNotAllowed: http.StatusMethodNotAllowed,
-	outcomeStoreFailed:      http.StatusServiceUnavailable,
-	outcomeBadRequest:       http.StatusBadRequest,
-	outcomeHandshake:        http.StatusOK, // the scheme's answer says
-	outcomeBadDeliveryID:    http.StatusBadRequest,
-	outcomeBadEventType:     http.StatusBadRequest,
-	outcomeBusy:             http.StatusServiceUnavailable,
-}
-
-// String returns the outcome word.
-func (o outcome) String() string { return outcomeWords[o] }
-
-// requestInfo is what one request told us, for the access log and the
-// placeholders. One allocation serves both, and the event's forwarded
-// headers; it is not changed after answer.
-type requestInfo struct {
-	source     string
-	deliveryID string
-	eventType  string
-	outcome    outcome
-	// headers backs the event's Headers: at most three are forwarded
-	// (content type, the scheme's event header, an event_type header).
-	headers [3]queue.Header
-}
-
-// MarshalLogObject implements zapcore.ObjectMarshaler.
-func (i *requestInfo) MarshalLogObject(enc zapcore.ObjectEncoder) error {
-	enc.AddString("source", i.source)
-	enc.AddString("outcome", i.outcome.String())
-	if i.deliveryID != "" {
-		enc.AddString("delivery_id", i.deliveryID)
-	}
-	if i.eventType != "" {
-		enc.AddString("event_type", i.eventType)
-	}
-	return nil
-}
-
-// placeholder is a caddy.ReplacerFunc for the {webhook.*} placeholders.
-func (i *requestInfo) placeholder(key string) (any, bool) {
-	switch key {
-	case "webhook.outcome":
-		return i.outcome.String(), true
-	case "webhook.source":
-		return i.source, true
-	case "webhook.delivery_id":
-		return i.deliveryID, true
-	case "webhook.event_type":
-		return i.eventType, true
-	}
-	return nil, false
-}
-
 // Interface guards
 var (
 	_ caddy.Provisioner           = (*Receiver)(nil)
 	_ caddy.Validator             = (*Receiver)(nil)
 	_ caddyhttp.MiddlewareHandler = (*Receiver)(nil)
-	_ zapcore.ObjectMarshaler     = (*requestInfo)(nil)
 )
 
 // requestURL rebuilds the URL the sender requested: the scheme of the
