@@ -11,16 +11,37 @@ import (
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
-// answer records the outcome and writes its status with an empty body.
-func (rc *Receiver) answer(w http.ResponseWriter, r *http.Request, info *requestInfo, o outcome) {
-	rc.record(r, info, o)
+// answer writes the outcome's answer, with an empty body unless it is a
+// handshake's, and records it. An answer that leaves the body unread says
+// Connection: close: otherwise Go's server would first read up to 256 KiB
+// of what is left to keep the connection, and a sender that stopped
+// sending would hold the status line back until read_body_idle (1 minute
+// by default). HTTP/2 needs no such header: the stream is reset alone.
+func (rc *Receiver) answer(w http.ResponseWriter, r *http.Request, x *exchange, o outcome) {
+	h := w.Header()
+	if !x.body.whole && r.ContentLength != 0 && r.ProtoMajor == 1 {
+		h.Set("Connection", "close")
+	}
 	status := outcomeStatus[o]
 	switch o {
 	case outcomeAccepted, outcomeDuplicate, outcomeNoTarget:
 		if rc.acceptStatus != 0 {
 			status = rc.acceptStatus
 		}
+	case outcomeBusy:
+		h.Set("Retry-After", busyRetryAfter)
+	case outcomeMethodNotAllowed:
+		allow := http.MethodPost
+		if rc.getAllowed {
+			allow = "GET, POST"
+		}
+		h.Set("Allow", allow)
+	case outcomeHandshake:
+		rc.record(r, &x.info, o)
+		writeHandshake(w, x.handshake)
+		return
 	}
+	rc.record(r, &x.info, o)
 	w.WriteHeader(status)
 }
 
@@ -59,6 +80,7 @@ const (
 	outcomeBadDeliveryID
 	outcomeBadEventType
 	outcomeBusy
+	outcomeTooSlow
 	numOutcomes
 )
 
@@ -76,6 +98,7 @@ var outcomeWords = [numOutcomes]string{
 	outcomeBadDeliveryID:    "bad_delivery_id",
 	outcomeBadEventType:     "bad_event_type",
 	outcomeBusy:             "busy",
+	outcomeTooSlow:          "too_slow",
 }
 
 var outcomeStatus = [numOutcomes]int{
@@ -92,6 +115,7 @@ var outcomeStatus = [numOutcomes]int{
 	outcomeBadDeliveryID:    http.StatusBadRequest,
 	outcomeBadEventType:     http.StatusBadRequest,
 	outcomeBusy:             http.StatusServiceUnavailable,
+	outcomeTooSlow:          http.StatusRequestTimeout,
 }
 
 // String returns the outcome word.
