@@ -852,6 +852,7 @@ func TestReceiverOrderingKeyValidate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rc := &Receiver{Source: "shop", Scheme: "github", OrderingKey: &tt.key, secrets: []string{"s3cret"}}
+			rc.provisionLimits()
 			err := rc.provisionVerifier()
 			if err == nil {
 				err = rc.Validate()
