@@ -220,9 +220,11 @@ func testSenderShare(t *testing.T) {
 			select {
 			case a := <-answers:
 				// 503 busy, or a reset: the server closes the connection
-				// of a body it leaves unread.
+				// of a body it leaves unread; on a loaded machine the
+				// first stalled bodies may already be cut (408) before
+				// the last attackers are read.
 				early++
-				if a.status != http.StatusServiceUnavailable && a.status != 0 {
+				if a.status != http.StatusServiceUnavailable && a.status != http.StatusRequestTimeout && a.status != 0 {
 					t.Errorf("an attacker refused while the others read got %d, want 503", a.status)
 				}
 				continue
