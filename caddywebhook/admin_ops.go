@@ -24,7 +24,7 @@ import (
 	"github.com/caddywebhook/caddywebhook/signature"
 )
 
-// The operators' endpoints of issue 15, beside admin.go's: events as well
+// The operators' endpoints beside admin.go's: events as well
 // as jobs, the jobs listing's further filters, resend, injected test
 // events and the live tail.
 //

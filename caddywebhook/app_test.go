@@ -487,7 +487,7 @@ func TestAppWorkersZeroReceivesOnly(t *testing.T) {
 // (1) a reload does not wait for a delivery running in the old pool, even
 // with a long shutdown_grace; the delivery finishes in the background with
 // its lease kept, is recorded once as attempt 1, and the new pool never
-// starts it again (issue 12, item 8);
+// starts it again;
 // (2) a job whose target the new config no longer has is never claimed and
 // stays visible in the stats.
 func TestAppReloadDrainsAndKeepsOrphans(t *testing.T) {

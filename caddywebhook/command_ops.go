@@ -24,7 +24,7 @@ import (
 	"github.com/caddywebhook/caddywebhook/signature"
 )
 
-// The subcommands of issue 15 beside command.go's: events, lookups by the
+// The operators' subcommands beside command.go's: events, lookups by the
 // sender's delivery id, the listing's further filters, resend, injected
 // test events, signing without openssl, and the live tail.
 
