@@ -33,17 +33,17 @@ var readmeSections = []struct {
 	heading string // the reference page's line, as written
 	structs []readmeStruct
 }{
-	{"## Global option `webhook` (the `webhook` app)", []readmeStruct{
+	{"### Global option `webhook` (the `webhook` app)", []readmeStruct{
 		{"App", ""}, {"StorageConfig", "storage."}, {"BackoffConfig", "backoff."},
 	}},
-	{"## Directive `webhook_receiver` (handler `http.handlers.webhook_receiver`)", []readmeStruct{
+	{"### Directive `webhook_receiver` (handler `http.handlers.webhook_receiver`)", []readmeStruct{
 		{"Receiver", ""}, {"HMACOptions", "hmac."}, {"TargetConfig", "targets[]."},
 		{"CircuitBreakerConfig", "targets[].circuit_breaker."},
 	}},
 	{"### Failure notifications (`notify`)", []readmeStruct{{"NotifyConfig", "notify."}}},
-	{"## Target `http` (`webhook.targets.http`)", []readmeStruct{{"HTTPTarget", ""}}},
-	{"## Target `exec` (`webhook.targets.exec`)", []readmeStruct{{"ExecTarget", ""}}},
-	{"## Directive `webhook_dashboard` (handler `http.handlers.webhook_dashboard`)", []readmeStruct{{"Dashboard", ""}}},
+	{"### Target `http` (`webhook.targets.http`)", []readmeStruct{{"HTTPTarget", ""}}},
+	{"### Target `exec` (`webhook.targets.exec`)", []readmeStruct{{"ExecTarget", ""}}},
+	{"### Directive `webhook_dashboard` (handler `http.handlers.webhook_dashboard`)", []readmeStruct{{"Dashboard", ""}}},
 }
 
 type readmeStruct struct {
@@ -241,7 +241,7 @@ func docDefault(doc string) string {
 var codeSpan = regexp.MustCompile("`([^`]*)`")
 
 // parseReadmeTables returns the rows of the configuration tables (those
-// whose header has a JSON and a Default column) under each heading.
+// whose header has a JSON and a Default column) under each "###" heading.
 func parseReadmeTables(t *testing.T, path string) map[string][]*readmeRow {
 	t.Helper()
 	f, err := os.Open(path)
