@@ -139,7 +139,7 @@ func (h *harness) load(t *testing.T, app map[string]any, receivers ...receiverCo
 			"writer": map[string]any{"output": "file", "filename": h.logPath},
 			// Caddy's access log copies every request header before any
 			// handler runs; the signature header must be filtered out by
-			// config, as the README recommends.
+			// config, as docs/OPERATIONS.md recommends.
 			"encoder": map[string]any{
 				"format": "filter",
 				"wrap":   map[string]any{"format": "json"},

@@ -976,7 +976,7 @@ func testDemoCaddyfile(t *testing.T) {
 	}
 }
 
-// testJSONConfig: a JSON config with the field names README.md documents
+// testJSONConfig: a JSON config with the field names docs/CONFIGURATION.md documents
 // runs (Caddy refuses unknown fields), and the fields do what they say.
 func testJSONConfig(t *testing.T) {
 	t.Parallel()
