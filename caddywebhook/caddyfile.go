@@ -47,6 +47,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 //		storage sqlite <path>          # default: <caddy data dir>/webhook/queue.db
 //		synchronous full|normal        # SQLite durability; default full
 //		max_batch <n>                  # writes per commit: SQLite 256, Postgres enqueues 128 (1: benchmarks only)
+//		min_free_space <size>          # SQLite: 503 disk_low below this much free; default 64MiB, at least 16MiB
 //		storage postgres <dsn> {       # instead of sqlite: instances share the queue
 //			schema <name>              # default caddywebhook
 //			max_conns <n>              # per instance, plus one for LISTEN; default 10
@@ -107,6 +108,21 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				a.Storage = new(StorageConfig)
 			}
 			a.Storage.MaxBatch = n
+		case "min_free_space":
+			var s string
+			if !d.AllArgs(&s) {
+				return d.Errf("webhook: min_free_space needs one size, e.g. 64MiB")
+			}
+			n, err := humanize.ParseBytes(s)
+			if err != nil || n == 0 || n > math.MaxInt64 {
+				// 0 would read as the default in JSON; the floor is
+				// checked when the config loads.
+				return d.Errf("webhook: min_free_space: %q is not a size such as 64MiB", s)
+			}
+			if a.Storage == nil {
+				a.Storage = new(StorageConfig)
+			}
+			a.Storage.MinFreeSpace = int64(n)
 		case "workers":
 			n, err := intArg(d, opt)
 			if err != nil {

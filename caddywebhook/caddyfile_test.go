@@ -104,6 +104,8 @@ func TestAdaptErrors(t *testing.T) {
 		{"global/retention two values", global("\t\tretention 1d 2d"), []string{"webhook", "retention needs one duration"}},
 		{"global/backoff one value", global("\t\tbackoff 1s"), []string{"webhook", "backoff needs two durations"}},
 		{"global/max_batch zero", global("\t\tmax_batch 0"), []string{"webhook", "max_batch must be at least 1"}},
+		{"global/min_free_space not a size", global("\t\tmin_free_space lots"), []string{"webhook", "min_free_space", `"lots" is not a size`}},
+		{"global/min_free_space zero", global("\t\tmin_free_space 0"), []string{"webhook", "min_free_space", `"0" is not a size`}},
 		{"global/notify twice", global("\t\tnotify http http://127.0.0.1:9/\n\t\tnotify http http://127.0.0.1:9/"), []string{"webhook", "notify is given twice"}},
 		{"global/notify without kind", global("\t\tnotify"), []string{"webhook: notify needs a target kind", "notify http <url>"}},
 		{"global/notify unknown kind", global("\t\tnotify pager 1234"), []string{"webhook: notify", `unknown target kind "pager"`}},
@@ -169,6 +171,8 @@ func TestCaddyfileLoadErrors(t *testing.T) {
 	}{
 		{"global/synchronous off", "synchronous off", "", []string{"webhook", "synchronous", `"off" is not full or normal`}},
 		{"global/postgres with synchronous", "synchronous normal\nstorage postgres postgres://h/db", "", []string{"webhook", "synchronous applies to sqlite only"}},
+		{"global/min_free_space under the floor", "min_free_space 1MiB", "", []string{"webhook", "min_free_space is 1048576 bytes, must be at least"}},
+		{"global/postgres with min_free_space", "min_free_space 1GiB\nstorage postgres postgres://h/db", "", []string{"webhook", "min_free_space applies to sqlite only"}},
 		{"global/backoff max below base", "backoff 1m 1s", "", []string{"webhook", "backoff", "shorter than its base"}},
 		{"global/notify backoff max below base", "notify http http://127.0.0.1:9/ {\n\t\t\tbackoff 1m 1s\n\t\t}", "", []string{"webhook: notify", "backoff max is shorter than its base"}},
 		{"global/notify exec program missing", "notify exec /nonexistent/caddywebhook-notify", "", []string{"webhook: notify", `program "/nonexistent/caddywebhook-notify" does not exist`}},

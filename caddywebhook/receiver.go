@@ -51,6 +51,9 @@ func init() {
 //     no target wants (stored, no job); 200 for the senders that retry a
 //     202 (mailgun: signature.Scheme.AcceptStatus) — and 503 when the store failed,
 //     so the sender retries. It never answers 2xx for anything not on disk.
+//     While the SQLite file's filesystem has less than min_free_space free,
+//     it answers 503 disk_low with Retry-After and stores nothing, keeping
+//     the rest of the disk for the deliveries that drain the queue.
 //
 // Some senders check the endpoint before sending events (a handshake:
 // Slack's url_verification, Meta's GET hub.challenge, Zoom's
@@ -67,7 +70,7 @@ func init() {
 //
 // Each request gets one outcome word — accepted, duplicate, no_target,
 // handshake, bad_signature, stale_timestamp, too_large, method_not_allowed,
-// store_failed, bad_request, bad_delivery_id, bad_event_type, busy — in Caddy's access log (the "webhook" object
+// store_failed, disk_low, bad_request, bad_delivery_id, bad_event_type, busy — in Caddy's access log (the "webhook" object
 // of the extra log fields: source, outcome, delivery_id, event_type), in
 // the metric caddy_webhook_events_received_total, and in the placeholders
 // {webhook.outcome}, {webhook.source}, {webhook.delivery_id} and
@@ -215,6 +218,9 @@ type Receiver struct {
 	filters      []targetFilter  // per target, when some filter
 	logger       *zap.Logger
 	received     [numOutcomes]prometheus.Counter
+	// diskLow is set from the first disk_low refusal to the next event
+	// stored, so each episode is logged once, not per request.
+	diskLow atomic.Bool
 }
 
 // FieldSource names where a value is read from: a header or a top-level
@@ -726,6 +732,10 @@ var (
 // on body bytes in flight, in seconds.
 const busyRetryAfter = "5"
 
+// diskLowRetryAfter is the Retry-After of a 503 disk_low, in seconds:
+// space comes back when an operator frees it, not in a moment.
+const diskLowRetryAfter = "60"
+
 // ServeHTTP verifies, stores and acknowledges one webhook. It never calls
 // next: the receiver answers every request itself.
 func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
@@ -830,6 +840,9 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhtt
 		var out queue.EnqueueResult
 		if out, err = store.Enqueue(r.Context(), ev); err == nil {
 			putBuffer(bp)
+			if rc.diskLow.Load() && rc.diskLow.CompareAndSwap(true, false) {
+				rc.logger.Info("free disk space is back above min_free_space; storing events again", zap.String("source", rc.Source))
+			}
 			// 5. Acknowledge what is on disk.
 			switch {
 			case out.Duplicate:
@@ -841,6 +854,17 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhtt
 			}
 			return nil
 		}
+	}
+	if errors.Is(err, queue.ErrDiskLow) {
+		// Nothing was sent to the store, so the buffer is free again.
+		putBuffer(bp)
+		if rc.diskLow.CompareAndSwap(false, true) {
+			rc.logger.Warn("free disk space is below min_free_space; refusing events with 503 until space is freed",
+				zap.String("source", rc.Source))
+		}
+		w.Header().Set("Retry-After", diskLowRetryAfter)
+		rc.answer(w, r, info, outcomeDiskLow)
+		return nil
 	}
 	// The buffer is not recycled: a store that gave up on the request may
 	// still hold it.
@@ -1167,6 +1191,7 @@ const (
 	outcomeBadDeliveryID
 	outcomeBadEventType
 	outcomeBusy
+	outcomeDiskLow
 	numOutcomes
 )
 
@@ -1184,6 +1209,7 @@ var outcomeWords = [numOutcomes]string{
 	outcomeBadDeliveryID:    "bad_delivery_id",
 	outcomeBadEventType:     "bad_event_type",
 	outcomeBusy:             "busy",
+	outcomeDiskLow:          "disk_low",
 }
 
 var outcomeStatus = [numOutcomes]int{
@@ -1200,6 +1226,7 @@ var outcomeStatus = [numOutcomes]int{
 	outcomeBadDeliveryID:    http.StatusBadRequest,
 	outcomeBadEventType:     http.StatusBadRequest,
 	outcomeBusy:             http.StatusServiceUnavailable,
+	outcomeDiskLow:          http.StatusServiceUnavailable,
 }
 
 // String returns the outcome word.

@@ -53,6 +53,18 @@ type StorageConfig struct {
 	// 256 for sqlite, 128 for postgres.
 	MaxBatch int `json:"max_batch,omitempty"`
 
+	// MinFreeSpace is the free space, in bytes, that ingest leaves on the
+	// SQLite file's filesystem. While less is free, the receiver answers
+	// 503 disk_low (with Retry-After) and stores nothing, so the claims,
+	// finishes and purges that drain the backlog still have room to
+	// commit; acceptance resumes by itself once space is freed. Free space
+	// is measured with statfs at most every 100ms (sooner after a quarter
+	// of the reserve in payloads), on Linux, macOS and FreeBSD; elsewhere
+	// nothing is refused. At least 16 MiB, the WAL's size limit. Takes
+	// effect when Caddy restarts. SQLite only: a PostgreSQL server's disk
+	// is not Caddy's to measure. Default: 64 MiB.
+	MinFreeSpace int64 `json:"min_free_space,omitempty"`
+
 	// DSN is the PostgreSQL connection string, as a URL
 	// (postgres://user:password@host:5432/db?sslmode=verify-full) or in
 	// key=value form. It holds a password, so write a placeholder such as
@@ -122,6 +134,10 @@ func (st *StorageConfig) sqliteSpec() (storeSpec, error) {
 		return storeSpec{}, fmt.Errorf("webhook: storage: max_batch is %d, must not be negative", st.MaxBatch)
 	}
 	maxBatch := cmp.Or(st.MaxBatch, sqlite.DefaultMaxBatch)
+	minFree := cmp.Or(st.MinFreeSpace, sqlite.DefaultMinFreeSpace)
+	if minFree < sqlite.MinFreeSpaceFloor {
+		return storeSpec{}, fmt.Errorf("webhook: storage: min_free_space is %d bytes, must be at least %d (16 MiB, the WAL's size limit)", st.MinFreeSpace, sqlite.MinFreeSpaceFloor)
+	}
 	path := st.Path
 	if path == "" {
 		path = filepath.Join(caddy.AppDataDir(), "webhook", "queue.db")
@@ -139,13 +155,13 @@ func (st *StorageConfig) sqliteSpec() (storeSpec, error) {
 	return storeSpec{
 		key:        "sqlite:" + path,
 		name:       path,
-		settings:   fmt.Sprintf("synchronous=%s max_batch=%d", synchronous, maxBatch),
+		settings:   fmt.Sprintf("synchronous=%s max_batch=%d min_free_space=%d", synchronous, maxBatch, minFree),
 		claimAhead: true,
 		open: func(ctx context.Context) (queue.Store, error) {
 			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 				return nil, fmt.Errorf("create storage directory: %w", err)
 			}
-			return sqlite.Open(ctx, sqlite.Config{Path: path, Synchronous: synchronous, MaxBatch: maxBatch})
+			return sqlite.Open(ctx, sqlite.Config{Path: path, Synchronous: synchronous, MaxBatch: maxBatch, MinFreeSpace: minFree})
 		},
 	}, nil
 }
@@ -156,6 +172,8 @@ func (st *StorageConfig) postgresSpec() (storeSpec, error) {
 		return storeSpec{}, errors.New("webhook: storage: path applies to sqlite only; postgres takes a dsn")
 	case st.Synchronous != "":
 		return storeSpec{}, errors.New("webhook: storage: synchronous applies to sqlite only; postgres commits are always flushed")
+	case st.MinFreeSpace != 0:
+		return storeSpec{}, errors.New("webhook: storage: min_free_space applies to sqlite only; a postgres server's disk is not Caddy's to measure")
 	case st.MaxBatch < 0:
 		return storeSpec{}, fmt.Errorf("webhook: storage: max_batch is %d, must not be negative", st.MaxBatch)
 	case st.DSN == "":
