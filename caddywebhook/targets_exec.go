@@ -71,8 +71,14 @@ var execPlaceholders = []string{
 // The program runs in its own process group. When it times out or the
 // delivery is cancelled (shutdown, lost lease) the whole group is killed
 // with SIGKILL, and so is whatever the program leaves running in its group
-// when it exits: a delivery never leaks processes. A program that must start
-// a long-lived service hands it to a service manager.
+// when it exits. A descendant that left the group (setsid, a daemon's
+// double fork) is found on Linux by the token in WEBHOOK_EXEC_RUN, an
+// environment variable every run gets and its descendants inherit: after
+// the run, every process that started after the program and carries the
+// run's token is killed too. What is not reaped: on other Unix systems, a
+// descendant outside the group; everywhere, one that replaced its
+// environment (env -i) or changed its user. A program that must start a
+// long-lived service hands it to a service manager.
 type ExecTarget struct {
 	// The program to run: an absolute path, a relative path with a slash
 	// (taken from Caddy's working directory), or a name looked up in
@@ -273,7 +279,8 @@ func (t *ExecTarget) Deliver(ctx context.Context, job *queue.Job) error {
 
 	cmd := exec.CommandContext(runCtx, t.path, args...)
 	cmd.Dir = t.Dir
-	cmd.Env = append(slices.Clip(t.env), execEnv(job)...)
+	token := execRunToken()
+	cmd.Env = append(append(slices.Clip(t.env), execEnv(job)...), execRunEnv+"="+token)
 	cmd.WaitDelay = execWaitDelay
 	execIsolate(cmd)
 
@@ -304,6 +311,9 @@ func (t *ExecTarget) Deliver(ctx context.Context, job *queue.Job) error {
 		// next deploy, so retried.
 		return fmt.Errorf("start program: %w", err)
 	}
+	// The program is ours until Wait, a zombie at worst, so its start
+	// time can be read now; descendants start no earlier.
+	started, traced := execStartTime(cmd.Process.Pid)
 
 	var out execTail
 	var wg sync.WaitGroup
@@ -316,8 +326,12 @@ func (t *ExecTarget) Deliver(ctx context.Context, job *queue.Job) error {
 	wg.Go(func() { _, _ = io.Copy(&out, outR) })
 
 	err = cmd.Wait()
-	// Whatever the program left running in its group goes with it.
+	// Whatever the program left running in its group goes with it, and
+	// so do its descendants that left the group.
 	execKillGroup(cmd.Process.Pid)
+	if traced {
+		execKillMarked(token, started)
+	}
 	// With the group gone the pipes close, unless a process escaped the
 	// group (setsid) and holds them: stop waiting for it after a while.
 	deadline := time.Now().Add(execWaitDelay)

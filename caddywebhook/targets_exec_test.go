@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -412,6 +413,46 @@ func TestExecTargetKillsLeftovers(t *testing.T) {
 	execTestGone(t, execTestPid(t, pidFile))
 }
 
+// TestExecTargetKillsSetsidDescendant: a grandchild that calls setsid
+// leaves the program's process group, and once the program exits it is
+// re-parented away from it; it must still be killed after the run, and a
+// process the run did not start (another child of Caddy, here of the
+// test) must not be, even one carrying another run's marker.
+func TestExecTargetKillsSetsidDescendant(t *testing.T) {
+	if _, err := os.Stat("/proc/self/environ"); err != nil {
+		t.Skip("finding descendants outside the process group needs Linux's /proc")
+	}
+	bystander := exec.Command("sleep", "300")
+	bystander.Env = append(os.Environ(), execRunEnv+"="+execRunToken())
+	if err := bystander.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = bystander.Process.Kill()
+		_ = bystander.Wait()
+	})
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	tgt := execTestSetup(t, &ExecTarget{
+		Command: execTestProgram(t, "target_grandchild.sh"),
+		Args:    []string{pidFile, "setsid"},
+	})
+	if err := tgt.Deliver(t.Context(), targetTestJob("exec")); err != nil {
+		t.Fatalf("Deliver: %v", err)
+	}
+	pid := execTestPid(t, pidFile)
+	// "pid (comm) state ppid pgrp …": the grandchild leads a group of its
+	// own, so the group kill did not reach it.
+	if stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat")); err == nil {
+		if f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:])); len(f) > 2 && f[2] != strconv.Itoa(pid) {
+			t.Errorf("the grandchild's process group is %s, want its own (%d): it did not escape", f[2], pid)
+		}
+	}
+	execTestGone(t, pid)
+	if stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(bystander.Process.Pid), "stat")); err != nil || bytes.Contains(stat, []byte(") Z ")) {
+		t.Errorf("a process the run did not start was killed (%v)", err)
+	}
+}
+
 func TestExecTargetProgramResolution(t *testing.T) {
 	notExecutable := filepath.Join(t.TempDir(), "plain.sh")
 	if err := os.WriteFile(notExecutable, []byte("#!/bin/sh\n"), 0o644); err != nil {
@@ -572,4 +613,17 @@ func TestExecTargetUnmarshalCaddyfile(t *testing.T) {
 		{name: "exit code 0", input: "exec /bin/true {\n permanent_exit_codes 0\n}", wantErr: `permanent_exit_codes: "0" is not`},
 		{name: "inherit_env with argument", input: "exec /bin/true {\n inherit_env yes\n}", wantErr: "inherit_env: takes no arguments"},
 	})
+}
+
+// BenchmarkExecKillMarked is the cost the search for escaped descendants
+// adds to every run: one walk of /proc that finds nothing.
+func BenchmarkExecKillMarked(b *testing.B) {
+	since, ok := execStartTime(os.Getpid())
+	if !ok {
+		b.Skip("needs Linux's /proc")
+	}
+	token := execRunToken()
+	for b.Loop() {
+		execKillMarked(token, since)
+	}
 }
