@@ -384,6 +384,7 @@ func (a *App) Start() error {
 	a.mu.Lock()
 	a.started = true
 	handlers := maps.Clone(a.routes)
+	redact := a.redactorLocked()
 	policyFor := a.policyFor(a.policies)
 	limits := maps.Clone(a.limits)
 	a.mu.Unlock()
@@ -422,7 +423,7 @@ func (a *App) Start() error {
 		flow = a.newFlow(routes, limits, notify, pauses.paused)
 		cfg := queue.PoolConfig{
 			Store:         store,
-			Handler:       router(handlers),
+			Handler:       redactingHandler{next: router(handlers), r: redact},
 			Workers:       n,
 			Lease:         time.Duration(a.Lease),
 			PollInterval:  time.Duration(a.PollInterval),

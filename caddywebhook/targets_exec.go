@@ -359,6 +359,9 @@ func (t *ExecTarget) Deliver(ctx context.Context, job *queue.Job) error {
 	return t.failure(fmt.Sprintf("wait for program: %v", err), &out)
 }
 
+// secretValues implements secretHolder: the env values of 8 bytes or more.
+func (t *ExecTarget) secretValues() []string { return t.redact }
+
 // failure builds the error text "<what>: <output tail>", trimming the tail
 // from the front so the whole text fits in a job's last error and the
 // program's last words survive. The output goes through queue.SafeText,

@@ -381,6 +381,22 @@ func httpURLSecrets(u *url.URL) []string {
 	return secrets
 }
 
+// secretValues implements secretHolder: the values scrub removes and
+// every static header value, whose bearer or basic part the redactor
+// takes out too.
+func (t *HTTPTarget) secretValues() []string {
+	out := slices.Clone(t.redact)
+	for _, values := range t.headers {
+		out = append(out, values...)
+	}
+	if t.basicAuth != nil {
+		if pw, ok := t.basicAuth.Password(); ok {
+			out = append(out, pw)
+		}
+	}
+	return out
+}
+
 // scrub removes the signing secret, long static header values and the
 // URL's credentials from text an upstream chose to send back.
 func (t *HTTPTarget) scrub(s string) string { return redactSecrets(s, t.redact) }
