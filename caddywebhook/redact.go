@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/base64"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -14,13 +15,6 @@ import (
 // shorter ones ("1", "yes", a port) would blank out ordinary words of an
 // error message.
 const minSecretLen = 8
-
-// secretHolder is a target that holds configured secrets (header values,
-// a signing secret, URL credentials, environment values), for the
-// config's redactor.
-type secretHolder interface {
-	secretValues() []string
-}
 
 // redactor replaces every configured secret of one config load (receiver
 // secrets and verify tokens, every target's header values and their
@@ -47,7 +41,9 @@ func newRedactor(values []string) *redactor {
 	return r
 }
 
-// add adds v and, for an Authorization-style value ("Bearer <token>",
+// add adds v and its parts: for a URL (an upstream's, a DSN) the
+// password and the query string and its values; for a key=value DSN its
+// password; for an Authorization-style value ("Bearer <token>",
 // "Basic <base64>", "token <t>"), the credential after the scheme and,
 // for Basic, the decoded "user:password" and the password.
 func (r *redactor) add(v string) {
@@ -56,6 +52,24 @@ func (r *redactor) add(v string) {
 		return
 	}
 	r.secrets = append(r.secrets, v)
+	if u, err := url.Parse(v); err == nil && u.Scheme != "" && u.Host != "" {
+		if pw, ok := u.User.Password(); ok {
+			r.part(pw)
+		}
+		r.part(u.RawQuery)
+		for _, values := range u.Query() {
+			for _, q := range values {
+				r.part(q)
+				r.part(url.QueryEscape(q))
+			}
+		}
+		return
+	}
+	for _, f := range strings.Fields(v) {
+		if pw, ok := strings.CutPrefix(f, "password="); ok {
+			r.part(strings.Trim(pw, "'"))
+		}
+	}
 	scheme, cred, ok := strings.Cut(v, " ")
 	if !ok {
 		return
@@ -78,19 +92,18 @@ func (r *redactor) add(v string) {
 }
 
 // redactorLocked builds the redactor of this config load from every
-// receiver's secrets and every target's (notify's too). a.mu is held.
+// value its modules resolved from a secret-bearing field (Secrets: the
+// receivers' secrets and verify tokens, the targets' URLs, headers,
+// sign secrets and exec env, notify's, the DSN). a.mu is held.
 func (a *App) redactorLocked() *redactor {
-	var values []string
-	for _, rc := range a.receivers {
-		values = append(values, rc.secrets...)
-		values = append(values, rc.verifyToken)
+	return newRedactor(a.secrets.Values())
+}
+
+// part adds a part of a secret, if it is long enough to look for.
+func (r *redactor) part(v string) {
+	if len(v) >= minSecretLen {
+		r.secrets = append(r.secrets, v)
 	}
-	for _, t := range a.routes {
-		if h, ok := t.(secretHolder); ok {
-			values = append(values, h.secretValues()...)
-		}
-	}
-	return newRedactor(values)
 }
 
 // redact replaces every secret in s with [redacted].

@@ -12,7 +12,8 @@ import (
 
 func TestRedactor(t *testing.T) {
 	basic := base64.StdEncoding.EncodeToString([]byte("deployer:basic-password-123"))
-	r := newRedactor([]string{"Bearer bearer-token-0123", "Basic " + basic, "short", "whsec_signsecret0123", "bearer-token-0123"})
+	r := newRedactor([]string{"Bearer bearer-token-0123", "Basic " + basic, "short", "whsec_signsecret0123", "bearer-token-0123",
+		"https://u:hook-url-password@example.com/h?key=url-query-key-123", "host=db user=q password=dsn-password-xyz"})
 	tests := []struct {
 		name, in, want string
 	}{
@@ -23,6 +24,9 @@ func TestRedactor(t *testing.T) {
 		{"basic encoded", "header Basic " + basic, "header [redacted]"},
 		{"sign secret", "secret whsec_signsecret0123 refused", "secret [redacted] refused"},
 		{"short values left alone", "short answer", "short answer"},
+		{"url password", "auth failed for hook-url-password", "auth failed for [redacted]"},
+		{"url query value", "bad key url-query-key-123", "bad key [redacted]"},
+		{"dsn password", "password dsn-password-xyz rejected", "password [redacted] rejected"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

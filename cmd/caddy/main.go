@@ -8,7 +8,7 @@ import (
 
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 
-	_ "github.com/caddywebhook/caddywebhook/caddywebhook"
+	_ "github.com/caddywebhook/caddywebhook"
 )
 
 func main() {

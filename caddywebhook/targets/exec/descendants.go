@@ -1,6 +1,6 @@
 //go:build unix
 
-package caddywebhook
+package exectarget
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 	"syscall"
 )
 
-// execRunEnv names the environment variable that marks every process of
+// runEnv names the environment variable that marks every process of
 // one run of an exec target with a token of its own. A descendant that
 // leaves the program's process group (setsid, a double fork into a new
 // session) escapes the group kill and, once its parent exits, no longer
@@ -19,23 +19,23 @@ import (
 // it was started with, so after each run the target looks for the token
 // in /proc and kills what it finds. The token is random per run, so
 // Caddy's other children and other runs' processes never match.
-const execRunEnv = "WEBHOOK_EXEC_RUN"
+const runEnv = "WEBHOOK_EXEC_RUN"
 
-// execRunToken returns a fresh token for execRunEnv.
-func execRunToken() string {
+// runToken returns a fresh token for runEnv.
+func runToken() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
 	return hex.EncodeToString(b[:])
 }
 
-// execKillPasses bounds the walks of /proc: a marked process may fork
+// killPasses bounds the walks of /proc: a marked process may fork
 // while a walk passes it, so walks repeat until one kills nothing.
-const execKillPasses = 4
+const killPasses = 4
 
-// execStartTime returns the start time of pid, in clock ticks since boot,
+// startTime returns the start time of pid, in clock ticks since boot,
 // from /proc/<pid>/stat; ok is false where there is no /proc (not Linux)
 // or no such process.
-func execStartTime(pid int) (uint64, bool) {
+func startTime(pid int) (uint64, bool) {
 	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return 0, false
@@ -55,20 +55,20 @@ func execStartTime(pid int) (uint64, bool) {
 	return v, err == nil
 }
 
-// execKillMarked kills every process that started no earlier than since
+// killMarked kills every process that started no earlier than since
 // (clock ticks since boot, the program's own start) and whose environment
-// holds execRunEnv=token, and returns how many it signalled. The start
+// holds runEnv=token, and returns how many it signalled. The start
 // time is read first, from a small file, so that only processes younger
 // than the program have their environment read: a walk costs one stat
 // read per process on the machine. What it cannot see it leaves alone: a
 // process that replaced its environment (env -i, execve with a fresh
 // one), one that changed its user (its environ is unreadable), and any
 // process where /proc is missing (every Unix but Linux).
-func execKillMarked(token string, since uint64) int {
-	marker := []byte(execRunEnv + "=" + token + "\x00")
+func killMarked(token string, since uint64) int {
+	marker := []byte(runEnv + "=" + token + "\x00")
 	self := os.Getpid()
 	killed := 0
-	for range execKillPasses {
+	for range killPasses {
 		d, err := os.Open("/proc")
 		if err != nil {
 			return killed
@@ -81,7 +81,7 @@ func execKillMarked(token string, since uint64) int {
 			if err != nil || pid == self {
 				continue
 			}
-			if start, ok := execStartTime(pid); !ok || start < since {
+			if start, ok := startTime(pid); !ok || start < since {
 				continue
 			}
 			// A zombie's environ reads empty, so the dead are never
