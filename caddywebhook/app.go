@@ -382,6 +382,7 @@ func (a *App) Start() error {
 	a.mu.Lock()
 	a.started = true
 	handlers := maps.Clone(a.routes)
+	redact := a.redactorLocked()
 	policyFor := a.policyFor(a.policies)
 	limits := maps.Clone(a.limits)
 	a.mu.Unlock()
@@ -405,7 +406,7 @@ func (a *App) Start() error {
 		return fmt.Errorf("webhook: %w", err)
 	}
 
-	pool, pauses, flow, err := a.newPool(store, routes, router(handlers), policyFor, limits, notify, obs)
+	pool, pauses, flow, err := a.newPool(store, routes, redactingHandler{next: router(handlers), r: redact}, policyFor, limits, notify, obs)
 	if err != nil {
 		return err
 	}

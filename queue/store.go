@@ -370,4 +370,11 @@ var (
 	ErrNotDead  = errors.New("job is not dead")
 	ErrRunning  = errors.New("job is running")
 	ErrClosed   = errors.New("store closed")
+
+	// ErrDiskLow refuses an Enqueue because the free space left to the
+	// database is below the store's reserve. Only ingest is refused: the
+	// reserve is there so that claims, finishes, purges and the other
+	// writes that drain the backlog keep committing. A caller answers
+	// "try again later" (the receiver's 503 disk_low); nothing was written.
+	ErrDiskLow = errors.New("free disk space below the reserve")
 )
