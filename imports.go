@@ -12,4 +12,7 @@ import (
 	// The Caddy modules: the webhook_receiver handler, the webhook app, its
 	// http and exec targets and its admin API.
 	_ "github.com/caddywebhook/caddywebhook/caddywebhook"
+	// The pull target, and the webhook_consumer handler its consumers use.
+	_ "github.com/caddywebhook/caddywebhook/caddywebhook/consumer"
+	_ "github.com/caddywebhook/caddywebhook/caddywebhook/targets/pull"
 )

@@ -121,6 +121,7 @@ type App struct {
 	notify   *notifier   // nil without Notify
 	pauses   *pauseSet   // nil without a pool
 	flow     *queue.Flow // nil when no target has a rate, concurrency or circuit breaker
+	pull     *Pull       // nil without pull targets (pull.go)
 
 	// receivers by source, for the admin API's injected events (ops.go)
 	receivers map[string]*Receiver
@@ -152,7 +153,8 @@ var stores = caddy.NewUsagePool()
 // holding it is cleaned up.
 type sharedStore struct {
 	queue.Store
-	settings string // the storeSpec settings it was opened with
+	settings string     // the storeSpec settings it was opened with
+	wakers   pullWakers // the consumers waiting for pull targets' jobs (pull.go)
 }
 
 // Destruct implements caddy.Destructor.
@@ -194,12 +196,12 @@ func (a *App) Validate() error {
 // queueStore returns the store, opening (or sharing) it on first use.
 func (a *App) queueStore() (queue.Store, error) {
 	if s := a.opened.Load(); s != nil {
-		return s.Store, nil
+		return s, nil
 	}
 	a.storeMu.Lock()
 	defer a.storeMu.Unlock()
 	if s := a.opened.Load(); s != nil {
-		return s.Store, nil
+		return s, nil
 	}
 	if a.released {
 		return nil, queue.ErrClosed
@@ -224,7 +226,7 @@ func (a *App) queueStore() (queue.Store, error) {
 			zap.String("in_effect", shared.settings))
 	}
 	a.opened.Store(shared)
-	return shared.Store, nil
+	return shared, nil
 }
 
 // openedStore returns the store if it is open, else nil.
@@ -412,14 +414,22 @@ func (a *App) Start() error {
 	var pauses *pauseSet
 	var pool *queue.Pool
 	var flow *queue.Flow
-	if n := a.workers(); n > 0 && len(routes) > 0 {
+	var pull *Pull
+	// The pool never claims a pull target's jobs: its consumers do.
+	pulled, pooled := pullRoutes(routes, handlers)
+	if n := a.workers(); (n > 0 && len(pooled) > 0) || len(pulled) > 0 {
 		pauses = newPauseSet(store, a.logger)
 		if err := pauses.refresh(a.ctx); err != nil {
 			return fmt.Errorf("webhook: %w", err)
 		}
+	}
+	if len(pulled) > 0 {
+		pull = a.newPull(store, pulled, a.policies, pauses.paused, obs)
+	}
+	if n := a.workers(); n > 0 && len(pooled) > 0 {
 		// With flow control the flow answers for pauses too (its plan
 		// names the routes a claim reads).
-		flow = a.newFlow(routes, limits, notify, pauses.paused)
+		flow = a.newFlow(pooled, limits, notify, pauses.paused)
 		cfg := queue.PoolConfig{
 			Store:         store,
 			Handler:       router(handlers),
@@ -430,7 +440,7 @@ func (a *App) Start() error {
 			PolicyFor:     policyFor,
 			MaxRetryAfter: time.Duration(a.MaxRetryAfter),
 			ShutdownGrace: time.Duration(a.ShutdownGrace),
-			Routes:        routes,
+			Routes:        pooled,
 			Paused:        pauses.paused,
 			Observer:      obs,
 		}
@@ -467,12 +477,17 @@ func (a *App) Start() error {
 		pauses.Start(a.ctx)
 	}
 	a.mu.Lock()
-	a.pool, a.keeper, a.notify, a.pauses, a.flow = pool, keeper, notify, pauses, flow
+	a.pool, a.keeper, a.notify, a.pauses, a.flow, a.pull = pool, keeper, notify, pauses, flow, pull
 	a.mu.Unlock()
 	setActiveQueue(a, store, a.retention(), routes, pauses, flow)
 
 	fields := []zap.Field{zap.Int("routes", len(routes)), zap.Int("workers", a.workers())}
+	if pull != nil {
+		fields = append(fields, zap.Strings("pull_targets", pull.Targets()))
+	}
 	switch {
+	case pool == nil && pull != nil:
+		a.logger.Info("webhook queue started: pull targets only, for their consumers", fields...)
 	case pool != nil:
 		fields = append(fields, zap.String("lease_owner", pool.Owner()))
 		a.logger.Info("webhook queue started", fields...)
@@ -496,9 +511,12 @@ const stopMargin = 5 * time.Second
 // replaces this one; Cleanup releases it.
 func (a *App) Stop() error {
 	a.mu.Lock()
-	pool, keeper, notify, pauses := a.pool, a.keeper, a.notify, a.pauses
-	a.pool, a.keeper, a.notify, a.pauses, a.flow = nil, nil, nil, nil, nil
+	pool, keeper, notify, pauses, pull := a.pool, a.keeper, a.notify, a.pauses, a.pull
+	a.pool, a.keeper, a.notify, a.pauses, a.flow, a.pull = nil, nil, nil, nil, nil, nil
 	a.mu.Unlock()
+	if pull != nil {
+		pull.stop()
+	}
 	clearActiveQueue(a)
 	// A draining pool claims nothing more, so its pauses need no refresh.
 	if pauses != nil {

@@ -21,13 +21,13 @@ func (s *Store) Held(ctx context.Context, claims []queue.Claimed) ([]*queue.Job,
 	if len(claims) == 0 {
 		return nil, nil
 	}
-	fences := make(map[int64]int64, len(claims))
+	asked := make(map[queue.Claimed]bool, len(claims))
 	ids := make([]int64, 0, len(claims))
 	for _, c := range claims {
-		if _, ok := fences[c.ID]; !ok {
+		if !asked[c] {
 			ids = append(ids, c.ID)
 		}
-		fences[c.ID] = c.Fence
+		asked[c] = true
 	}
 	var jobs []*queue.Job
 	err := s.readTx(ctx, func(tx pgx.Tx) error {
@@ -43,7 +43,7 @@ func (s *Store) Held(ctx context.Context, claims []queue.Claimed) ([]*queue.Job,
 				&j.Attempt, &j.Replays, &j.ReplayBase, &j.Fence, &j.LeaseOwner, &leaseUntil, &j.CreatedAt); err != nil {
 				return err
 			}
-			if j.Fence != fences[j.ID] {
+			if !asked[j.Claimed()] {
 				continue // claimed again since: that claim is stale
 			}
 			j.LeaseUntil = timeOf(leaseUntil)

@@ -89,6 +89,7 @@ func testConsumerHeld(t *testing.T, s queue.Store) {
 		{"none", nil, nil},
 		{"current claim", claims(a), []int64{a.ID}},
 		{"current claim twice", claims(a, a), []int64{a.ID}},
+		{"stale and current claim", []queue.Claimed{{ID: a.ID, Fence: a.Fence - 1}, a.Claimed(), {ID: a.ID, Fence: a.Fence + 1}}, []int64{a.ID}},
 		{"wrong fence", []queue.Claimed{{ID: a.ID, Fence: a.Fence + 1}}, nil},
 		{"finished", claims(b), nil},
 		{"handed back", claims(c), nil},
