@@ -304,6 +304,9 @@ func (t *HTTPTarget) Deliver(ctx context.Context, job *queue.Job) error {
 		return t.networkError(ctx, attemptCtx, err)
 	}
 	defer resp.Body.Close()
+	if f, ok := ctx.Value(httpStatusKey{}).(func(int)); ok {
+		f(resp.StatusCode)
+	}
 
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, httpDrainLen))
@@ -325,6 +328,17 @@ func (t *HTTPTarget) Deliver(ctx context.Context, job *queue.Job) error {
 		return queue.RetryAfter(failure, after)
 	}
 	return failure
+}
+
+// httpStatusKey is the context key of WithHTTPStatus.
+type httpStatusKey struct{}
+
+// WithHTTPStatus returns a context with which the http target's Deliver
+// calls report with the status of the upstream's answer before it
+// classifies it: for a program that forwards jobs with the target and
+// shows each answer (`caddy webhook listen`).
+func WithHTTPStatus(ctx context.Context, report func(status int)) context.Context {
+	return context.WithValue(ctx, httpStatusKey{}, report)
 }
 
 // networkError describes a failed round trip without the URL, whose query
