@@ -195,7 +195,7 @@ func (l *listener) claimLoop(ctx context.Context) error {
 			if isFatal(err) {
 				return fmt.Errorf("listen: claim: %w", err)
 			}
-			if msg := err.Error(); !connected || reported != msg {
+			if msg := err.Error(); reported != msg {
 				l.logf("cannot claim from %s: %v; retrying", l.cfg.URL, redactURL(err))
 				reported = msg
 			}
