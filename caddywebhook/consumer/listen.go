@@ -63,6 +63,7 @@ type listener struct {
 	lease   time.Duration // from the server's last answer
 	appDown bool          // the local app refused a connection; waiting for it
 	slots   chan struct{} // one per delivery running
+	acks    ackBatch
 
 	wg sync.WaitGroup
 }
@@ -385,9 +386,9 @@ func (l *listener) answer(ctx context.Context, res AckResult) (AckAnswer, bool) 
 	l.mu.Unlock()
 	retry := retryMin
 	for {
-		resp, err := l.api.ack(ctx, []AckResult{res})
-		if err == nil && len(resp.Results) == 1 {
-			return resp.Results[0], true
+		ans, err := l.acks.send(ctx, l.api, res)
+		if err == nil {
+			return ans, true
 		}
 		if isFatal(err) || time.Now().Add(retry).After(deadline) {
 			l.logf("cannot answer for job %d: %v", res.ID, redactURL(err))
@@ -398,6 +399,80 @@ func (l *listener) answer(ctx context.Context, res AckResult) (AckAnswer, bool) 
 		}
 		retry = min(retry*2, retryMax)
 	}
+}
+
+// ackBatch sends the results of deliveries that end together in one ack
+// request: while one request is out, the results that arrive wait, and the
+// next request takes them all. With 32 deliveries at once that is one
+// request (and one transaction on the server) for many results, instead
+// of one each.
+type ackBatch struct {
+	mu       sync.Mutex
+	queue    []*pendingAck
+	flushing bool
+}
+
+type pendingAck struct {
+	res  AckResult
+	done chan ackReply // buffered 1
+}
+
+type ackReply struct {
+	ans AckAnswer
+	err error
+}
+
+// ackTimeout bounds one ack request, which is not cancelled with the
+// delivery that sends it: it carries other deliveries' results too.
+const ackTimeout = 30 * time.Second
+
+// send queues res and returns the server's answer for it.
+func (b *ackBatch) send(ctx context.Context, api *client, res AckResult) (AckAnswer, error) {
+	p := &pendingAck{res: res, done: make(chan ackReply, 1)}
+	b.mu.Lock()
+	b.queue = append(b.queue, p)
+	if b.flushing {
+		b.mu.Unlock()
+		select {
+		case r := <-p.done:
+			return r.ans, r.err
+		case <-ctx.Done():
+			return AckAnswer{}, ctx.Err()
+		}
+	}
+	b.flushing = true
+	b.mu.Unlock()
+	for {
+		b.mu.Lock()
+		n := min(len(b.queue), maxLeases)
+		batch := b.queue[:n:n]
+		b.queue = b.queue[n:]
+		if n == 0 {
+			b.flushing = false
+			b.mu.Unlock()
+			break
+		}
+		b.mu.Unlock()
+		results := make([]AckResult, n)
+		for i, q := range batch {
+			results[i] = q.res
+		}
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ackTimeout)
+		resp, err := api.ack(actx, results)
+		cancel()
+		if err == nil && len(resp.Results) != n {
+			err = fmt.Errorf("ack: %d answers for %d results", len(resp.Results), n)
+		}
+		for i, q := range batch {
+			if err != nil {
+				q.done <- ackReply{err: err}
+			} else {
+				q.done <- ackReply{ans: resp.Results[i]}
+			}
+		}
+	}
+	r := <-p.done
+	return r.ans, r.err
 }
 
 func (l *listener) forget(id int64) {
