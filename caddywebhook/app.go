@@ -424,7 +424,7 @@ func (a *App) Start() error {
 		}
 	}
 	if len(pulled) > 0 {
-		pull = a.newPull(store, pulled, a.policies, pauses.paused, obs)
+		pull = a.newPull(store, pulled, handlers, a.policies, pauses.paused, obs)
 	}
 	if n := a.workers(); n > 0 && len(pooled) > 0 {
 		// With flow control the flow answers for pauses too (its plan

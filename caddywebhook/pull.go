@@ -54,6 +54,7 @@ type Pull struct {
 	poll     time.Duration
 	routes   map[string][]queue.Route // the routes of each pull target
 	deciders map[queue.Route]queue.Decider
+	shapers  map[queue.Route]jobShaper // the routes whose jobs a transform reshapes
 	paused   func(queue.Route) bool
 	obs      queue.Observer
 	wakers   *pullWakers
@@ -72,12 +73,43 @@ func (a *App) Pull() (*Pull, error) {
 	return a.pull, nil
 }
 
+// wrappedTarget is a Target that wraps another, as a content rule's
+// transform wraps the target it reshapes jobs for: a wrapped pull target
+// is still a pull target.
+type wrappedTarget interface {
+	Target
+	unwrapTarget() Target
+}
+
+// jobShaper is a wrapper that reshapes a job as its Deliver would before
+// the target it wraps sees it (a transform): a consumer is handed the job
+// so reshaped. An error is permanent: the same stored job fails the same
+// way every time.
+type jobShaper interface {
+	shapeJob(job *queue.Job) (*queue.Job, error)
+}
+
+// isPull reports whether t is a pull target, or wraps one.
+func isPull(t Target) bool {
+	for t != nil {
+		if _, ok := t.(PullTarget); ok {
+			return true
+		}
+		w, ok := t.(wrappedTarget)
+		if !ok {
+			return false
+		}
+		t = w.unwrapTarget()
+	}
+	return false
+}
+
 // pullRoutes splits routes into those of pull targets, by target, and the
 // rest, which the pool claims.
 func pullRoutes(routes []queue.Route, targets map[queue.Route]Target) (pulled map[string][]queue.Route, pooled []queue.Route) {
 	pulled = make(map[string][]queue.Route)
 	for _, r := range routes {
-		if _, ok := targets[r].(PullTarget); ok {
+		if isPull(targets[r]) {
 			pulled[r.Target] = append(pulled[r.Target], r)
 			continue
 		}
@@ -87,15 +119,19 @@ func pullRoutes(routes []queue.Route, targets map[queue.Route]Target) (pulled ma
 }
 
 // newPull builds the pull side of a starting app over its pull routes.
-func (a *App) newPull(store queue.Store, routes map[string][]queue.Route, policies map[queue.Route]retryPolicy, paused func(queue.Route) bool, obs queue.Observer) *Pull {
+func (a *App) newPull(store queue.Store, routes map[string][]queue.Route, targets map[queue.Route]Target, policies map[queue.Route]retryPolicy, paused func(queue.Route) bool, obs queue.Observer) *Pull {
 	policyFor := a.policyFor(policies)
 	base := queue.Decider{MaxAttempts: a.MaxAttempts, MaxRetryAfter: time.Duration(a.MaxRetryAfter)}
 	if a.Backoff != nil {
 		base.Retry = queue.Backoff{Base: time.Duration(a.Backoff.Base), Max: time.Duration(a.Backoff.Max)}
 	}
 	deciders := make(map[queue.Route]queue.Decider)
+	shapers := make(map[queue.Route]jobShaper)
 	for _, rs := range routes {
 		for _, r := range rs {
+			if s, ok := targets[r].(jobShaper); ok {
+				shapers[r] = s
+			}
 			d := base
 			if policyFor != nil {
 				retry, maxAttempts := policyFor(&queue.Job{Source: r.Source, Target: r.Target})
@@ -115,6 +151,7 @@ func (a *App) newPull(store queue.Store, routes map[string][]queue.Route, polici
 		poll:     time.Duration(a.PollInterval),
 		routes:   routes,
 		deciders: deciders,
+		shapers:  shapers,
 		paused:   paused,
 		obs:      obs,
 		now:      time.Now,
@@ -204,7 +241,49 @@ func (p *Pull) Claim(ctx context.Context, target string, limit int) ([]*queue.Jo
 	for _, j := range jobs {
 		p.obs.JobStarted(j)
 	}
+	if len(p.shapers) > 0 {
+		return p.shape(ctx, jobs)
+	}
 	return jobs, nil
+}
+
+// shape reshapes the claimed jobs of the routes with a transform. A job
+// whose transform fails goes dead at once with the error, as it would on
+// its way to any other target, and is not handed out.
+func (p *Pull) shape(ctx context.Context, jobs []*queue.Job) ([]*queue.Job, error) {
+	out := jobs[:0:0]
+	var failed []*queue.Job
+	var cs []queue.Completion
+	var errs []error
+	now := p.now()
+	for _, j := range jobs {
+		route := queue.Route{Source: j.Source, Target: j.Target}
+		s, ok := p.shapers[route]
+		if !ok {
+			out = append(out, j)
+			continue
+		}
+		shaped, err := s.shapeJob(j)
+		if err == nil {
+			out = append(out, shaped)
+			continue
+		}
+		err = queue.Permanent(err)
+		c := p.deciders[route].Decide(j, err, now)
+		c.Started = now
+		failed, cs, errs = append(failed, j), append(cs, c), append(errs, err)
+	}
+	if len(cs) > 0 {
+		recorded, err := p.store.Finish(context.WithoutCancel(ctx), cs)
+		if err != nil {
+			p.obs.StoreError("finish", err)
+			return out, nil // their leases run out; the next claim tries again
+		}
+		for i, j := range failed {
+			p.obs.JobFinished(j, cs[i], recorded[i], errs[i])
+		}
+	}
+	return out, nil
 }
 
 // held reads the claims still held of the pull targets in allowed, by id.
