@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -48,6 +49,13 @@ func (r *runner) listen(ctx context.Context) error {
 			return err
 		}
 		procs = append(procs, p)
+	}
+	// Until a listener is ready, a SIGINT would kill it rather than stop
+	// it, and the warmup would measure its start.
+	for i := range procs {
+		if err := r.listenerReady(ctx, i); err != nil {
+			return err
+		}
 	}
 	r.logf("%s: %d listener(s), %d deliveries at once each, to an upstream that answers in %s%s",
 		name, len(procs), listenConcurrency, r.o.delay, r.perInstance())
@@ -110,11 +118,36 @@ func (r *runner) listen(ctx context.Context) error {
 	return nil
 }
 
+// listenerReady waits until listener i says it is forwarding.
+func (r *runner) listenerReady(ctx context.Context, i int) error {
+	path := r.listenerLog(i)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("read listener log: %w", err)
+		}
+		if bytes.Contains(b, []byte("Ready! Forwarding")) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("listener %d not ready after a minute: %s", i+1, b)
+		}
+		if !sleepCtx(ctx, 50*time.Millisecond) {
+			return ctx.Err()
+		}
+	}
+}
+
+func (r *runner) listenerLog(i int) string {
+	return filepath.Join(r.dir, fmt.Sprintf("listen-%d.log", i+1))
+}
+
 // startListener runs `caddy webhook listen` against instance i's consumer
 // endpoint, forwarding to the recording upstream; its output goes to
 // listen-<i>.log in the work directory.
 func (r *runner) startListener(i int) (*exec.Cmd, error) {
-	logf, err := os.OpenFile(filepath.Join(r.dir, fmt.Sprintf("listen-%d.log", i+1)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	logf, err := os.OpenFile(r.listenerLog(i), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("create listener log: %w", err)
 	}
