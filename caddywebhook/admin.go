@@ -6,15 +6,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
 
 	"github.com/caddywebhook/caddywebhook/queue"
 )
@@ -34,9 +37,8 @@ func init() {
 type adminAPI struct {
 	// now is the clock for stats and purge cutoffs; nil means time.Now.
 	now func() time.Time
-	// purgeBatch is how many jobs one Purge call deletes; 0 means
-	// queue.DefaultPurgeBatch, the housekeeper's batch.
-	purgeBatch int
+	// mux dispatches routes(); Routes builds it.
+	mux *http.ServeMux
 }
 
 // CaddyModule returns the Caddy module information.
@@ -47,13 +49,23 @@ func (adminAPI) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-// Routes returns the one route that serves every /webhook/ endpoint; the
-// handler does its own routing so that errors are APIErrors with the right
-// status (405 with Allow, 404 for an unknown path) instead of the mux's text.
+// Routes returns the one route that serves every /webhook/ endpoint:
+// adminRoutes, dispatched by an http.ServeMux of their own, so that an
+// error is answered as JSON naming its parameter, and an unknown path or
+// method with the API's own 404 or 405 (with Allow) instead of the mux's
+// text.
 func (a *adminAPI) Routes() []caddy.AdminRoute {
+	a.mux = a.newMux()
 	return []caddy.AdminRoute{{
 		Pattern: adminBasePath,
-		Handler: caddy.AdminHandlerFunc(a.serveWebhook),
+		Handler: caddy.AdminHandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+			if err := a.serveWebhook(w, r); err != nil {
+				status := writeAPIError(w, err)
+				// Logged as Caddy's admin server logs the errors it answers.
+				caddy.Log().Named("admin.api").Error("request error", zap.Error(err), zap.Int("status_code", status))
+			}
+			return nil
+		}),
 	}}
 }
 
@@ -64,105 +76,133 @@ const (
 	adminMaxLimit = 1000
 )
 
-// adminRoute is one endpoint: the handler for each allowed method and the
-// query parameters it accepts, so a misspelt filter (?sorce=github on a bulk
+// adminRoute is one endpoint: its method and path (an http.ServeMux
+// pattern, where {job} and {event} are ids), its handler, and the query
+// parameters it accepts, so a misspelt filter (?sorce=github on a bulk
 // replay) is refused instead of silently widening the operation.
 type adminRoute struct {
-	methods map[string]queueHandler
+	pattern string
+	handle  queueHandler
 	params  []string
 }
 
-// queueHandler serves one endpoint on the active queue; id is the job id
-// from the path, or 0 for the endpoints without one.
+// queueHandler serves one endpoint on the active queue; id is the job or
+// event id from the path, or 0 for the endpoints without one.
 type queueHandler func(w http.ResponseWriter, r *http.Request, q *activeQueue, id int64) error
 
-func (a *adminAPI) serveWebhook(w http.ResponseWriter, r *http.Request) error {
-	route, id, err := a.route(r.URL.Path)
+// routes is the admin API, one line an endpoint (docs/ADMIN.md).
+func (a *adminAPI) routes() []adminRoute {
+	filter := []string{"status", "source", "target"}
+	return []adminRoute{
+		{"GET /webhook/stats", a.handleStats, nil},
+		{"GET /webhook/jobs", a.handleList, append(slices.Clip(filter), "limit", "cursor", "event_type", "delivery_id", "since", "until")},
+		{"GET /webhook/jobs/{job}", a.handleGet, nil},
+		{"DELETE /webhook/jobs/{job}", a.handleDiscard, nil},
+		{"POST /webhook/jobs/{job}/replay", a.handleReplay, nil},
+		{"POST /webhook/jobs/{job}/resend", a.handleResend, nil},
+		{"POST /webhook/replay", a.handleReplayDead, filter},
+		{"POST /webhook/discard", a.handleDiscardJobs, append(slices.Clip(filter), "unroutable")},
+		{"POST /webhook/purge", a.handlePurge, []string{"older_than"}},
+		{"GET /webhook/events", a.handleEvents, []string{"source", "delivery_id", "event_type", "since", "until", "has_target", "limit", "cursor"}},
+		{"GET /webhook/events/{event}", a.handleEvent, nil},
+		{"POST /webhook/events/{event}/send", a.handleSendEvent, []string{"target"}},
+		{"POST /webhook/send", a.handleInject, nil},
+		{"GET /webhook/tail", a.handleTail, []string{"source", "target", "outcome"}},
+		{"POST /webhook/pause", a.handlePause, []string{"source", "target"}},
+		{"POST /webhook/resume", a.handleResume, []string{"source", "target"}},
+	}
+}
+
+// newMux mounts the routes, and under them the catch-all that answers a
+// path no route has (404) or a method its route does not take (405).
+func (a *adminAPI) newMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	for _, rt := range a.routes() {
+		mux.Handle(rt.pattern, rt)
+	}
+	mux.HandleFunc(adminBasePath, func(w http.ResponseWriter, r *http.Request) {
+		var allow []string
+		probe := *r
+		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
+			probe.Method = m
+			if _, pattern := mux.Handler(&probe); pattern != adminBasePath {
+				allow = append(allow, m)
+				if m == http.MethodGet {
+					allow = append(allow, http.MethodHead) // the mux serves HEAD with GET
+				}
+			}
+		}
+		rw := w.(*routedWriter)
+		if len(allow) == 0 {
+			rw.err = apiError(http.StatusNotFound, "no webhook admin endpoint at %s", r.URL.Path)
+			return
+		}
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		rw.err = apiError(http.StatusMethodNotAllowed, "method %s not allowed on %s; use %s", r.Method, r.URL.Path, strings.Join(allow, " or "))
+	})
+	return mux
+}
+
+// routedWriter carries a route's error out of the mux, to be answered by
+// the caller of serveWebhook.
+type routedWriter struct {
+	http.ResponseWriter
+	err error
+}
+
+// ServeHTTP runs the route's handler on the active queue, after the checks
+// every route makes: the id in the path, the query parameters, a running
+// app.
+func (rt adminRoute) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rw := w.(*routedWriter)
+	rw.err = rt.serve(rw.ResponseWriter, r)
+}
+
+func (rt adminRoute) serve(w http.ResponseWriter, r *http.Request) error {
+	var id int64
+	var err error
+	if s := r.PathValue("job"); s != "" {
+		id, err = parseID(s, "job")
+	} else if s := r.PathValue("event"); s != "" {
+		id, err = parseID(s, "event")
+	}
 	if err != nil {
 		return err
 	}
-	handle, ok := route.methods[r.Method]
-	if !ok {
-		allow := make([]string, 0, len(route.methods))
-		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
-			if _, ok := route.methods[m]; ok {
-				allow = append(allow, m)
-			}
-		}
-		w.Header().Set("Allow", strings.Join(allow, ", "))
-		return apiError(http.StatusMethodNotAllowed, "method %s not allowed on %s; use %s", r.Method, r.URL.Path, strings.Join(allow, " or "))
-	}
-	if err := checkParams(r.URL.Query(), route.params); err != nil {
+	if err := checkParams(r.URL.Query(), rt.params); err != nil {
 		return err
 	}
 	q := currentQueue()
 	if q == nil {
 		return apiError(http.StatusServiceUnavailable, "no webhook app is running (add the global option `webhook` or a webhook_receiver to the config)")
 	}
-	return handle(w, r, q, id)
+	return rt.handle(w, r, q, id)
 }
+
+// serveWebhook serves one request of the admin API and returns its error
+// for the caller to answer with writeAPIError.
+func (a *adminAPI) serveWebhook(w http.ResponseWriter, r *http.Request) error {
+	rw := &routedWriter{ResponseWriter: w}
+	a.mux.ServeHTTP(rw, r)
+	return rw.err
+}
+
+// dashboardAdmin is the admin API the dashboard calls in-process.
+var dashboardAdmin = sync.OnceValue(func() *adminAPI {
+	a := new(adminAPI)
+	a.mux = a.newMux()
+	return a
+})
 
 // serveAdmin serves the /webhook/ endpoint at path (/webhook/stats, …)
 // in-process, exactly as the admin server would. The dashboard calls it, so
 // the page reaches every operation without Caddy's admin port being exposed,
-// and the two can never disagree. The error is a caddy.APIError for the
-// caller to write, as the admin server does.
+// and the two can never disagree. The error is for the caller to answer
+// with writeAPIError.
 func serveAdmin(w http.ResponseWriter, r *http.Request, path string) error {
 	r = r.Clone(r.Context())
 	r.URL.Path, r.URL.RawPath = path, ""
-	return new(adminAPI).serveWebhook(w, r)
-}
-
-// route maps a path under /webhook/ to its endpoint and, for the per-job
-// endpoints, the job id.
-func (a *adminAPI) route(path string) (adminRoute, int64, error) {
-	parts := strings.Split(strings.TrimSuffix(strings.TrimPrefix(path, adminBasePath), "/"), "/")
-	switch {
-	case len(parts) == 1 && parts[0] == "stats":
-		return adminRoute{methods: methods(http.MethodGet, a.handleStats)}, 0, nil
-	case len(parts) == 1 && parts[0] == "jobs":
-		return adminRoute{
-			methods: methods(http.MethodGet, a.handleList),
-			params:  append([]string{"status", "source", "target", "limit", "cursor"}, listFilterParams...),
-		}, 0, nil
-	case len(parts) == 1 && parts[0] == "replay":
-		return adminRoute{
-			methods: methods(http.MethodPost, a.handleReplayDead),
-			params:  []string{"status", "source", "target"},
-		}, 0, nil
-	case len(parts) == 1 && parts[0] == "discard":
-		return adminRoute{
-			methods: methods(http.MethodPost, a.handleDiscardJobs),
-			params:  []string{"status", "source", "target", "unroutable"},
-		}, 0, nil
-	case len(parts) == 1 && parts[0] == "purge":
-		return adminRoute{
-			methods: methods(http.MethodPost, a.handlePurge),
-			params:  []string{"older_than"},
-		}, 0, nil
-	case len(parts) == 2 && parts[0] == "jobs":
-		id, err := parseID(parts[1], "job")
-		if err != nil {
-			return adminRoute{}, 0, err
-		}
-		m := methods(http.MethodGet, a.handleGet)
-		m[http.MethodDelete] = a.handleDiscard
-		return adminRoute{methods: m}, id, nil
-	case len(parts) == 3 && parts[0] == "jobs" && parts[2] == "replay":
-		id, err := parseID(parts[1], "job")
-		if err != nil {
-			return adminRoute{}, 0, err
-		}
-		return adminRoute{methods: methods(http.MethodPost, a.handleReplay)}, id, nil
-	}
-	if route, id, ok, err := a.opsRoute(parts); ok {
-		return route, id, err
-	}
-	return adminRoute{}, 0, apiError(http.StatusNotFound, "no webhook admin endpoint at %s", path)
-}
-
-func methods(method string, h queueHandler) map[string]queueHandler {
-	return map[string]queueHandler{method: h}
+	return dashboardAdmin().serveWebhook(w, r)
 }
 
 // statsResponse is queue.Stats with each count marked when its route is
@@ -254,10 +294,33 @@ func (a *adminAPI) handleList(w http.ResponseWriter, r *http.Request, q *activeQ
 	if err != nil {
 		return storeError(0, err)
 	}
+	if len(page.Jobs) == 0 && p.Source != "" {
+		if err := a.knownSource(r.Context(), q, p.Source); err != nil {
+			return err
+		}
+	}
 	if page.Jobs == nil {
 		page.Jobs = []queue.JobSummary{}
 	}
 	return writeJSON(w, http.StatusOK, page)
+}
+
+// knownSource refuses, as a bad parameter, a source that is neither in the
+// running config nor in any job, so that a misspelt filter does not look
+// like a source with no jobs. The stats it reads cost the same however
+// many jobs there are.
+func (a *adminAPI) knownSource(ctx context.Context, q *activeQueue, source string) error {
+	if slices.ContainsFunc(q.Routes, func(rt queue.Route) bool { return rt.Source == source }) {
+		return nil
+	}
+	st, err := q.Store.Stats(ctx, a.clock())
+	if err != nil {
+		return storeError(0, err)
+	}
+	if slices.ContainsFunc(st.Counts, func(c queue.Count) bool { return c.Source == source && c.Jobs > 0 }) {
+		return nil
+	}
+	return badParam("source", "%q is not a source of the running config, and no job has it", source)
 }
 
 // jobResponse is a job in full. The payload is base64 in JSON, as []byte
@@ -448,7 +511,9 @@ func (a *adminAPI) handlePurge(w http.ResponseWriter, r *http.Request, q *active
 		return badParam("older_than", "is required: the webhook app has no retention configured")
 	}
 	cutoff := a.clock().Add(-olderThan)
-	total, err := queue.PurgeAll(r.Context(), q.Store, cutoff, cmp.Or(a.purgeBatch, queue.DefaultPurgeBatch))
+	// The store cuts the purge into short transactions, as for the
+	// housekeeper's passes.
+	total, err := q.Store.Purge(r.Context(), cutoff, math.MaxInt)
 	if err != nil {
 		// Batches already committed stay purged; say how many.
 		return storeError(0, fmt.Errorf("purge done jobs (%d purged before the error): %w", total, err))
@@ -506,8 +571,48 @@ func storeError(id int64, err error) error {
 	return caddy.APIError{HTTPStatus: http.StatusServiceUnavailable, Err: err}
 }
 
+// badParam is a 400 about the query parameter name, which the answer names
+// in its param field for clients to read.
 func badParam(name, format string, args ...any) error {
-	return apiError(http.StatusBadRequest, "invalid parameter "+name+": "+format, args...)
+	return caddy.APIError{HTTPStatus: http.StatusBadRequest,
+		Err: paramError{param: name, err: fmt.Errorf("invalid parameter "+name+": "+format, args...)}}
+}
+
+// paramError is an error about one request parameter.
+type paramError struct {
+	param string
+	err   error
+}
+
+func (e paramError) Error() string { return e.err.Error() }
+func (e paramError) Unwrap() error { return e.err }
+
+// apiErrorBody is the JSON of an error answer: the message, and the
+// parameter it is about, if any ({"error": "…", "param": "delivery_id"}).
+type apiErrorBody struct {
+	Error string `json:"error"`
+	Param string `json:"param,omitempty"`
+}
+
+// writeAPIError answers err, a caddy.APIError or else a 500, as JSON and
+// returns the status it wrote.
+func writeAPIError(w http.ResponseWriter, err error) int {
+	var apiErr caddy.APIError
+	if !errors.As(err, &apiErr) {
+		apiErr = caddy.APIError{HTTPStatus: http.StatusInternalServerError, Err: err}
+	}
+	body := apiErrorBody{Error: apiErr.Message}
+	if body.Error == "" && apiErr.Err != nil {
+		body.Error = apiErr.Err.Error()
+	}
+	// caddy.APIError does not unwrap: look inside it.
+	var pe paramError
+	if errors.As(err, &pe) || errors.As(apiErr.Err, &pe) {
+		body.Param = pe.param
+	}
+	status := cmp.Or(apiErr.HTTPStatus, http.StatusInternalServerError)
+	_ = writeJSON(w, status, body) // two strings always encode
+	return status
 }
 
 func apiError(status int, format string, args ...any) error {

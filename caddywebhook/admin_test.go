@@ -306,7 +306,7 @@ func TestAdminRoutes(t *testing.T) {
 		},
 		{
 			name: "list/no match is an empty array, not null", method: http.MethodGet,
-			target: fixed("/webhook/jobs?source=nobody"), wantStatus: http.StatusOK,
+			target: fixed("/webhook/jobs?source=slack&status=dead"), wantStatus: http.StatusOK,
 			check: func(t *testing.T, f *adminFixture, d adminData, rec *httptest.ResponseRecorder) {
 				if got := strings.TrimSpace(rec.Body.String()); got != `{"jobs":[]}` {
 					t.Errorf("body = %s", got)
@@ -501,10 +501,10 @@ func TestAdminRoutes(t *testing.T) {
 
 		// Wrong method: 405 with Allow.
 		{name: "method/GET on purge", method: http.MethodGet, target: fixed("/webhook/purge"), wantStatus: http.StatusMethodNotAllowed, check: wantAllow("POST")},
-		{name: "method/POST on stats", method: http.MethodPost, target: fixed("/webhook/stats"), wantStatus: http.StatusMethodNotAllowed, check: wantAllow("GET")},
-		{name: "method/PUT on a job", method: http.MethodPut, target: fixed("/webhook/jobs/1"), wantStatus: http.StatusMethodNotAllowed, check: wantAllow("GET, DELETE")},
+		{name: "method/POST on stats", method: http.MethodPost, target: fixed("/webhook/stats"), wantStatus: http.StatusMethodNotAllowed, check: wantAllow("GET, HEAD")},
+		{name: "method/PUT on a job", method: http.MethodPut, target: fixed("/webhook/jobs/1"), wantStatus: http.StatusMethodNotAllowed, check: wantAllow("GET, HEAD, DELETE")},
 		{name: "method/GET on replay of one", method: http.MethodGet, target: fixed("/webhook/jobs/1/replay"), wantStatus: http.StatusMethodNotAllowed, check: wantAllow("POST")},
-		{name: "method/DELETE on jobs", method: http.MethodDelete, target: fixed("/webhook/jobs"), wantStatus: http.StatusMethodNotAllowed, check: wantAllow("GET")},
+		{name: "method/DELETE on jobs", method: http.MethodDelete, target: fixed("/webhook/jobs"), wantStatus: http.StatusMethodNotAllowed, check: wantAllow("GET, HEAD")},
 
 		// Unknown paths.
 		{name: "path/unknown endpoint", method: http.MethodGet, target: fixed("/webhook/nope"), wantStatus: http.StatusNotFound, check: wantError("no webhook admin endpoint")},
@@ -644,25 +644,22 @@ func TestAdminListPaging(t *testing.T) {
 	}
 }
 
-func TestAdminPurgeBatches(t *testing.T) {
+func TestAdminPurge(t *testing.T) {
 	tests := []struct {
 		name       string
-		batch      int
 		done       int // done jobs finished 48h ago
 		recent     int // done jobs finished 1h ago
 		query      string
 		wantPurged int
 		wantLeft   int
 	}{
-		{name: "several batches and a short last one", batch: 2, done: 5, recent: 1, wantPurged: 5, wantLeft: 1},
-		{name: "batches that end exactly full", batch: 2, done: 4, recent: 1, wantPurged: 4, wantLeft: 1},
-		{name: "older_than reaches the recent ones", batch: 2, done: 3, recent: 2, query: "?older_than=30m", wantPurged: 5, wantLeft: 0},
-		{name: "nothing old enough", batch: 2, recent: 3, wantPurged: 0, wantLeft: 3},
+		{name: "old done jobs, a recent one kept", done: 5, recent: 1, wantPurged: 5, wantLeft: 1},
+		{name: "older_than reaches the recent ones", done: 3, recent: 2, query: "?older_than=30m", wantPurged: 5, wantLeft: 0},
+		{name: "nothing old enough", recent: 3, wantPurged: 0, wantLeft: 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := setupAdmin(t)
-			f.api.purgeBatch = tt.batch
 			for range tt.done {
 				f.addJob(t, jobSpec{source: "github", target: "http", status: queue.StatusDone, finished: 48 * time.Hour})
 			}
@@ -884,6 +881,39 @@ func TestAdminUnroutable(t *testing.T) {
 			}
 			for _, j := range tt.kept(id) {
 				f.getJob(t, j)
+			}
+		})
+	}
+}
+
+// TestAdminErrorParam: an error about a parameter names it in the param
+// field, which clients read instead of the message.
+func TestAdminErrorParam(t *testing.T) {
+	tests := []struct {
+		name, method, target string
+		wantStatus           int
+		wantParam            string
+	}{
+		{"limit out of range", http.MethodGet, "/webhook/jobs?limit=0", http.StatusBadRequest, "limit"},
+		{"delivery id without source", http.MethodGet, "/webhook/events?delivery_id=d-1", http.StatusBadRequest, "delivery_id"},
+		{"an unknown parameter", http.MethodPost, "/webhook/replay?status=dead&sorce=x", http.StatusBadRequest, "sorce"},
+		{"the id in the path", http.MethodGet, "/webhook/events/x", http.StatusBadRequest, "id"},
+		{"an unknown outcome on the tail", http.MethodGet, "/webhook/tail?outcome=nonsense", http.StatusBadRequest, "outcome"},
+		{"an unknown source on the list", http.MethodGet, "/webhook/jobs?source=nosuch", http.StatusBadRequest, "source"},
+		{"no such job", http.MethodGet, "/webhook/jobs/999999", http.StatusNotFound, ""},
+		{"no such endpoint", http.MethodGet, "/webhook/nope", http.StatusNotFound, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := setupAdmin(t)
+			f.seed(t)
+			rec := f.do(t, tt.method, tt.target)
+			if rec.Code != tt.wantStatus {
+				t.Fatalf("status %d, want %d: %s", rec.Code, tt.wantStatus, rec.Body)
+			}
+			e := decode[apiErrorBody](t, rec)
+			if e.Param != tt.wantParam || e.Error == "" {
+				t.Errorf("body %+v, want param %q and a message", e, tt.wantParam)
 			}
 		})
 	}

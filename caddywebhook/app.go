@@ -696,6 +696,10 @@ const (
 	deliveryHandedBack = "handed_back"
 )
 
+// deliveryOutcomes lists the outcome words of a delivery attempt, for the
+// checks of a filter on them.
+var deliveryOutcomes = [...]string{deliveryDelivered, deliveryRetry, deliveryDead, deliveryLeaseLost, deliveryHandedBack}
+
 // attemptOutcome is the outcome word of a recorded attempt after which its
 // job's status became status. The stores record that status in the
 // history (and rows already stored keep it), so it is mapped here, where

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -60,17 +61,25 @@ const webhookExamples = `  # What is in the queue? Counts per source, target and
   caddy webhook show 42
 
   # The upstream is fixed: try again.
-  caddy webhook replay --id 42
+  caddy webhook replay 42
   caddy webhook replay --all-dead --source github
 
   # Caddy's admin endpoint is elsewhere.
   caddy webhook stats --address localhost:2020
   caddy webhook stats --config /etc/caddy/Caddyfile`
 
+// webhookDocsFooter ends the help of `caddy webhook` and its subcommands.
+const webhookDocsFooter = `Full documentation is available at:
+https://github.com/caddywebhook/caddywebhook/tree/main/docs`
+
 // buildWebhookCommand adds the flags and subcommands of `caddy webhook` to
 // cmd; now is the clock for the ages the tables print.
 func buildWebhookCommand(cmd *cobra.Command, now func() time.Time) {
 	cmd.Example = webhookExamples
+	// Caddy's root command ends its help with Caddy's docs; this command
+	// and its subcommands, which inherit the template, end with the
+	// plugin's.
+	cmd.SetHelpTemplate((&cobra.Command{}).HelpTemplate() + "\n" + webhookDocsFooter + "\n")
 	// Without a RunE, cobra answers a misspelt subcommand (`caddy webhook
 	// replya --id 4`) with the help text and exit status 0; and without the
 	// whitelist, with a complaint about the subcommand's flag instead.
@@ -104,7 +113,7 @@ func buildWebhookCommand(cmd *cobra.Command, now func() time.Time) {
 		Short: "Shows job counts per source, target and status, and the oldest pending job's age",
 		Long: `
 Shows how many jobs each source and target has in each status (pending,
-running, done, dead), how many events are stored, and how long the oldest
+blocked, running, done, dead), how many events are stored, and how long the oldest
 due pending job has been waiting: a growing age means deliveries are not
 keeping up or a target has no worker (its source or target is not in the
 running config).
@@ -116,59 +125,83 @@ running config).
 	}
 
 	list := &cobra.Command{
-		Use:   "list [--status <status>] [--source <name>] [--target <name>] [--limit <n>] [--cursor <id>]",
+		Use:   "list [--status <status>] [--source <name>] [--target <name>] [--event <type>] [--delivery <id>] [--since <when>] [--until <when>] [--limit <n>] [--cursor <id>]",
 		Short: "Lists jobs, newest first",
 		Long: `
 Lists jobs newest first, one line each: id, source, target, status, attempts,
 event type, sender's delivery id, age and the start of the last error. Filter
-by --status (pending, blocked, running, done, dead), --source and --target. A page
-holds --limit jobs (default 50, at most 1000); when there are more, the last
-line gives the --cursor for the next page.
+by --status (pending, blocked, running, done, dead), --source, --target,
+--event, --delivery (with --source), and a time range with --since and
+--until. A page holds --limit jobs (default 50, at most 1000); when there
+are more, the last line gives the --cursor for the next page. A --source
+that neither the running config nor any job has is an error.
 `,
 		Example: `  caddy webhook list --status dead
   caddy webhook list --source stripe --target http --limit 200
-  caddy webhook list --status dead --cursor 1234`,
+  caddy webhook list --status dead --cursor 1234
+  caddy webhook list --source stripe --delivery evt_1N2b3c
+  caddy webhook list --event push --since 1h`,
 		Args: noArgs,
 		RunE: run((*cli).list),
 	}
-	list.Flags().String("status", "", "Only jobs in this status: pending, blocked, running, done or dead")
-	list.Flags().String("source", "", "Only jobs of this source (the receiver's source name)")
-	list.Flags().String("target", "", "Only jobs for this target name")
-	list.Flags().Int("limit", 0, "Jobs per page, 1 to 1000 (default 50)")
-	list.Flags().Int64("cursor", 0, "Start after this point: the cursor printed at the end of the previous page")
+	lf := list.Flags()
+	lf.String("status", "", "Only jobs in this status: pending, blocked, running, done or dead")
+	lf.String("source", "", "Only jobs of this source (the receiver's source name)")
+	lf.String("target", "", "Only jobs for this target name")
+	lf.String("event", "", "Only jobs of events of this type")
+	lf.String("delivery", "", "Only the jobs of the event with this sender's delivery id (needs --source)")
+	lf.String("since", "", "Only jobs of events received since: an RFC 3339 time or a duration back from now (1h, 2d)")
+	lf.String("until", "", "Only jobs of events received before: an RFC 3339 time or a duration back from now")
+	lf.Int("limit", 0, "Jobs per page, 1 to 1000 (default 50)")
+	lf.Int64("cursor", 0, "Start after this point: the cursor printed at the end of the previous page")
 
 	show := &cobra.Command{
-		Use:   "show <id>",
+		Use:   "show <job id> | --source <name> --delivery <id> | --event <event id>",
 		Short: "Shows one job: status, last error, attempt history, headers and payload",
 		Long: `
 Shows everything stored for one job: its source, target, status, event type
 and delivery id, its last error, the history of its attempts (start,
 duration, outcome, error), the headers forwarded to the target and the
 payload — as text when it is UTF-8, otherwise base64.
+
+With --event, or --source and --delivery, shows a stored event instead:
+its headers, payload and jobs.
 `,
 		Example: `  caddy webhook show 42
-  caddy webhook show 42 --json | jq -r .payload_text`,
-		Args: jobIDArg("show"),
-		RunE: run((*cli).show),
+  caddy webhook show 42 --json | jq -r .payload_text
+  caddy webhook show --source stripe --delivery evt_1N2b3c
+  caddy webhook show --event 17`,
+		Args: showArgs,
+		RunE: run(func(c *cli, cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				return c.show(cmd, args)
+			}
+			return c.showEvent(cmd, args)
+		}),
 	}
+	sf := show.Flags()
+	sf.String("source", "", "With --delivery: the source the event came to")
+	sf.String("delivery", "", "Show the event with this sender's delivery id, and its jobs (needs --source)")
+	sf.Int64("event", 0, "Show the event with this id, and its jobs")
 
 	replay := &cobra.Command{
-		Use:   "replay --id <id> | --all-dead [--source <name>] [--target <name>]",
+		Use:   "replay <id>... | --all-dead [--source <name>] [--target <name>]",
 		Short: "Gives dead jobs a fresh set of attempts, due now",
 		Long: `
 Replays dead jobs: each gets a fresh attempt budget and is due at once, so a
-worker picks it up within moments. Use --id for one job, or --all-dead for
-every dead job, optionally only those of one --source and/or --target.
-Only dead jobs can be replayed; a job that is pending, running or done is
-refused with an error.
+worker picks it up within moments. Name the jobs by id (one or more; --id
+is the same for one), or use --all-dead for every dead job, optionally only
+those of one --source and/or --target. Only dead jobs can be replayed; a
+job that is pending, running or done is refused with an error.
 `,
-		Example: `  caddy webhook replay --id 42
+		Example: `  caddy webhook replay 42
+  caddy webhook replay 42 43 57
   caddy webhook replay --all-dead --source github
   caddy webhook replay --all-dead --source stripe --target exec`,
-		Args: noArgs,
+		Args: replayArgs,
 		RunE: run((*cli).replay),
 	}
-	replay.Flags().Int64("id", 0, "The dead job to replay")
+	replay.Flags().Int64("id", 0, "The dead job to replay (the same as giving its id as an argument)")
 	replay.Flags().Bool("all-dead", false, "Replay every dead job (narrow with --source and --target)")
 	replay.Flags().String("source", "", "With --all-dead: only dead jobs of this source")
 	replay.Flags().String("target", "", "With --all-dead: only dead jobs for this target")
@@ -224,7 +257,7 @@ is accepted and delivered again.
 	purge.Flags().String("older-than", "", "Purge done jobs finished longer ago than this (e.g. 72h, 7d); default: the app's retention")
 
 	cmd.AddCommand(stats, list, show, replay, discard, purge)
-	addOpsCommands(cmd, run, list, show)
+	addEventCommands(cmd, run)
 	for _, build := range subcommands {
 		cmd.AddCommand(build())
 	}
@@ -248,6 +281,9 @@ type cli struct {
 	json bool
 	out  io.Writer
 	now  func() time.Time
+	// endpointFlags are the --address, --config and --adapter flags the
+	// user gave, for the commands the CLI suggests.
+	endpointFlags []string
 }
 
 // newCLI finds the admin address as `caddy reload` does: --address if
@@ -269,7 +305,13 @@ func newCLI(cmd *cobra.Command, now func() time.Time) (*cli, error) {
 	if err != nil {
 		return nil, fmt.Errorf("determine admin API address: %w", err)
 	}
-	return &cli{addr: addr, json: fl.Bool("json"), out: cmd.OutOrStdout(), now: now}, nil
+	c := &cli{addr: addr, json: fl.Bool("json"), out: cmd.OutOrStdout(), now: now}
+	for _, name := range []string{"address", "config", "adapter"} {
+		if cmd.Flags().Changed(name) {
+			c.endpointFlags = append(c.endpointFlags, "--"+name, fl.String(name))
+		}
+	}
+	return c, nil
 }
 
 // call makes one admin API request. With --json it copies the response body
@@ -309,9 +351,9 @@ var adminErrorRE = regexp.MustCompile(`(?s)HTTP (\d{3}): (.*)$`)
 func (c *cli) apiError(err error) error {
 	msg := err.Error()
 	if m := adminErrorRE.FindStringSubmatch(msg); m != nil {
-		var body caddy.APIError
-		if json.Unmarshal([]byte(m[2]), &body) == nil && body.Message != "" {
-			return fmt.Errorf("%s (HTTP %s)", flagMessage(body.Message), m[1])
+		var body apiErrorBody
+		if json.Unmarshal([]byte(m[2]), &body) == nil && body.Error != "" {
+			return fmt.Errorf("%s (HTTP %s)", flagMessage(body), m[1])
 		}
 		if m[1] == "404" {
 			return fmt.Errorf("the admin API at %s has no webhook endpoints: is this Caddy built with the webhook plugin? (HTTP 404: %s)", c.addr, strings.TrimSpace(m[2]))
@@ -324,18 +366,19 @@ func (c *cli) apiError(err error) error {
 	return err
 }
 
-// invalidParamRE matches the API's message for a bad query parameter.
-var invalidParamRE = regexp.MustCompile(`^invalid parameter ([a-z_]+): `)
-
-// flagMessage names the flag in the API's message for a bad query
-// parameter ("invalid --delivery: …" for delivery_id), as the user typed
-// it; the path's id is no flag and keeps its message.
-func flagMessage(msg string) string {
-	m := invalidParamRE.FindStringSubmatch(msg)
-	if m == nil || m[1] == "id" {
-		return msg
+// flagMessage is the API's error message, naming the flag the user typed
+// ("invalid --delivery: …" for the parameter delivery_id) when the error
+// is about a query parameter; the path's id is no flag and keeps its
+// message.
+func flagMessage(e apiErrorBody) string {
+	if e.Param == "" || e.Param == "id" {
+		return e.Error
 	}
-	return "invalid --" + flagOf(m[1]) + ": " + msg[len(m[0]):]
+	reason, ok := strings.CutPrefix(e.Error, "invalid parameter "+e.Param+": ")
+	if !ok {
+		return e.Error
+	}
+	return "invalid --" + flagOf(e.Param) + ": " + reason
 }
 
 func (c *cli) stats(_ *cobra.Command, _ []string) error {
@@ -343,57 +386,8 @@ func (c *cli) stats(_ *cobra.Command, _ []string) error {
 	if ok, err := c.call(http.MethodGet, "/webhook/stats", &st); !ok {
 		return err
 	}
-	type key struct{ source, target string }
-	rows := map[key]map[queue.Status]int64{}
-	unroutable, paused := map[key]bool{}, map[key]bool{}
-	circuit := map[key]string{}
-	var dead int64
-	for _, n := range st.Counts {
-		k := key{n.Source, n.Target}
-		unroutable[k] = n.Unroutable
-		paused[k] = n.Paused
-		if n.Circuit != "" {
-			circuit[k] = n.Circuit
-		}
-		if rows[k] == nil {
-			rows[k] = map[queue.Status]int64{}
-		}
-		rows[k][n.Status] += n.Jobs
-		if n.Status == queue.StatusDead {
-			dead += n.Jobs
-		}
-	}
-	keys := make([]key, 0, len(rows))
-	for k := range rows {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b key) int {
-		return cmp.Or(strings.Compare(a.source, b.source), strings.Compare(a.target, b.target))
-	})
-
-	if len(keys) == 0 {
-		fmt.Fprintln(c.out, "no jobs")
-	} else {
-		tw := newTable(c.out)
-		fmt.Fprintln(tw, "SOURCE\tTARGET\tPENDING\tBLOCKED\tRUNNING\tDONE\tDEAD")
-		for _, k := range keys {
-			r := rows[k]
-			target := cell(k.target, 0)
-			if unroutable[k] {
-				target += " (unroutable)"
-			}
-			if paused[k] {
-				target += " (paused)"
-			}
-			if c := circuit[k]; c != "" {
-				target += " (circuit " + strings.ReplaceAll(c, "_", "-") + ")"
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\n", cell(k.source, 0), target,
-				r[queue.StatusPending], r[queue.StatusBlocked], r[queue.StatusRunning], r[queue.StatusDone], r[queue.StatusDead])
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
+	if err := c.statsTable(st.Counts); err != nil {
+		return err
 	}
 	fmt.Fprintln(c.out)
 	fmt.Fprintf(c.out, "events stored:  %d\n", st.Events)
@@ -402,17 +396,115 @@ func (c *cli) stats(_ *cobra.Command, _ []string) error {
 		oldest = humanDuration(st.OldestPending)
 	}
 	fmt.Fprintf(c.out, "oldest pending: %s\n", oldest)
+	c.statsHints(st)
+	return nil
+}
+
+// statsTable prints the counts, one line per source and target.
+func (c *cli) statsTable(counts []statsCount) error {
+	type key struct{ source, target string }
+	rows := map[key]map[queue.Status]int64{}
+	marks := map[key]string{}
+	for _, n := range counts {
+		k := key{n.Source, n.Target}
+		if rows[k] == nil {
+			rows[k] = map[queue.Status]int64{}
+		}
+		rows[k][n.Status] += n.Jobs
+		marks[k] = routeMarks(n)
+	}
+	keys := slices.Collect(maps.Keys(rows))
+	slices.SortFunc(keys, func(a, b key) int {
+		return cmp.Or(strings.Compare(a.source, b.source), strings.Compare(a.target, b.target))
+	})
+	if len(keys) == 0 {
+		fmt.Fprintln(c.out, "no jobs")
+		return nil
+	}
+	tw := newTable(c.out)
+	fmt.Fprintln(tw, "SOURCE\tTARGET\tPENDING\tBLOCKED\tRUNNING\tDONE\tDEAD")
+	for _, k := range keys {
+		r := rows[k]
+		fmt.Fprintf(tw, "%s\t%s%s\t%d\t%d\t%d\t%d\t%d\n", cell(k.source, 0), cell(k.target, 0), marks[k],
+			r[queue.StatusPending], r[queue.StatusBlocked], r[queue.StatusRunning], r[queue.StatusDone], r[queue.StatusDead])
+	}
+	return tw.Flush()
+}
+
+// routeMarks says what holds a route's jobs back: " (unroutable)",
+// " (paused)", " (circuit open)".
+func routeMarks(n statsCount) string {
+	var s string
+	if n.Unroutable {
+		s += " (unroutable)"
+	}
+	if n.Paused {
+		s += " (paused)"
+	}
+	if n.Circuit != "" {
+		s += " (circuit " + strings.ReplaceAll(n.Circuit, "_", "-") + ")"
+	}
+	return s
+}
+
+// statsHints prints what to do about pauses, dead and unroutable jobs, as
+// commands the user can paste: the sources named, and the flags that
+// found the admin endpoint kept.
+func (c *cli) statsHints(st statsResponse) {
 	if len(st.Pauses) > 0 {
-		fmt.Fprintf(c.out, "%s (resume with `caddy webhook resume --source <name>`)\n", pauseLine(st.Pauses))
+		fmt.Fprintln(c.out, pauseLine(st.Pauses))
+		for _, p := range st.Pauses {
+			args := []string{"resume", "--source", p.Source}
+			if p.Target != "" {
+				args = append(args, "--target", p.Target)
+			}
+			fmt.Fprintf(c.out, "  resume with `%s`\n", c.hint(args...))
+		}
+	}
+	var dead int64
+	sources := map[string]bool{}
+	for _, n := range st.Counts {
+		if n.Status == queue.StatusDead && n.Jobs > 0 {
+			dead += n.Jobs
+			sources[n.Source] = true
+		}
 	}
 	if dead > 0 {
-		fmt.Fprintf(c.out, "\n%d dead: see them with `caddy webhook list --status dead`, retry with `caddy webhook replay --all-dead`\n", dead)
+		list, replay := []string{"list", "--status", "dead"}, []string{"replay", "--all-dead"}
+		if len(sources) == 1 {
+			for source := range sources {
+				list, replay = append(list, "--source", source), append(replay, "--source", source)
+			}
+		}
+		fmt.Fprintf(c.out, "\n%d dead: see them with `%s`, retry with `%s`\n", dead, c.hint(list...), c.hint(replay...))
 	}
 	if st.Unroutable > 0 {
 		fmt.Fprintf(c.out, "\n%d pending unroutable: the running config has no such source and target; no worker takes them.\n"+
-			"Name the target again in the config, or delete them with `caddy webhook discard --unroutable`\n", st.Unroutable)
+			"Name the target again in the config, or delete them with `%s`\n", st.Unroutable, c.hint("discard", "--unroutable"))
 	}
-	return nil
+}
+
+// hint is the command `caddy webhook <args>` as the user can paste it: each
+// argument quoted for a shell where it needs it, followed by the flags
+// with which the user found the admin endpoint.
+func (c *cli) hint(args ...string) string {
+	parts := []string{"caddy", "webhook"}
+	for _, a := range append(args, c.endpointFlags...) {
+		parts = append(parts, shellWord(a))
+	}
+	return strings.Join(parts, " ")
+}
+
+// shellWord is s as one word of a POSIX shell: as it is when it is safe,
+// else quoted.
+func shellWord(s string) string {
+	safe := s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=@%+,", r))
+	}) < 0
+	if safe {
+		return s
+	}
+	return shellQuote(s)
 }
 
 func (c *cli) list(cmd *cobra.Command, _ []string) error {
@@ -532,13 +624,33 @@ func (c *cli) show(_ *cobra.Command, args []string) error {
 	return nil
 }
 
-func (c *cli) replay(cmd *cobra.Command, _ []string) error {
+// replayArgs accepts job ids, unless --id or --all-dead says which jobs
+// to replay.
+func replayArgs(cmd *cobra.Command, args []string) error {
+	fl := cmd.Flags()
+	if len(args) == 0 {
+		return nil
+	}
+	if fl.Changed("id") || fl.Changed("all-dead") || fl.Changed("source") || fl.Changed("target") {
+		return errors.New("give job ids, or --all-dead [--source <name>] [--target <name>]; not both")
+	}
+	for _, arg := range args {
+		if err := jobIDArg("replay")(cmd, []string{arg}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *cli) replay(cmd *cobra.Command, args []string) error {
 	fl := cmd.Flags()
 	id, _ := fl.GetInt64("id")
 	allDead, _ := fl.GetBool("all-dead")
 	source, _ := fl.GetString("source")
 	target, _ := fl.GetString("target")
 	switch {
+	case len(args) > 0:
+		return c.replayJobs(args)
 	case fl.Changed("id") && allDead:
 		return errors.New("use either --id or --all-dead, not both")
 	case fl.Changed("id"):
@@ -548,36 +660,50 @@ func (c *cli) replay(cmd *cobra.Command, _ []string) error {
 		if source != "" || target != "" {
 			return errors.New("--source and --target narrow --all-dead; with --id the job is already chosen")
 		}
-		var r replayResponse
-		if ok, err := c.call(http.MethodPost, "/webhook/jobs/"+strconv.FormatInt(id, 10)+"/replay", &r); !ok {
-			return err
-		}
-		fmt.Fprintf(c.out, "replayed job %d: pending, due now\n", r.ID)
-		return nil
+		return c.replayJobs([]string{strconv.FormatInt(id, 10)})
 	case allDead:
-		q := url.Values{"status": {string(queue.StatusDead)}}
-		if source != "" {
-			q.Set("source", source)
-		}
-		if target != "" {
-			q.Set("target", target)
-		}
+		return c.replayDead(source, target)
+	}
+	return errors.New("say which jobs to replay: their ids ('caddy webhook replay 42'), or --all-dead [--source <name>] [--target <name>]")
+}
+
+// replayJobs replays the jobs of ids, checked numbers, one request each,
+// and stops at the first that fails: the ones before it stay replayed.
+func (c *cli) replayJobs(ids []string) error {
+	for _, id := range ids {
 		var r replayResponse
-		if ok, err := c.call(http.MethodPost, "/webhook/replay?"+q.Encode(), &r); !ok {
+		if ok, err := c.call(http.MethodPost, "/webhook/jobs/"+id+"/replay", &r); err != nil {
 			return err
+		} else if ok {
+			fmt.Fprintf(c.out, "replayed job %d: pending, due now\n", r.ID)
 		}
-		scope := describeFilter(source, target)
-		if r.Replayed == 0 && r.Unroutable == 0 {
-			fmt.Fprintf(c.out, "no dead jobs%s to replay\n", scope)
-			return nil
-		}
-		fmt.Fprintf(c.out, "replayed %d dead %s%s: pending, due now\n", r.Replayed, plural(r.Replayed, "job", "jobs"), scope)
-		if r.Unroutable > 0 {
-			fmt.Fprintf(c.out, "left %d dead: their source and target are not in the running config\n", r.Unroutable)
-		}
+	}
+	return nil
+}
+
+// replayDead replays every dead job of source and target (empty: any).
+func (c *cli) replayDead(source, target string) error {
+	q := url.Values{"status": {string(queue.StatusDead)}}
+	if source != "" {
+		q.Set("source", source)
+	}
+	if target != "" {
+		q.Set("target", target)
+	}
+	var r replayResponse
+	if ok, err := c.call(http.MethodPost, "/webhook/replay?"+q.Encode(), &r); !ok {
+		return err
+	}
+	scope := describeFilter(source, target)
+	if r.Replayed == 0 && r.Unroutable == 0 {
+		fmt.Fprintf(c.out, "no dead jobs%s to replay\n", scope)
 		return nil
 	}
-	return errors.New("say which jobs to replay: --id <id> for one, or --all-dead [--source <name>] [--target <name>]")
+	fmt.Fprintf(c.out, "replayed %d dead %s%s: pending, due now\n", r.Replayed, plural(r.Replayed, "job", "jobs"), scope)
+	if r.Unroutable > 0 {
+		fmt.Fprintf(c.out, "left %d dead: their source and target are not in the running config\n", r.Unroutable)
+	}
+	return nil
 }
 
 func (c *cli) discard(cmd *cobra.Command, args []string) error {
@@ -639,8 +765,7 @@ func (c *cli) purge(cmd *cobra.Command, _ []string) error {
 	return nil
 }
 
-// noArgs refuses stray arguments with a hint, since `caddy webhook replay
-// 42` is an easy mistake for `replay --id 42`.
+// noArgs refuses stray arguments with a hint.
 func noArgs(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
 		return fmt.Errorf("%s takes no arguments, got %q; see '%s --help'", cmd.CommandPath(), args, cmd.CommandPath())

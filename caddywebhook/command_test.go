@@ -110,12 +110,12 @@ func TestCLIOutput(t *testing.T) {
 	tests := []struct {
 		name string
 		args func(d adminData) []string
-		want func(d adminData) string // whole stdout, with column gaps squeezed to " | "
+		want func(d adminData, addr string) string // whole stdout, with column gaps squeezed to " | "
 	}{
 		{
 			name: "stats",
 			args: static("stats"),
-			want: func(adminData) string {
+			want: func(_ adminData, addr string) string {
 				return `SOURCE | TARGET | PENDING | BLOCKED | RUNNING | DONE | DEAD
 github | exec | 0 | 0 | 0 | 1 | 0
 github | http | 1 | 0 | 0 | 0 | 1
@@ -125,14 +125,14 @@ stripe | http | 0 | 0 | 1 | 0 | 1
 events stored: | 6
 oldest pending: 1m30s
 
-2 dead: see them with ` + "`caddy webhook list --status dead`, retry with `caddy webhook replay --all-dead`" + `
+2 dead: see them with ` + "`caddy webhook list --status dead --address " + addr + "`, retry with `caddy webhook replay --all-dead --address " + addr + "`" + `
 `
 			},
 		},
 		{
 			name: "list dead",
 			args: static("list", "--status", "dead"),
-			want: func(d adminData) string {
+			want: func(d adminData, _ string) string {
 				return fmt.Sprintf(`ID | SOURCE | TARGET | STATUS | ATTEMPTS | EVENT | DELIVERY | AGE | LAST ERROR
 %d | stripe | http | dead | 1 | invoice.paid | d-3 | 1m30s | dial tcp 127.0.0.1:9: connection refused
 %d | github | http | dead | 1 | push | d-1 | 1m30s | upstream answered 400 Bad Request
@@ -141,13 +141,13 @@ oldest pending: 1m30s
 		},
 		{
 			name: "list with nothing matching",
-			args: static("list", "--source", "nobody"),
-			want: func(adminData) string { return "no jobs\n" },
+			args: static("list", "--source", "slack", "--status", "dead"),
+			want: func(adminData, string) string { return "no jobs\n" },
 		},
 		{
 			name: "list first page points at the next",
 			args: static("list", "--limit", "2"),
-			want: func(d adminData) string {
+			want: func(d adminData, _ string) string {
 				return fmt.Sprintf(`ID | SOURCE | TARGET | STATUS | ATTEMPTS | EVENT | DELIVERY | AGE | LAST ERROR
 %d | slack | http | pending | 0 | - | d-6 | 1m30s | -
 %d | github | http | pending | 0 | release | d-5 | 1m30s | -
@@ -161,7 +161,7 @@ more: add --cursor %d for the next page
 			args: func(d adminData) []string {
 				return []string{"list", "--limit", "2", "--cursor", fmt.Sprint(d.githubHTTPPending)}
 			},
-			want: func(d adminData) string {
+			want: func(d adminData, _ string) string {
 				return fmt.Sprintf(`ID | SOURCE | TARGET | STATUS | ATTEMPTS | EVENT | DELIVERY | AGE | LAST ERROR
 %d | stripe | http | running | 1 | invoice.paid | d-4 | 1m30s | -
 %d | stripe | http | dead | 1 | invoice.paid | d-3 | 1m30s | dial tcp 127.0.0.1:9: connection refused
@@ -173,7 +173,7 @@ more: add --cursor %d for the next page
 		{
 			name: "show a dead job with a text payload",
 			args: func(d adminData) []string { return []string{"show", fmt.Sprint(d.githubHTTPDead)} },
-			want: func(d adminData) string {
+			want: func(d adminData, _ string) string {
 				return fmt.Sprintf(`job %d: dead
 
 source: | github
@@ -203,7 +203,7 @@ payload (25 bytes, text):
 		{
 			name: "show a pending job with a binary payload",
 			args: func(d adminData) []string { return []string{"show", fmt.Sprint(d.binary)} },
-			want: func(d adminData) string {
+			want: func(d adminData, _ string) string {
 				return fmt.Sprintf(`job %d: pending
 
 source: | slack
@@ -229,39 +229,41 @@ payload (4 bytes, base64, not UTF-8):
 		{
 			name: "replay one",
 			args: func(d adminData) []string { return []string{"replay", "--id", fmt.Sprint(d.githubHTTPDead)} },
-			want: func(d adminData) string { return fmt.Sprintf("replayed job %d: pending, due now\n", d.githubHTTPDead) },
+			want: func(d adminData, _ string) string {
+				return fmt.Sprintf("replayed job %d: pending, due now\n", d.githubHTTPDead)
+			},
 		},
 		{
 			name: "replay all dead of one source",
 			args: static("replay", "--all-dead", "--source", "github"),
-			want: func(adminData) string { return "replayed 1 dead job (source github): pending, due now\n" },
+			want: func(adminData, string) string { return "replayed 1 dead job (source github): pending, due now\n" },
 		},
 		{
 			name: "replay all dead",
 			args: static("replay", "--all-dead"),
-			want: func(adminData) string { return "replayed 2 dead jobs: pending, due now\n" },
+			want: func(adminData, string) string { return "replayed 2 dead jobs: pending, due now\n" },
 		},
 		{
 			name: "replay all dead with none matching",
 			args: static("replay", "--all-dead", "--source", "github", "--target", "exec"),
-			want: func(adminData) string { return "no dead jobs (source github, target exec) to replay\n" },
+			want: func(adminData, string) string { return "no dead jobs (source github, target exec) to replay\n" },
 		},
 		{
 			name: "discard",
 			args: func(d adminData) []string { return []string{"discard", fmt.Sprint(d.githubExecDone)} },
-			want: func(d adminData) string { return fmt.Sprintf("discarded job %d\n", d.githubExecDone) },
+			want: func(d adminData, _ string) string { return fmt.Sprintf("discarded job %d\n", d.githubExecDone) },
 		},
 		{
 			name: "purge with the app's retention",
 			args: static("purge"),
-			want: func(adminData) string {
+			want: func(adminData, string) string {
 				return "purged 1 done job that finished before 2026-11-29T12:01:30Z (older than 24h0m0s)\n"
 			},
 		},
 		{
 			name: "purge older than",
 			args: static("purge", "--older-than", "3d"),
-			want: func(adminData) string {
+			want: func(adminData, string) string {
 				return "purged 0 done jobs that finished before 2026-11-27T12:01:30Z (older than 72h0m0s)\n"
 			},
 		},
@@ -269,7 +271,7 @@ payload (4 bytes, base64, not UTF-8):
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f, d := setupCLI(t)
-			if got, want := squeeze(f.cliOK(t, tt.args(d)...)), tt.want(d); got != want {
+			if got, want := squeeze(f.cliOK(t, tt.args(d)...)), tt.want(d, f.addr); got != want {
 				t.Errorf("stdout:\n%s\nwant:\n%s", got, want)
 			}
 		})
@@ -461,7 +463,7 @@ func TestCLIErrors(t *testing.T) {
 		{name: "replay with neither flag", args: static("replay"), wantStderr: "say which jobs to replay"},
 		{name: "replay with both flags", args: static("replay", "--id", "1", "--all-dead"), wantStderr: "use either --id or --all-dead, not both"},
 		{name: "replay --id with a filter", args: static("replay", "--id", "1", "--source", "github"), wantStderr: "--source and --target narrow --all-dead"},
-		{name: "replay with a bare id", args: static("replay", "42"), wantStderr: "takes no arguments"},
+		{name: "replay ids with a filter", args: static("replay", "42", "--source", "github"), wantStderr: "give job ids, or --all-dead"},
 		{name: "purge with a bad duration", args: static("purge", "--older-than", "soon"), wantStderr: `--older-than must be a positive duration such as 72h or 7d, not "soon"`},
 		{name: "unknown subcommand", args: static("retry", "--id", "4"), wantStderr: `unknown subcommand "retry"`},
 	}
@@ -687,6 +689,139 @@ func TestCLIHumanDuration(t *testing.T) {
 		t.Run(tt.in.String(), func(t *testing.T) {
 			if got := humanDuration(tt.in); got != tt.want {
 				t.Errorf("humanDuration(%v) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestCLIOneTool: the subcommands answer alike — ids as arguments, the
+// statuses and outcome words they take, unknown names refused, hints that
+// can be pasted, and help that points to this project's docs.
+func TestCLIOneTool(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     func(d adminData) []string
+		wantCode int
+		want     func(d adminData, addr string) []string // substrings of stdout+stderr
+		check    func(t *testing.T, f *cliFixture, d adminData)
+	}{
+		{
+			name: "replay/two ids",
+			args: func(d adminData) []string {
+				return []string{"replay", fmt.Sprint(d.githubHTTPDead), fmt.Sprint(d.stripeHTTPDead)}
+			},
+			want: func(d adminData, _ string) []string {
+				return []string{fmt.Sprintf("replayed job %d: pending, due now\nreplayed job %d: pending, due now\n", d.githubHTTPDead, d.stripeHTTPDead)}
+			},
+			check: func(t *testing.T, f *cliFixture, d adminData) {
+				wantStatus(t, f, d.githubHTTPDead, queue.StatusPending)
+				wantStatus(t, f, d.stripeHTTPDead, queue.StatusPending)
+			},
+		},
+		{
+			name:     "replay/ids and --all-dead",
+			args:     static("replay", "1", "--all-dead"),
+			wantCode: 1,
+			want: func(adminData, string) []string {
+				return []string{"give job ids, or --all-dead [--source <name>] [--target <name>]; not both"}
+			},
+		},
+		{
+			name:     "replay/a non-number",
+			args:     static("replay", "1", "x"),
+			wantCode: 1,
+			want:     func(adminData, string) []string { return []string{`job id must be a positive number, not "x"`} },
+		},
+		{
+			name: "replay/stops at a job that is not dead",
+			args: func(d adminData) []string {
+				return []string{"replay", fmt.Sprint(d.githubHTTPPending), fmt.Sprint(d.githubHTTPDead)}
+			},
+			wantCode: 1,
+			want: func(adminData, string) []string {
+				return []string{"is not dead; only dead jobs can be replayed (HTTP 409)"}
+			},
+			check: func(t *testing.T, f *cliFixture, d adminData) {
+				wantStatus(t, f, d.githubHTTPDead, queue.StatusDead)
+			},
+		},
+		{
+			name: "help/stats lists blocked",
+			args: static("stats", "--help"),
+			want: func(adminData, string) []string { return []string{"(pending,\nblocked, running, done, dead)"} },
+		},
+		{
+			name:     "tail/an unknown outcome",
+			args:     static("tail", "--outcome", "nonsense"),
+			wantCode: 1,
+			want: func(adminData, string) []string {
+				return []string{`invalid --outcome: must be an outcome word (accepted, duplicate, no_target, bad_signature`, `delivered, retry, dead, lease_lost, handed_back), not "nonsense" (HTTP 400)`}
+			},
+		},
+		{
+			name:     "list/an unknown source",
+			args:     static("list", "--source", "nosuch"),
+			wantCode: 1,
+			want: func(adminData, string) []string {
+				return []string{`invalid --source: "nosuch" is not a source of the running config, and no job has it (HTTP 400)`}
+			},
+		},
+		{
+			name: "list/a source with jobs but no route",
+			args: static("list", "--source", "github", "--target", "gone"),
+			want: func(adminData, string) []string { return []string{"no jobs\n"} },
+		},
+		{
+			name: "stats/hints name the one source with dead jobs, and the address",
+			args: func(d adminData) []string { return []string{"stats"} },
+			check: func(t *testing.T, f *cliFixture, d adminData) {
+				t.Helper()
+				// Both dead jobs of stripe and github; after one is replayed, the
+				// hint names the source left.
+				if res := f.cli(t, "replay", fmt.Sprint(d.stripeHTTPDead)); res.code != 0 {
+					t.Fatalf("replay: %s", res.stderr)
+				}
+				want := "1 dead: see them with `caddy webhook list --status dead --source github --address " + f.addr +
+					"`, retry with `caddy webhook replay --all-dead --source github --address " + f.addr + "`"
+				if out := f.cliOK(t, "stats"); !strings.Contains(out, want) {
+					t.Errorf("stats lacks %q:\n%s", want, out)
+				}
+			},
+		},
+		{
+			name: "help/the webhook command ends with this project's docs",
+			args: static("--help"),
+			want: func(adminData, string) []string {
+				return []string{"Full documentation is available at:\nhttps://github.com/caddywebhook/caddywebhook/tree/main/docs\n"}
+			},
+		},
+		{
+			name: "help/a subcommand ends with this project's docs",
+			args: static("replay", "--help"),
+			want: func(adminData, string) []string {
+				return []string{"caddy webhook replay 42 43 57", "https://github.com/caddywebhook/caddywebhook/tree/main/docs\n"}
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, d := setupCLI(t)
+			res := f.cli(t, tt.args(d)...)
+			if res.code != tt.wantCode {
+				t.Errorf("exit %d, want %d; stderr %q", res.code, tt.wantCode, res.stderr)
+			}
+			if tt.want != nil {
+				for _, w := range tt.want(d, f.addr) {
+					if !strings.Contains(res.stdout+res.stderr, w) {
+						t.Errorf("output lacks %q:\n%s%s", w, res.stdout, res.stderr)
+					}
+				}
+			}
+			if strings.Contains(res.stdout, "caddyserver.com/docs/command-line") {
+				t.Errorf("help points to Caddy's docs:\n%s", res.stdout)
+			}
+			if tt.check != nil {
+				tt.check(t, f, d)
 			}
 		})
 	}

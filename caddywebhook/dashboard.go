@@ -2,7 +2,6 @@ package caddywebhook
 
 import (
 	"bytes"
-	"cmp"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -220,18 +219,10 @@ func (d *Dashboard) serveAPI(w http.ResponseWriter, r *http.Request, rest string
 	if err == nil {
 		return nil
 	}
-	var apiErr caddy.APIError
-	if !errors.As(err, &apiErr) {
-		apiErr = caddy.APIError{HTTPStatus: http.StatusInternalServerError, Err: err}
-	}
-	if apiErr.HTTPStatus == 499 {
+	if apiErr := (caddy.APIError{}); errors.As(err, &apiErr) && apiErr.HTTPStatus == 499 {
 		return nil // the client went away; nobody to answer
 	}
-	msg := apiErr.Message
-	if msg == "" && apiErr.Err != nil {
-		msg = apiErr.Err.Error()
-	}
-	writeDashboardError(w, cmp.Or(apiErr.HTTPStatus, http.StatusInternalServerError), msg)
+	writeAPIError(w, err)
 	return nil
 }
 

@@ -87,7 +87,7 @@ func TestCLIPause(t *testing.T) {
 		want []string // substrings of the squeezed output
 	}{
 		{"pause a target", []string{"pause", "--source", "github", "--target", "http"}, []string{"github/http: paused", "paused: github/http"}},
-		{"stats mark it", []string{"stats"}, []string{"github | http (paused) |", "paused: github/http (resume with"}},
+		{"stats mark it", []string{"stats"}, []string{"github | http (paused) |", "paused: github/http\n  resume with `caddy webhook resume --source github --target http --address "}},
 		{"pause the source", []string{"pause", "--source", "github"}, []string{"github: paused", "paused: github (every target), github/http"}},
 		{"resume the target alone", []string{"resume", "--source", "github", "--target", "http"}, []string{"github/http: paused", "paused: github (every target)"}},
 		{"resume the source", []string{"resume", "--source", "github"}, []string{"github: delivering", "paused: nothing"}},

@@ -22,10 +22,6 @@ const (
 	DefaultRetention = 7 * 24 * time.Hour
 	// DefaultPurgeInterval is how often done jobs are purged.
 	DefaultPurgeInterval = time.Hour
-	// DefaultPurgeBatch is the number of jobs deleted per Purge call:
-	// small, so each delete shares the writer's transaction with the
-	// enqueues around it instead of stalling them.
-	DefaultPurgeBatch = 500
 )
 
 // HousekeeperObserver receives the housekeeper's results, for metrics and
@@ -49,9 +45,6 @@ type HousekeeperConfig struct {
 	// Interval is the time between passes; the first runs at Start.
 	// Default: 1h.
 	Interval time.Duration
-	// Batch is the number of jobs deleted per Purge call; a pass calls Purge
-	// until a call deletes fewer. Default: 500.
-	Batch int
 	// Observer receives each pass's result. Default: none.
 	Observer HousekeeperObserver
 	// Now is the clock the retention is measured from. Default: time.Now.
@@ -63,7 +56,6 @@ type Housekeeper struct {
 	store     Store
 	retention time.Duration
 	interval  time.Duration
-	batch     int
 	obs       HousekeeperObserver
 	now       func() time.Time
 
@@ -83,14 +75,11 @@ func NewHousekeeper(cfg HousekeeperConfig) (*Housekeeper, error) {
 		return nil, fmt.Errorf("new housekeeper: Retention is %s, must not be negative", cfg.Retention)
 	case cfg.Interval < 0:
 		return nil, fmt.Errorf("new housekeeper: Interval is %s, must not be negative", cfg.Interval)
-	case cfg.Batch < 0:
-		return nil, fmt.Errorf("new housekeeper: Batch is %d, must not be negative", cfg.Batch)
 	}
 	h := &Housekeeper{
 		store:     cfg.Store,
 		retention: cmp.Or(cfg.Retention, DefaultRetention),
 		interval:  cmp.Or(cfg.Interval, DefaultPurgeInterval),
-		batch:     cmp.Or(cfg.Batch, DefaultPurgeBatch),
 		obs:       cfg.Observer,
 		now:       cfg.Now,
 		done:      make(chan struct{}),
@@ -148,11 +137,13 @@ func (h *Housekeeper) Stop(ctx context.Context) error {
 	}
 }
 
-// runOnce purges done jobs finished before now-Retention, Batch at a time,
-// until a call deletes fewer than Batch, and returns the number deleted.
+// runOnce purges done jobs finished before now-Retention and returns the
+// number deleted. One Purge call does it all: every Store cuts a purge into
+// short transactions of its own (storekit.BulkInChunks), so the enqueues
+// around it never wait for more than one of them.
 func (h *Housekeeper) runOnce(ctx context.Context) (int, error) {
 	cutoff := h.now().Add(-h.retention)
-	total, err := PurgeAll(ctx, h.store, cutoff, h.batch)
+	total, err := h.store.Purge(ctx, cutoff, math.MaxInt)
 	if err != nil && ctx.Err() == nil {
 		return total, fmt.Errorf("purge jobs: %w", err)
 	}
@@ -160,41 +151,4 @@ func (h *Housekeeper) runOnce(ctx context.Context) (int, error) {
 		h.obs.Purged(total, cutoff)
 	}
 	return total, ctx.Err()
-}
-
-// PurgeAll deletes the done jobs finished before cutoff, calling s.Purge
-// with batch until a call deletes fewer, and returns the number deleted. It
-// stops early when a call fails or ctx ends; the batches deleted by then stay
-// deleted and are counted. The Housekeeper's passes and the admin API's purge
-// both run through it.
-func PurgeAll(ctx context.Context, s Store, cutoff time.Time, batch int) (int, error) {
-	return DeleteInBatches(ctx, math.MaxInt, batch, func(n int) (int, error) {
-		return s.Purge(ctx, cutoff, n)
-	})
-}
-
-// DeleteInBatches is the one "delete until a short batch" loop: it calls del
-// with at most batch rows to delete, and calls it again while each call
-// deletes all it was asked to, until a call comes back short, limit rows are
-// deleted, del fails or ctx ends (between two calls; it then returns
-// ctx.Err()). It returns the sum of what del reported, which counts rows del
-// deleted even when it also returned an error. PurgeAll cuts a purge into
-// Purge calls with it, and a Store cuts one Purge call into short
-// transactions with it.
-func DeleteInBatches(ctx context.Context, limit, batch int, del func(n int) (int, error)) (int, error) {
-	total := 0
-	for {
-		want := min(batch, limit-total)
-		if want <= 0 {
-			return total, nil
-		}
-		if err := ctx.Err(); err != nil {
-			return total, err
-		}
-		n, err := del(want)
-		total += n
-		if err != nil || n < want {
-			return total, err
-		}
-	}
 }

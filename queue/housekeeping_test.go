@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 	"testing"
 	"time"
@@ -39,7 +38,7 @@ func newHousekeeper(t *testing.T, cfg queue.HousekeeperConfig) *queue.Housekeepe
 }
 
 // TestHousekeeperPurgesOnlyOldDoneJobs: done jobs past the retention go, in
-// batches; recent done jobs, dead jobs and pending jobs of any age stay.
+// one pass; recent done jobs, dead jobs and pending jobs of any age stay.
 func TestHousekeeperPurgesOnlyOldDoneJobs(t *testing.T) {
 	clk := newClock()
 	s := setup(t, clk.Now)
@@ -77,8 +76,7 @@ func TestHousekeeperPurgesOnlyOldDoneJobs(t *testing.T) {
 	recent := []int64{enqueue(t, s, "new-0", "t"), enqueue(t, s, "new-1", "t")}
 	handle(2)
 
-	h := newHousekeeper(t, queue.HousekeeperConfig{Store: s, Batch: 2, Now: clk.Now})
-	// Five old done jobs in batches of two: 2, 2, 1.
+	h := newHousekeeper(t, queue.HousekeeperConfig{Store: s, Now: clk.Now})
 	n, err := h.RunOnce(t.Context())
 	if err != nil || n != len(oldDone) {
 		t.Fatalf("first pass: %d purged, %v; want %d", n, err, len(oldDone))
@@ -137,7 +135,6 @@ func TestNewHousekeeperValidates(t *testing.T) {
 		{"no store", queue.HousekeeperConfig{}, "Store"},
 		{"negative retention", queue.HousekeeperConfig{Store: s, Retention: -1}, "Retention"},
 		{"negative interval", queue.HousekeeperConfig{Store: s, Interval: -1}, "Interval"},
-		{"negative batch", queue.HousekeeperConfig{Store: s, Batch: -1}, "Batch"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -150,54 +147,6 @@ func TestNewHousekeeperValidates(t *testing.T) {
 			}
 			if err == nil || !strings.Contains(err.Error(), tt.field) {
 				t.Fatalf("NewHousekeeper error = %v, want one naming %s", err, tt.field)
-			}
-		})
-	}
-}
-
-// TestDeleteInBatches drives the one "delete until a short batch" loop over
-// a count of rows: which sizes it asks for, when it stops, what it returns.
-func TestDeleteInBatches(t *testing.T) {
-	errDisk := errors.New("disk full")
-	ended, cancel := context.WithCancel(context.Background())
-	cancel()
-	tests := []struct {
-		name         string
-		ctx          context.Context
-		rows         int
-		limit, batch int
-		failAt       int // the call (from 1) that fails after deleting one row; 0: none
-		wantCalls    []int
-		want         int
-		wantErr      error
-	}{
-		{"short batch ends it", t.Context(), 5, math.MaxInt, 2, 0, []int{2, 2, 2}, 5, nil},
-		{"full batches need an empty call", t.Context(), 4, math.MaxInt, 2, 0, []int{2, 2, 2}, 4, nil},
-		{"limit caps the last call", t.Context(), 10, 5, 2, 0, []int{2, 2, 1}, 5, nil},
-		{"limit 0 deletes nothing", t.Context(), 10, 0, 2, 0, nil, 0, nil},
-		{"batch 0 deletes nothing", t.Context(), 10, math.MaxInt, 0, 0, nil, 0, nil},
-		{"a failure keeps its count", t.Context(), 10, math.MaxInt, 2, 2, []int{2, 2}, 3, errDisk},
-		{"an ended context calls nothing", ended, 10, math.MaxInt, 2, 0, nil, 0, context.Canceled},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			rows := tt.rows
-			var calls []int
-			got, err := queue.DeleteInBatches(tt.ctx, tt.limit, tt.batch, func(n int) (int, error) {
-				calls = append(calls, n)
-				if len(calls) == tt.failAt {
-					rows--
-					return 1, errDisk
-				}
-				n = min(n, rows)
-				rows -= n
-				return n, nil
-			})
-			if got != tt.want || !errors.Is(err, tt.wantErr) || (tt.wantErr == nil && err != nil) {
-				t.Errorf("DeleteInBatches = %d, %v; want %d, %v", got, err, tt.want, tt.wantErr)
-			}
-			if fmt.Sprint(calls) != fmt.Sprint(tt.wantCalls) {
-				t.Errorf("calls asked for %v rows, want %v", calls, tt.wantCalls)
 			}
 		})
 	}

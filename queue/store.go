@@ -336,7 +336,11 @@ type Store interface {
 	DiscardJobs(ctx context.Context, f Filter) (int, error)
 
 	// Purge deletes up to limit done jobs finished before cutoff, then events
-	// with no job left, and returns the number of jobs deleted.
+	// with no job left, and returns the number of jobs deleted. Like
+	// ReplayDead it works in bounded chunks, each committed on its own, so
+	// any limit (the Housekeeper passes math.MaxInt) keeps every
+	// transaction short; it returns the jobs deleted also when it fails
+	// part way.
 	Purge(ctx context.Context, cutoff time.Time, limit int) (int, error)
 
 	// Reads, from a read-only pool beside the writer.

@@ -647,7 +647,7 @@ func (s *Store) ReplayDead(ctx context.Context, f queue.Filter) (int, error) {
 		return 0, queue.ErrClosed
 	}
 	var after int64
-	return queue.DeleteInBatches(ctx, math.MaxInt, bulkChunk, func(n int) (int, error) {
+	return storekit.BulkInChunks(ctx, math.MaxInt, bulkChunk, func(n int) (int, error) {
 		var replayed int64
 		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 			now := ms(s.cfg.Now())
@@ -682,7 +682,7 @@ func (s *Store) DiscardJobs(ctx context.Context, f queue.Filter) (int, error) {
 		afterAt time.Time // the zero time sorts before every run_at
 		kept    = []int64{}
 	)
-	return queue.DeleteInBatches(ctx, math.MaxInt, bulkChunk, func(n int) (int, error) {
+	return storekit.BulkInChunks(ctx, math.MaxInt, bulkChunk, func(n int) (int, error) {
 		var deleted int64
 		var promoted []int64
 		// A deleted head of an ordering key hands it on, in the same
@@ -779,7 +779,7 @@ func (s *Store) Purge(ctx context.Context, cutoff time.Time, limit int) (int, er
 		return 0, queue.ErrClosed
 	}
 	cutoff = ms(cutoff)
-	jobs, err := queue.DeleteInBatches(ctx, limit, purgeChunk, func(n int) (int, error) {
+	jobs, err := storekit.BulkInChunks(ctx, limit, purgeChunk, func(n int) (int, error) {
 		var deleted int64
 		if err := s.pool.QueryRow(ctx, sqlPurgeJobs, cutoff, n).Scan(&deleted); err != nil {
 			return 0, s.fail("purge jobs", err)
@@ -789,7 +789,7 @@ func (s *Store) Purge(ctx context.Context, cutoff time.Time, limit int) (int, er
 	if err != nil {
 		return jobs, err
 	}
-	_, err = queue.DeleteInBatches(ctx, limit, purgeChunk, func(n int) (int, error) {
+	_, err = storekit.BulkInChunks(ctx, limit, purgeChunk, func(n int) (int, error) {
 		tag, err := s.pool.Exec(ctx, sqlPurgeBareEvents, cutoff, n)
 		if err != nil {
 			return 0, s.fail("purge events", err)

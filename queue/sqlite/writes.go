@@ -138,7 +138,7 @@ func (s *Store) Replay(ctx context.Context, id int64) error {
 // so the enqueues around it wait for one chunk at most; the chunks already
 // replayed when it fails stay replayed and are counted.
 func (s *Store) ReplayDead(ctx context.Context, f queue.Filter) (int, error) {
-	return queue.DeleteInBatches(ctx, math.MaxInt, bulkChunk, s.chunk(ctx, kindReplayDead, f))
+	return storekit.BulkInChunks(ctx, math.MaxInt, bulkChunk, s.chunk(ctx, kindReplayDead, f))
 }
 
 // DiscardJobs deletes every job matching f, pending or dead as f.Status
@@ -147,7 +147,7 @@ func (s *Store) DiscardJobs(ctx context.Context, f queue.Filter) (int, error) {
 	if err := storekit.CheckDiscardFilter(f); err != nil {
 		return 0, err
 	}
-	return queue.DeleteInBatches(ctx, math.MaxInt, bulkChunk, s.chunk(ctx, kindDiscardJobs, f))
+	return storekit.BulkInChunks(ctx, math.MaxInt, bulkChunk, s.chunk(ctx, kindDiscardJobs, f))
 }
 
 // bulkChunk bounds the jobs one request of a bulk replay or discard
@@ -209,11 +209,11 @@ func (s *Store) Purge(ctx context.Context, cutoff time.Time, limit int) (int, er
 			return deleted, nil
 		}
 	}
-	jobs, err := queue.DeleteInBatches(ctx, limit, purgeChunk, chunk(kindPurge))
+	jobs, err := storekit.BulkInChunks(ctx, limit, purgeChunk, chunk(kindPurge))
 	if err != nil {
 		return jobs, err
 	}
-	_, err = queue.DeleteInBatches(ctx, limit, purgeChunk, chunk(kindPurgeEvents))
+	_, err = storekit.BulkInChunks(ctx, limit, purgeChunk, chunk(kindPurgeEvents))
 	return jobs, err
 }
 

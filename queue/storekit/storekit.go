@@ -7,6 +7,7 @@
 package storekit
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -138,4 +139,29 @@ func PauseName(source, target string) string {
 		return "source " + source
 	}
 	return source + "/" + target
+}
+
+// BulkInChunks is the one loop of every bulk operation a Store cuts into
+// short transactions: ReplayDead, DiscardJobs and Purge. It calls chunk with
+// at most size rows to change, and again while each call changes all it was
+// asked to, until a call comes back short, limit rows are changed, chunk
+// fails or ctx ends (between two calls; it then returns ctx.Err()). It
+// returns the sum of what chunk reported, which counts the rows of a chunk
+// that committed even when chunk also returned an error.
+func BulkInChunks(ctx context.Context, limit, size int, chunk func(n int) (int, error)) (int, error) {
+	total := 0
+	for {
+		want := min(size, limit-total)
+		if want <= 0 {
+			return total, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
+		n, err := chunk(want)
+		total += n
+		if err != nil || n < want {
+			return total, err
+		}
+	}
 }

@@ -1,6 +1,10 @@
 package storekit_test
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -130,6 +134,54 @@ func TestEventJobs(t *testing.T) {
 				if want := tt.want[e.ID]; !slices.Equal(got, want) {
 					t.Errorf("event %d jobs = %v, want %v", e.ID, got, want)
 				}
+			}
+		})
+	}
+}
+
+// TestBulkInChunks drives the one loop of the bulk operations over a count
+// of rows: which sizes it asks for, when it stops, what it returns.
+func TestBulkInChunks(t *testing.T) {
+	errDisk := errors.New("disk full")
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	tests := []struct {
+		name         string
+		ctx          context.Context
+		rows         int
+		limit, batch int
+		failAt       int // the call (from 1) that fails after deleting one row; 0: none
+		wantCalls    []int
+		want         int
+		wantErr      error
+	}{
+		{"short batch ends it", t.Context(), 5, math.MaxInt, 2, 0, []int{2, 2, 2}, 5, nil},
+		{"full batches need an empty call", t.Context(), 4, math.MaxInt, 2, 0, []int{2, 2, 2}, 4, nil},
+		{"limit caps the last call", t.Context(), 10, 5, 2, 0, []int{2, 2, 1}, 5, nil},
+		{"limit 0 deletes nothing", t.Context(), 10, 0, 2, 0, nil, 0, nil},
+		{"batch 0 deletes nothing", t.Context(), 10, math.MaxInt, 0, 0, nil, 0, nil},
+		{"a failure keeps its count", t.Context(), 10, math.MaxInt, 2, 2, []int{2, 2}, 3, errDisk},
+		{"an ended context calls nothing", ended, 10, math.MaxInt, 2, 0, nil, 0, context.Canceled},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rows := tt.rows
+			var calls []int
+			got, err := storekit.BulkInChunks(tt.ctx, tt.limit, tt.batch, func(n int) (int, error) {
+				calls = append(calls, n)
+				if len(calls) == tt.failAt {
+					rows--
+					return 1, errDisk
+				}
+				n = min(n, rows)
+				rows -= n
+				return n, nil
+			})
+			if got != tt.want || !errors.Is(err, tt.wantErr) || (tt.wantErr == nil && err != nil) {
+				t.Errorf("BulkInChunks = %d, %v; want %d, %v", got, err, tt.want, tt.wantErr)
+			}
+			if fmt.Sprint(calls) != fmt.Sprint(tt.wantCalls) {
+				t.Errorf("calls asked for %v rows, want %v", calls, tt.wantCalls)
 			}
 		})
 	}

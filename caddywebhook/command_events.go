@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,43 +23,16 @@ import (
 	"github.com/caddywebhook/caddywebhook/signature"
 )
 
-// The subcommands of issue 15 beside command.go's: events, lookups by the
-// sender's delivery id, the listing's further filters, resend, injected
-// test events, signing without openssl, and the live tail.
+// The subcommands about events beside command.go's jobs: events, resend,
+// injected test events, signing without openssl, the live tail, and pause
+// and resume.
 
 // cliRunner wraps a subcommand's body with the admin address lookup.
 type cliRunner func(f func(c *cli, cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error
 
-// addOpsCommands adds events, resend, send, sign and tail to cmd, and the
-// further filters to list and show.
-func addOpsCommands(cmd *cobra.Command, run cliRunner, list, show *cobra.Command) {
-	lf := list.Flags()
-	lf.String("event", "", "Only jobs of events of this type")
-	lf.String("delivery", "", "Only the jobs of the event with this sender's delivery id (needs --source)")
-	lf.String("since", "", "Only jobs of events received since: an RFC 3339 time or a duration back from now (1h, 2d)")
-	lf.String("until", "", "Only jobs of events received before: an RFC 3339 time or a duration back from now")
-	list.Use = "list [--status <status>] [--source <name>] [--target <name>] [--event <type>] [--delivery <id>] [--since <when>] [--until <when>] [--limit <n>] [--cursor <id>]"
-	list.Example += `
-  caddy webhook list --source stripe --delivery evt_1N2b3c
-  caddy webhook list --event push --since 1h`
-
-	sf := show.Flags()
-	sf.String("source", "", "With --delivery: the source the event came to")
-	sf.String("delivery", "", "Show the event with this sender's delivery id, and its jobs (needs --source)")
-	sf.Int64("event", 0, "Show the event with this id, and its jobs")
-	show.Use = "show <job id> | --source <name> --delivery <id> | --event <event id>"
-	show.Example += `
-  caddy webhook show --source stripe --delivery evt_1N2b3c
-  caddy webhook show --event 17`
-	show.Args = showArgs
-	showJob := show.RunE
-	show.RunE = func(cmd *cobra.Command, args []string) error {
-		if len(args) == 1 {
-			return showJob(cmd, args)
-		}
-		return run((*cli).showEvent)(cmd, args)
-	}
-
+// addEventCommands adds events, resend, send, sign, tail, pause and resume
+// to cmd.
+func addEventCommands(cmd *cobra.Command, run cliRunner) {
 	events := &cobra.Command{
 		Use:   "events [--source <name>] [--delivery <id>] [--event <type>] [--since <when>] [--until <when>] [--has-target true|false] [--limit <n>] [--cursor <id>]",
 		Short: "Lists received events, newest first, with their jobs (also events no target wanted)",
@@ -538,94 +510,6 @@ func (c *cli) send(cmd *cobra.Command, args []string) error {
 			req.Source, r.Jobs, plural(r.Jobs, "job", "jobs"), strings.Join(r.Targets, ", "))
 	}
 	return nil
-}
-
-// signCommand prints the headers a sender of the scheme would send.
-func signCommand(cmd *cobra.Command) error {
-	fl := cmd.Flags()
-	scheme, _ := fl.GetString("scheme")
-	env, _ := fl.GetString("secret-env")
-	target, _ := fl.GetString("url")
-	if scheme == "" {
-		return fmt.Errorf("--scheme is required: one of %s", strings.Join(signature.Schemes(), ", "))
-	}
-	if _, ok := signature.Lookup(scheme); !ok {
-		return fmt.Errorf("--scheme %q is unknown: use one of %s", scheme, strings.Join(signature.Schemes(), ", "))
-	}
-	if env == "" {
-		return errors.New("--secret-env is required: the name of the environment variable that holds the secret (never the secret itself)")
-	}
-	key := os.Getenv(env)
-	if key == "" {
-		return fmt.Errorf("environment variable %s is empty or unset", env)
-	}
-	body, err := readBodyFlag(cmd)
-	if err != nil {
-		return err
-	}
-	opts := signature.SignOptions{URL: target}
-	opts.EventType, _ = fl.GetString("event")
-	opts.ID, _ = fl.GetString("id")
-	signed, h, err := signature.SignBody(scheme, key, body, opts)
-	// Some schemes carry their signature inside the body (mailgun,
-	// msgraph): then the body to send is the signed one, printed too.
-	bodySigned := !bytes.Equal(signed, body)
-	if err != nil {
-		// The key is never part of the message: Sign's errors name what is
-		// wrong with it, not its value.
-		return err
-	}
-	if h.Get("Content-Type") == "" {
-		h.Set("Content-Type", "application/json")
-	}
-	names := make([]string, 0, len(h))
-	for name := range h {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	out := cmd.OutOrStdout()
-	if asJSON, _ := fl.GetBool("json"); asJSON {
-		m := make(map[string]string, len(h)+1)
-		for _, name := range names {
-			m[name] = h.Get(name)
-		}
-		if bodySigned {
-			// Header names are canonical, so "body" names no header.
-			m["body"] = string(signed)
-		}
-		b, err := json.Marshal(m)
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(out, "%s\n", b)
-		return err
-	}
-	if target == "" {
-		for _, name := range names {
-			fmt.Fprintf(out, "%s: %s\n", name, h.Get(name))
-		}
-		if bodySigned {
-			fmt.Fprintf(out, "\n%s\n", signed)
-		}
-		return nil
-	}
-	var b strings.Builder
-	b.WriteString("curl --request POST --url " + shellQuote(target))
-	for _, name := range names {
-		b.WriteString(" \\\n  --header " + shellQuote(name+": "+h.Get(name)))
-	}
-	if file, _ := fl.GetString("body"); file != "" && file != "-" && !bodySigned {
-		b.WriteString(" \\\n  --data-binary " + shellQuote("@"+file))
-	} else {
-		b.WriteString(" \\\n  --data-binary " + shellQuote(string(signed)))
-	}
-	fmt.Fprintln(out, b.String())
-	return nil
-}
-
-// shellQuote quotes s for a POSIX shell.
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func (c *cli) tail(cmd *cobra.Command, _ []string) error {

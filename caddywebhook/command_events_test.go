@@ -163,7 +163,7 @@ func TestCLISign(t *testing.T) {
 	})
 	t.Run("curl", func(t *testing.T) {
 		res := runCLI(t, now, "sign", "--scheme", "github", "--secret-env", "TEST_WEBHOOK_SECRET", "--body", body, "--url", "https://example.com/hooks/github")
-		for _, w := range []string{"curl --request POST --url 'https://example.com/hooks/github'", "--header 'X-Hub-Signature-256: sha256=", "--data-binary '@" + body + "'"} {
+		for _, w := range []string{"--request POST --url 'https://example.com/hooks/github'", "--header 'X-Hub-Signature-256: sha256=", "--data-binary '@" + body + "'"} {
 			if res.code != 0 || !strings.Contains(res.stdout, w) {
 				t.Errorf("exit %d, output lacks %q:\n%s%s", res.code, w, res.stdout, res.stderr)
 			}

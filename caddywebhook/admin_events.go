@@ -24,53 +24,8 @@ import (
 	"github.com/caddywebhook/caddywebhook/signature"
 )
 
-// The operators' endpoints of issue 15, beside admin.go's: events as well
-// as jobs, the jobs listing's further filters, resend, injected test
-// events and the live tail.
-//
-//	GET  /webhook/events               events, newest first, with their jobs
-//	GET  /webhook/events/{id}          one event with its headers and payload
-//	POST /webhook/events/{id}/send     a new job of the event for ?target=
-//	POST /webhook/jobs/{id}/resend     a done or dead job delivered again
-//	POST /webhook/send                 an event injected as if verified
-//	GET  /webhook/tail                 received events and attempts, live
-//	POST /webhook/pause, /webhook/resume  see pause.go
-
-// opsRoute maps the paths of these endpoints; ok is false for any other.
-func (a *adminAPI) opsRoute(parts []string) (route adminRoute, id int64, ok bool, err error) {
-	switch {
-	case len(parts) == 1 && parts[0] == "events":
-		return adminRoute{
-			methods: methods(http.MethodGet, a.handleEvents),
-			params:  []string{"source", "delivery_id", "event_type", "since", "until", "has_target", "limit", "cursor"},
-		}, 0, true, nil
-	case len(parts) == 2 && parts[0] == "events":
-		id, err := parseID(parts[1], "event")
-		return adminRoute{methods: methods(http.MethodGet, a.handleEvent)}, id, true, err
-	case len(parts) == 3 && parts[0] == "events" && parts[2] == "send":
-		id, err := parseID(parts[1], "event")
-		return adminRoute{methods: methods(http.MethodPost, a.handleSendEvent), params: []string{"target"}}, id, true, err
-	case len(parts) == 3 && parts[0] == "jobs" && parts[2] == "resend":
-		id, err := parseID(parts[1], "job")
-		return adminRoute{methods: methods(http.MethodPost, a.handleResend)}, id, true, err
-	case len(parts) == 1 && parts[0] == "send":
-		return adminRoute{methods: methods(http.MethodPost, a.handleInject)}, 0, true, nil
-	case len(parts) == 1 && parts[0] == "pause":
-		return adminRoute{methods: methods(http.MethodPost, a.handlePause), params: []string{"source", "target"}}, 0, true, nil
-	case len(parts) == 1 && parts[0] == "resume":
-		return adminRoute{methods: methods(http.MethodPost, a.handleResume), params: []string{"source", "target"}}, 0, true, nil
-	case len(parts) == 1 && parts[0] == "tail":
-		return adminRoute{
-			methods: methods(http.MethodGet, a.handleTail),
-			params:  []string{"source", "target", "outcome"},
-		}, 0, true, nil
-	}
-	return adminRoute{}, 0, false, nil
-}
-
-// listFilterParams are the jobs listing's filters beyond status, source
-// and target.
-var listFilterParams = []string{"event_type", "delivery_id", "since", "until"}
+// The operators' endpoints beside the jobs': events, resend, send to a
+// target, injected test events and the live tail.
 
 // parseEventFilter reads the filters of events that the jobs and the
 // events listings both take: source, event_type, delivery_id, since and
@@ -372,6 +327,9 @@ const tailKeepalive = 15 * time.Second
 
 func (a *adminAPI) handleTail(w http.ResponseWriter, r *http.Request, _ *activeQueue, _ int64) error {
 	query := r.URL.Query()
+	if o := query.Get("outcome"); o != "" && !slices.Contains(tailOutcomes(), o) {
+		return badParam("outcome", "must be an outcome word (%s), not %q", strings.Join(tailOutcomes(), ", "), o)
+	}
 	rc := http.NewResponseController(w)
 	sub := tails.subscribe(tailFilter{source: query.Get("source"), target: query.Get("target"), outcome: query.Get("outcome")})
 	defer tails.unsubscribe(sub)
@@ -426,6 +384,12 @@ func (a *adminAPI) handleTail(w http.ResponseWriter, r *http.Request, _ *activeQ
 			return nil
 		}
 	}
+}
+
+// tailOutcomes are the outcome words a tail line can carry: the
+// receiver's, then a delivery attempt's.
+func tailOutcomes() []string {
+	return slices.Concat(outcomeWords[:], deliveryOutcomes[:])
 }
 
 // writeEvent writes one server-sent event holding l as JSON.
