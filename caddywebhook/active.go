@@ -13,7 +13,7 @@ import (
 // new app starts before the old one stops, so the old app's Stop must not
 // clear the new app's entry; hence the owner check.
 type activeQueue struct {
-	owner     any
+	owner     *App // the app whose store this is; nil in tests without one
 	Store     queue.Store
 	Retention time.Duration // how long done jobs are kept (the dedupe memory)
 	// Routes are the (source, target) pairs of the running config; jobs
@@ -38,7 +38,7 @@ var active atomic.Pointer[activeQueue]
 
 // setActiveQueue makes owner's store, with its config's routes and its
 // pause set and flow control (nil for none), the one the admin API uses.
-func setActiveQueue(owner any, store queue.Store, retention time.Duration, routes []queue.Route, pauses *pauseSet, flow *queue.Flow) {
+func setActiveQueue(owner *App, store queue.Store, retention time.Duration, routes []queue.Route, pauses *pauseSet, flow *queue.Flow) {
 	q := &activeQueue{owner: owner, Store: store, Retention: retention, Routes: routes, pauses: pauses}
 	if flow != nil {
 		q.Circuits = flow.Circuits
@@ -47,7 +47,7 @@ func setActiveQueue(owner any, store queue.Store, retention time.Duration, route
 }
 
 // clearActiveQueue forgets owner's store, unless another owner took over.
-func clearActiveQueue(owner any) {
+func clearActiveQueue(owner *App) {
 	cur := active.Load()
 	if cur != nil && cur.owner == owner {
 		active.CompareAndSwap(cur, nil)

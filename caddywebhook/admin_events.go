@@ -308,7 +308,7 @@ func injectHeaders(given map[string]string) ([]queue.Header, error) {
 		switch {
 		case !signature.ValidHeaderName(name):
 			return nil, apiError(http.StatusBadRequest, "header %q: not a valid header name", name)
-		case !httpValidHeaderValue(value):
+		case !ValidHeaderValue(value):
 			return nil, apiError(http.StatusBadRequest, "header %s: the value has a control character", name)
 		case canon == injectedHeader:
 			return nil, apiError(http.StatusBadRequest, "header %s is set by the server", name)
@@ -404,11 +404,10 @@ func writeEvent(w io.Writer, l tailLine) error {
 
 // lookupSource finds source in the config of the active queue's app.
 func lookupSource(q *activeQueue, source string) (sourceConfig, bool) {
-	cfg, ok := q.owner.(runningConfig)
-	if !ok {
+	if q.owner == nil {
 		return sourceConfig{}, false
 	}
-	return cfg.sourceConfig(source)
+	return q.owner.source(source)
 }
 
 // adminLogger logs the operators' writes, as Caddy's admin logs its own.

@@ -16,15 +16,10 @@ import (
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
-// testConfig is a running config for the admin tests: github has the
+// testConfigApp is an app with a running config for the admin tests: github has the
 // targets http (every event) and exec (push only), with a 1 KiB body cap.
-type testConfig struct{}
-
-func (testConfig) sourceConfig(source string) (sourceConfig, bool) {
-	if source != "github" {
-		return sourceConfig{}, false
-	}
-	return sourceConfig{
+func testConfigApp() *App {
+	return &App{sources: map[string]sourceConfig{"github": {
 		targets: []string{"http", "exec"},
 		targetsFor: func(eventType string) []string {
 			if eventType == "push" {
@@ -33,14 +28,14 @@ func (testConfig) sourceConfig(source string) (sourceConfig, bool) {
 			return []string{"http"}
 		},
 		maxBody: 1024,
-	}, true
+	}}}
 }
 
-// withConfig makes the fixture's store active under an owner that has
-// testConfig, as a running App does.
+// withConfig makes the fixture's store active under an app with the
+// test config, as a running App does.
 func (f *adminFixture) withConfig(t *testing.T) {
 	t.Helper()
-	owner := &struct{ testConfig }{}
+	owner := testConfigApp()
 	setActiveQueue(owner, f.store, 24*time.Hour, adminRoutes, nil, nil)
 	t.Cleanup(func() { clearActiveQueue(owner) })
 }

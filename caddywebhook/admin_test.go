@@ -32,7 +32,7 @@ type adminFixture struct {
 	api     *adminAPI
 	handler http.Handler
 	now     atomic.Int64 // unix nanoseconds; read by the store and the API
-	owner   *int         // the active-queue owner token
+	owner   *App         // the active-queue owner token
 	seq     int
 }
 
@@ -47,7 +47,7 @@ var adminRoutes = []queue.Route{
 // 24h retention and returns the fixture. The clock starts at adminT0.
 func setupAdmin(t *testing.T) *adminFixture {
 	t.Helper()
-	f := &adminFixture{owner: new(int)}
+	f := &adminFixture{owner: new(App)}
 	f.now.Store(adminT0.UnixNano())
 	clock := func() time.Time { return time.Unix(0, f.now.Load()).UTC() }
 	f.dbPath = filepath.Join(t.TempDir(), "queue.db")

@@ -3,6 +3,7 @@ package caddywebhook
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -43,10 +44,12 @@ func init() {
 // hand its unfinished jobs back. With PostgreSQL, pools in other Caddy
 // instances share the store too, on the same terms.
 type App struct {
-	// Storage says where the queue lives: a SQLite file for one Caddy, or
-	// a PostgreSQL database that several Caddy instances share. Default:
-	// SQLite at <caddy data dir>/webhook/queue.db with synchronous=full.
-	Storage *StorageConfig `json:"storage,omitempty"`
+	// Storage says where the queue lives: a module of the webhook.storage
+	// namespace, chosen by its "backend" key, such as a SQLite file for one
+	// Caddy (webhook.storage.sqlite) or a PostgreSQL database that several
+	// Caddy instances share (webhook.storage.postgres). Default: sqlite,
+	// <caddy data dir>/webhook/queue.db.
+	StorageRaw json.RawMessage `json:"storage,omitempty" caddy:"namespace=webhook.storage inline_key=backend"`
 
 	// Workers is the number of deliveries run at once. 0 means receive
 	// only: requests are verified and stored, nothing is delivered until a
@@ -101,7 +104,12 @@ type App struct {
 
 	ctx    caddy.Context
 	logger *zap.Logger
-	spec   storeSpec // set by Validate; the store opens in Start
+	// storage is the loaded Storage module, set by Provision; the store
+	// opens in Start.
+	storage Storage
+	// secrets collects the values this config load resolved from
+	// secret-bearing fields (see Secrets).
+	secrets *Secrets
 
 	// The store, once open: by Start, or by a receiver's first request
 	// should Caddy's HTTP app start serving before this app started.
@@ -114,7 +122,7 @@ type App struct {
 	routes   map[queue.Route]Target      // registered by receivers during Provision
 	policies map[queue.Route]retryPolicy // their retry settings
 	limits   map[queue.Route]queue.FlowLimits
-	sources  map[string]bool
+	sources  map[string]sourceConfig // by source, registered by receivers
 	started  bool
 	pool     *queue.Pool
 	keeper   *queue.Housekeeper
@@ -122,9 +130,6 @@ type App struct {
 	pauses   *pauseSet   // nil without a pool
 	flow     *queue.Flow // nil when no target has a rate, concurrency or circuit breaker
 	pull     *Pull       // nil without pull targets (pull.go)
-
-	// receivers by source, for the admin API's injected events (ops.go)
-	receivers map[string]*Receiver
 }
 
 // BackoffConfig is the retry backoff of failing jobs.
@@ -153,7 +158,7 @@ var stores = caddy.NewUsagePool()
 // holding it is cleaned up.
 type sharedStore struct {
 	queue.Store
-	settings string     // the storeSpec settings it was opened with
+	settings string     // the Storage settings it was opened with
 	wakers   pullWakers // the consumers waiting for pull targets' jobs (pull.go)
 }
 
@@ -169,29 +174,40 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.routes = make(map[queue.Route]Target)
 	a.policies = make(map[queue.Route]retryPolicy)
 	a.limits = make(map[queue.Route]queue.FlowLimits)
-	a.sources = make(map[string]bool)
-	if a.Storage == nil {
-		a.Storage = new(StorageConfig)
-	}
+	a.sources = make(map[string]sourceConfig)
+	a.secrets = new(Secrets)
 	if err := registerMetrics(ctx.GetMetricsRegistry(), a); err != nil {
 		return fmt.Errorf("webhook: register metrics: %w", err)
 	}
-	return a.provisionNotify(ctx)
-}
-
-// Validate checks the options and the storage configuration, whose
-// placeholders it resolves; it connects to nothing.
-func (a *App) Validate() error {
-	if err := a.validate(); err != nil {
-		return err
-	}
-	spec, err := a.Storage.spec()
+	sctx := WithSecrets(ctx, a.secrets)
+	raw, err := withBackend(a.StorageRaw)
 	if err != nil {
 		return err
 	}
-	a.spec = spec
-	return nil
+	a.StorageRaw = raw
+	mod, err := sctx.LoadModule(a, "StorageRaw")
+	if err != nil {
+		return fmt.Errorf("webhook: storage: %w", err)
+	}
+	st, ok := mod.(Storage)
+	if !ok {
+		return fmt.Errorf("webhook: storage: module %T is not a webhook storage", mod)
+	}
+	a.storage = st
+	return a.provisionNotify(sctx)
 }
+
+// Validate checks the options; the storage module checks its own. It
+// connects to nothing.
+func (a *App) Validate() error {
+	return a.validate()
+}
+
+// Secrets returns the values this config load resolved from
+// secret-bearing fields: the receivers', the targets' and the storage's.
+// It is complete once every module of the config is provisioned, before
+// the app starts.
+func (a *App) Secrets() *Secrets { return a.secrets }
 
 // queueStore returns the store, opening (or sharing) it on first use.
 func (a *App) queueStore() (queue.Store, error) {
@@ -206,23 +222,24 @@ func (a *App) queueStore() (queue.Store, error) {
 	if a.released {
 		return nil, queue.ErrClosed
 	}
-	spec := a.spec
-	val, _, err := stores.LoadOrNew(spec.key, func() (caddy.Destructor, error) {
-		s, err := spec.open(a.ctx)
+	st := a.storage
+	key, settings := st.StoreKey(), st.StoreSettings()
+	val, _, err := stores.LoadOrNew(key, func() (caddy.Destructor, error) {
+		s, err := st.OpenStore(a.ctx)
 		if err != nil {
 			return nil, err
 		}
-		return &sharedStore{Store: s, settings: spec.settings}, nil
+		return &sharedStore{Store: s, settings: settings}, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("webhook: open store %s: %w", spec.name, err)
+		return nil, fmt.Errorf("webhook: open store %s: %w", st.StoreName(), err)
 	}
-	a.storeKey = spec.key
+	a.storeKey = key
 	shared := val.(*sharedStore)
-	if shared.settings != spec.settings {
+	if shared.settings != settings {
 		a.logger.Warn("storage settings change when Caddy restarts: the open store is shared across reloads",
-			zap.String("store", spec.name),
-			zap.String("configured", spec.settings),
+			zap.String("store", st.StoreName()),
+			zap.String("configured", settings),
 			zap.String("in_effect", shared.settings))
 	}
 	a.opened.Store(shared)
@@ -276,45 +293,6 @@ func (b *BackoffConfig) validate() error {
 	return nil
 }
 
-// retryPolicy is the attempt budget and backoff of one route, where its
-// target overrides the app's.
-type retryPolicy struct {
-	maxAttempts int            // 0: the app's
-	backoff     *BackoffConfig // nil: the app's
-}
-
-// policyFor returns the pool's PolicyFor over the routes that override the
-// app's retry settings, or nil when none does. An unset backoff base or
-// max of a route's own backoff is the app's.
-func (a *App) policyFor(policies map[queue.Route]retryPolicy) func(*queue.Job) (queue.RetryPolicy, int) {
-	type policy struct {
-		retry       queue.RetryPolicy
-		maxAttempts int
-	}
-	byRoute := make(map[queue.Route]policy)
-	for route, rp := range policies {
-		if rp.maxAttempts == 0 && rp.backoff == nil {
-			continue
-		}
-		p := policy{maxAttempts: rp.maxAttempts}
-		if b := rp.backoff; b != nil {
-			global := cmp.Or(a.Backoff, new(BackoffConfig))
-			p.retry = queue.Backoff{
-				Base: time.Duration(cmp.Or(b.Base, global.Base)),
-				Max:  time.Duration(cmp.Or(b.Max, global.Max)),
-			}
-		}
-		byRoute[route] = p
-	}
-	if len(byRoute) == 0 {
-		return nil
-	}
-	return func(job *queue.Job) (queue.RetryPolicy, int) {
-		p := byRoute[queue.Route{Source: job.Source, Target: job.Target}]
-		return p.retry, p.maxAttempts
-	}
-}
-
 // workers returns the configured worker count; 0 means receive only.
 func (a *App) workers() int {
 	if a.Workers == nil {
@@ -328,25 +306,30 @@ func (a *App) retention() time.Duration {
 	return cmp.Or(time.Duration(a.Retention), queue.DefaultRetention)
 }
 
-// registerReceiver records the targets of one receiver's source, during the
-// receiver's Provision. Two receivers with one source would share dedupe
-// keys and jobs, so that is a config error.
-func (a *App) registerReceiver(source string, targets []namedTarget) error {
+// registerReceiver records a receiver's source and its targets, once,
+// during the receiver's Provision: the routes and their delivery settings
+// for the pool, and what the admin API needs of the source. Two receivers
+// with one source would share dedupe keys and jobs, so that is a config
+// error.
+func (a *App) registerReceiver(rc *Receiver, targets []namedTarget) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	source := rc.Source
 	if a.started {
 		return fmt.Errorf("webhook_receiver: source %q: the webhook app has already started", source)
 	}
-	if a.sources[source] {
+	if _, ok := a.sources[source]; ok {
 		return fmt.Errorf("webhook_receiver: source %q is configured twice; each receiver needs its own source", source)
 	}
-	a.sources[source] = true
-	for _, t := range targets {
+	names := make([]string, len(targets))
+	for i, t := range targets {
+		names[i] = t.name
 		route := queue.Route{Source: source, Target: t.name}
 		a.routes[route] = t.target
 		a.policies[route] = t.retry
 		a.limits[route] = t.flow
 	}
+	a.sources[source] = sourceConfig{receiver: rc, targets: names, targetsFor: rc.targetsFor, maxBody: rc.maxBody}
 	return nil
 }
 
@@ -409,53 +392,16 @@ func (a *App) Start() error {
 		return fmt.Errorf("webhook: %w", err)
 	}
 
-	// The pauses are read before the pool's first claim, so a paused
-	// route stays paused across a restart from the first moment.
-	var pauses *pauseSet
-	var pool *queue.Pool
-	var flow *queue.Flow
-	var pull *Pull
 	// The pool never claims a pull target's jobs: its consumers do.
 	pulled, pooled := pullRoutes(routes, handlers)
-	if n := a.workers(); (n > 0 && len(pooled) > 0) || len(pulled) > 0 {
-		pauses = newPauseSet(store, a.logger)
-		if err := pauses.refresh(a.ctx); err != nil {
-			return fmt.Errorf("webhook: %w", err)
-		}
+	pool, pauses, flow, err := a.newPool(store, pooled, router(handlers), policyFor, limits, notify, obs)
+	if err != nil {
+		return err
 	}
-	if len(pulled) > 0 {
-		pull = a.newPull(store, pulled, handlers, a.policies, pauses.paused, obs)
-	}
-	if n := a.workers(); n > 0 && len(pooled) > 0 {
-		// With flow control the flow answers for pauses too (its plan
-		// names the routes a claim reads).
-		flow = a.newFlow(pooled, limits, notify, pauses.paused)
-		cfg := queue.PoolConfig{
-			Store:         store,
-			Handler:       router(handlers),
-			Workers:       n,
-			Lease:         time.Duration(a.Lease),
-			PollInterval:  time.Duration(a.PollInterval),
-			MaxAttempts:   a.MaxAttempts,
-			PolicyFor:     policyFor,
-			MaxRetryAfter: time.Duration(a.MaxRetryAfter),
-			ShutdownGrace: time.Duration(a.ShutdownGrace),
-			Routes:        pooled,
-			Paused:        pauses.paused,
-			Observer:      obs,
-		}
-		if flow != nil {
-			cfg.Flow = flow
-		}
-		if a.spec.claimAhead {
-			cfg.ClaimAhead = n
-		}
-		if a.Backoff != nil {
-			cfg.Retry = queue.Backoff{Base: time.Duration(a.Backoff.Base), Max: time.Duration(a.Backoff.Max)}
-		}
-		if pool, err = queue.NewPool(cfg); err != nil {
-			return fmt.Errorf("webhook: %w", err)
-		}
+
+	pull, pauses, err := a.newPullSide(store, pulled, handlers, pauses, obs)
+	if err != nil {
+		return err
 	}
 
 	if err := keeper.Start(a.ctx); err != nil {
@@ -481,6 +427,61 @@ func (a *App) Start() error {
 	a.mu.Unlock()
 	setActiveQueue(a, store, a.retention(), routes, pauses, flow)
 
+	a.logStarted(pool, pull, routes)
+	return nil
+}
+
+// newPool builds the worker pool over routes, with its pause set and flow
+// control (nil when no target has a limit), or returns nils when workers
+// is 0 or no receiver names a target. The pauses are read before the
+// pool's first claim, so a paused route stays paused across a restart
+// from the first moment.
+func (a *App) newPool(store queue.Store, routes []queue.Route, handler queue.Handler, policyFor func(*queue.Job) (queue.RetryPolicy, int),
+	limits map[queue.Route]queue.FlowLimits, notify *notifier, obs *observer) (*queue.Pool, *pauseSet, *queue.Flow, error) {
+	n := a.workers()
+	if n == 0 || len(routes) == 0 {
+		return nil, nil, nil, nil
+	}
+	pauses := newPauseSet(store, a.logger)
+	if err := pauses.refresh(a.ctx); err != nil {
+		return nil, nil, nil, fmt.Errorf("webhook: %w", err)
+	}
+	// With flow control the flow answers for pauses too (its plan
+	// names the routes a claim reads).
+	flow := a.newFlow(routes, limits, notify, pauses.paused)
+	cfg := queue.PoolConfig{
+		Store:         store,
+		Handler:       handler,
+		Workers:       n,
+		Lease:         time.Duration(a.Lease),
+		PollInterval:  time.Duration(a.PollInterval),
+		MaxAttempts:   a.MaxAttempts,
+		PolicyFor:     policyFor,
+		MaxRetryAfter: time.Duration(a.MaxRetryAfter),
+		ShutdownGrace: time.Duration(a.ShutdownGrace),
+		Routes:        routes,
+		Paused:        pauses.paused,
+		Observer:      obs,
+	}
+	if flow != nil {
+		cfg.Flow = flow
+	}
+	if a.storage.ClaimAhead() {
+		cfg.ClaimAhead = n
+	}
+	if a.Backoff != nil {
+		cfg.Retry = queue.Backoff{Base: time.Duration(a.Backoff.Base), Max: time.Duration(a.Backoff.Max)}
+	}
+	pool, err := queue.NewPool(cfg)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("webhook: %w", err)
+	}
+	return pool, pauses, flow, nil
+}
+
+// logStarted logs how the queue started: with a pool, with pull targets
+// only, or receiving only.
+func (a *App) logStarted(pool *queue.Pool, pull *Pull, routes []queue.Route) {
 	fields := []zap.Field{zap.Int("routes", len(routes)), zap.Int("workers", a.workers())}
 	if pull != nil {
 		fields = append(fields, zap.Strings("pull_targets", pull.Targets()))
@@ -496,7 +497,6 @@ func (a *App) Start() error {
 	default:
 		a.logger.Info("webhook queue started without workers: receiving and storing only", fields...)
 	}
-	return nil
 }
 
 // stopMargin is how long Stop waits past the grace for handlers that ignore

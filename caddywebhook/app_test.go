@@ -590,11 +590,11 @@ func TestAppConfigErrors(t *testing.T) {
 		receivers []receiverConfig
 		want      string
 	}{
-		{"postgres without dsn", map[string]any{"storage": map[string]any{"backend": "postgres"}}, nil, "webhook: storage: postgres needs a dsn"},
-		{"postgres with synchronous", map[string]any{"storage": map[string]any{"backend": "postgres", "dsn": "postgres://h/db", "synchronous": "full"}}, nil, "synchronous applies to sqlite only"},
-		{"sqlite with a dsn", map[string]any{"storage": map[string]any{"backend": "sqlite", "dsn": "postgres://h/db"}}, nil, "dsn, schema and max_conns apply to postgres only"},
-		{"sqlite with a negative max_batch", map[string]any{"storage": map[string]any{"max_batch": -1}}, nil, "webhook: storage: max_batch is -1, must not be negative"},
-		{"postgres with a negative max_batch", map[string]any{"storage": map[string]any{"backend": "postgres", "dsn": "postgres://h/db", "max_batch": -1}}, nil, "webhook: storage: max_batch is -1, must not be negative"},
+		{"postgres without dsn", map[string]any{"storage": map[string]any{"backend": "postgres"}}, nil, "webhook: storage: loading module 'postgres': provision webhook.storage.postgres: postgres needs a dsn"},
+		{"postgres with synchronous", map[string]any{"storage": map[string]any{"backend": "postgres", "dsn": "postgres://h/db", "synchronous": "full"}}, nil, `webhook.storage.postgres: json: unknown field "synchronous"`},
+		{"sqlite with a dsn", map[string]any{"storage": map[string]any{"backend": "sqlite", "dsn": "postgres://h/db"}}, nil, `webhook.storage.sqlite: json: unknown field "dsn"`},
+		{"sqlite with a negative max_batch", map[string]any{"storage": map[string]any{"max_batch": -1}}, nil, "webhook.storage.sqlite: invalid configuration: max_batch is -1, must not be negative"},
+		{"postgres with a negative max_batch", map[string]any{"storage": map[string]any{"backend": "postgres", "dsn": "postgres://h/db", "max_batch": -1}}, nil, "webhook.storage.postgres: invalid configuration: max_batch is -1, must not be negative"},
 		{"unknown backend", map[string]any{"storage": map[string]any{"backend": "redis"}}, nil, `unknown backend "redis" (want sqlite or postgres)`},
 		{"negative workers", map[string]any{"workers": -1}, nil, "workers is -1"},
 		{"lease too short", map[string]any{"lease": "10ms"}, nil, "lease 10ms is shorter than 1s"},

@@ -79,34 +79,16 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	if d.NextArg() {
 		return d.Errf("webhook: unexpected argument %q; options go in a block", d.Val())
 	}
+	var storage storageTokens
 	for d.NextBlock(0) {
 		opt := d.Val()
 		switch opt {
 		case "storage":
-			if err := a.unmarshalStorage(d); err != nil {
+			if err := storage.storageLine(d); err != nil {
 				return err
 			}
-		case "synchronous":
-			var mode string
-			if !d.AllArgs(&mode) {
-				return d.Errf("webhook: synchronous needs one argument: full or normal")
-			}
-			if a.Storage == nil {
-				a.Storage = new(StorageConfig)
-			}
-			a.Storage.Synchronous = mode
-		case "max_batch":
-			n, err := intArg(d, opt)
-			if err != nil {
-				return err
-			}
-			if n < 1 {
-				return d.Errf("webhook: max_batch must be at least 1")
-			}
-			if a.Storage == nil {
-				a.Storage = new(StorageConfig)
-			}
-			a.Storage.MaxBatch = n
+		case "synchronous", "max_batch":
+			storage.option(d)
 		case "workers":
 			n, err := intArg(d, opt)
 			if err != nil {
@@ -161,6 +143,11 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			return d.Errf("webhook: unknown option %q", opt)
 		}
 	}
+	raw, err := storage.json()
+	if err != nil {
+		return err
+	}
+	a.StorageRaw = raw
 	return nil
 }
 
@@ -192,53 +179,6 @@ func unmarshalNotify(d *caddyfile.Dispenser) (*NotifyConfig, error) {
 	}
 	n.DeliverRaw = raw
 	return n, nil
-}
-
-// unmarshalStorage parses one storage line (the dispenser is on its
-// option name) and, for postgres, its block. It never quotes the DSN.
-func (a *App) unmarshalStorage(d *caddyfile.Dispenser) error {
-	if a.Storage != nil && a.Storage.Backend != "" {
-		return d.Errf("webhook: storage is given twice")
-	}
-	var backend, location string
-	if !d.AllArgs(&backend, &location) {
-		return d.Errf("webhook: storage needs a backend and its location: storage sqlite <path> or storage postgres <dsn>")
-	}
-	if a.Storage == nil {
-		a.Storage = new(StorageConfig)
-	}
-	st := a.Storage
-	switch backend {
-	case backendSQLite:
-		st.Backend, st.Path = backendSQLite, location
-		if d.NextBlock(d.Nesting()) {
-			return d.Errf("webhook: storage sqlite takes no block")
-		}
-	case backendPostgres:
-		st.Backend, st.DSN = backendPostgres, location
-		for nesting := d.Nesting(); d.NextBlock(nesting); {
-			switch opt := d.Val(); opt {
-			case "schema":
-				if !d.AllArgs(&st.Schema) {
-					return d.Errf("webhook: storage postgres: schema needs one name")
-				}
-			case "max_conns":
-				n, err := intArg(d, "storage postgres: max_conns")
-				if err != nil {
-					return err
-				}
-				if n < 1 {
-					return d.Errf("webhook: storage postgres: max_conns must be at least 1")
-				}
-				st.MaxConns = n
-			default:
-				return d.Errf("webhook: storage postgres: unknown option %q", opt)
-			}
-		}
-	default:
-		return d.Errf("webhook: storage: unknown backend %q (want sqlite or postgres)", backend)
-	}
-	return nil
 }
 
 // intArg reads the one non-negative integer argument of option opt.
@@ -306,7 +246,7 @@ func parseReceiverDirective(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler
 //			on_dead hold|release           # default hold
 //		}
 //		signature_header <name>              # the signed-content engine (hmac, presets):
-//		signature_syntax plain|list|pairs    #   each also settable in the hmac block
+//		signature_syntax plain|list|pairs    #   see engineOptions
 //		signature_key    <key>               #   pairs: e.g. v1
 //		signature_prefix <text>              #   e.g. sha256=
 //		algorithm        sha256|sha1|sha512
@@ -316,12 +256,6 @@ func parseReceiverDirective(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler
 //		timestamp_key    <key>               #   pairs: e.g. t
 //		timestamp_field  <field>             #   in the JSON body, e.g. webhookTimestamp
 //		timestamp_format unix|unix_ms|rfc3339
-//		hmac {                               # the same, grouped (header, syntax, key,
-//			header    <name>               #   prefix, algorithm, encoding,
-//			algorithm sha256|sha1|sha512   #   signed_content, timestamp_header,
-//			encoding  hex|base64           #   timestamp_key, timestamp_field,
-//			prefix    <text>               #   timestamp_format)
-//		}
 //		to <kind> <args…> {                  # repeatable: one job per target
 //			name <name>                    # default: the kind, then <kind>-2, <kind>-3…
 //			events <type…>                 # only these event types; default all
@@ -380,16 +314,6 @@ func (rc *Receiver) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if !d.AllArgs(&rc.PublicURL) {
 				return d.Errf("webhook_receiver: public_url needs one URL")
 			}
-		case "signature_header", "signature_syntax", "signature_key", "signature_prefix", "algorithm",
-			"encoding", "signed_content", "timestamp_header", "timestamp_key", "timestamp_field", "timestamp_format":
-			var v string
-			if !d.AllArgs(&v) {
-				return d.Errf("webhook_receiver: %s needs one value (quote it if it has spaces)", opt)
-			}
-			if rc.HMAC == nil {
-				rc.HMAC = new(HMACOptions)
-			}
-			*rc.HMAC.field(strings.TrimPrefix(opt, "signature_")) = v
 		case "secret_mode":
 			if !d.AllArgs(&rc.SecretMode) {
 				return d.Errf("webhook_receiver: secret_mode needs one value")
@@ -461,9 +385,8 @@ func (rc *Receiver) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			rc.OrderingKey = k
 		case "hmac":
-			if err := rc.unmarshalHMAC(d); err != nil {
-				return err
-			}
+			return d.Errf("webhook_receiver: the hmac block is not supported; write its options as lines of webhook_receiver, " +
+				"header, syntax, key and prefix as signature_header, signature_syntax, signature_key and signature_prefix")
 		case "to":
 			t, err := unmarshalTarget(d)
 			if err != nil {
@@ -471,62 +394,38 @@ func (rc *Receiver) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			rc.Targets = append(rc.Targets, t)
 		default:
-			return d.Errf("webhook_receiver: unknown option %q", opt)
+			field, ok := engineOptions[opt]
+			if !ok {
+				return d.Errf("webhook_receiver: unknown option %q", opt)
+			}
+			var v string
+			if !d.AllArgs(&v) {
+				return d.Errf("webhook_receiver: %s needs one value (quote it if it has spaces)", opt)
+			}
+			if rc.HMAC == nil {
+				rc.HMAC = new(HMACOptions)
+			}
+			*field(rc.HMAC) = v
 		}
 	}
 	return nil
 }
 
-func (rc *Receiver) unmarshalHMAC(d *caddyfile.Dispenser) error {
-	if d.NextArg() {
-		return d.Errf("webhook_receiver: hmac takes a block, not %q", d.Val())
-	}
-	if rc.HMAC == nil {
-		rc.HMAC = new(HMACOptions)
-	}
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		opt := d.Val()
-		var v string
-		if !d.AllArgs(&v) {
-			return d.Errf("webhook_receiver: hmac: %s needs one value", opt)
-		}
-		f := rc.HMAC.field(opt)
-		if f == nil {
-			return d.Errf("webhook_receiver: hmac: unknown option %q", opt)
-		}
-		*f = v
-	}
-	return nil
-}
-
-// field is the option of the signed-content engine called name, as in the
-// hmac block, or nil.
-func (h *HMACOptions) field(name string) *string {
-	switch name {
-	case "header":
-		return &h.Header
-	case "syntax":
-		return &h.Syntax
-	case "key":
-		return &h.Key
-	case "prefix":
-		return &h.Prefix
-	case "algorithm":
-		return &h.Algorithm
-	case "encoding":
-		return &h.Encoding
-	case "signed_content":
-		return &h.SignedContent
-	case "timestamp_header":
-		return &h.TimestampHeader
-	case "timestamp_key":
-		return &h.TimestampKey
-	case "timestamp_field":
-		return &h.TimestampField
-	case "timestamp_format":
-		return &h.TimestampFormat
-	}
-	return nil
+// engineOptions are the Caddyfile options of the signed-content engine
+// (scheme hmac and the presets built on it), each a line of the
+// webhook_receiver block, and the HMACOptions field each one sets.
+var engineOptions = map[string]func(*HMACOptions) *string{
+	"signature_header": func(h *HMACOptions) *string { return &h.Header },
+	"signature_syntax": func(h *HMACOptions) *string { return &h.Syntax },
+	"signature_key":    func(h *HMACOptions) *string { return &h.Key },
+	"signature_prefix": func(h *HMACOptions) *string { return &h.Prefix },
+	"algorithm":        func(h *HMACOptions) *string { return &h.Algorithm },
+	"encoding":         func(h *HMACOptions) *string { return &h.Encoding },
+	"signed_content":   func(h *HMACOptions) *string { return &h.SignedContent },
+	"timestamp_header": func(h *HMACOptions) *string { return &h.TimestampHeader },
+	"timestamp_key":    func(h *HMACOptions) *string { return &h.TimestampKey },
+	"timestamp_field":  func(h *HMACOptions) *string { return &h.TimestampField },
+	"timestamp_format": func(h *HMACOptions) *string { return &h.TimestampFormat },
 }
 
 // unmarshalTarget parses one `to <kind> <args…> { … }` line. It keeps

@@ -97,6 +97,9 @@ func TestAdaptErrors(t *testing.T) {
 		{"global/postgres max_conns zero", global("\t\tstorage postgres {env.PG} {\n\t\t\tmax_conns 0\n\t\t}"), []string{"webhook", "storage postgres", "max_conns must be at least 1"}},
 		{"global/postgres dsn split in two", global("\t\tstorage postgres host=h password=canary-pw"), []string{"webhook", "storage needs a backend and its location"}},
 		{"global/storage without path", global("\t\tstorage sqlite"), []string{"webhook", "storage needs a backend and its location"}},
+		// Each storage module reads the options beside the storage line
+		// and refuses those of another backend.
+		{"global/postgres with synchronous", global("\t\tsynchronous normal\n\t\tstorage postgres postgres://h/db"), []string{"webhook", "synchronous applies to sqlite only"}},
 		{"global/workers not a number", global("\t\tworkers many"), []string{"webhook", "workers", `"many"`}},
 		{"global/workers negative", global("\t\tworkers -1"), []string{"webhook", "workers", `"-1"`}},
 		{"global/max_attempts zero", global("\t\tmax_attempts 0"), []string{"webhook", "max_attempts must be at least 1"}},
@@ -118,8 +121,11 @@ func TestAdaptErrors(t *testing.T) {
 		{"receiver/max_body bad", receiver("\t\tmax_body lots"), []string{"webhook_receiver", "max_body", `"lots"`}},
 		{"receiver/delivery_id from cookie", receiver("\t\tdelivery_id cookie id"), []string{"webhook_receiver", "delivery_id", `"cookie" is not header or json`}},
 		{"receiver/event_type without name", receiver("\t\tevent_type header"), []string{"webhook_receiver", "event_type needs a source and a name"}},
-		{"receiver/hmac unknown option", receiver("\t\thmac {\n\t\t\tcolour blue\n\t\t}"), []string{"webhook_receiver", "hmac", `unknown option "colour"`}},
-		{"receiver/hmac argument", receiver("\t\thmac sha256"), []string{"webhook_receiver", "hmac takes a block"}},
+		// The engine's options are lines of the receiver; the hmac block,
+		// their other spelling, is refused naming its replacement.
+		{"receiver/hmac block", receiver("\t\thmac {\n\t\t\theader X-Sig\n\t\t}"), []string{"webhook_receiver", "hmac block is not supported", "signature_header"}},
+		{"receiver/hmac argument", receiver("\t\thmac sha256"), []string{"webhook_receiver", "hmac block is not supported"}},
+		{"receiver/engine option unknown", receiver("\t\tsignature_colour blue"), []string{"webhook_receiver", `unknown option "signature_colour"`}},
 		{"receiver/public_key with two values", receiver("\t\tpublic_key a b"), []string{"webhook_receiver", "public_key needs exactly one value"}},
 		{"receiver/public_url without url", receiver("\t\tpublic_url"), []string{"webhook_receiver", "public_url needs one URL"}},
 		{"receiver/signed_content split", receiver("\t\tsigned_content {timestamp} {body}"), []string{"webhook_receiver", "signed_content needs one value", "quote it"}},
@@ -168,7 +174,6 @@ func TestCaddyfileLoadErrors(t *testing.T) {
 		want   []string // every piece must appear in the error
 	}{
 		{"global/synchronous off", "synchronous off", "", []string{"webhook", "synchronous", `"off" is not full or normal`}},
-		{"global/postgres with synchronous", "synchronous normal\nstorage postgres postgres://h/db", "", []string{"webhook", "synchronous applies to sqlite only"}},
 		{"global/backoff max below base", "backoff 1m 1s", "", []string{"webhook", "backoff", "shorter than its base"}},
 		{"global/notify backoff max below base", "notify http http://127.0.0.1:9/ {\n\t\t\tbackoff 1m 1s\n\t\t}", "", []string{"webhook: notify", "backoff max is shorter than its base"}},
 		{"global/notify exec program missing", "notify exec /nonexistent/caddywebhook-notify", "", []string{"webhook: notify", `program "/nonexistent/caddywebhook-notify" does not exist`}},

@@ -5,14 +5,23 @@
 // delivers each job to its target, with leases, retries, dead letters and
 // replay.
 //
-// Importing the package registers its modules, each in the file named for
-// it:
+// The plugin's modules, each in the file named for it; those of the
+// storage and targets namespaces live in packages of their own, which
+// import this one and register themselves (the module root's imports.go
+// links them all in):
 //
-//	http.handlers.webhook_receiver  Receiver       receiver.go, Caddyfile directive webhook_receiver
-//	webhook                         App            app.go, storage.go, global option webhook { … }
-//	webhook.targets.http            HTTPTarget     targets_http.go
-//	webhook.targets.exec            ExecTarget     targets_exec.go
-//	admin.api.webhook               (admin API)    admin.go, /webhook/… on Caddy's admin endpoint
+//	http.handlers.webhook_receiver   Receiver     receiver.go, Caddyfile directive webhook_receiver
+//	http.handlers.webhook_dashboard  Dashboard    dashboard.go, Caddyfile directive webhook_dashboard
+//	webhook                          App          app.go, global option webhook { … }
+//	admin.api.webhook                (admin API)  admin.go, /webhook/… on Caddy's admin endpoint
+//	webhook.storage.sqlite           Storage      storage/sqlite (package sqlitestorage)
+//	webhook.storage.postgres         Storage      storage/postgres (package postgresstorage)
+//	webhook.targets.http             Target       targets/http (package httptarget)
+//	webhook.targets.exec             Target       targets/exec (package exectarget)
+//
+// The namespaces' interfaces are Storage (storage.go) and Target
+// (target.go); every secret-bearing field of any module resolves through
+// ResolveSecret (resolve.go).
 //
 // It also adds the `caddy webhook` command (command.go), a client of the
 // admin API, and the caddy_webhook_* metrics (metrics.go). caddyfile.go

@@ -14,6 +14,39 @@ import (
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
+// DeliverySettings are the delivery settings of one target of a receiver
+// (TargetConfig embeds them): its retry budget and backoff, which override
+// the app's, and the flow control of its deliveries.
+type DeliverySettings struct {
+	// MaxAttempts is the number of attempts after which this target's
+	// failing jobs are parked as dead; it overrides the app's max_attempts
+	// for this target only. Default: the app's max_attempts (12).
+	MaxAttempts int `json:"max_attempts,omitempty"`
+
+	// Backoff spaces the attempts of this target's failing jobs, overriding
+	// the app's backoff; a base or max left unset is the app's. Default:
+	// the app's backoff (2s, 15m).
+	Backoff *BackoffConfig `json:"backoff,omitempty"`
+
+	// Rate caps how fast deliveries to this target start, as <n>/s, <n>/m
+	// or <n>/h (e.g. "50/s"). Jobs beyond it wait, pending, unclaimed and
+	// uncharged. The limit is per Caddy instance: several instances
+	// sharing a PostgreSQL queue each deliver up to the rate. Default:
+	// none.
+	Rate string `json:"rate,omitempty"`
+
+	// Concurrency caps the deliveries to this target running at once, in
+	// this instance (per instance, as Rate). Default: 0, no cap beyond
+	// the app's workers.
+	Concurrency int `json:"concurrency,omitempty"`
+
+	// CircuitBreaker stops deliveries to this target after a run of
+	// transient failures, for a cool-down that grows while it keeps
+	// failing; see CircuitBreakerConfig. The circuit's state is this
+	// instance's. Default: none, no circuit breaker.
+	CircuitBreaker *CircuitBreakerConfig `json:"circuit_breaker,omitempty"`
+}
+
 // CircuitBreakerConfig is a target's circuit breaker: after Failures
 // transient failures in a row, deliveries to the target stop for Cooldown;
 // then one probe goes through, whose success closes the circuit and whose
@@ -85,8 +118,24 @@ func parseRate(s string) (queue.Rate, error) {
 	return queue.Rate{N: count, Per: per}, nil
 }
 
+// check checks ds and returns the retry policy and the flow limits of its
+// target's route; each message names the option.
+func (ds *DeliverySettings) check() (retryPolicy, queue.FlowLimits, error) {
+	if ds.MaxAttempts < 0 {
+		return retryPolicy{}, queue.FlowLimits{}, errors.New("max_attempts must not be negative")
+	}
+	if err := ds.Backoff.validate(); err != nil {
+		return retryPolicy{}, queue.FlowLimits{}, err
+	}
+	limits, err := ds.flowLimits()
+	if err != nil {
+		return retryPolicy{}, queue.FlowLimits{}, err
+	}
+	return retryPolicy{maxAttempts: ds.MaxAttempts, backoff: ds.Backoff}, limits, nil
+}
+
 // flowLimits checks and returns the delivery limits of tc.
-func (tc *TargetConfig) flowLimits() (queue.FlowLimits, error) {
+func (tc *DeliverySettings) flowLimits() (queue.FlowLimits, error) {
 	var l queue.FlowLimits
 	if tc.Rate != "" {
 		r, err := parseRate(tc.Rate)
@@ -104,6 +153,45 @@ func (tc *TargetConfig) flowLimits() (queue.FlowLimits, error) {
 	}
 	l.Breaker = tc.CircuitBreaker.breaker()
 	return l, nil
+}
+
+// retryPolicy is the attempt budget and backoff of one route, where its
+// target overrides the app's.
+type retryPolicy struct {
+	maxAttempts int            // 0: the app's
+	backoff     *BackoffConfig // nil: the app's
+}
+
+// policyFor returns the pool's PolicyFor over the routes that override the
+// app's retry settings, or nil when none does. An unset backoff base or
+// max of a route's own backoff is the app's.
+func (a *App) policyFor(policies map[queue.Route]retryPolicy) func(*queue.Job) (queue.RetryPolicy, int) {
+	type policy struct {
+		retry       queue.RetryPolicy
+		maxAttempts int
+	}
+	byRoute := make(map[queue.Route]policy)
+	for route, rp := range policies {
+		if rp.maxAttempts == 0 && rp.backoff == nil {
+			continue
+		}
+		p := policy{maxAttempts: rp.maxAttempts}
+		if b := rp.backoff; b != nil {
+			global := cmp.Or(a.Backoff, new(BackoffConfig))
+			p.retry = queue.Backoff{
+				Base: time.Duration(cmp.Or(b.Base, global.Base)),
+				Max:  time.Duration(cmp.Or(b.Max, global.Max)),
+			}
+		}
+		byRoute[route] = p
+	}
+	if len(byRoute) == 0 {
+		return nil
+	}
+	return func(job *queue.Job) (queue.RetryPolicy, int) {
+		p := byRoute[queue.Route{Source: job.Source, Target: job.Target}]
+		return p.retry, p.maxAttempts
+	}
 }
 
 // newFlow returns the pool's flow control over routes, or nil when no route

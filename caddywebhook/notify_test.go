@@ -5,15 +5,19 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"io"
 	"maps"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/caddyserver/caddy/v2"
 
 	"github.com/caddywebhook/caddywebhook/internal/testutil"
 	"github.com/caddywebhook/caddywebhook/queue"
@@ -234,11 +238,21 @@ func TestNotifierDeliversSigned(t *testing.T) {
 	rand.Read(key)
 	secret := "whsec_" + base64.StdEncoding.EncodeToString(key)
 	t.Setenv("CADDYWEBHOOK_TEST_NOTIFY_SECRET", secret)
-	handler, seen := httpTestRecorder(t)
-	tgt, _ := httpTestSetup(t, handler, func(tgt *HTTPTarget) {
-		tgt.SignSecret = "{env.CADDYWEBHOOK_TEST_NOTIFY_SECRET}"
-		tgt.now = time.Now // the verifier checks the timestamp against its clock
-	})
+	type request struct {
+		header http.Header
+		body   []byte
+	}
+	seen := make(chan request, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			t.Errorf("read request body: %v", err)
+		}
+		seen <- request{header: r.Header.Clone(), body: body}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(srv.Close)
+	tgt := loadTestTarget(t, "http", map[string]any{"url": srv.URL + "/hook", "sign_secret": "{env.CADDYWEBHOOK_TEST_NOTIFY_SECRET}"})
 
 	n.JobDead(deadJob(7, "gh", "http"), queue.Completion{Error: "upstream answered 500", Now: notifyT0})
 	flushAt(t, n, notifyT0.Add(time.Minute), false, 1)
@@ -263,8 +277,8 @@ func TestNotifierDeliversSigned(t *testing.T) {
 	if ct := req.header.Get("Content-Type"); ct != "application/json" {
 		t.Errorf("Content-Type %q", ct)
 	}
-	if src := req.header.Get(httpHeaderSource); src != notifySource {
-		t.Errorf("%s %q, want %s", httpHeaderSource, src, notifySource)
+	if src := req.header.Get(HeaderSource); src != notifySource {
+		t.Errorf("%s %q, want %s", HeaderSource, src, notifySource)
 	}
 	verifier, err := signature.New(signature.Config{Scheme: signature.SchemeStandard, Secrets: []string{secret}})
 	if err != nil {
@@ -346,4 +360,21 @@ func TestStopDrainsStoresTheirNotices(t *testing.T) {
 	if len(page.Jobs) != 1 || page.Jobs[0].EventType != noticeJobDead {
 		t.Fatalf("notice jobs when stopDrains returned: %+v; want one %s", page.Jobs, noticeJobDead)
 	}
+}
+
+// loadTestTarget loads the target module webhook.targets.<kind> from its
+// JSON config, provisioned and validated, as a receiver's `to` would.
+func loadTestTarget(t *testing.T, kind string, config map[string]any) Target {
+	t.Helper()
+	raw, err := json.Marshal(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
+	t.Cleanup(cancel)
+	mod, err := ctx.LoadModuleByID("webhook.targets."+kind, raw)
+	if err != nil {
+		t.Fatalf("load the %s target: %v", kind, err)
+	}
+	return mod.(Target)
 }

@@ -169,6 +169,22 @@ func (a *App) newPull(store queue.Store, routes map[string][]queue.Route, target
 	return p
 }
 
+// newPullSide builds the pull side over the pull routes, nil without any,
+// with the pool's pause set, or one of its own when no pool runs.
+func (a *App) newPullSide(store queue.Store, pulled map[string][]queue.Route, targets map[queue.Route]Target, pauses *pauseSet, obs queue.Observer) (*Pull, *pauseSet, error) {
+	if len(pulled) == 0 {
+		return nil, pauses, nil
+	}
+	if pauses == nil {
+		// Read before the first claim, as the pool's are.
+		pauses = newPauseSet(store, a.logger)
+		if err := pauses.refresh(a.ctx); err != nil {
+			return nil, nil, fmt.Errorf("webhook: %w", err)
+		}
+	}
+	return a.newPull(store, pulled, targets, a.policies, pauses.paused, obs), pauses, nil
+}
+
 // stop ends the pull side: waiting claims answer at once.
 func (p *Pull) stop() { p.stopOnce.Do(func() { close(p.stopped) }) }
 

@@ -19,6 +19,11 @@ type fakePull struct{}
 func (fakePull) Deliver(context.Context, *queue.Job) error { return errors.New("never delivered") }
 func (fakePull) PulledByConsumers()                        {}
 
+// pushTarget is a target the pool delivers to.
+type pushTarget struct{}
+
+func (pushTarget) Deliver(context.Context, *queue.Job) error { return nil }
+
 // shapingTarget wraps a target as a content rule's transform does: it
 // upper-cases payloads, and fails on a payload of "bad".
 type shapingTarget struct{ next Target }
@@ -43,10 +48,10 @@ func (s shapingTarget) shapeJob(job *queue.Job) (*queue.Job, error) {
 func TestPullRoutes(t *testing.T) {
 	route := func(target string) queue.Route { return queue.Route{Source: "github", Target: target} }
 	targets := map[queue.Route]Target{
-		route("http"):         &HTTPTarget{},
+		route("http"):         pushTarget{},
 		route("laptop"):       fakePull{},
 		route("shaped"):       shapingTarget{next: fakePull{}},
-		route("shaped-http"):  shapingTarget{next: &HTTPTarget{}},
+		route("shaped-http"):  shapingTarget{next: pushTarget{}},
 		route("twice-shaped"): shapingTarget{next: shapingTarget{next: fakePull{}}},
 	}
 	routes := []queue.Route{route("http"), route("laptop"), route("shaped"), route("shaped-http"), route("twice-shaped")}

@@ -30,25 +30,29 @@ var readmeSections = []struct {
 	structs []readmeStruct
 }{
 	{"### Global option `webhook` (the `webhook` app)", []readmeStruct{
-		{"App", ""}, {"StorageConfig", "storage."}, {"BackoffConfig", "backoff."},
+		{"App", ""}, {"storage/sqlite.Storage", "storage."}, {"storage/postgres.Storage", "storage."},
+		{"BackoffConfig", "backoff."},
 	}},
 	{"### Directive `webhook_receiver` (handler `http.handlers.webhook_receiver`)", []readmeStruct{
 		{"Receiver", ""}, {"HMACOptions", "hmac."}, {"TargetConfig", "targets[]."},
+		{"DeliverySettings", "targets[]."},
 		{"CircuitBreakerConfig", "targets[].circuit_breaker."},
 	}},
 	{"### Failure notifications (`notify`)", []readmeStruct{{"NotifyConfig", "notify."}}},
-	{"### Target `http` (`webhook.targets.http`)", []readmeStruct{{"HTTPTarget", ""}}},
-	{"### Target `exec` (`webhook.targets.exec`)", []readmeStruct{{"ExecTarget", ""}}},
+	{"### Target `http` (`webhook.targets.http`)", []readmeStruct{{"targets/http.Target", ""}}},
+	{"### Target `exec` (`webhook.targets.exec`)", []readmeStruct{{"targets/exec.Target", ""}}},
 	{"### Directive `webhook_dashboard` (handler `http.handlers.webhook_dashboard`)", []readmeStruct{{"Dashboard", ""}}},
 }
 
 type readmeStruct struct {
-	name   string // the Go type
+	name   string // the Go type, after its directory when in a sub-package
 	prefix string // its fields' JSON path in the README, before the tag
 }
 
-// notConfig lists the Caddy modules whose JSON is not configuration.
-var notConfig = []string{"adminAPI"}
+// notConfig lists the Caddy modules whose JSON is not configuration, or
+// holds no field: the pull target has no options of its own (its page is
+// docs/CONSUMER.md).
+var notConfig = []string{"adminAPI", "targets/pull.Target"}
 
 // configField is one JSON field of a config struct, from its Go source.
 type configField struct {
@@ -142,14 +146,21 @@ func checkField(t *testing.T, heading string, f configField, nested bool, rows [
 // JSON fields of every struct type, and the types with a CaddyModule method.
 func parseConfigStructs(t *testing.T) (map[string][]configField, []string) {
 	t.Helper()
-	// Every non-test Go file of the package, whatever its build tags: a
-	// config struct must be documented on every platform.
-	names, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatalf("list package files: %v", err)
+	// Every non-test Go file of the package and of its module packages,
+	// whatever its build tags: a config struct must be documented on every
+	// platform. A sub-package's types are named after its directory, as
+	// "targets/http.Target".
+	var names []string
+	for _, pattern := range []string{"*.go", "storage/*/*.go", "targets/*/*.go"} {
+		m, err := filepath.Glob(pattern)
+		if err != nil {
+			t.Fatalf("list package files: %v", err)
+		}
+		names = append(names, m...)
 	}
 	fset := token.NewFileSet()
 	var files []*ast.File
+	var dirs []string
 	for _, name := range names {
 		if strings.HasSuffix(name, "_test.go") {
 			continue
@@ -159,23 +170,30 @@ func parseConfigStructs(t *testing.T) (map[string][]configField, []string) {
 			t.Fatalf("parse package: %v", err)
 		}
 		files = append(files, f)
+		dirs = append(dirs, filepath.ToSlash(filepath.Dir(name)))
 	}
 	structs := map[string]*ast.StructType{}
 	var modules []string
-	for _, file := range files {
+	for i, file := range files {
+		qualify := func(name string) string {
+			if dirs[i] == "." {
+				return name
+			}
+			return dirs[i] + "." + name
+		}
 		for _, decl := range file.Decls {
 			switch d := decl.(type) {
 			case *ast.GenDecl:
 				for _, spec := range d.Specs {
 					if ts, ok := spec.(*ast.TypeSpec); ok {
 						if st, ok := ts.Type.(*ast.StructType); ok {
-							structs[ts.Name.Name] = st
+							structs[qualify(ts.Name.Name)] = st
 						}
 					}
 				}
 			case *ast.FuncDecl:
 				if d.Recv != nil && d.Name.Name == "CaddyModule" {
-					modules = append(modules, typeName(d.Recv.List[0].Type))
+					modules = append(modules, qualify(typeName(d.Recv.List[0].Type)))
 				}
 			}
 		}

@@ -2,6 +2,7 @@ package caddywebhook
 
 import (
 	"cmp"
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -298,33 +299,9 @@ type TargetConfig struct {
 	// selected by its "kind": http or exec.
 	DeliverRaw json.RawMessage `json:"deliver,omitempty" caddy:"namespace=webhook.targets inline_key=kind"`
 
-	// MaxAttempts is the number of attempts after which this target's
-	// failing jobs are parked as dead; it overrides the app's max_attempts
-	// for this target only. Default: the app's max_attempts (12).
-	MaxAttempts int `json:"max_attempts,omitempty"`
-
-	// Backoff spaces the attempts of this target's failing jobs, overriding
-	// the app's backoff; a base or max left unset is the app's. Default:
-	// the app's backoff (2s, 15m).
-	Backoff *BackoffConfig `json:"backoff,omitempty"`
-
-	// Rate caps how fast deliveries to this target start, as <n>/s, <n>/m
-	// or <n>/h (e.g. "50/s"). Jobs beyond it wait, pending, unclaimed and
-	// uncharged. The limit is per Caddy instance: several instances
-	// sharing a PostgreSQL queue each deliver up to the rate. Default:
-	// none.
-	Rate string `json:"rate,omitempty"`
-
-	// Concurrency caps the deliveries to this target running at once, in
-	// this instance (per instance, as Rate). Default: 0, no cap beyond
-	// the app's workers.
-	Concurrency int `json:"concurrency,omitempty"`
-
-	// CircuitBreaker stops deliveries to this target after a run of
-	// transient failures, for a cool-down that grows while it keeps
-	// failing; see CircuitBreakerConfig. The circuit's state is this
-	// instance's. Default: none, no circuit breaker.
-	CircuitBreaker *CircuitBreakerConfig `json:"circuit_breaker,omitempty"`
+	// DeliverySettings are the target's own retry and flow-control
+	// settings; their JSON fields sit beside name and events.
+	DeliverySettings
 }
 
 // forwardHeader is a header stored with each event for the targets.
@@ -343,55 +320,6 @@ type targetFilter struct {
 // payloads we have seen (GitHub caps its own at 25 MB, but pushes are far
 // smaller); raise max_body for larger ones.
 const defaultMaxBody = 1 << 20
-
-// resolvePlaceholders expands the placeholders in s, a value that may be
-// a secret (a webhook secret, a DSN). Its error never quotes s, nor the
-// replacer's error, which would: it names the placeholder that is empty or
-// unset when that is one of Caddy's global placeholders ({env.*},
-// {file.*}, {system.*}, {time.*}), whose name is not a secret and is what
-// to fix. Any other brace pair may be part of a literal secret, so it is
-// not named.
-func resolvePlaceholders(s string) (string, error) {
-	repl := caddy.NewReplacer()
-	v, err := repl.ReplaceOrErr(s, true, true)
-	if err == nil {
-		return v, nil
-	}
-	for rest := s; ; {
-		open := strings.IndexByte(rest, '{')
-		if open < 0 {
-			break
-		}
-		if open > 0 && rest[open-1] == '\\' {
-			rest = rest[open+1:]
-			continue
-		}
-		end := strings.IndexByte(rest[open:], '}')
-		if end < 0 {
-			break
-		}
-		key := rest[open+1 : open+end]
-		rest = rest[open+end+1:]
-		if !globalPlaceholder(key) {
-			continue
-		}
-		if v, ok := repl.GetString(key); !ok || v == "" {
-			return "", fmt.Errorf("placeholder {%s} is empty or unset", key)
-		}
-	}
-	return "", errors.New(`a placeholder in it is unknown (write a literal brace as \{)`)
-}
-
-// globalPlaceholder reports whether key is in a namespace of Caddy's
-// global placeholders.
-func globalPlaceholder(key string) bool {
-	for _, ns := range []string{"env.", "file.", "system.", "time."} {
-		if strings.HasPrefix(key, ns) && len(key) > len(ns) {
-			return true
-		}
-	}
-	return false
-}
 
 // maxMaxBody bounds max_body: payloads live in the database and in memory
 // while a request is verified, so a typo such as 1GB should fail loudly.
@@ -421,7 +349,15 @@ func (rc *Receiver) Provision(ctx caddy.Context) error {
 	rc.logger = ctx.Logger()
 	rc.maxBody = cmp.Or(rc.MaxBody, defaultMaxBody)
 	rc.inflight.limit = cmp.Or(rc.MaxBodyInflight, max(defaultMaxBodyInflight, 4*rc.maxBody))
-	if err := rc.resolveSecrets(); err != nil {
+	appVal, err := ctx.App("webhook")
+	if err != nil {
+		return rc.errf("load webhook app: %w", err)
+	}
+	rc.app = appVal.(*App)
+	// The secrets and the targets' secret-bearing fields resolve into the
+	// app's record of this config load's secrets.
+	ctx = WithSecrets(ctx, rc.app.secrets)
+	if err := rc.resolveSecrets(ctx); err != nil {
 		return err
 	}
 	rc.forward = forwardHeaders(rc.Scheme, rc.EventType)
@@ -430,15 +366,9 @@ func (rc *Receiver) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return rc.errf("%w", err)
 	}
-	appVal, err := ctx.App("webhook")
-	if err != nil {
-		return rc.errf("load webhook app: %w", err)
-	}
-	rc.app = appVal.(*App)
-	if err := rc.app.registerReceiver(rc.Source, targets); err != nil {
+	if err := rc.app.registerReceiver(rc, targets); err != nil {
 		return err
 	}
-	rc.app.addReceiver(rc)
 	for o := range numOutcomes {
 		rc.received[o] = receivedCounter(rc.Source, o)
 	}
@@ -453,8 +383,8 @@ func (rc *Receiver) errf(format string, args ...any) error {
 // resolveSecrets resolves the placeholders of the secrets, the public keys
 // and the verify token, and reads an issued secret file; Validate checks
 // what they hold.
-func (rc *Receiver) resolveSecrets() error {
-	secrets, err := resolveKeys(rc.Secrets)
+func (rc *Receiver) resolveSecrets(ctx context.Context) error {
+	secrets, err := resolveKeys(ctx, rc.Secrets)
 	if err != nil {
 		return rc.errf("secret %w", err)
 	}
@@ -465,6 +395,7 @@ func (rc *Receiver) resolveSecrets() error {
 		}
 		switch {
 		case issued != "":
+			recordSecret(ctx, issued)
 			secrets = append(secrets, issued)
 		case len(secrets) == 0:
 			// Armed, before the handshake: no event can verify until the
@@ -473,10 +404,10 @@ func (rc *Receiver) resolveSecrets() error {
 		}
 	}
 	rc.secrets = secrets
-	if rc.verifyToken, err = resolvePlaceholders(rc.VerifyToken); err != nil {
-		return rc.errf("verify_token %w", err)
+	if rc.verifyToken, err = ResolveSecret(ctx, "verify_token", rc.VerifyToken); err != nil {
+		return rc.errf("%w", err)
 	}
-	if rc.publicKeys, err = resolveKeys(rc.PublicKeys); err != nil {
+	if rc.publicKeys, err = resolveKeys(ctx, rc.PublicKeys); err != nil {
 		return rc.errf("public_key %w", err)
 	}
 	return nil
@@ -610,13 +541,7 @@ func (rc *Receiver) provisionTargets(ctx caddy.Context) ([]namedTarget, error) {
 				return nil, fmt.Errorf("target %q: empty event type in events", name)
 			}
 		}
-		if tc.MaxAttempts < 0 {
-			return nil, fmt.Errorf("target %q: max_attempts must not be negative", name)
-		}
-		if err := tc.Backoff.validate(); err != nil {
-			return nil, fmt.Errorf("target %q: %w", name, err)
-		}
-		limits, err := tc.flowLimits()
+		retry, limits, err := tc.DeliverySettings.check()
 		if err != nil {
 			return nil, fmt.Errorf("target %q: %w", name, err)
 		}
@@ -630,7 +555,7 @@ func (rc *Receiver) provisionTargets(ctx caddy.Context) ([]namedTarget, error) {
 		}
 		targets = append(targets, namedTarget{
 			name: name, target: t,
-			retry: retryPolicy{maxAttempts: tc.MaxAttempts, backoff: tc.Backoff},
+			retry: retry,
 			flow:  limits,
 		})
 		rc.filters = append(rc.filters, targetFilter{name: name, events: tc.Events})
@@ -645,30 +570,13 @@ func (rc *Receiver) provisionTargets(ctx caddy.Context) ([]namedTarget, error) {
 	return targets, nil
 }
 
-// validName reports whether s may name a source or a target: short,
-// printable in logs, URLs and shells without quoting.
-func validName(s string) bool {
-	if s == "" || len(s) > 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '_', c == '-':
-		default:
-			return false
-		}
-	}
-	return true
-}
-
 // resolveKeys resolves the placeholders of secrets or public keys.
-func resolveKeys(keys []string) ([]string, error) {
+func resolveKeys(ctx context.Context, keys []string) ([]string, error) {
 	out := make([]string, len(keys))
 	for i, s := range keys {
-		v, err := resolvePlaceholders(s)
+		v, err := ResolveSecret(ctx, fmt.Sprintf("#%d", i+1), s)
 		if err != nil {
-			return nil, fmt.Errorf("#%d: %w", i+1, err)
+			return nil, err
 		}
 		if v == "" {
 			return nil, fmt.Errorf("#%d is empty", i+1)

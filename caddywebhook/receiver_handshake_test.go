@@ -348,10 +348,8 @@ func TestReceiverBudgetReleasedOnEveryPath(t *testing.T) {
 		{"event stored", withID(signedSlack(event), "d-1"), event, http.StatusAccepted},
 		{"duplicate", withID(signedSlack(event), "d-1"), event, http.StatusAccepted},
 	}
-	a := currentQueue().owner.(*App)
-	a.mu.Lock()
-	rc := a.receivers["slack"]
-	a.mu.Unlock()
+	src, _ := currentQueue().owner.source("slack")
+	rc := src.receiver
 	for _, tt := range tests {
 		got := h.do(t, http.MethodPost, "/hooks/slack", tt.header, strings.NewReader(tt.body))
 		if got.status != tt.want {

@@ -3,196 +3,175 @@ package caddywebhook
 import (
 	"cmp"
 	"context"
-	"crypto/hmac"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
+	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/caddywebhook/caddywebhook/queue"
-	"github.com/caddywebhook/caddywebhook/queue/postgres"
-	"github.com/caddywebhook/caddywebhook/queue/sqlite"
 )
 
-// Storage backends.
-const (
-	backendSQLite   = "sqlite"
-	backendPostgres = "postgres"
-)
-
-// StorageConfig selects the queue's database.
-type StorageConfig struct {
-	// Backend is the database kind: "sqlite" (one Caddy, a local file) or
-	// "postgres" (any number of Caddy instances sharing one queue).
-	// Default: sqlite.
-	Backend string `json:"backend,omitempty"`
-
-	// Path is the SQLite file; placeholders such as {env.X} are expanded.
-	// SQLite only. Default: <caddy data dir>/webhook/queue.db.
-	Path string `json:"path,omitempty"`
-
-	// Synchronous is SQLite's durability: "full" makes an accepted event
-	// (answered 202) survive power loss, "normal" only a crash of Caddy.
-	// The database handle is shared across reloads, so a change takes
-	// effect when Caddy restarts. SQLite only; PostgreSQL commits are
-	// always flushed. Default: full.
-	Synchronous string `json:"synchronous,omitempty"`
-
-	// MaxBatch caps the writes that share one commit. In SQLite it caps
-	// how many writes (enqueues, claims, finishes) one transaction groups
-	// under one commit; in PostgreSQL, how many concurrent enqueues share
-	// one statement and its commit. 1 commits each on its own, the
-	// one-row-per-commit design this project replaces: there for
-	// benchmarks (the load test's baseline phase), slower under load with
-	// no gain in durability. Takes effect when Caddy restarts. Default:
-	// 256 for sqlite, 128 for postgres.
-	MaxBatch int `json:"max_batch,omitempty"`
-
-	// DSN is the PostgreSQL connection string, as a URL
-	// (postgres://user:password@host:5432/db?sslmode=verify-full) or in
-	// key=value form. It holds a password, so write a placeholder such as
-	// {env.WEBHOOK_PG_DSN} or {file./run/secrets/pg_dsn}: it is resolved
-	// when the config loads, and the resolved value never appears in logs, errors
-	// or the admin API. Postgres only; required there.
-	DSN string `json:"dsn,omitempty"`
-
-	// Schema is the PostgreSQL schema that holds the queue's tables,
-	// created if missing. Instances share a queue by sharing a database
-	// and schema. Postgres only. Default: caddywebhook.
-	Schema string `json:"schema,omitempty"`
-
-	// MaxConns caps the connections each Caddy instance opens to
-	// PostgreSQL for the queue, besides one more for LISTEN. The store is
-	// shared across reloads, so a change takes effect when Caddy restarts.
-	// Postgres only. Default: 10.
-	MaxConns int `json:"max_conns,omitempty"`
-}
-
-// storeSpec is a checked StorageConfig: where its store sits in the usage
-// pool and how to open it.
-type storeSpec struct {
-	// key is the store's usage-pool key: "sqlite:" + absolute path, or
-	// "postgres:" + a fingerprint of the DSN + "/" + schema. It is never
-	// logged, though it reveals nothing.
-	key string
-	// name describes the store in logs and errors without a secret: the
-	// SQLite path, or the Postgres schema.
-	name string
-	// settings are the options that only take effect when the store is
-	// opened, to warn when a reload changes them.
-	settings string
-	// claimAhead lets the pool claim jobs for workers that are still
-	// busy. Only for a store one Caddy owns: jobs claimed ahead wait for
-	// no one but this pool's workers. A shared store (Postgres) leaves
+// Storage is a module in the webhook.storage namespace: the database the
+// queue lives in. Modules are named webhook.storage.<backend>, each in its
+// own package under caddywebhook/storage, and are chosen in JSON by the
+// storage object's "backend" key (sqlite when absent). A module resolves
+// its secret-bearing fields with ResolveSecret in Provision, checks them in
+// Validate and opens nothing until OpenStore: `caddy validate` provisions
+// too and must change nothing on disk or in a database.
+//
+// Its Caddyfile unmarshaler sees the storage lines of the webhook global
+// option, in the order written, without the word storage: the storage line
+// `<backend> <location> [{ … }]`, when given, and each storage option
+// written beside it in the webhook block (synchronous, max_batch), one a
+// line. It rejects the options that do not apply to its backend.
+type Storage interface {
+	// StoreKey is the store's key in the pool of stores shared across
+	// reloads: the backend's name and where it is, such as
+	// "sqlite:" + absolute path. It is never logged, and must reveal no
+	// secret (a DSN goes in as a keyed fingerprint).
+	StoreKey() string
+	// StoreName describes the store in logs and errors without a secret:
+	// the SQLite path, or the Postgres schema.
+	StoreName() string
+	// StoreSettings are the options that only take effect when the store
+	// is opened, to warn when a reload changes them.
+	StoreSettings() string
+	// ClaimAhead reports whether the pool may claim jobs for workers that
+	// are still busy. Only for a store one Caddy owns: jobs claimed ahead
+	// wait for no one but this pool's workers, where a shared store leaves
 	// them to idle instances instead.
-	claimAhead bool
-	// open opens the store. Its errors say nothing the config must keep
-	// secret: the Postgres store redacts its DSN from every error.
-	open func(ctx context.Context) (queue.Store, error)
+	ClaimAhead() bool
+	// OpenStore opens the store. Its errors say nothing the config must
+	// keep secret.
+	OpenStore(ctx context.Context) (queue.Store, error)
 }
 
-// spec applies defaults to st, checks it and resolves its placeholders.
-// Each message names the option. Nothing is opened.
-func (st *StorageConfig) spec() (storeSpec, error) {
-	st.Backend = cmp.Or(st.Backend, backendSQLite)
-	switch st.Backend {
-	case backendSQLite:
-		return st.sqliteSpec()
-	case backendPostgres:
-		return st.postgresSpec()
-	default:
-		return storeSpec{}, fmt.Errorf("webhook: storage: unknown backend %q (want sqlite or postgres)", st.Backend)
-	}
-}
+// defaultBackend is the storage backend of a config that names none.
+const defaultBackend = "sqlite"
 
-func (st *StorageConfig) sqliteSpec() (storeSpec, error) {
-	if st.DSN != "" || st.Schema != "" || st.MaxConns != 0 {
-		return storeSpec{}, errors.New("webhook: storage: dsn, schema and max_conns apply to postgres only, not sqlite")
-	}
-	st.Synchronous = cmp.Or(st.Synchronous, sqlite.DefaultSynchronous)
-	if st.Synchronous != "full" && st.Synchronous != "normal" {
-		return storeSpec{}, fmt.Errorf("webhook: storage: synchronous %q is not full or normal", st.Synchronous)
-	}
-	if st.MaxBatch < 0 {
-		return storeSpec{}, fmt.Errorf("webhook: storage: max_batch is %d, must not be negative", st.MaxBatch)
-	}
-	maxBatch := cmp.Or(st.MaxBatch, sqlite.DefaultMaxBatch)
-	path := st.Path
-	if path == "" {
-		path = filepath.Join(caddy.AppDataDir(), "webhook", "queue.db")
-	} else {
-		var err error
-		if path, err = caddy.NewReplacer().ReplaceOrErr(path, true, true); err != nil {
-			return storeSpec{}, fmt.Errorf("webhook: storage path: %w", err)
+// storageNamespace is the namespace of the storage modules.
+const storageNamespace = "webhook.storage"
+
+// withBackend returns the storage JSON raw with its backend key set to the
+// default when it has none, so that configs written before storage was a
+// module namespace ({"path": …}) still load. The backend it names must be
+// registered; the message lists those that are.
+func withBackend(raw json.RawMessage) (json.RawMessage, error) {
+	obj := make(map[string]json.RawMessage)
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &obj); err != nil {
+			return nil, fmt.Errorf("webhook: storage: %w", err)
 		}
 	}
-	path, err := filepath.Abs(path)
-	if err != nil {
-		return storeSpec{}, fmt.Errorf("webhook: storage path: %w", err)
+	backend := defaultBackend
+	if b, ok := obj["backend"]; ok {
+		if err := json.Unmarshal(b, &backend); err != nil {
+			return nil, fmt.Errorf("webhook: storage: backend is not a string")
+		}
+	} else {
+		obj["backend"], _ = json.Marshal(backend)
 	}
-	synchronous := st.Synchronous
-	return storeSpec{
-		key:        "sqlite:" + path,
-		name:       path,
-		settings:   fmt.Sprintf("synchronous=%s max_batch=%d", synchronous, maxBatch),
-		claimAhead: true,
-		open: func(ctx context.Context) (queue.Store, error) {
-			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-				return nil, fmt.Errorf("create storage directory: %w", err)
-			}
-			return sqlite.Open(ctx, sqlite.Config{Path: path, Synchronous: synchronous, MaxBatch: maxBatch})
-		},
-	}, nil
+	if _, err := caddy.GetModule(storageNamespace + "." + backend); err != nil {
+		return nil, fmt.Errorf("webhook: storage: unknown backend %q (want %s)", backend, knownBackends())
+	}
+	return json.Marshal(obj)
 }
 
-func (st *StorageConfig) postgresSpec() (storeSpec, error) {
-	switch {
-	case st.Path != "":
-		return storeSpec{}, errors.New("webhook: storage: path applies to sqlite only; postgres takes a dsn")
-	case st.Synchronous != "":
-		return storeSpec{}, errors.New("webhook: storage: synchronous applies to sqlite only; postgres commits are always flushed")
-	case st.MaxBatch < 0:
-		return storeSpec{}, fmt.Errorf("webhook: storage: max_batch is %d, must not be negative", st.MaxBatch)
-	case st.DSN == "":
-		return storeSpec{}, errors.New("webhook: storage: postgres needs a dsn")
-	case st.MaxConns < 0:
-		return storeSpec{}, fmt.Errorf("webhook: storage: max_conns is %d, must not be negative", st.MaxConns)
+// knownBackends lists the registered storage backends, the default first,
+// for messages.
+func knownBackends() string {
+	var names []string
+	for _, m := range caddy.GetModules(storageNamespace) {
+		names = append(names, m.ID.Name())
 	}
-	dsn, err := resolvePlaceholders(st.DSN)
-	if err != nil {
-		return storeSpec{}, fmt.Errorf("webhook: storage: dsn: %w", err)
+	slices.SortStableFunc(names, func(a, b string) int {
+		switch {
+		case a == b:
+			return 0
+		case a == defaultBackend:
+			return -1
+		case b == defaultBackend:
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	if len(names) == 0 {
+		return "none registered"
 	}
-	schema := cmp.Or(st.Schema, postgres.DefaultSchema)
-	maxConns := cmp.Or(st.MaxConns, postgres.DefaultMaxConns)
-	maxBatch := cmp.Or(st.MaxBatch, postgres.DefaultMaxBatch)
-	return storeSpec{
-		key:      "postgres:" + dsnFingerprint(dsn) + "/" + schema,
-		name:     "postgres schema " + schema,
-		settings: fmt.Sprintf("max_conns=%d max_batch=%d", maxConns, maxBatch),
-		open: func(ctx context.Context) (queue.Store, error) {
-			return postgres.Open(ctx, postgres.Config{DSN: dsn, Schema: schema, MaxConns: maxConns, MaxBatch: maxBatch})
-		},
-	}, nil
+	return strings.Join(names, " or ")
 }
 
-// fingerprintKey keys the DSN fingerprints of this process. A fingerprint
-// only has to be stable within one process (the usage pool's life), so a
-// random key keeps it from being a way to test password guesses should it
-// ever be seen.
-var fingerprintKey = func() []byte {
-	k := make([]byte, 32)
-	_, _ = rand.Read(k) // crypto/rand.Read never fails
-	return k
-}()
+// storageTokens gathers the storage lines of the webhook global option for
+// the storage module's Caddyfile unmarshaler.
+type storageTokens struct {
+	backend string // "" until a storage line is read
+	// tokens are the storage line `<backend> <location> [{ … }]` and the
+	// storage options beside it (synchronous, max_batch), in the order
+	// written, which keeps each on its own line for the module's
+	// dispenser.
+	tokens []caddyfile.Token
+}
 
-// dsnFingerprint identifies a DSN in the usage pool without revealing it.
-func dsnFingerprint(dsn string) string {
-	m := hmac.New(sha256.New, fingerprintKey)
-	m.Write([]byte(dsn))
-	return hex.EncodeToString(m.Sum(nil)[:16])
+// storageLine reads `storage <backend> <location> [{ … }]`, the dispenser
+// on its option name. It never quotes the location, a DSN.
+func (st *storageTokens) storageLine(d *caddyfile.Dispenser) error {
+	if st.backend != "" {
+		return d.Errf("webhook: storage is given twice")
+	}
+	seg := d.NextSegment()
+	check := caddyfile.NewDispenser(seg)
+	check.Next()
+	var backend, location string
+	if !check.AllArgs(&backend, &location) {
+		return d.Errf("webhook: storage needs a backend and its location: storage sqlite <path> or storage postgres <dsn>")
+	}
+	if _, err := caddy.GetModule(storageNamespace + "." + backend); err != nil {
+		return d.Errf("webhook: storage: unknown backend %q (want %s)", backend, knownBackends())
+	}
+	st.backend = backend
+	st.tokens = append(st.tokens, seg[1:]...)
+	return nil
+}
+
+// option keeps one storage option's line, the dispenser on its name.
+func (st *storageTokens) option(d *caddyfile.Dispenser) {
+	st.tokens = append(st.tokens, d.NextSegment()...)
+}
+
+// json runs the storage module's unmarshaler over the gathered lines and
+// returns the storage JSON, nil when there were none. Without a storage
+// line the default backend reads the options, and the JSON names no
+// backend, as it did before storage was a module namespace.
+func (st *storageTokens) json() (json.RawMessage, error) {
+	if len(st.tokens) == 0 {
+		return nil, nil
+	}
+	backend := cmp.Or(st.backend, defaultBackend)
+	mod, err := caddy.GetModule(storageNamespace + "." + backend)
+	if err != nil {
+		return nil, fmt.Errorf("webhook: storage: unknown backend %q (want %s)", backend, knownBackends())
+	}
+	val := mod.New()
+	unm, ok := val.(caddyfile.Unmarshaler)
+	if !ok {
+		return nil, fmt.Errorf("webhook: storage %s has no Caddyfile syntax; configure it in JSON", backend)
+	}
+	if err := unm.UnmarshalCaddyfile(caddyfile.NewDispenser(st.tokens)); err != nil {
+		return nil, err
+	}
+	body := caddyconfig.JSON(val, nil)
+	if st.backend == "" {
+		return body, nil
+	}
+	// The backend key first, then the module's fields in their order, as
+	// the Caddyfile adapter has always written them.
+	head := fmt.Sprintf(`{"backend":%q`, backend)
+	if string(body) == "{}" {
+		return json.RawMessage(head + "}"), nil
+	}
+	return json.RawMessage(head + "," + string(body[1:])), nil
 }

@@ -1,12 +1,15 @@
 package caddywebhook
 
 import (
+	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"os"
 	"strings"
 	"testing"
 
+	"github.com/caddyserver/caddy/v2"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/caddywebhook/caddywebhook/internal/testutil"
@@ -20,86 +23,6 @@ func postgresStorage(schema string) map[string]any {
 	return map[string]any{"backend": "postgres", "dsn": "{env." + testutil.DSNEnv + "}", "schema": schema}
 }
 
-func TestPostgresDSNFingerprint(t *testing.T) {
-	const a = "postgres://u:pw-one@h/db"
-	const b = "postgres://u:pw-two@h/db"
-	if dsnFingerprint(a) != dsnFingerprint(a) {
-		t.Error("one DSN has two fingerprints")
-	}
-	if dsnFingerprint(a) == dsnFingerprint(b) {
-		t.Error("two DSNs share a fingerprint")
-	}
-	spec, err := (&StorageConfig{Backend: "postgres", DSN: a, Schema: "s1"}).spec()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.HasPrefix(spec.key, "postgres:") || !strings.HasSuffix(spec.key, "/s1") {
-		t.Errorf("key %q is not postgres:<fingerprint>/<schema>", spec.key)
-	}
-	for _, part := range []string{"pw-one", "u:", "@h"} {
-		if strings.Contains(spec.key, part) || strings.Contains(spec.name, part) {
-			t.Errorf("key %q or name %q reveals %q", spec.key, spec.name, part)
-		}
-	}
-}
-
-// TestStorageMaxBatch: max_batch applies to both backends, with each
-// backend's default, and a negative one is refused naming the option. On
-// Postgres the value reaches the opened store.
-func TestStorageMaxBatch(t *testing.T) {
-	tests := []struct {
-		name     string
-		st       StorageConfig
-		settings string // must appear in the spec's settings
-		err      string // the error must contain this; "" for none
-		open     int    // when not 0, open the Postgres store and want this cap
-	}{
-		{"sqlite default", StorageConfig{Path: "/tmp/q.db"}, "max_batch=256", "", 0},
-		{"sqlite one", StorageConfig{Path: "/tmp/q.db", MaxBatch: 1}, "max_batch=1", "", 0},
-		{"sqlite negative", StorageConfig{Path: "/tmp/q.db", MaxBatch: -1}, "", "webhook: storage: max_batch is -1, must not be negative", 0},
-		{"postgres default", StorageConfig{Backend: "postgres", DSN: "postgres://h/db"}, "max_batch=128", "", 0},
-		{"postgres 32", StorageConfig{Backend: "postgres", DSN: "postgres://h/db", MaxBatch: 32}, "max_batch=32", "", 0},
-		{"postgres negative", StorageConfig{Backend: "postgres", DSN: "postgres://h/db", MaxBatch: -1}, "", "webhook: storage: max_batch is -1, must not be negative", 0},
-		{"postgres opened with one", StorageConfig{Backend: "postgres", DSN: "{env." + testutil.DSNEnv + "}", MaxBatch: 1}, "max_batch=1", "", 1},
-		{"postgres opened with the default", StorageConfig{Backend: "postgres", DSN: "{env." + testutil.DSNEnv + "}"}, "max_batch=128", "", 128},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if tt.open != 0 {
-				tt.st.Schema = testutil.FreshSchema(t, testutil.PostgresDSN(t))
-			}
-			spec, err := tt.st.spec()
-			if tt.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.err) {
-					t.Fatalf("spec() = %v, want an error with %q", err, tt.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !strings.Contains(spec.settings, tt.settings) {
-				t.Errorf("settings %q lack %q", spec.settings, tt.settings)
-			}
-			if tt.open == 0 {
-				return
-			}
-			s, err := spec.open(t.Context())
-			if err != nil {
-				t.Fatalf("open: %v", err)
-			}
-			defer s.Close()
-			pg, ok := s.(*postgres.Store)
-			if !ok {
-				t.Fatalf("opened a %T", s)
-			}
-			if got := pg.MaxBatch(); got != tt.open {
-				t.Errorf("the store's MaxBatch is %d, want %d", got, tt.open)
-			}
-		})
-	}
-}
-
 // TestPostgresAppConfigErrors loads configs whose Postgres storage cannot
 // open; no message may reveal the DSN.
 func TestPostgresAppConfigErrors(t *testing.T) {
@@ -110,7 +33,7 @@ func TestPostgresAppConfigErrors(t *testing.T) {
 	}{
 		{"unreachable server", "postgres://leakuser:leak-pass-7@127.0.0.1:1/leakdb?connect_timeout=5", "webhook: open store postgres schema caddywebhook: "},
 		{"unparsable dsn", "postgres://leakuser:leak-pass-7@127.0.0.1:notaport/leakdb", "does not parse"},
-		{"unknown placeholder", "postgres://leakuser:leak-pass-7@{env.CADDYWEBHOOK_UNSET_VARIABLE}/leakdb", "webhook: storage: dsn: placeholder {env.CADDYWEBHOOK_UNSET_VARIABLE} is empty or unset"},
+		{"unknown placeholder", "postgres://leakuser:leak-pass-7@{env.CADDYWEBHOOK_UNSET_VARIABLE}/leakdb", "webhook.storage.postgres: dsn: placeholder {env.CADDYWEBHOOK_UNSET_VARIABLE} is empty or unset"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -174,15 +97,12 @@ func TestPostgresAppSharesStoreAcrossReloads(t *testing.T) {
 	}
 	h.load(t, app(schema), githubReceiver("gh", httpTarget("", up.url)))
 
-	spec, err := (&StorageConfig{Backend: "postgres", DSN: dsn, Schema: schema}).spec()
-	if err != nil {
-		t.Fatal(err)
-	}
+	key := storeKey(t, postgresStorage(schema))
 	first := h.store(t)
 	if _, ok := first.(*postgres.Store); !ok {
 		t.Fatalf("the app's store is a %T, want the Postgres store", first)
 	}
-	if refs, ok := stores.References(spec.key); !ok || refs != 1 {
+	if refs, ok := stores.References(key); !ok || refs != 1 {
 		t.Fatalf("usage pool: %d references (loaded %v), want 1", refs, ok)
 	}
 	if got := h.post(t, "gh", "pg-1", "push", testBody(1)); got != http.StatusAccepted {
@@ -223,7 +143,7 @@ func TestPostgresAppSharesStoreAcrossReloads(t *testing.T) {
 	}
 	// The old pool drains in the background and then lets the store go.
 	testutil.Eventually(t, func() bool {
-		_, ok := stores.References(spec.key)
+		_, ok := stores.References(key)
 		return !ok
 	}, func() string { return "the first schema's store is still in the usage pool after no config uses it" })
 	if n := len(jobs(t, h.store(t))); n != 0 {
@@ -239,4 +159,29 @@ func TestPostgresAppSharesStoreAcrossReloads(t *testing.T) {
 	if cfg, err := pgconn.ParseConfig(dsn); err == nil && cfg.Password != "" && strings.Contains(string(raw), cfg.Password) {
 		t.Error("the log reveals the DSN's password")
 	}
+}
+
+// storeKey is the usage-pool key of the store that the storage JSON
+// config names, as the app computes it.
+func storeKey(t *testing.T, config map[string]any) string {
+	t.Helper()
+	b, err := json.Marshal(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := withBackend(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
+	t.Cleanup(cancel)
+	var holder struct {
+		Storage json.RawMessage `json:"storage" caddy:"namespace=webhook.storage inline_key=backend"`
+	}
+	holder.Storage = raw
+	mod, err := ctx.LoadModule(&holder, "Storage")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mod.(Storage).StoreKey()
 }

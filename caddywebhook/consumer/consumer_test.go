@@ -18,6 +18,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 
+	_ "github.com/caddywebhook/caddywebhook/caddywebhook/storage/sqlite"
 	_ "github.com/caddywebhook/caddywebhook/caddywebhook/targets/pull"
 	"github.com/caddywebhook/caddywebhook/queue"
 	"github.com/caddywebhook/caddywebhook/queue/sqlite"

@@ -18,6 +18,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/caddywebhook/caddywebhook/caddywebhook"
+	httptarget "github.com/caddywebhook/caddywebhook/caddywebhook/targets/http"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
@@ -55,7 +56,7 @@ const (
 type listener struct {
 	cfg    ListenConfig
 	api    *client
-	target *caddywebhook.HTTPTarget
+	target *httptarget.Target
 	fwd    *url.URL
 
 	mu      sync.Mutex
@@ -127,8 +128,8 @@ func newListener(cfg ListenConfig) (*listener, error) {
 	// The http target forwards each job: the same request, headers and
 	// signature an upstream of the target gets, and the same reading of
 	// its answer.
-	target := &caddywebhook.HTTPTarget{URL: cfg.ForwardTo, Timeout: caddy.Duration(cfg.Timeout), SignSecret: cfg.SignSecret}
-	if err := target.Provision(caddy.Context{}); err != nil {
+	target := &httptarget.Target{URL: cfg.ForwardTo, Timeout: caddy.Duration(cfg.Timeout), SignSecret: cfg.SignSecret}
+	if err := target.Provision(caddy.Context{Context: context.Background()}); err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
 	}
 	if err := target.Validate(); err != nil {
@@ -314,7 +315,7 @@ func (l *listener) deliver(ctx context.Context, h *heldJob, j ClaimedJob) {
 			refusedDial.Store(true)
 		}
 	}}
-	dctx := httptrace.WithClientTrace(caddywebhook.WithHTTPStatus(ctx, func(s int) { status.Store(int32(s)) }), trace)
+	dctx := httptrace.WithClientTrace(httptarget.WithStatus(ctx, func(s int) { status.Store(int32(s)) }), trace)
 	start := time.Now()
 	err := l.target.Deliver(dctx, job)
 	took := time.Since(start)

@@ -8,9 +8,7 @@ import (
 
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 
-	_ "github.com/caddywebhook/caddywebhook/caddywebhook"
-	_ "github.com/caddywebhook/caddywebhook/caddywebhook/consumer"
-	_ "github.com/caddywebhook/caddywebhook/caddywebhook/targets/pull"
+	_ "github.com/caddywebhook/caddywebhook"
 )
 
 func main() {

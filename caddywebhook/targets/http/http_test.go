@@ -1,4 +1,4 @@
-package caddywebhook
+package httptarget
 
 import (
 	"bytes"
@@ -22,6 +22,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/targets/targettest"
 	"github.com/caddywebhook/caddywebhook/queue"
 	"github.com/caddywebhook/caddywebhook/signature"
 )
@@ -32,34 +33,22 @@ var httpTestNow = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 // httpTestSetup starts handler as the upstream and returns a provisioned,
 // validated target pointing at it. configure may adjust the target before
 // Provision.
-func httpTestSetup(t *testing.T, handler http.Handler, configure func(*HTTPTarget)) (*HTTPTarget, *httptest.Server) {
+func httpTestSetup(t *testing.T, handler http.Handler, configure func(*Target)) (*Target, *httptest.Server) {
 	t.Helper()
 	srv := httptest.NewServer(handler)
 	t.Cleanup(srv.Close)
-	tgt := &HTTPTarget{URL: srv.URL + "/hook", now: func() time.Time { return httpTestNow }}
+	tgt := &Target{URL: srv.URL + "/hook", now: func() time.Time { return httpTestNow }}
 	if configure != nil {
 		configure(tgt)
 	}
-	if err := provisionTarget(t, tgt); err != nil {
+	if err := targettest.Provision(t, tgt); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = tgt.Cleanup() })
 	return tgt, srv
 }
 
-// httpTestOutcome names what a Deliver error means to the pool.
-func httpTestOutcome(err error) string {
-	switch {
-	case err == nil:
-		return "done"
-	case queue.IsPermanent(err):
-		return "permanent"
-	default:
-		return "transient"
-	}
-}
-
-func TestHTTPTargetClassifiesStatus(t *testing.T) {
+func TestTargetClassifiesStatus(t *testing.T) {
 	type retryAfter struct {
 		after time.Duration
 		ok    bool
@@ -116,8 +105,8 @@ func TestHTTPTargetClassifiesStatus(t *testing.T) {
 			})
 			tgt, _ := httpTestSetup(t, mux, nil)
 
-			err := tgt.Deliver(t.Context(), targetTestJob("http"))
-			if got := httpTestOutcome(err); got != tt.want {
+			err := tgt.Deliver(t.Context(), targettest.Job("http"))
+			if got := targettest.Outcome(err); got != tt.want {
 				t.Fatalf("outcome = %s (%v), want %s", got, err, tt.want)
 			}
 			if want := fmt.Sprintf("upstream answered %d", tt.status); err != nil && err.Error() != want {
@@ -134,10 +123,10 @@ func TestHTTPTargetClassifiesStatus(t *testing.T) {
 	}
 }
 
-// TestHTTPTargetUnsendableMetadata: a delivery id or event type taken from
+// TestTargetUnsendableMetadata: a delivery id or event type taken from
 // a JSON body may hold a control character no header can carry. The job is
 // parked at once, with the reason, instead of failing every retry.
-func TestHTTPTargetUnsendableMetadata(t *testing.T) {
+func TestTargetUnsendableMetadata(t *testing.T) {
 	tests := []struct {
 		name       string
 		deliveryID string
@@ -160,10 +149,10 @@ func TestHTTPTargetUnsendableMetadata(t *testing.T) {
 					t.Errorf("header injected through the delivery id")
 				}
 			}), nil)
-			job := targetTestJob("http")
+			job := targettest.Job("http")
 			job.DeliveryID, job.EventType = tt.deliveryID, tt.eventType
 			err := tgt.Deliver(t.Context(), job)
-			if got := httpTestOutcome(err); got != tt.want {
+			if got := targettest.Outcome(err); got != tt.want {
 				t.Fatalf("outcome = %s (%v), want %s", got, err, tt.want)
 			}
 			if tt.want == "done" {
@@ -179,7 +168,7 @@ func TestHTTPTargetUnsendableMetadata(t *testing.T) {
 	}
 }
 
-func TestHTTPTargetErrorText(t *testing.T) {
+func TestTargetErrorText(t *testing.T) {
 	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 	const token = "Bearer tok-0123456789"
 	tests := []struct {
@@ -219,11 +208,11 @@ func TestHTTPTargetErrorText(t *testing.T) {
 			tgt, _ := httpTestSetup(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				w.WriteHeader(http.StatusServiceUnavailable)
 				io.WriteString(w, tt.body)
-			}), func(tgt *HTTPTarget) {
+			}), func(tgt *Target) {
 				tgt.SignSecret = secret
 				tgt.Headers = http.Header{"Authorization": {token}}
 			})
-			err := tgt.Deliver(t.Context(), targetTestJob("http"))
+			err := tgt.Deliver(t.Context(), targettest.Job("http"))
 			if err == nil {
 				t.Fatal("Deliver succeeded on a 503")
 			}
@@ -253,10 +242,10 @@ func TestHTTPTargetErrorText(t *testing.T) {
 	}
 }
 
-// TestHTTPTargetErrorRedactsURLCredentials: an upstream that echoes the
+// TestTargetErrorRedactsURLCredentials: an upstream that echoes the
 // request line, as many frameworks' 404 pages do, must not get the URL's
 // token or password into the job's last error.
-func TestHTTPTargetErrorRedactsURLCredentials(t *testing.T) {
+func TestTargetErrorRedactsURLCredentials(t *testing.T) {
 	const token, password = "hunter2-query-secret", "pa55word-in-userinfo"
 	tests := []struct {
 		name  string
@@ -272,11 +261,11 @@ func TestHTTPTargetErrorRedactsURLCredentials(t *testing.T) {
 				user, pw, _ := r.BasicAuth()
 				fmt.Fprintf(w, "Cannot POST %s (user %s, password %s, decoded %q, Authorization: %s)",
 					r.URL.RequestURI(), user, pw, r.URL.Query().Get("token"), r.Header.Get("Authorization"))
-			}), func(tgt *HTTPTarget) {
+			}), func(tgt *Target) {
 				tgt.URL = strings.Replace(tgt.URL, "http://", "http://user:"+password+"@", 1) + "?" + tt.query
 			})
-			err := tgt.Deliver(t.Context(), targetTestJob("http"))
-			if got := httpTestOutcome(err); got != "permanent" {
+			err := tgt.Deliver(t.Context(), targettest.Job("http"))
+			if got := targettest.Outcome(err); got != "permanent" {
 				t.Fatalf("outcome = %s (%v), want permanent", got, err)
 			}
 			msg := err.Error()
@@ -293,14 +282,14 @@ func TestHTTPTargetErrorRedactsURLCredentials(t *testing.T) {
 	}
 }
 
-func TestHTTPTargetNetworkError(t *testing.T) {
-	tgt, srv := httpTestSetup(t, http.NotFoundHandler(), func(tgt *HTTPTarget) {
+func TestTargetNetworkError(t *testing.T) {
+	tgt, srv := httpTestSetup(t, http.NotFoundHandler(), func(tgt *Target) {
 		tgt.URL += "?token=hunter2-query-secret"
 	})
 	srv.Close() // nothing listens any more: connection refused
 
-	err := tgt.Deliver(t.Context(), targetTestJob("http"))
-	if got := httpTestOutcome(err); got != "transient" {
+	err := tgt.Deliver(t.Context(), targettest.Job("http"))
+	if got := targettest.Outcome(err); got != "transient" {
 		t.Fatalf("outcome = %s (%v), want transient", got, err)
 	}
 	if _, ok := queue.RetryAfterOf(err); ok {
@@ -315,14 +304,14 @@ func TestHTTPTargetNetworkError(t *testing.T) {
 	}
 }
 
-func TestHTTPTargetTimeout(t *testing.T) {
+func TestTargetTimeout(t *testing.T) {
 	release := make(chan struct{})
 	tgt, _ := httpTestSetup(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
 		case <-release:
 		}
-	}), func(tgt *HTTPTarget) {
+	}), func(tgt *Target) {
 		tgt.Timeout = caddy.Duration(100 * time.Millisecond)
 	})
 	// Registered after the server's Close, so it runs first and Close does
@@ -330,9 +319,9 @@ func TestHTTPTargetTimeout(t *testing.T) {
 	t.Cleanup(func() { close(release) })
 
 	start := time.Now()
-	err := tgt.Deliver(t.Context(), targetTestJob("http"))
+	err := tgt.Deliver(t.Context(), targettest.Job("http"))
 	elapsed := time.Since(start)
-	if got := httpTestOutcome(err); got != "transient" {
+	if got := targettest.Outcome(err); got != "transient" {
 		t.Fatalf("outcome = %s (%v), want transient", got, err)
 	}
 	if want := "post to upstream: timed out after 100ms"; err.Error() != want {
@@ -343,7 +332,7 @@ func TestHTTPTargetTimeout(t *testing.T) {
 	}
 }
 
-func TestHTTPTargetCancelled(t *testing.T) {
+func TestTargetCancelled(t *testing.T) {
 	arrived := make(chan struct{})
 	release := make(chan struct{})
 	tgt, _ := httpTestSetup(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -360,7 +349,7 @@ func TestHTTPTargetCancelled(t *testing.T) {
 		<-arrived
 		cancel()
 	}()
-	err := tgt.Deliver(ctx, targetTestJob("http"))
+	err := tgt.Deliver(ctx, targettest.Job("http"))
 	if !errors.Is(err, context.Canceled) || queue.IsPermanent(err) {
 		t.Fatalf("Deliver = %v, want a transient context.Canceled", err)
 	}
@@ -389,10 +378,10 @@ func httpTestRecorder(t *testing.T) (http.Handler, <-chan httpTestRequest) {
 	}), seen
 }
 
-func TestHTTPTargetForwardsRequest(t *testing.T) {
+func TestTargetForwardsRequest(t *testing.T) {
 	t.Setenv("CADDYWEBHOOK_TEST_TOKEN", "s3cr3t-token")
 	handler, seen := httpTestRecorder(t)
-	tgt, _ := httpTestSetup(t, handler, func(tgt *HTTPTarget) {
+	tgt, _ := httpTestSetup(t, handler, func(tgt *Target) {
 		tgt.Headers = http.Header{
 			"x-origin":         {"caddy"},
 			"Authorization":    {"Bearer {env.CADDYWEBHOOK_TEST_TOKEN}"},
@@ -401,7 +390,7 @@ func TestHTTPTargetForwardsRequest(t *testing.T) {
 		}
 	})
 
-	job := targetTestJob("http")
+	job := targettest.Job("http")
 	job.Payload = make([]byte, 4096)
 	rand.Read(job.Payload)
 	job.Payload[0] = 0xff // never valid UTF-8: the body must travel as bytes
@@ -441,10 +430,10 @@ func TestHTTPTargetForwardsRequest(t *testing.T) {
 	}
 }
 
-// TestHTTPTargetReplayHeaders: a resend is visible as one. The attempt
+// TestTargetReplayHeaders: a resend is visible as one. The attempt
 // number keeps counting across replays, and X-Webhook-Replay, absent on a
 // first delivery, counts the replays, whatever a static header says.
-func TestHTTPTargetReplayHeaders(t *testing.T) {
+func TestTargetReplayHeaders(t *testing.T) {
 	tests := []struct {
 		name               string
 		attempt, replays   int
@@ -456,12 +445,12 @@ func TestHTTPTargetReplayHeaders(t *testing.T) {
 		{"after two replays", 7, 2, "7", "2"},
 	}
 	handler, seen := httpTestRecorder(t)
-	tgt, _ := httpTestSetup(t, handler, func(tgt *HTTPTarget) {
+	tgt, _ := httpTestSetup(t, handler, func(tgt *Target) {
 		tgt.Headers = http.Header{"X-Webhook-Replay": {"spoofed by config"}}
 	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			job := targetTestJob("http")
+			job := targettest.Job("http")
 			job.Attempt, job.Replays = tt.attempt, tt.replays
 			if err := tgt.Deliver(t.Context(), job); err != nil {
 				t.Fatalf("Deliver: %v", err)
@@ -477,10 +466,10 @@ func TestHTTPTargetReplayHeaders(t *testing.T) {
 	}
 }
 
-// TestHTTPTargetURLUserinfo: credentials in the target URL travel as Basic
+// TestTargetURLUserinfo: credentials in the target URL travel as Basic
 // auth, as an http.Client would send them, unless the config sets its own
 // Authorization header; they never travel in the request line.
-func TestHTTPTargetURLUserinfo(t *testing.T) {
+func TestTargetURLUserinfo(t *testing.T) {
 	tests := []struct {
 		name     string
 		userinfo string
@@ -495,13 +484,13 @@ func TestHTTPTargetURLUserinfo(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			handler, seen := httpTestRecorder(t)
-			tgt, _ := httpTestSetup(t, handler, func(tgt *HTTPTarget) {
+			tgt, _ := httpTestSetup(t, handler, func(tgt *Target) {
 				if tt.userinfo != "" {
 					tgt.URL = strings.Replace(tgt.URL, "http://", "http://"+tt.userinfo+"@", 1)
 				}
 				tgt.Headers = tt.headers
 			})
-			if err := tgt.Deliver(t.Context(), targetTestJob("http")); err != nil {
+			if err := tgt.Deliver(t.Context(), targettest.Job("http")); err != nil {
 				t.Fatalf("Deliver: %v", err)
 			}
 			req := <-seen
@@ -512,10 +501,10 @@ func TestHTTPTargetURLUserinfo(t *testing.T) {
 	}
 }
 
-func TestHTTPTargetEventTypeHeaderOmittedWhenEmpty(t *testing.T) {
+func TestTargetEventTypeHeaderOmittedWhenEmpty(t *testing.T) {
 	handler, seen := httpTestRecorder(t)
 	tgt, _ := httpTestSetup(t, handler, nil)
-	job := targetTestJob("http")
+	job := targettest.Job("http")
 	job.EventType = ""
 	job.Headers = []queue.Header{{Name: "X-Webhook-Event-Type", Value: "stored"}}
 	if err := tgt.Deliver(t.Context(), job); err != nil {
@@ -526,13 +515,13 @@ func TestHTTPTargetEventTypeHeaderOmittedWhenEmpty(t *testing.T) {
 	}
 }
 
-func TestHTTPTargetSignsRequest(t *testing.T) {
+func TestTargetSignsRequest(t *testing.T) {
 	key := make([]byte, 32)
 	rand.Read(key)
 	secret := "whsec_" + base64.StdEncoding.EncodeToString(key)
 	t.Setenv("CADDYWEBHOOK_TEST_SIGN_SECRET", secret)
 	handler, seen := httpTestRecorder(t)
-	tgt, _ := httpTestSetup(t, handler, func(tgt *HTTPTarget) {
+	tgt, _ := httpTestSetup(t, handler, func(tgt *Target) {
 		tgt.SignSecret = "{env.CADDYWEBHOOK_TEST_SIGN_SECRET}"
 		tgt.now = time.Now // the verifier checks the timestamp against its clock
 	})
@@ -544,11 +533,11 @@ func TestHTTPTargetSignsRequest(t *testing.T) {
 		}
 		return <-seen
 	}
-	job := targetTestJob("http")
+	job := targettest.Job("http")
 	first := deliver(job)
 	job.Attempt = 2
 	retry := deliver(job)
-	other := targetTestJob("http")
+	other := targettest.Job("http")
 	other.Target = "http-2"
 	otherTarget := deliver(other)
 
@@ -593,7 +582,7 @@ func TestHTTPTargetSignsRequest(t *testing.T) {
 	}
 }
 
-func TestHTTPTargetReusesConnections(t *testing.T) {
+func TestTargetReusesConnections(t *testing.T) {
 	var mu sync.Mutex
 	conns := map[string]int{} // requests per client address: one per connection
 	tgt, _ := httpTestSetup(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -612,7 +601,7 @@ func TestHTTPTargetReusesConnections(t *testing.T) {
 		w.Write(bytes.Repeat([]byte("x"), 20<<10))
 	}), nil)
 	for range 6 {
-		_ = tgt.Deliver(t.Context(), targetTestJob("http"))
+		_ = tgt.Deliver(t.Context(), targettest.Job("http"))
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -626,28 +615,29 @@ func TestHTTPTargetReusesConnections(t *testing.T) {
 	}
 }
 
-func TestHTTPTargetConfigErrors(t *testing.T) {
+func TestTargetConfigErrors(t *testing.T) {
 	t.Setenv("CADDYWEBHOOK_TEST_EMPTY", "")
 	tests := []struct {
 		name   string
-		target HTTPTarget
+		target Target
 		want   string // in the Provision or Validate error
 	}{
-		{name: "url missing", target: HTTPTarget{}, want: "url: "},
-		{name: "url relative", target: HTTPTarget{URL: "/hook"}, want: "url: scheme must be http or https"},
-		{name: "url ftp", target: HTTPTarget{URL: "ftp://example.com/hook"}, want: "url: scheme must be http or https"},
-		{name: "url without host", target: HTTPTarget{URL: "http:///hook"}, want: "url: must be absolute"},
-		{name: "url unknown placeholder", target: HTTPTarget{URL: "http://h/{webhook.event_type}"}, want: "url: unrecognized placeholder"},
-		{name: "url empty env", target: HTTPTarget{URL: "{env.CADDYWEBHOOK_TEST_EMPTY}"}, want: "url: evaluated placeholder"},
-		{name: "negative timeout", target: HTTPTarget{URL: "http://h/", Timeout: -1}, want: "timeout: must not be negative"},
-		{name: "bad header name", target: HTTPTarget{URL: "http://h/", Headers: http.Header{"Bad Name": {"v"}}}, want: `headers: invalid header name "Bad Name"`},
-		{name: "sign secret not base64", target: HTTPTarget{URL: "http://h/", SignSecret: "whsec_not*base64!"}, want: "sign_secret: "},
-		{name: "sign secret empty env", target: HTTPTarget{URL: "http://h/", SignSecret: "{env.CADDYWEBHOOK_TEST_EMPTY}"}, want: "sign_secret: evaluated placeholder"},
+		{name: "url missing", target: Target{}, want: "url: "},
+		{name: "url relative", target: Target{URL: "/hook"}, want: "url: scheme must be http or https"},
+		{name: "url ftp", target: Target{URL: "ftp://example.com/hook"}, want: "url: scheme must be http or https"},
+		{name: "url without host", target: Target{URL: "http:///hook"}, want: "url: must be absolute"},
+		{name: "url unknown placeholder", target: Target{URL: "http://h/{webhook.event_type}"}, want: "url: a placeholder in it is unknown"},
+		{name: "url empty env", target: Target{URL: "{env.CADDYWEBHOOK_TEST_EMPTY}"}, want: "url: placeholder {env.CADDYWEBHOOK_TEST_EMPTY} is empty or unset"},
+		{name: "negative timeout", target: Target{URL: "http://h/", Timeout: -1}, want: "timeout: must not be negative"},
+		{name: "bad header name", target: Target{URL: "http://h/", Headers: http.Header{"Bad Name": {"v"}}}, want: `headers: invalid header name "Bad Name"`},
+		{name: "sign secret not base64", target: Target{URL: "http://h/", SignSecret: "whsec_not*base64!"}, want: "sign_secret: "},
+		{name: "sign secret empty env", target: Target{URL: "http://h/", SignSecret: "{env.CADDYWEBHOOK_TEST_EMPTY}"}, want: "sign_secret: placeholder {env.CADDYWEBHOOK_TEST_EMPTY} is empty or unset"},
+		{name: "header empty env", target: Target{URL: "http://h/", Headers: http.Header{"Authorization": {"Bearer {env.CADDYWEBHOOK_TEST_EMPTY}"}}}, want: "headers: Authorization: placeholder {env.CADDYWEBHOOK_TEST_EMPTY} is empty or unset"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tgt := tt.target
-			err := provisionTarget(t, &tgt)
+			err := targettest.Provision(t, &tgt)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("error = %v, want one containing %q", err, tt.want)
 			}
@@ -658,42 +648,72 @@ func TestHTTPTargetConfigErrors(t *testing.T) {
 	}
 }
 
-func TestHTTPTargetUnmarshalCaddyfile(t *testing.T) {
-	checkTargetCaddyfile(t, []targetCaddyfileCase[HTTPTarget]{
+// TestTargetConfigErrorsKeepSecrets: a literal secret with braces in it
+// reads as a placeholder that is not one; the error says so without
+// quoting any part of the secret. Caddy's replacer quotes the brace pair
+// ("unrecognized placeholder {…}"), which is how the forwarder's own
+// signing secret, or a token in the URL, reached the load error.
+func TestTargetConfigErrorsKeepSecrets(t *testing.T) {
+	const secret = "s3cr3t-part-of-the-key"
+	tests := []struct {
+		name   string
+		target Target
+		want   string
+	}{
+		{"sign_secret", Target{URL: "http://h/", SignSecret: "whsec_c2VjcmV0{" + secret + "}"}, "sign_secret: a placeholder in it is unknown"},
+		{"url", Target{URL: "http://h/hook?token={" + secret + "}"}, "url: a placeholder in it is unknown"},
+		{"header", Target{URL: "http://h/", Headers: http.Header{"X-Token": {"{" + secret + "}"}}}, "headers: X-Token: a placeholder in it is unknown"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tgt := tt.target
+			err := targettest.Provision(t, &tgt)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error = %v, want one containing %q", err, tt.want)
+			}
+			if strings.Contains(err.Error(), secret) {
+				t.Errorf("error %q quotes the secret", err)
+			}
+		})
+	}
+}
+
+func TestTargetUnmarshalCaddyfile(t *testing.T) {
+	targettest.CheckCaddyfile(t, []targettest.CaddyfileCase[Target]{
 		{
-			name:  "url only",
-			input: `http http://127.0.0.1:9000/build`,
-			want:  HTTPTarget{URL: "http://127.0.0.1:9000/build"},
+			Name:  "url only",
+			Input: `http http://127.0.0.1:9000/build`,
+			Want:  Target{URL: "http://127.0.0.1:9000/build"},
 		},
 		{
-			name: "every option",
-			input: `http https://hooks.internal/build {
+			Name: "every option",
+			Input: `http https://hooks.internal/build {
 				timeout 30s
 				header X-Origin caddy
 				header X-Origin edge
 				header Authorization "Bearer {env.TOKEN}"
 				sign {env.INTERNAL_SECRET}
 			}`,
-			want: HTTPTarget{
+			Want: Target{
 				URL:        "https://hooks.internal/build",
 				Timeout:    caddy.Duration(30 * time.Second),
 				Headers:    http.Header{"X-Origin": {"caddy", "edge"}, "Authorization": {"Bearer {env.TOKEN}"}},
 				SignSecret: "{env.INTERNAL_SECRET}",
 			},
 		},
-		{name: "url missing", input: `http`, wantErr: "missing the upstream URL"},
-		{name: "extra argument", input: `http http://h/ extra`, wantErr: `unexpected argument "extra"`},
-		{name: "unknown option", input: "http http://h/ {\n retries 3\n}", wantErr: `unknown option "retries"`},
-		{name: "timeout missing", input: "http http://h/ {\n timeout\n}", wantErr: "timeout: missing the duration"},
-		{name: "timeout bad", input: "http http://h/ {\n timeout soon\n}", wantErr: "timeout: "},
-		{name: "timeout two values", input: "http http://h/ {\n timeout 1s 2s\n}", wantErr: "timeout: takes one duration"},
-		{name: "header without value", input: "http http://h/ {\n header X-Origin\n}", wantErr: "header: takes a name and a value"},
-		{name: "sign without secret", input: "http http://h/ {\n sign\n}", wantErr: "sign: takes one secret"},
-		{name: "sign two secrets", input: "http http://h/ {\n sign a b\n}", wantErr: "sign: takes one secret"},
+		{Name: "url missing", Input: `http`, WantErr: "missing the upstream URL"},
+		{Name: "extra argument", Input: `http http://h/ extra`, WantErr: `unexpected argument "extra"`},
+		{Name: "unknown option", Input: "http http://h/ {\n retries 3\n}", WantErr: `unknown option "retries"`},
+		{Name: "timeout missing", Input: "http http://h/ {\n timeout\n}", WantErr: "timeout: missing the duration"},
+		{Name: "timeout bad", Input: "http http://h/ {\n timeout soon\n}", WantErr: "timeout: "},
+		{Name: "timeout two values", Input: "http http://h/ {\n timeout 1s 2s\n}", WantErr: "timeout: takes one duration"},
+		{Name: "header without value", Input: "http http://h/ {\n header X-Origin\n}", WantErr: "header: takes a name and a value"},
+		{Name: "sign without secret", Input: "http http://h/ {\n sign\n}", WantErr: "sign: takes one secret"},
+		{Name: "sign two secrets", Input: "http http://h/ {\n sign a b\n}", WantErr: "sign: takes one secret"},
 	})
 }
 
-func TestHTTPTargetParseRetryAfter(t *testing.T) {
+func TestTargetParseRetryAfter(t *testing.T) {
 	tests := []struct {
 		name  string
 		value string
@@ -711,9 +731,9 @@ func TestHTTPTargetParseRetryAfter(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := httpParseRetryAfter(tt.value, httpTestNow)
+			got, ok := parseRetryAfter(tt.value, httpTestNow)
 			if got != tt.want || ok != tt.ok {
-				t.Errorf("httpParseRetryAfter(%q) = %v, %v; want %v, %v", tt.value, got, ok, tt.want, tt.ok)
+				t.Errorf("parseRetryAfter(%q) = %v, %v; want %v, %v", tt.value, got, ok, tt.want, tt.ok)
 			}
 		})
 	}

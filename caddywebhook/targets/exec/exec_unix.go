@@ -1,29 +1,29 @@
 //go:build unix
 
-package caddywebhook
+package exectarget
 
 import (
 	"os/exec"
 	"syscall"
 )
 
-// execSupported reports whether the exec target can run here.
-func execSupported() error { return nil }
+// supported reports whether the exec target can run here.
+func supported() error { return nil }
 
-// execIsolate starts the program in a process group of its own, so that a
+// isolate starts the program in a process group of its own, so that a
 // timeout or cancellation kills its descendants too, not just the program.
-func execIsolate(cmd *exec.Cmd) {
+func isolate(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error {
-		execKillGroup(cmd.Process.Pid)
+		killGroup(cmd.Process.Pid)
 		return nil
 	}
 }
 
-// execKillGroup kills every process in the group the program led. The group
+// killGroup kills every process in the group the program led. The group
 // id stays reserved while any member lives, so after the program has been
 // reaped a kill still reaches only its leftovers; when none are left it
 // reaches no one (ESRCH), as the kernel does not reuse a pid that soon.
-func execKillGroup(pid int) {
+func killGroup(pid int) {
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
 }

@@ -1,4 +1,6 @@
-package caddywebhook
+// Package exectarget is the webhook.targets.exec module: it delivers a
+// webhook by running a program, without a shell.
+package exectarget
 
 import (
 	"context"
@@ -19,33 +21,34 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
 func init() {
-	caddy.RegisterModule(ExecTarget{})
+	caddy.RegisterModule(Target{})
 }
 
 const (
-	// execDefaultTimeout is the default time a program may run.
-	execDefaultTimeout = time.Minute
-	// execTailLen is how much of a program's output is kept: its last
+	// defaultTimeout is the default time a program may run.
+	defaultTimeout = time.Minute
+	// tailLen is how much of a program's output is kept: its last
 	// words, which are where scripts say what went wrong.
-	execTailLen = 2 << 10
-	// execWaitDelay bounds the wait for the pipes after the process group
+	tailLen = 2 << 10
+	// waitDelay bounds the wait for the pipes after the process group
 	// is gone, for a descendant that escaped the group (setsid) and still
 	// holds them, and the wait for the program to die once killed.
-	execWaitDelay = 2 * time.Second
+	waitDelay = 2 * time.Second
 )
 
-// execBaseEnv lists the variables a program inherits from Caddy unless
+// baseEnv lists the variables a program inherits from Caddy unless
 // inherit_env is set: enough to find programs, write temporary files and
 // print text, nothing that happens to be in Caddy's environment (such as the
 // secrets its config reads through {env.*}).
-var execBaseEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ", "TMPDIR"}
+var baseEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ", "TMPDIR"}
 
-// execPlaceholders are the per-delivery placeholders allowed in args.
-var execPlaceholders = []string{
+// jobPlaceholders are the per-delivery jobPlaceholders allowed in args.
+var jobPlaceholders = []string{
 	"webhook.event_type",
 	"webhook.delivery_id",
 	"webhook.source",
@@ -55,7 +58,7 @@ var execPlaceholders = []string{
 	"webhook.job_id",
 }
 
-// ExecTarget delivers a webhook by running a program, without a shell: the
+// Target delivers a webhook by running a program, without a shell: the
 // payload on its standard input, the metadata in its environment
 // (WEBHOOK_DELIVERY_ID, WEBHOOK_SOURCE, WEBHOOK_EVENT_TYPE, WEBHOOK_ATTEMPT,
 // WEBHOOK_REPLAY, WEBHOOK_JOB_ID, WEBHOOK_TARGET, WEBHOOK_CONTENT_TYPE) and,
@@ -73,7 +76,7 @@ var execPlaceholders = []string{
 // with SIGKILL, and so is whatever the program leaves running in its group
 // when it exits: a delivery never leaks processes. A program that must start
 // a long-lived service hands it to a service manager.
-type ExecTarget struct {
+type Target struct {
 	// The program to run: an absolute path, a relative path with a slash
 	// (taken from Caddy's working directory), or a name looked up in
 	// Caddy's PATH. It is resolved when the config loads, and a program
@@ -86,7 +89,7 @@ type ExecTarget struct {
 	// The program's arguments. Each may contain {webhook.event_type},
 	// {webhook.delivery_id}, {webhook.source}, {webhook.target},
 	// {webhook.attempt}, {webhook.replay} and {webhook.job_id}, and Caddy's global
-	// placeholders such as {env.*}; they expand within their argument, so
+	// jobPlaceholders such as {env.*}; they expand within their argument, so
 	// an argument stays exactly one argument whatever a sender put in the
 	// event type or delivery id, and nothing is interpreted by a shell. An
 	// argument that is only a placeholder can still begin with "-" and look
@@ -102,7 +105,7 @@ type ExecTarget struct {
 	// The program's working directory. Default: Caddy's.
 	Dir string `json:"dir,omitempty"`
 
-	// Extra environment variables; placeholders in values are resolved
+	// Extra environment variables; jobPlaceholders in values are resolved
 	// when the config loads. Names starting with WEBHOOK_ are reserved for
 	// the metadata. A value of 8 bytes or more is replaced by [redacted]
 	// where the program's output repeats it in the job's last error.
@@ -125,25 +128,25 @@ type ExecTarget struct {
 }
 
 // CaddyModule returns the Caddy module information.
-func (ExecTarget) CaddyModule() caddy.ModuleInfo {
+func (Target) CaddyModule() caddy.ModuleInfo {
 	return caddy.ModuleInfo{
 		ID:  "webhook.targets.exec",
-		New: func() caddy.Module { return new(ExecTarget) },
+		New: func() caddy.Module { return new(Target) },
 	}
 }
 
 // Provision resolves the program and the environment and applies defaults.
-func (t *ExecTarget) Provision(ctx caddy.Context) error {
-	if err := execSupported(); err != nil {
+func (t *Target) Provision(ctx caddy.Context) error {
+	if err := supported(); err != nil {
 		return err
 	}
 	if t.Timeout == 0 {
-		t.Timeout = caddy.Duration(execDefaultTimeout)
+		t.Timeout = caddy.Duration(defaultTimeout)
 	}
 	if t.Command == "" {
 		return errors.New("command: required")
 	}
-	path, err := execResolve(t.Command)
+	path, err := resolveProgram(t.Command)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, exec.ErrNotFound) {
 		return fmt.Errorf("command: program %q does not exist", t.Command)
 	}
@@ -152,12 +155,11 @@ func (t *ExecTarget) Provision(ctx caddy.Context) error {
 	}
 	t.path = path
 
-	repl := caddy.NewReplacer()
 	var env []string
 	if t.InheritEnv {
 		env = os.Environ()
 	} else {
-		for _, name := range execBaseEnv {
+		for _, name := range baseEnv {
 			if v, ok := os.LookupEnv(name); ok {
 				env = append(env, name+"="+v)
 			}
@@ -166,7 +168,10 @@ func (t *ExecTarget) Provision(ctx caddy.Context) error {
 	t.redact = nil
 	// Sorted so the environment does not depend on map order.
 	for _, name := range slices.Sorted(maps.Keys(t.Env)) {
-		v := repl.ReplaceKnown(t.Env[name], "")
+		v, err := caddywebhook.ResolveSecret(ctx, "env: "+name, t.Env[name])
+		if err != nil {
+			return err
+		}
 		env = append(env, name+"="+v)
 		// env is where a program's token lives, often from {env.*}; a
 		// script that traces its commands (set -x) or dumps its
@@ -180,9 +185,9 @@ func (t *ExecTarget) Provision(ctx caddy.Context) error {
 	return nil
 }
 
-// execResolve finds the program the way a shell would, but only once, and
+// resolveProgram finds the program the way a shell would, but only once, and
 // refuses a program found through a relative PATH entry.
-func execResolve(command string) (string, error) {
+func resolveProgram(command string) (string, error) {
 	path, err := exec.LookPath(command)
 	if err != nil {
 		if errors.Is(err, exec.ErrDot) {
@@ -198,8 +203,8 @@ func execResolve(command string) (string, error) {
 }
 
 // Validate checks the timeout, the environment, the exit codes and the
-// placeholders in args.
-func (t *ExecTarget) Validate() error {
+// jobPlaceholders in args.
+func (t *Target) Validate() error {
 	if t.Timeout < 0 {
 		return errors.New("timeout: must not be negative")
 	}
@@ -221,10 +226,10 @@ func (t *ExecTarget) Validate() error {
 	}
 	// A misspelt placeholder would otherwise reach the program as literal
 	// text, at every delivery.
-	repl := execReplacer(&queue.Job{})
+	repl := replacer(&queue.Job{})
 	for _, arg := range t.Args {
 		_, err := repl.ReplaceFunc(arg, func(key string, val any) (any, error) {
-			if strings.HasPrefix(key, "webhook.") && !slices.Contains(execPlaceholders, key) {
+			if strings.HasPrefix(key, "webhook.") && !slices.Contains(jobPlaceholders, key) {
 				return nil, fmt.Errorf("args: unknown placeholder {%s}", key)
 			}
 			return val, nil
@@ -236,8 +241,8 @@ func (t *ExecTarget) Validate() error {
 	return nil
 }
 
-// execReplacer knows Caddy's global placeholders and the job's metadata.
-func execReplacer(job *queue.Job) *caddy.Replacer {
+// replacer knows Caddy's global jobPlaceholders and the job's metadata.
+func replacer(job *queue.Job) *caddy.Replacer {
 	repl := caddy.NewReplacer()
 	repl.Set("webhook.event_type", job.EventType)
 	repl.Set("webhook.delivery_id", job.DeliveryID)
@@ -249,8 +254,8 @@ func execReplacer(job *queue.Job) *caddy.Replacer {
 	return repl
 }
 
-// Deliver runs the program once (see ExecTarget).
-func (t *ExecTarget) Deliver(ctx context.Context, job *queue.Job) error {
+// Deliver runs the program once (see Target).
+func (t *Target) Deliver(ctx context.Context, job *queue.Job) error {
 	// A delivery id or event type read from a JSON body may hold a NUL,
 	// which no argument or environment variable can carry: every start
 	// would fail, so say so once instead of retrying for hours.
@@ -260,10 +265,10 @@ func (t *ExecTarget) Deliver(ctx context.Context, job *queue.Job) error {
 	if strings.IndexByte(job.EventType, 0) >= 0 {
 		return queue.Permanent(errors.New("start program: event type has a NUL byte and cannot be passed to a program"))
 	}
-	repl := execReplacer(job)
+	repl := replacer(job)
 	args := make([]string, len(t.Args))
 	for i, arg := range t.Args {
-		// One pass: a value is never scanned for placeholders again, so a
+		// One pass: a value is never scanned for jobPlaceholders again, so a
 		// delivery id of "{env.SECRET}" stays that text.
 		args[i] = repl.ReplaceKnown(arg, "")
 	}
@@ -273,57 +278,16 @@ func (t *ExecTarget) Deliver(ctx context.Context, job *queue.Job) error {
 
 	cmd := exec.CommandContext(runCtx, t.path, args...)
 	cmd.Dir = t.Dir
-	cmd.Env = append(slices.Clip(t.env), execEnv(job)...)
-	cmd.WaitDelay = execWaitDelay
-	execIsolate(cmd)
+	cmd.Env = append(slices.Clip(t.env), metadataEnv(job)...)
+	cmd.WaitDelay = waitDelay
+	isolate(cmd)
 
-	// The pipes are ours rather than os/exec's so that Wait returns when
-	// the program exits, before anything it left behind is killed; with
-	// os/exec's copying goroutines, Wait would first wait for every
-	// descendant holding a pipe.
-	stdinR, stdinW, err := os.Pipe()
+	var out outputTail
+	wait, err := start(cmd, job.Payload, &out)
 	if err != nil {
-		return fmt.Errorf("create stdin pipe: %w", err)
+		return err
 	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		stdinR.Close()
-		stdinW.Close()
-		return fmt.Errorf("create output pipe: %w", err)
-	}
-	defer outR.Close()
-	cmd.Stdin = stdinR
-	cmd.Stdout = outW
-	cmd.Stderr = outW
-	err = cmd.Start()
-	stdinR.Close()
-	outW.Close()
-	if err != nil {
-		stdinW.Close()
-		// Missing, not executable, or a bad dir: perhaps fixed by the
-		// next deploy, so retried.
-		return fmt.Errorf("start program: %w", err)
-	}
-
-	var out execTail
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		// A program that exits without reading its input makes this fail
-		// with EPIPE, which is its business.
-		_, _ = stdinW.Write(job.Payload)
-		stdinW.Close()
-	})
-	wg.Go(func() { _, _ = io.Copy(&out, outR) })
-
-	err = cmd.Wait()
-	// Whatever the program left running in its group goes with it.
-	execKillGroup(cmd.Process.Pid)
-	// With the group gone the pipes close, unless a process escaped the
-	// group (setsid) and holds them: stop waiting for it after a while.
-	deadline := time.Now().Add(execWaitDelay)
-	_ = outR.SetReadDeadline(deadline)
-	_ = stdinW.SetWriteDeadline(deadline)
-	wg.Wait()
+	err = wait()
 
 	switch {
 	case err == nil:
@@ -345,14 +309,70 @@ func (t *ExecTarget) Deliver(ctx context.Context, job *queue.Job) error {
 	return t.failure(fmt.Sprintf("wait for program: %v", err), &out)
 }
 
+// start starts cmd with pipes of our own for its input and its combined
+// output, rather than os/exec's, so that waiting returns when the program
+// exits, before anything it left behind is killed; with os/exec's copying
+// goroutines, Wait would first wait for every descendant holding a pipe.
+// payload goes to the program's input, its output into out. The returned
+// wait waits for the program, kills what it left running in its group,
+// stops reading the pipes and returns cmd.Wait's error.
+func start(cmd *exec.Cmd, payload []byte, out *outputTail) (wait func() error, err error) {
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("create stdin pipe: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		stdinR.Close()
+		stdinW.Close()
+		return nil, fmt.Errorf("create output pipe: %w", err)
+	}
+	cmd.Stdin = stdinR
+	cmd.Stdout = outW
+	cmd.Stderr = outW
+	err = cmd.Start()
+	stdinR.Close()
+	outW.Close()
+	if err != nil {
+		stdinW.Close()
+		outR.Close()
+		// Missing, not executable, or a bad dir: perhaps fixed by the
+		// next deploy, so retried.
+		return nil, fmt.Errorf("start program: %w", err)
+	}
+
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		// A program that exits without reading its input makes this fail
+		// with EPIPE, which is its business.
+		_, _ = stdinW.Write(payload)
+		stdinW.Close()
+	})
+	wg.Go(func() { _, _ = io.Copy(out, outR) })
+	return func() error {
+		defer outR.Close()
+		err := cmd.Wait()
+		// Whatever the program left running in its group goes with it.
+		killGroup(cmd.Process.Pid)
+		// With the group gone the pipes close, unless a process escaped
+		// the group (setsid) and holds them: stop waiting for it after a
+		// while.
+		deadline := time.Now().Add(waitDelay)
+		_ = outR.SetReadDeadline(deadline)
+		_ = stdinW.SetWriteDeadline(deadline)
+		wg.Wait()
+		return err
+	}, nil
+}
+
 // failure builds the error text "<what>: <output tail>", trimming the tail
 // from the front so the whole text fits in a job's last error and the
 // program's last words survive. The output goes through queue.SafeText,
 // which keeps its lines and drops the rune the ring may have cut at the
 // start, so an escape sequence or a NUL in it cannot reach a terminal, a
 // log or the store.
-func (t *ExecTarget) failure(what string, out *execTail) error {
-	tail := redactSecrets(queue.SafeText(string(out.Bytes()), 0), t.redact)
+func (t *Target) failure(what string, out *outputTail) error {
+	tail := caddywebhook.RedactSecrets(queue.SafeText(string(out.Bytes()), 0), t.redact)
 	if tail == "" {
 		return errors.New(what)
 	}
@@ -365,7 +385,7 @@ func (t *ExecTarget) failure(what string, out *execTail) error {
 }
 
 // execEnv is the delivery's metadata as environment variables.
-func execEnv(job *queue.Job) []string {
+func metadataEnv(job *queue.Job) []string {
 	var contentType string
 	for _, h := range job.Headers {
 		if strings.EqualFold(h.Name, "Content-Type") {
@@ -385,18 +405,18 @@ func execEnv(job *queue.Job) []string {
 	}
 }
 
-// execTail keeps the last execTailLen bytes written to it, in a fixed ring,
+// outputTail keeps the last tailLen bytes written to it, in a fixed ring,
 // however much a program prints. Deliver's one copying goroutine is its only
 // writer, and Bytes is read after that goroutine has ended, so it needs no
 // lock.
-type execTail struct {
-	buf  [execTailLen]byte
+type outputTail struct {
+	buf  [tailLen]byte
 	next int  // where the next byte goes
 	full bool // the ring has wrapped
 }
 
 // Write implements io.Writer; it never fails.
-func (w *execTail) Write(p []byte) (int, error) {
+func (w *outputTail) Write(p []byte) (int, error) {
 	n := len(p)
 	if n >= len(w.buf) {
 		copy(w.buf[:], p[n-len(w.buf):])
@@ -413,7 +433,7 @@ func (w *execTail) Write(p []byte) (int, error) {
 }
 
 // Bytes returns the kept tail, oldest byte first.
-func (w *execTail) Bytes() []byte {
+func (w *outputTail) Bytes() []byte {
 	if !w.full {
 		return slices.Clone(w.buf[:w.next])
 	}
@@ -432,8 +452,8 @@ func (w *execTail) Bytes() []byte {
 //	}
 //
 // env and permanent_exit_codes may be repeated. Arguments may use the
-// {webhook.*} placeholders; each stays one argument.
-func (t *ExecTarget) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+// {webhook.*} jobPlaceholders; each stays one argument.
+func (t *Target) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // the kind, "exec"
 	if !d.NextArg() {
 		return d.Errf("exec target: missing the command")
@@ -443,7 +463,7 @@ func (t *ExecTarget) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	for d.NextBlock(0) {
 		switch opt := d.Val(); opt {
 		case "timeout":
-			dur, err := unmarshalTimeout(d, "exec")
+			dur, err := caddywebhook.UnmarshalTimeout(d, "exec")
 			if err != nil {
 				return err
 			}
@@ -489,8 +509,8 @@ func (t *ExecTarget) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 
 // Interface guards.
 var (
-	_ caddy.Provisioner     = (*ExecTarget)(nil)
-	_ caddy.Validator       = (*ExecTarget)(nil)
-	_ caddyfile.Unmarshaler = (*ExecTarget)(nil)
-	_ Target                = (*ExecTarget)(nil)
+	_ caddy.Provisioner     = (*Target)(nil)
+	_ caddy.Validator       = (*Target)(nil)
+	_ caddyfile.Unmarshaler = (*Target)(nil)
+	_ caddywebhook.Target   = (*Target)(nil)
 )

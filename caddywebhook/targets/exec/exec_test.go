@@ -1,4 +1,4 @@
-package caddywebhook
+package exectarget
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/targets/targettest"
 	"github.com/caddywebhook/caddywebhook/internal/testutil"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
@@ -29,9 +30,9 @@ func execTestProgram(t *testing.T, name string) string {
 }
 
 // execTestSetup provisions and validates tgt.
-func execTestSetup(t *testing.T, tgt *ExecTarget) *ExecTarget {
+func execTestSetup(t *testing.T, tgt *Target) *Target {
 	t.Helper()
-	if err := provisionTarget(t, tgt); err != nil {
+	if err := targettest.Provision(t, tgt); err != nil {
 		t.Fatal(err)
 	}
 	return tgt
@@ -39,10 +40,10 @@ func execTestSetup(t *testing.T, tgt *ExecTarget) *ExecTarget {
 
 // execTestRecorder is a target running target_record.sh with args, and the
 // directory where the program leaves its record.
-func execTestRecorder(t *testing.T, args ...string) (*ExecTarget, string) {
+func execTestRecorder(t *testing.T, args ...string) (*Target, string) {
 	t.Helper()
 	dir := t.TempDir()
-	tgt := execTestSetup(t, &ExecTarget{
+	tgt := execTestSetup(t, &Target{
 		Command: execTestProgram(t, "target_record.sh"),
 		Args:    args,
 		Env:     map[string]string{"RECORD_DIR": dir},
@@ -111,9 +112,9 @@ func execTestPid(t *testing.T, path string) int {
 	return pid
 }
 
-func TestExecTargetPayloadOnStdin(t *testing.T) {
+func TestTargetPayloadOnStdin(t *testing.T) {
 	tgt, dir := execTestRecorder(t)
-	job := targetTestJob("exec")
+	job := targettest.Job("exec")
 	job.Payload = make([]byte, 1<<20) // more than a pipe holds
 	for i := range job.Payload {
 		job.Payload[i] = byte(i * 7)
@@ -126,7 +127,7 @@ func TestExecTargetPayloadOnStdin(t *testing.T) {
 	}
 }
 
-func TestExecTargetEnvironment(t *testing.T) {
+func TestTargetEnvironment(t *testing.T) {
 	t.Setenv("CADDYWEBHOOK_TEST_LEAK", "from caddy")
 	t.Setenv("CADDYWEBHOOK_TEST_GREETING", "hello")
 	tests := []struct {
@@ -140,7 +141,7 @@ func TestExecTargetEnvironment(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			tgt := execTestSetup(t, &ExecTarget{
+			tgt := execTestSetup(t, &Target{
 				Command: execTestProgram(t, "target_record.sh"),
 				Env: map[string]string{
 					"RECORD_DIR": dir,
@@ -148,7 +149,7 @@ func TestExecTargetEnvironment(t *testing.T) {
 				},
 				InheritEnv: tt.inheritEnv,
 			})
-			job := targetTestJob("exec")
+			job := targettest.Job("exec")
 			job.Attempt, job.Replays = 3, 1
 			if err := tgt.Deliver(t.Context(), job); err != nil {
 				t.Fatalf("Deliver: %v", err)
@@ -178,7 +179,7 @@ func TestExecTargetEnvironment(t *testing.T) {
 	}
 }
 
-func TestExecTargetArgsCannotInject(t *testing.T) {
+func TestTargetArgsCannotInject(t *testing.T) {
 	t.Setenv("CADDYWEBHOOK_TEST_SECRET", "must-not-appear")
 	tmp := t.TempDir()
 	pwned := filepath.Join(tmp, "pwned")
@@ -192,7 +193,7 @@ func TestExecTargetArgsCannotInject(t *testing.T) {
 		"{env.CADDYWEBHOOK_TEST_GREETING_UNSET}",
 		"{webhook.event_type} {webhook.source}",
 	)
-	job := targetTestJob("exec")
+	job := targettest.Job("exec")
 	job.EventType = "--help"
 	job.DeliveryID = "x; touch " + pwned + " $(touch " + pwned + "2) `touch " + pwned + "3` && echo '\"' | sh"
 	job.Source = `src with spaces 'single' "double" $HOME`
@@ -231,10 +232,10 @@ func TestExecTargetArgsCannotInject(t *testing.T) {
 	}
 }
 
-// TestExecTargetNULInMetadata: a delivery id or event type with a NUL (a
+// TestTargetNULInMetadata: a delivery id or event type with a NUL (a
 // JSON "\u0000") cannot reach a program as an argument or a variable. The
 // job is parked at once, with the reason, instead of failing every retry.
-func TestExecTargetNULInMetadata(t *testing.T) {
+func TestTargetNULInMetadata(t *testing.T) {
 	tests := []struct {
 		name       string
 		deliveryID string
@@ -247,7 +248,7 @@ func TestExecTargetNULInMetadata(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tgt, dir := execTestRecorder(t, "{webhook.delivery_id}", "{webhook.event_type}")
-			job := targetTestJob("exec")
+			job := targettest.Job("exec")
 			job.DeliveryID, job.EventType = tt.deliveryID, tt.eventType
 			err := tgt.Deliver(t.Context(), job)
 			if !queue.IsPermanent(err) || !strings.Contains(err.Error(), tt.wantErr) {
@@ -260,7 +261,7 @@ func TestExecTargetNULInMetadata(t *testing.T) {
 	}
 }
 
-func TestExecTargetExitStatus(t *testing.T) {
+func TestTargetExitStatus(t *testing.T) {
 	tests := []struct {
 		name      string
 		status    int
@@ -277,15 +278,15 @@ func TestExecTargetExitStatus(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tgt := execTestSetup(t, &ExecTarget{
+			tgt := execTestSetup(t, &Target{
 				Command:            execTestProgram(t, "target_exit.sh"),
 				Args:               []string{strconv.Itoa(tt.status)},
 				PermanentExitCodes: tt.permanent,
 			})
-			job := targetTestJob("exec")
+			job := targettest.Job("exec")
 			job.Payload = bytes.Repeat([]byte("unread "), 100_000) // the program never reads it
 			err := tgt.Deliver(t.Context(), job)
-			if got := httpTestOutcome(err); got != tt.want {
+			if got := targettest.Outcome(err); got != tt.want {
 				t.Fatalf("outcome = %s (%v), want %s", got, err, tt.want)
 			}
 			if err != nil && !strings.HasPrefix(err.Error(), tt.wantErr) {
@@ -295,13 +296,13 @@ func TestExecTargetExitStatus(t *testing.T) {
 	}
 }
 
-// TestExecTargetOutputRedactsEnv: a failing program that prints its
+// TestTargetOutputRedactsEnv: a failing program that prints its
 // token (a script with set -x, an env dump) must not get it into the job's
 // last error, which the admin API shows.
-func TestExecTargetOutputRedactsEnv(t *testing.T) {
+func TestTargetOutputRedactsEnv(t *testing.T) {
 	const token = "tok-0123456789abcdef"
 	t.Setenv("CADDYWEBHOOK_TEST_EXEC_TOKEN", token)
-	tgt := execTestSetup(t, &ExecTarget{
+	tgt := execTestSetup(t, &Target{
 		Command: "sh",
 		Args:    []string{"-c", `echo "curl -H Authorization: $API_TOKEN failed; mode=$MODE" >&2; exit 1`},
 		Env: map[string]string{
@@ -309,7 +310,7 @@ func TestExecTargetOutputRedactsEnv(t *testing.T) {
 			"MODE":      "fast", // short: left alone
 		},
 	})
-	err := tgt.Deliver(t.Context(), targetTestJob("exec"))
+	err := tgt.Deliver(t.Context(), targettest.Job("exec"))
 	if err == nil {
 		t.Fatal("Deliver succeeded; the program exits 1")
 	}
@@ -319,16 +320,16 @@ func TestExecTargetOutputRedactsEnv(t *testing.T) {
 	}
 }
 
-// TestExecTargetOutputMadeSafe: a program that prints escape sequences,
+// TestTargetOutputMadeSafe: a program that prints escape sequences,
 // NUL, carriage returns and invalid UTF-8 cannot get them into the job's
 // last error, which the CLI prints and the logs carry; its lines stay (a
 // log field and a table cell make them one line with queue.SafeLine).
-func TestExecTargetOutputMadeSafe(t *testing.T) {
-	tgt := execTestSetup(t, &ExecTarget{
+func TestTargetOutputMadeSafe(t *testing.T) {
+	tgt := execTestSetup(t, &Target{
 		Command: "sh",
 		Args:    []string{"-c", `printf 'ok\033[2J\000\r\nINFO forged line\377' >&2; exit 1`},
 	})
-	err := tgt.Deliver(t.Context(), targetTestJob("exec"))
+	err := tgt.Deliver(t.Context(), targettest.Job("exec"))
 	if err == nil {
 		t.Fatal("Deliver succeeded; the program exits 1")
 	}
@@ -337,10 +338,10 @@ func TestExecTargetOutputMadeSafe(t *testing.T) {
 	}
 }
 
-func TestExecTargetOutputTailBounded(t *testing.T) {
-	tgt := execTestSetup(t, &ExecTarget{Command: execTestProgram(t, "target_flood.sh")})
-	err := tgt.Deliver(t.Context(), targetTestJob("exec"))
-	if got := httpTestOutcome(err); got != "transient" {
+func TestTargetOutputTailBounded(t *testing.T) {
+	tgt := execTestSetup(t, &Target{Command: execTestProgram(t, "target_flood.sh")})
+	err := tgt.Deliver(t.Context(), targettest.Job("exec"))
+	if got := targettest.Outcome(err); got != "transient" {
 		t.Fatalf("outcome = %s (%v), want transient", got, err)
 	}
 	msg := err.Error()
@@ -355,64 +356,64 @@ func TestExecTargetOutputTailBounded(t *testing.T) {
 	}
 }
 
-func TestExecTargetTimeoutKillsGroup(t *testing.T) {
+func TestTargetTimeoutKillsGroup(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "pid")
-	tgt := execTestSetup(t, &ExecTarget{
+	tgt := execTestSetup(t, &Target{
 		Command: execTestProgram(t, "target_grandchild.sh"),
 		Args:    []string{pidFile},
 		Timeout: caddy.Duration(time.Second),
 	})
 	start := time.Now()
-	err := tgt.Deliver(t.Context(), targetTestJob("exec"))
+	err := tgt.Deliver(t.Context(), targettest.Job("exec"))
 	elapsed := time.Since(start)
-	if got := httpTestOutcome(err); got != "transient" {
+	if got := targettest.Outcome(err); got != "transient" {
 		t.Fatalf("outcome = %s (%v), want transient", got, err)
 	}
 	if !strings.HasPrefix(err.Error(), "timed out after 1s") {
 		t.Errorf("error = %q, want a timeout", err)
 	}
-	if elapsed > time.Second+execWaitDelay {
+	if elapsed > time.Second+waitDelay {
 		t.Errorf("Deliver took %v with a 1s timeout", elapsed)
 	}
 	execTestGone(t, execTestPid(t, pidFile))
 }
 
-func TestExecTargetCancelKillsGroup(t *testing.T) {
+func TestTargetCancelKillsGroup(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "pid")
-	tgt := execTestSetup(t, &ExecTarget{
+	tgt := execTestSetup(t, &Target{
 		Command: execTestProgram(t, "target_grandchild.sh"),
 		Args:    []string{pidFile},
 	})
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
-	go func() { done <- tgt.Deliver(ctx, targetTestJob("exec")) }()
+	go func() { done <- tgt.Deliver(ctx, targettest.Job("exec")) }()
 	pid := execTestPid(t, pidFile)
 	cancel()
 	err := <-done
-	if got := httpTestOutcome(err); got != "transient" || !strings.HasPrefix(err.Error(), "cancelled: ") {
+	if got := targettest.Outcome(err); got != "transient" || !strings.HasPrefix(err.Error(), "cancelled: ") {
 		t.Fatalf("Deliver = %s (%v), want a transient cancellation", got, err)
 	}
 	execTestGone(t, pid)
 }
 
-func TestExecTargetKillsLeftovers(t *testing.T) {
+func TestTargetKillsLeftovers(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "pid")
-	tgt := execTestSetup(t, &ExecTarget{
+	tgt := execTestSetup(t, &Target{
 		Command: execTestProgram(t, "target_grandchild.sh"),
 		Args:    []string{pidFile, "exit"},
 	})
 	start := time.Now()
-	if err := tgt.Deliver(t.Context(), targetTestJob("exec")); err != nil {
+	if err := tgt.Deliver(t.Context(), targettest.Job("exec")); err != nil {
 		t.Fatalf("Deliver: %v", err)
 	}
 	// The leftover sleep holds the output pipe; Deliver must not wait for it.
-	if elapsed := time.Since(start); elapsed >= execWaitDelay {
+	if elapsed := time.Since(start); elapsed >= waitDelay {
 		t.Errorf("Deliver took %v, waiting for the leftover", elapsed)
 	}
 	execTestGone(t, execTestPid(t, pidFile))
 }
 
-func TestExecTargetProgramResolution(t *testing.T) {
+func TestTargetProgramResolution(t *testing.T) {
 	notExecutable := filepath.Join(t.TempDir(), "plain.sh")
 	if err := os.WriteFile(notExecutable, []byte("#!/bin/sh\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -434,8 +435,8 @@ func TestExecTargetProgramResolution(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tgt := &ExecTarget{Command: tt.command}
-			err := tgt.Provision(targetTestContext(t))
+			tgt := &Target{Command: tt.command}
+			err := tgt.Provision(targettest.Context(t))
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)
@@ -452,40 +453,40 @@ func TestExecTargetProgramResolution(t *testing.T) {
 	}
 }
 
-// TestExecTargetMissingProgramIsTransient removes the program after the
+// TestTargetMissingProgramIsTransient removes the program after the
 // config loaded: its deliveries fail and are retried.
-func TestExecTargetMissingProgramIsTransient(t *testing.T) {
+func TestTargetMissingProgramIsTransient(t *testing.T) {
 	program := filepath.Join(t.TempDir(), "deploy")
 	if err := os.WriteFile(program, []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	tgt := execTestSetup(t, &ExecTarget{Command: program})
+	tgt := execTestSetup(t, &Target{Command: program})
 	if err := os.Remove(program); err != nil {
 		t.Fatal(err)
 	}
-	err := tgt.Deliver(t.Context(), targetTestJob("exec"))
-	if got := httpTestOutcome(err); got != "transient" || !strings.HasPrefix(err.Error(), "start program: ") {
+	err := tgt.Deliver(t.Context(), targettest.Job("exec"))
+	if got := targettest.Outcome(err); got != "transient" || !strings.HasPrefix(err.Error(), "start program: ") {
 		t.Fatalf("Deliver = %s (%v), want a transient start failure", got, err)
 	}
 }
 
-func TestExecTargetConfigErrors(t *testing.T) {
+func TestTargetConfigErrors(t *testing.T) {
 	tests := []struct {
 		name   string
-		target ExecTarget
+		target Target
 		want   string
 	}{
-		{name: "negative timeout", target: ExecTarget{Command: "sh", Timeout: -1}, want: "timeout: must not be negative"},
-		{name: "reserved env", target: ExecTarget{Command: "sh", Env: map[string]string{"WEBHOOK_SOURCE": "x"}}, want: "env: WEBHOOK_SOURCE: the WEBHOOK_ prefix is reserved"},
-		{name: "env name with =", target: ExecTarget{Command: "sh", Env: map[string]string{"A=B": "x"}}, want: `env: invalid variable name "A=B"`},
-		{name: "exit code 0", target: ExecTarget{Command: "sh", PermanentExitCodes: []int{0}}, want: "permanent_exit_codes: 0 is not"},
-		{name: "exit code 256", target: ExecTarget{Command: "sh", PermanentExitCodes: []int{256}}, want: "permanent_exit_codes: 256 is not"},
-		{name: "misspelt placeholder", target: ExecTarget{Command: "sh", Args: []string{"--event={webhook.evnt_type}"}}, want: "args: unknown placeholder {webhook.evnt_type}"},
+		{name: "negative timeout", target: Target{Command: "sh", Timeout: -1}, want: "timeout: must not be negative"},
+		{name: "reserved env", target: Target{Command: "sh", Env: map[string]string{"WEBHOOK_SOURCE": "x"}}, want: "env: WEBHOOK_SOURCE: the WEBHOOK_ prefix is reserved"},
+		{name: "env name with =", target: Target{Command: "sh", Env: map[string]string{"A=B": "x"}}, want: `env: invalid variable name "A=B"`},
+		{name: "exit code 0", target: Target{Command: "sh", PermanentExitCodes: []int{0}}, want: "permanent_exit_codes: 0 is not"},
+		{name: "exit code 256", target: Target{Command: "sh", PermanentExitCodes: []int{256}}, want: "permanent_exit_codes: 256 is not"},
+		{name: "misspelt placeholder", target: Target{Command: "sh", Args: []string{"--event={webhook.evnt_type}"}}, want: "args: unknown placeholder {webhook.evnt_type}"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tgt := tt.target
-			err := provisionTarget(t, &tgt)
+			err := targettest.Provision(t, &tgt)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("error = %v, want one containing %q", err, tt.want)
 			}
@@ -493,8 +494,8 @@ func TestExecTargetConfigErrors(t *testing.T) {
 	}
 }
 
-func TestExecTargetTailBuffer(t *testing.T) {
-	const n = execTailLen
+func TestTargetTailBuffer(t *testing.T) {
+	const n = tailLen
 	tests := []struct {
 		name   string
 		chunks []int // sizes of successive writes
@@ -511,7 +512,7 @@ func TestExecTargetTailBuffer(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var tail execTail
+			var tail outputTail
 			var all []byte
 			next := byte(0)
 			for _, size := range tt.chunks {
@@ -533,16 +534,16 @@ func TestExecTargetTailBuffer(t *testing.T) {
 	}
 }
 
-func TestExecTargetUnmarshalCaddyfile(t *testing.T) {
-	checkTargetCaddyfile(t, []targetCaddyfileCase[ExecTarget]{
+func TestTargetUnmarshalCaddyfile(t *testing.T) {
+	targettest.CheckCaddyfile(t, []targettest.CaddyfileCase[Target]{
 		{
-			name:  "command only",
-			input: `exec /usr/local/bin/deploy`,
-			want:  ExecTarget{Command: "/usr/local/bin/deploy"},
+			Name:  "command only",
+			Input: `exec /usr/local/bin/deploy`,
+			Want:  Target{Command: "/usr/local/bin/deploy"},
 		},
 		{
-			name: "args and every option",
-			input: `exec /usr/local/bin/deploy --event {webhook.event_type} "two words" {
+			Name: "args and every option",
+			Input: `exec /usr/local/bin/deploy --event {webhook.event_type} "two words" {
 				timeout 5m
 				dir /srv/app
 				env APP_ENV production
@@ -551,7 +552,7 @@ func TestExecTargetUnmarshalCaddyfile(t *testing.T) {
 				permanent_exit_codes 77
 				inherit_env
 			}`,
-			want: ExecTarget{
+			Want: Target{
 				Command:            "/usr/local/bin/deploy",
 				Args:               []string{"--event", "{webhook.event_type}", "two words"},
 				Timeout:            caddy.Duration(5 * time.Minute),
@@ -561,15 +562,15 @@ func TestExecTargetUnmarshalCaddyfile(t *testing.T) {
 				InheritEnv:         true,
 			},
 		},
-		{name: "command missing", input: `exec`, wantErr: "exec target: missing the command"},
-		{name: "unknown option", input: "exec /bin/true {\n shell bash\n}", wantErr: `unknown option "shell"`},
-		{name: "timeout bad", input: "exec /bin/true {\n timeout forever\n}", wantErr: "timeout: "},
-		{name: "timeout missing", input: "exec /bin/true {\n timeout\n}", wantErr: "timeout: missing the duration"},
-		{name: "dir missing", input: "exec /bin/true {\n dir\n}", wantErr: "dir: takes one path"},
-		{name: "env without value", input: "exec /bin/true {\n env KEY\n}", wantErr: "env: takes a name and a value"},
-		{name: "exit codes missing", input: "exec /bin/true {\n permanent_exit_codes\n}", wantErr: "permanent_exit_codes: missing"},
-		{name: "exit code not a number", input: "exec /bin/true {\n permanent_exit_codes 65 abc\n}", wantErr: `permanent_exit_codes: "abc" is not`},
-		{name: "exit code 0", input: "exec /bin/true {\n permanent_exit_codes 0\n}", wantErr: `permanent_exit_codes: "0" is not`},
-		{name: "inherit_env with argument", input: "exec /bin/true {\n inherit_env yes\n}", wantErr: "inherit_env: takes no arguments"},
+		{Name: "command missing", Input: `exec`, WantErr: "exec target: missing the command"},
+		{Name: "unknown option", Input: "exec /bin/true {\n shell bash\n}", WantErr: `unknown option "shell"`},
+		{Name: "timeout bad", Input: "exec /bin/true {\n timeout forever\n}", WantErr: "timeout: "},
+		{Name: "timeout missing", Input: "exec /bin/true {\n timeout\n}", WantErr: "timeout: missing the duration"},
+		{Name: "dir missing", Input: "exec /bin/true {\n dir\n}", WantErr: "dir: takes one path"},
+		{Name: "env without value", Input: "exec /bin/true {\n env KEY\n}", WantErr: "env: takes a name and a value"},
+		{Name: "exit codes missing", Input: "exec /bin/true {\n permanent_exit_codes\n}", WantErr: "permanent_exit_codes: missing"},
+		{Name: "exit code not a number", Input: "exec /bin/true {\n permanent_exit_codes 65 abc\n}", WantErr: `permanent_exit_codes: "abc" is not`},
+		{Name: "exit code 0", Input: "exec /bin/true {\n permanent_exit_codes 0\n}", WantErr: `permanent_exit_codes: "0" is not`},
+		{Name: "inherit_env with argument", Input: "exec /bin/true {\n inherit_env yes\n}", WantErr: "inherit_env: takes no arguments"},
 	})
 }

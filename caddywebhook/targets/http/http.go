@@ -1,14 +1,15 @@
-package caddywebhook
+// Package httptarget is the webhook.targets.http module: it delivers a
+// webhook by POSTing its payload to an upstream URL.
+package httptarget
 
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"net/url"
@@ -20,55 +21,31 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook"
 	"github.com/caddywebhook/caddywebhook/queue"
 	"github.com/caddywebhook/caddywebhook/signature"
 )
 
 func init() {
-	caddy.RegisterModule(HTTPTarget{})
+	caddy.RegisterModule(Target{})
 }
 
-// The metadata headers the http target adds to every forwarded request, so
-// the upstream can deduplicate, trace and route without parsing the payload.
-const (
-	// httpHeaderDeliveryID carries the sender's delivery id (the dedupe key
-	// within a source).
-	httpHeaderDeliveryID = "X-Webhook-Delivery-Id"
-	// httpHeaderSource carries the name of the receiver that accepted the event.
-	httpHeaderSource = "X-Webhook-Source"
-	// httpHeaderEventType carries the event type, when the event has one.
-	httpHeaderEventType = "X-Webhook-Event-Type"
-	// httpHeaderAttempt carries the attempt number, 1 for the first
-	// delivery. It keeps counting across replays, so a resend never
-	// repeats a number the upstream has seen answered; only a delivery cut
-	// short by a stop (handed back, uncharged) is sent again with its
-	// number.
-	httpHeaderAttempt = "X-Webhook-Attempt"
-	// httpHeaderReplay carries how many times an operator replayed the job
-	// from dead; absent until the first replay, so its presence marks a
-	// resend.
-	httpHeaderReplay = "X-Webhook-Replay"
-	// httpHeaderJobID carries the id of the job in the queue, the handle for the
-	// admin API (`caddy webhook show <id>`).
-	httpHeaderJobID = "X-Webhook-Job-Id"
-)
-
-// httpUserAgent identifies the forwarder to upstreams.
-const httpUserAgent = "caddywebhook"
+// userAgent identifies the forwarder to upstreams.
+const userAgent = "caddywebhook"
 
 const (
-	// httpErrorBodyLen is how much of an error response's body goes into the
+	// errorBodyLen is how much of an error response's body goes into the
 	// job's last error: enough for a framework's error message.
-	httpErrorBodyLen = 512
-	// httpDrainLen bounds how much of a response body is read and thrown
+	errorBodyLen = 512
+	// drainLen bounds how much of a response body is read and thrown
 	// away so the connection can be reused; a bigger body costs less as a
 	// new connection than as a download.
-	httpDrainLen = 64 << 10
-	// httpDefaultTimeout is the default per-attempt timeout.
-	httpDefaultTimeout = 10 * time.Second
+	drainLen = 64 << 10
+	// defaultTimeout is the default per-attempt timeout.
+	defaultTimeout = 10 * time.Second
 )
 
-// HTTPTarget delivers a webhook by POSTing its original payload to an
+// Target delivers a webhook by POSTing its original payload to an
 // upstream URL. The request carries the headers stored with the event (the
 // content type and the scheme's event-type header, never the sender's
 // signature), the extra static headers, the metadata headers
@@ -85,7 +62,7 @@ const (
 // its signature, to a place the config does not name (or, for 301, 302 and
 // 303, turn the POST into a bodiless GET), and a moved endpoint is a config
 // change that no retry fixes.
-type HTTPTarget struct {
+type Target struct {
 	// The upstream's absolute http:// or https:// URL. Placeholders such as
 	// {env.HOOK_URL} are resolved once, when the config loads. Its query
 	// string, query values and userinfo password (each of 8 bytes or more)
@@ -121,33 +98,35 @@ type HTTPTarget struct {
 }
 
 // CaddyModule returns the Caddy module information.
-func (HTTPTarget) CaddyModule() caddy.ModuleInfo {
+func (Target) CaddyModule() caddy.ModuleInfo {
 	return caddy.ModuleInfo{
 		ID:  "webhook.targets.http",
-		New: func() caddy.Module { return new(HTTPTarget) },
+		New: func() caddy.Module { return new(Target) },
 	}
 }
 
 // Provision resolves placeholders, applies defaults and builds the HTTP
 // transport whose connections are pooled across deliveries.
-func (t *HTTPTarget) Provision(ctx caddy.Context) error {
-	repl := caddy.NewReplacer()
-	u, err := repl.ReplaceOrErr(t.URL, true, true)
+func (t *Target) Provision(ctx caddy.Context) error {
+	u, err := caddywebhook.ResolveSecret(ctx, "url", t.URL)
 	if err != nil {
-		return fmt.Errorf("url: %w", err)
+		return err
 	}
 	t.url = u
 	// nil when the URL does not parse: then there are no URL secrets and no
 	// Basic auth, and Validate refuses it.
 	parsed, _ := url.Parse(u)
 	if t.Timeout == 0 {
-		t.Timeout = caddy.Duration(httpDefaultTimeout)
+		t.Timeout = caddy.Duration(defaultTimeout)
 	}
 	t.headers = make(http.Header, len(t.Headers))
-	t.redact = httpURLSecrets(parsed)
-	for name, values := range t.Headers {
-		for _, v := range values {
-			v = repl.ReplaceKnown(v, "")
+	t.redact = urlSecrets(parsed)
+	for _, name := range slices.Sorted(maps.Keys(t.Headers)) {
+		for _, v := range t.Headers[name] {
+			v, err := caddywebhook.ResolveSecret(ctx, "headers: "+name, v)
+			if err != nil {
+				return err
+			}
 			if http.CanonicalHeaderKey(name) == "Host" {
 				t.host = v
 				continue
@@ -163,10 +142,9 @@ func (t *HTTPTarget) Provision(ctx caddy.Context) error {
 		}
 	}
 	if t.SignSecret != "" {
-		secret, err := repl.ReplaceOrErr(t.SignSecret, true, true)
+		secret, err := caddywebhook.ResolveSecret(ctx, "sign_secret", t.SignSecret)
 		if err != nil {
-			// The error names the placeholder, never a value.
-			return fmt.Errorf("sign_secret: %w", err)
+			return err
 		}
 		t.signSecret = secret
 		t.redact = append(t.redact, secret)
@@ -197,7 +175,7 @@ func (t *HTTPTarget) Provision(ctx caddy.Context) error {
 
 // Validate checks the URL, the timeout, the header names and the signing
 // secret.
-func (t *HTTPTarget) Validate() error {
+func (t *Target) Validate() error {
 	if t.url == "" {
 		return errors.New("url: required")
 	}
@@ -223,7 +201,7 @@ func (t *HTTPTarget) Validate() error {
 	if t.signSecret != "" {
 		// Signing once here turns a malformed secret into a config error
 		// instead of a dead job per delivery.
-		if _, err := httpSign(t.signSecret, "msg_validate", time.Unix(0, 0), nil); err != nil {
+		if _, err := caddywebhook.SignForwarded(t.signSecret, "msg_validate", time.Unix(0, 0), nil); err != nil {
 			return fmt.Errorf("sign_secret: %w", err)
 		}
 	}
@@ -231,7 +209,7 @@ func (t *HTTPTarget) Validate() error {
 }
 
 // Cleanup closes the transport's idle connections.
-func (t *HTTPTarget) Cleanup() error {
+func (t *Target) Cleanup() error {
 	if t.transport != nil {
 		t.transport.CloseIdleConnections()
 	}
@@ -239,25 +217,64 @@ func (t *HTTPTarget) Cleanup() error {
 }
 
 // Deliver POSTs the job's payload to the upstream once and classifies the
-// outcome (see HTTPTarget).
-func (t *HTTPTarget) Deliver(ctx context.Context, job *queue.Job) error {
+// outcome (see Target).
+func (t *Target) Deliver(ctx context.Context, job *queue.Job) error {
 	// A delivery id or event type read from a JSON body may hold a control
 	// character that no header can carry; the transport would refuse every
 	// attempt, so say so once instead of retrying for hours.
-	if !httpValidHeaderValue(job.DeliveryID) {
+	if !caddywebhook.ValidHeaderValue(job.DeliveryID) {
 		return queue.Permanent(errors.New("build request: delivery id has a control character and cannot be sent as a header"))
 	}
-	if !httpValidHeaderValue(job.EventType) {
+	if !caddywebhook.ValidHeaderValue(job.EventType) {
 		return queue.Permanent(errors.New("build request: event type has a control character and cannot be sent as a header"))
 	}
 
 	attemptCtx, cancel := context.WithTimeout(ctx, time.Duration(t.Timeout))
 	defer cancel()
 
-	req, err := http.NewRequestWithContext(attemptCtx, http.MethodPost, t.url, bytes.NewReader(job.Payload))
+	req, err := t.newRequest(attemptCtx, job)
+	if err != nil {
+		return err
+	}
+
+	resp, err := t.transport.RoundTrip(req)
+	if err != nil {
+		return t.networkError(ctx, attemptCtx, err)
+	}
+	defer resp.Body.Close()
+	if f, ok := ctx.Value(statusKey{}).(func(int)); ok {
+		f(resp.StatusCode)
+	}
+
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainLen))
+		return nil
+	}
+
+	head, _ := io.ReadAll(io.LimitReader(resp.Body, errorBodyLen))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainLen))
+	msg := fmt.Sprintf("upstream answered %d", resp.StatusCode)
+	if text := t.scrub(queue.SafeLine(string(head), 0)); text != "" {
+		msg += ": " + text
+	}
+	failure := errors.New(msg)
+
+	if !retryable(resp.StatusCode) {
+		return queue.Permanent(failure)
+	}
+	if after, ok := parseRetryAfter(resp.Header.Get("Retry-After"), t.now()); ok {
+		return queue.RetryAfter(failure, after)
+	}
+	return failure
+}
+
+// newRequest builds the POST of job's payload with its stored, static and
+// metadata headers, signed when the target has a secret.
+func (t *Target) newRequest(ctx context.Context, job *queue.Job) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url, bytes.NewReader(job.Payload))
 	if err != nil {
 		// Validate makes this unreachable; the URL stays out of the text.
-		return queue.Permanent(errors.New("build request: invalid url"))
+		return nil, queue.Permanent(errors.New("build request: invalid url"))
 	}
 	for _, h := range job.Headers {
 		req.Header.Add(h.Name, h.Value)
@@ -269,25 +286,25 @@ func (t *HTTPTarget) Deliver(ctx context.Context, job *queue.Job) error {
 	if t.host != "" {
 		req.Host = t.host
 	}
-	req.Header.Set("User-Agent", httpUserAgent)
-	req.Header.Set(httpHeaderDeliveryID, job.DeliveryID)
-	req.Header.Set(httpHeaderSource, job.Source)
+	req.Header.Set("User-Agent", userAgent)
+	req.Header.Set(caddywebhook.HeaderDeliveryID, job.DeliveryID)
+	req.Header.Set(caddywebhook.HeaderSource, job.Source)
 	if job.EventType != "" {
-		req.Header.Set(httpHeaderEventType, job.EventType)
+		req.Header.Set(caddywebhook.HeaderEventType, job.EventType)
 	} else {
-		req.Header.Del(httpHeaderEventType)
+		req.Header.Del(caddywebhook.HeaderEventType)
 	}
-	req.Header.Set(httpHeaderAttempt, strconv.Itoa(job.Attempt))
+	req.Header.Set(caddywebhook.HeaderAttempt, strconv.Itoa(job.Attempt))
 	if job.Replays > 0 {
-		req.Header.Set(httpHeaderReplay, strconv.Itoa(job.Replays))
+		req.Header.Set(caddywebhook.HeaderReplay, strconv.Itoa(job.Replays))
 	} else {
-		req.Header.Del(httpHeaderReplay) // not from a static header either
+		req.Header.Del(caddywebhook.HeaderReplay) // not from a static header either
 	}
-	req.Header.Set(httpHeaderJobID, strconv.FormatInt(job.ID, 10))
+	req.Header.Set(caddywebhook.HeaderJobID, strconv.FormatInt(job.ID, 10))
 	if t.signSecret != "" {
-		signed, err := httpSign(t.signSecret, httpMessageID(job), t.now(), job.Payload)
+		signed, err := caddywebhook.SignForwarded(t.signSecret, caddywebhook.MessageID(job), t.now(), job.Payload)
 		if err != nil {
-			return queue.Permanent(fmt.Errorf("sign request: %w", err))
+			return nil, queue.Permanent(fmt.Errorf("sign request: %w", err))
 		}
 		for name, values := range signed {
 			req.Header[name] = values
@@ -298,52 +315,23 @@ func (t *HTTPTarget) Deliver(ctx context.Context, job *queue.Job) error {
 		password, _ := t.basicAuth.Password()
 		req.SetBasicAuth(t.basicAuth.Username(), password)
 	}
-
-	resp, err := t.transport.RoundTrip(req)
-	if err != nil {
-		return t.networkError(ctx, attemptCtx, err)
-	}
-	defer resp.Body.Close()
-	if f, ok := ctx.Value(httpStatusKey{}).(func(int)); ok {
-		f(resp.StatusCode)
-	}
-
-	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, httpDrainLen))
-		return nil
-	}
-
-	head, _ := io.ReadAll(io.LimitReader(resp.Body, httpErrorBodyLen))
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, httpDrainLen))
-	msg := fmt.Sprintf("upstream answered %d", resp.StatusCode)
-	if text := t.scrub(queue.SafeLine(string(head), 0)); text != "" {
-		msg += ": " + text
-	}
-	failure := errors.New(msg)
-
-	if !httpRetryable(resp.StatusCode) {
-		return queue.Permanent(failure)
-	}
-	if after, ok := httpParseRetryAfter(resp.Header.Get("Retry-After"), t.now()); ok {
-		return queue.RetryAfter(failure, after)
-	}
-	return failure
+	return req, nil
 }
 
-// httpStatusKey is the context key of WithHTTPStatus.
-type httpStatusKey struct{}
+// statusKey is the context key of WithStatus.
+type statusKey struct{}
 
-// WithHTTPStatus returns a context with which the http target's Deliver
-// calls report with the status of the upstream's answer before it
-// classifies it: for a program that forwards jobs with the target and
-// shows each answer (`caddy webhook listen`).
-func WithHTTPStatus(ctx context.Context, report func(status int)) context.Context {
-	return context.WithValue(ctx, httpStatusKey{}, report)
+// WithStatus returns a context with which the target's Deliver calls
+// report with the status of the upstream's answer before it classifies it:
+// for a program that forwards jobs with the target and shows each answer
+// (`caddy webhook listen`).
+func WithStatus(ctx context.Context, report func(status int)) context.Context {
+	return context.WithValue(ctx, statusKey{}, report)
 }
 
 // networkError describes a failed round trip without the URL, whose query
 // string may hold a token. All of them are transient.
-func (t *HTTPTarget) networkError(parent, attempt context.Context, err error) error {
+func (t *Target) networkError(parent, attempt context.Context, err error) error {
 	if parent.Err() != nil {
 		// The pool cancelled the attempt (shutdown, lost lease).
 		return fmt.Errorf("post to upstream: %w", parent.Err())
@@ -358,13 +346,13 @@ func (t *HTTPTarget) networkError(parent, attempt context.Context, err error) er
 	return fmt.Errorf("post to upstream: %s", t.scrub(queue.SafeLine(err.Error(), 0)))
 }
 
-// httpURLSecrets returns the parts of the upstream URL that may be
+// urlSecrets returns the parts of the upstream URL that may be
 // credentials (the query string, its values, the userinfo password), so
 // that an upstream echoing the request line in its error body ("Cannot POST
 // /hook?token=…") does not store them in the job's last error. Like static
 // header values, parts shorter than 8 bytes are left alone. A nil URL (one
 // that did not parse) yields nothing.
-func httpURLSecrets(u *url.URL) []string {
+func urlSecrets(u *url.URL) []string {
 	if u == nil {
 		return nil
 	}
@@ -389,23 +377,11 @@ func httpURLSecrets(u *url.URL) []string {
 
 // scrub removes the signing secret, long static header values and the
 // URL's credentials from text an upstream chose to send back.
-func (t *HTTPTarget) scrub(s string) string { return redactSecrets(s, t.redact) }
+func (t *Target) scrub(s string) string { return caddywebhook.RedactSecrets(s, t.redact) }
 
-// redactSecrets replaces every occurrence of each of secrets in s. The
-// targets use it on text a program or an upstream wrote, which is stored as
-// a job's last error and shown by the admin API.
-func redactSecrets(s string, secrets []string) string {
-	for _, v := range secrets {
-		if v != "" {
-			s = strings.ReplaceAll(s, v, "[redacted]")
-		}
-	}
-	return s
-}
-
-// httpRetryable reports whether a non-2xx status is worth another attempt:
+// retryable reports whether a non-2xx status is worth another attempt:
 // the upstream is overloaded, failing or asked us to slow down.
-func httpRetryable(status int) bool {
+func retryable(status int) bool {
 	switch {
 	case status == http.StatusRequestTimeout, // 408
 		status == http.StatusTooEarly,        // 425
@@ -416,9 +392,9 @@ func httpRetryable(status int) bool {
 	return false
 }
 
-// httpParseRetryAfter reads a Retry-After value, delta-seconds or an
+// parseRetryAfter reads a Retry-After value, delta-seconds or an
 // HTTP-date, as a wait from now. A date in the past means no wait.
-func httpParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 	v = strings.TrimSpace(v)
 	if v == "" {
 		return 0, false
@@ -439,39 +415,6 @@ func httpParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 	return max(when.Sub(now), 0), true
 }
 
-// httpMessageID is the Standard Webhooks message id of a job: the same for
-// every attempt and every replay of one event to one target, so the upstream
-// can deduplicate, and different for each target of an event. It is derived
-// from names rather than the job's row id, which a new database would reuse.
-func httpMessageID(job *queue.Job) string {
-	h := sha256.New()
-	for _, part := range []string{job.Source, job.DeliveryID, job.Target} {
-		h.Write([]byte(strconv.Itoa(len(part))))
-		h.Write([]byte{':'})
-		h.Write([]byte(part))
-	}
-	return "msg_" + hex.EncodeToString(h.Sum(nil)[:16])
-}
-
-// httpSign returns the Standard Webhooks headers for payload.
-func httpSign(secret, id string, ts time.Time, payload []byte) (http.Header, error) {
-	return signature.Sign(signature.SchemeStandard, secret, payload, signature.SignOptions{
-		ID:        id,
-		Timestamp: ts,
-	})
-}
-
-// httpValidHeaderValue reports whether v can be sent as a header value, by
-// the rule net/http's transport applies: no control character but tab.
-func httpValidHeaderValue(v string) bool {
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; (c < ' ' && c != '\t') || c == 0x7f {
-			return false
-		}
-	}
-	return true
-}
-
 // UnmarshalCaddyfile sets up the target from Caddyfile tokens. The dispenser
 // starts at the kind token:
 //
@@ -483,7 +426,7 @@ func httpValidHeaderValue(v string) bool {
 //
 // header may be repeated; sign takes the Standard Webhooks secret, usually a
 // placeholder such as {env.UPSTREAM_WEBHOOK_SECRET}.
-func (t *HTTPTarget) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+func (t *Target) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // the kind, "http"
 	if !d.NextArg() {
 		return d.Errf("http target: missing the upstream URL")
@@ -495,7 +438,7 @@ func (t *HTTPTarget) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	for d.NextBlock(0) {
 		switch opt := d.Val(); opt {
 		case "timeout":
-			dur, err := unmarshalTimeout(d, "http")
+			dur, err := caddywebhook.UnmarshalTimeout(d, "http")
 			if err != nil {
 				return err
 			}
@@ -524,9 +467,9 @@ func (t *HTTPTarget) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 
 // Interface guards.
 var (
-	_ caddy.Provisioner     = (*HTTPTarget)(nil)
-	_ caddy.Validator       = (*HTTPTarget)(nil)
-	_ caddy.CleanerUpper    = (*HTTPTarget)(nil)
-	_ caddyfile.Unmarshaler = (*HTTPTarget)(nil)
-	_ Target                = (*HTTPTarget)(nil)
+	_ caddy.Provisioner     = (*Target)(nil)
+	_ caddy.Validator       = (*Target)(nil)
+	_ caddy.CleanerUpper    = (*Target)(nil)
+	_ caddyfile.Unmarshaler = (*Target)(nil)
+	_ caddywebhook.Target   = (*Target)(nil)
 )

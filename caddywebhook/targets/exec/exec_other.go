@@ -1,0 +1,21 @@
+//go:build !unix
+
+package exectarget
+
+import (
+	"fmt"
+	"os/exec"
+	"runtime"
+)
+
+// supported reports whether the exec target can run here: it needs Unix
+// process groups to kill a program together with its descendants.
+func supported() error {
+	return fmt.Errorf("exec target: not supported on %s", runtime.GOOS)
+}
+
+// isolate does nothing; Provision refuses the target on this platform.
+func isolate(*exec.Cmd) {}
+
+// killGroup does nothing; Provision refuses the target on this platform.
+func killGroup(int) {}
