@@ -42,6 +42,7 @@ func TestPull(t *testing.T) {
 	t.Run("listener_killed_app_stopped", testPullKilled)
 	t.Run("two_listeners", testPullTwoListeners)
 	t.Run("interrupt_hands_back", testPullInterrupt)
+	t.Run("server_restart", testPullServerRestart)
 	t.Run("wrong_token", testPullWrongToken)
 }
 
@@ -465,7 +466,13 @@ func testPullTwoListeners(t *testing.T) {
 	if o := app.overlapping(); len(o) > 0 {
 		t.Errorf("events answered twice at once: %v", o)
 	}
-	na, nb := a.deliveryLines(t), b.deliveryLines(t)
+	// A listener prints a delivery's line once its answer is recorded,
+	// a moment after the app answered.
+	var na, nb int
+	testutil.Eventually(t, func() bool {
+		na, nb = a.deliveryLines(t), b.deliveryLines(t)
+		return na+nb >= 100
+	}, func() string { return fmt.Sprintf("listeners printed %d and %d deliveries of 100", na, nb) })
 	if na+nb != 100 || na == 0 || nb == 0 {
 		t.Errorf("listeners printed %d and %d deliveries, want 100 shared by both", na, nb)
 	}
@@ -513,6 +520,50 @@ func testPullInterrupt(t *testing.T) {
 	}
 	if out := l.output(t); !strings.Contains(out, "handed back 3 jobs") {
 		t.Errorf("listen's output does not say it handed back 3 jobs:\n%s", out)
+	}
+}
+
+// testPullServerRestart: the listener rides out a restart of the server,
+// saying once that it cannot claim, and delivers what comes after.
+func testPullServerRestart(t *testing.T) {
+	t.Parallel()
+	app := newLocalApp(t, func() time.Duration { return time.Millisecond })
+	c := newCaddy(t)
+	cfg := pullConfig(t, c, "poll_interval 200ms")
+	c.start(t, cfg)
+	l := startListen(t, c, app.URL(), pullToken)
+	delivered := func(ids []string) {
+		t.Helper()
+		testutil.Eventually(t, func() bool {
+			ok := app.okCounts()
+			for _, id := range ids {
+				if ok[id] == 0 {
+					return false
+				}
+			}
+			return true
+		}, func() string { return fmt.Sprintf("%d delivered\n%s", len(app.okCounts()), l.output(t)) })
+	}
+	before, err := sendPull(c, "before", 5, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	delivered(before)
+	c.stop(t)
+	testutil.Eventually(t, func() bool { return strings.Contains(l.output(t), "cannot claim") },
+		func() string { return "the listener never noticed the server was gone\n" + l.output(t) })
+	c.start(t, cfg)
+	after, err := sendPull(c, "after", 5, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	delivered(after)
+	out := l.output(t)
+	if n := strings.Count(out, "Ready! Forwarding"); n != 2 {
+		t.Errorf("the listener said it was ready %d times, want twice (start, reconnect):\n%s", n, out)
+	}
+	if n := strings.Count(out, "cannot claim"); n > 2 {
+		t.Errorf("the listener said %d times that it cannot claim, want it said once per kind of failure:\n%s", n, out)
 	}
 }
 
