@@ -59,6 +59,8 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 //		max_retry_after <duration>     # default 1h
 //		retention <duration>           # default 7d (Stripe retries for 3 days)
 //		shutdown_grace <duration>      # default 10s
+//		max_tails <n>                  # live tails open at once; default 16
+//		tail_max_lag <duration>        # a tail's reader may lag this long; default 10s
 //		notify <kind> <args…> {        # failure notices to a target: http <url> or exec <program> …
 //			window <duration>          # aggregation per type and route; default 1m
 //			pending_age <duration>     # backlog.stale from this age; default off
@@ -114,6 +116,19 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 		case "max_retry_after":
 			if err := durationArg(d, opt, &a.MaxRetryAfter); err != nil {
+				return err
+			}
+		case "max_tails":
+			n, err := intArg(d, opt)
+			if err != nil {
+				return err
+			}
+			if n < 1 {
+				return d.Errf("webhook: max_tails must be at least 1")
+			}
+			a.MaxTails = n
+		case "tail_max_lag":
+			if err := durationArg(d, opt, &a.TailMaxLag); err != nil {
 				return err
 			}
 		case "retention":

@@ -216,6 +216,7 @@ type Receiver struct {
 	filters      []targetFilter  // per target, when some filter
 	logger       *zap.Logger
 	received     [numOutcomes]prometheus.Counter
+	keptSecret   receiverSecrets // what stays out of the store and the access log
 }
 
 // FieldSource names where a value is read from: a header or a top-level
@@ -498,6 +499,7 @@ func (rc *Receiver) Validate() error {
 	if d, ok := signature.Lookup(rc.Scheme); ok {
 		rc.getAllowed = d.GETHandshake
 		rc.acceptStatus = d.AcceptStatus
+		rc.keptSecret = newReceiverSecrets(d)
 	}
 	return nil
 }
@@ -638,6 +640,9 @@ const busyRetryAfter = "5"
 // next: the receiver answers every request itself.
 func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
 	info := &requestInfo{source: rc.Source}
+	if rc.hideFromAccessLog(r) {
+		defer rc.logHidden(r, info)
+	}
 	if r.Method == http.MethodGet && rc.getAllowed {
 		rc.serveGET(w, r, info)
 		return nil
@@ -729,7 +734,7 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhtt
 			DeliveryID: res.DeliveryID,
 			EventType:  res.EventType,
 			Headers:    rc.headers(info.headers[:0], r.Header),
-			Payload:    body,
+			Payload:    rc.keptSecret.payload(body), // verified: its secrets can go
 			Targets:    rc.targetsFor(res.EventType),
 		}
 		if res.OrderingKey != "" {

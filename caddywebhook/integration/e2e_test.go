@@ -45,6 +45,7 @@ func TestE2E(t *testing.T) {
 		t.Run("demo_caddyfile", testDemoCaddyfile)
 		t.Run("json_config", testJSONConfig)
 		t.Run("engine_paths_and_handshakes", testEnginePathsAndHandshakes)
+		t.Run("secrets_out_of_access_log", testSecretsOutOfAccessLog)
 	})
 	// After every scenario, including their cleanups, has finished.
 	t.Run("log_audit", auditLogs)
