@@ -255,6 +255,8 @@ func parseReceiverDirective(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler
 //		tolerance <duration>|off             # timestamped schemes; default 5m
 //		max_body <size>                      # e.g. 1MB, 64KiB; default 1MB
 //		max_body_inflight <size>             # bodies being read, together; default max(64MiB, 4×max_body)
+//		max_body_inflight_per_client <size>  # of that, one client address; default a quarter, at least max_body
+//		min_body_rate <size>                 # per second, past 256KiB of a body; default 64KiB
 //		delivery_id header <name> | json <field>
 //		event_type  header <name> | json <field>
 //		ordering_key header <name> | json <field> {   # FIFO per key and target
@@ -339,7 +341,7 @@ func (rc *Receiver) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("webhook_receiver: tolerance needs a duration or off")
 			}
 			rc.Tolerance = s
-		case "max_body", "max_body_inflight":
+		case "max_body", "max_body_inflight", "max_body_inflight_per_client", "min_body_rate":
 			var s string
 			if !d.AllArgs(&s) {
 				return d.Errf("webhook_receiver: %s needs one size, e.g. 1MB", opt)
@@ -350,10 +352,15 @@ func (rc *Receiver) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				// bound is checked by Validate.
 				return d.Errf("webhook_receiver: %s: %q is not a size such as 1MB", opt, s)
 			}
-			if opt == "max_body" {
+			switch opt {
+			case "max_body":
 				rc.MaxBody = int64(n)
-			} else {
+			case "max_body_inflight":
 				rc.MaxBodyInflight = int64(n)
+			case "max_body_inflight_per_client":
+				rc.MaxBodyInflightPerClient = int64(n)
+			default:
+				rc.MinBodyRate = int64(n)
 			}
 		case "delivery_id", "event_type":
 			var from, name string

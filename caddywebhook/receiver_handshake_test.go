@@ -405,7 +405,7 @@ func TestReceiverBudgetReleasedOnEveryPath(t *testing.T) {
 		if got.status != tt.want {
 			t.Errorf("%s: status %d, want %d", tt.name, got.status, tt.want)
 		}
-		if used := rc.inflight.used.Load(); used != 0 {
+		if used := budgetUsed(&rc.inflight); used != 0 {
 			t.Errorf("%s: %d bytes still charged after the answer", tt.name, used)
 		}
 	}

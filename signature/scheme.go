@@ -219,10 +219,11 @@ type headerChecker interface {
 // Body is not read), whether req is already known to fail Verify: its
 // signature, timestamp or id header is missing or malformed. Call it
 // before reading the body, so a request that cannot verify is refused
-// unread. The error wraps ErrMissingHeader or ErrMalformedHeader, as
-// Verify's would. It returns nil when the request may verify, when it may
-// be an unsigned handshake of the scheme, and for schemes whose verifier
-// cannot tell without the body.
+// unread. The error wraps ErrMissingHeader or ErrMalformedHeader, or
+// ErrNoMatch for a header that holds no signature the scheme could match
+// (a Stripe header with v0 values only), as Verify's would. It returns nil
+// when the request may verify, when it may be an unsigned handshake of the
+// scheme, and for schemes whose credential is in the body (mailgun).
 func CheckHeaders(v Verifier, req Request) error {
 	if w, ok := v.(*withHandshake); ok {
 		if w.unsigned != nil && w.unsigned(req) {
