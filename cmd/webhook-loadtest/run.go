@@ -49,6 +49,8 @@ type runner struct {
 	round  int           // 1-based, the round running now
 	window time.Duration // each phase's window in one round
 	rate   string        // the target's rate in the phase running now; "" for none
+	pull   bool          // the target is a pull target in the phase running now
+	bin    string        // the Caddy binary, which also runs the listeners
 }
 
 // run executes the selected phases and returns their report. An error
@@ -126,6 +128,7 @@ func run(ctx context.Context, o options, logw io.Writer) (rep *report, err error
 			}
 		}
 	}()
+	r.bin = bin
 	if err := r.startCaddies(ctx, bin); err != nil {
 		return nil, err
 	}
@@ -210,7 +213,7 @@ func (r *runner) startCaddies(ctx context.Context, bin string) error {
 // schemas lists the Postgres schemas a run may use: every phase's, in
 // every round.
 func (r *runner) schemas() []string {
-	dbs := []string{"idle.db", "static.db", "slow1.db", "slow32.db", "rate.db", "backlog.db", "orphans.db", "replay.db"}
+	dbs := []string{"idle.db", "static.db", "slow1.db", "slow32.db", "rate.db", "listen.db", "backlog.db", "orphans.db", "replay.db"}
 	for round := 1; round <= r.o.rounds; round++ {
 		for _, p := range []string{"ingest", "baseline", "e2e"} {
 			dbs = append(dbs, fmt.Sprintf("%s-%d.db", p, round))
@@ -263,6 +266,7 @@ func (r *runner) seedAll(ctx context.Context) error {
 		{"slow1", "slow1.db", r.jobsFor(slowRef1 * n), targetName, queue.StatusPending},
 		{"slow32", "slow32.db", r.jobsFor(slowRef32 * n), targetName, queue.StatusPending},
 		{"rate", "rate.db", r.jobsFor(rateRef * n), targetName, queue.StatusPending},
+		{"listen", "listen.db", r.jobsFor(slowRef32 * n), targetName, queue.StatusPending},
 		{"backlog", "backlog.db", r.o.backlog, targetName, queue.StatusPending},
 		{"orphans", "orphans.db", r.o.orphans, orphanTarget, queue.StatusPending},
 		{"replay", "replay.db", r.o.dead, targetName, queue.StatusDead},
@@ -317,6 +321,7 @@ func (r *runner) phaseConfig(i int, db string, workers int, upstream string, max
 		upstream:  upstream,
 		maxBatch:  maxBatch,
 		rate:      r.rate,
+		pull:      r.pull,
 		logLevel:  r.o.logLevel,
 		adminAddr: r.adminAddrs[i],
 		httpAddr:  r.httpAddrs[i],
@@ -419,6 +424,8 @@ func (r *runner) runPhase(ctx context.Context, p string) error {
 		return r.slow(ctx, "slow32", "slow32.db", 32, slowRef32)
 	case "rate":
 		return r.rated(ctx)
+	case "listen":
+		return r.listen(ctx)
 	case "backlog":
 		if err := r.ingest(ctx, "backlog-ingest", "backlog.db", 0, nil); err != nil {
 			return err
