@@ -141,6 +141,7 @@ type App struct {
 	notify   *notifier   // nil without Notify
 	pauses   *pauseSet   // nil without a pool
 	flow     *queue.Flow // nil when no target has a rate, concurrency or circuit breaker
+	pull     *Pull       // nil without pull targets (pull.go)
 }
 
 // BackoffConfig is the retry backoff of failing jobs.
@@ -169,7 +170,8 @@ var stores = caddy.NewUsagePool()
 // holding it is cleaned up.
 type sharedStore struct {
 	queue.Store
-	settings string // the Storage settings it was opened with
+	settings string     // the Storage settings it was opened with
+	wakers   pullWakers // the consumers waiting for pull targets' jobs (pull.go)
 }
 
 // Destruct implements caddy.Destructor.
@@ -223,12 +225,12 @@ func (a *App) Secrets() *Secrets { return a.secrets }
 // queueStore returns the store, opening (or sharing) it on first use.
 func (a *App) queueStore() (queue.Store, error) {
 	if s := a.opened.Load(); s != nil {
-		return s.Store, nil
+		return s, nil
 	}
 	a.storeMu.Lock()
 	defer a.storeMu.Unlock()
 	if s := a.opened.Load(); s != nil {
-		return s.Store, nil
+		return s, nil
 	}
 	if a.released {
 		return nil, queue.ErrClosed
@@ -254,7 +256,7 @@ func (a *App) queueStore() (queue.Store, error) {
 			zap.String("in_effect", shared.settings))
 	}
 	a.opened.Store(shared)
-	return shared.Store, nil
+	return shared, nil
 }
 
 // openedStore returns the store if it is open, else nil.
@@ -386,6 +388,7 @@ func (a *App) Start() error {
 	a.mu.Lock()
 	a.started = true
 	handlers := maps.Clone(a.routes)
+	redact := a.redactorLocked()
 	policyFor := a.policyFor(a.policies)
 	limits := maps.Clone(a.limits)
 	a.mu.Unlock()
@@ -409,7 +412,14 @@ func (a *App) Start() error {
 		return fmt.Errorf("webhook: %w", err)
 	}
 
-	pool, pauses, flow, err := a.newPool(store, routes, router(handlers), policyFor, limits, notify, obs)
+	// The pool never claims a pull target's jobs: its consumers do.
+	pulled, pooled := pullRoutes(routes, handlers)
+	pool, pauses, flow, err := a.newPool(store, pooled, redactingHandler{next: router(handlers), r: redact}, policyFor, limits, notify, obs)
+	if err != nil {
+		return err
+	}
+
+	pull, pauses, err := a.newPullSide(store, pulled, handlers, pauses, obs)
 	if err != nil {
 		return err
 	}
@@ -433,13 +443,13 @@ func (a *App) Start() error {
 		pauses.Start(a.ctx)
 	}
 	a.mu.Lock()
-	a.pool, a.keeper, a.notify, a.pauses, a.flow = pool, keeper, notify, pauses, flow
+	a.pool, a.keeper, a.notify, a.pauses, a.flow, a.pull = pool, keeper, notify, pauses, flow, pull
 	a.mu.Unlock()
 	setActiveQueue(a, store, a.retention(), routes, pauses, flow)
 	setActiveRules(a, a.rules)
 	tails.limit(a.MaxTails, time.Duration(a.TailMaxLag))
 
-	a.logStarted(pool, routes)
+	a.logStarted(pool, pull, routes)
 	return nil
 }
 
@@ -491,10 +501,16 @@ func (a *App) newPool(store queue.Store, routes []queue.Route, handler queue.Han
 	return pool, pauses, flow, nil
 }
 
-// logStarted logs how the queue started: with a pool, or receiving only.
-func (a *App) logStarted(pool *queue.Pool, routes []queue.Route) {
+// logStarted logs how the queue started: with a pool, with pull targets
+// only, or receiving only.
+func (a *App) logStarted(pool *queue.Pool, pull *Pull, routes []queue.Route) {
 	fields := []zap.Field{zap.Int("routes", len(routes)), zap.Int("workers", a.workers())}
+	if pull != nil {
+		fields = append(fields, zap.Strings("pull_targets", pull.Targets()))
+	}
 	switch {
+	case pool == nil && pull != nil:
+		a.logger.Info("webhook queue started: pull targets only, for their consumers", fields...)
 	case pool != nil:
 		fields = append(fields, zap.String("lease_owner", pool.Owner()))
 		a.logger.Info("webhook queue started", fields...)
@@ -517,9 +533,12 @@ const stopMargin = 5 * time.Second
 // replaces this one; Cleanup releases it.
 func (a *App) Stop() error {
 	a.mu.Lock()
-	pool, keeper, notify, pauses := a.pool, a.keeper, a.notify, a.pauses
-	a.pool, a.keeper, a.notify, a.pauses, a.flow = nil, nil, nil, nil, nil
+	pool, keeper, notify, pauses, pull := a.pool, a.keeper, a.notify, a.pauses, a.pull
+	a.pool, a.keeper, a.notify, a.pauses, a.flow, a.pull = nil, nil, nil, nil, nil, nil
 	a.mu.Unlock()
+	if pull != nil {
+		pull.stop()
+	}
 	clearActiveQueue(a)
 	clearActiveRules(a)
 	// A draining pool claims nothing more, so its pauses need no refresh.

@@ -48,6 +48,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 //		storage sqlite <path>          # default: <caddy data dir>/webhook/queue.db
 //		synchronous full|normal        # SQLite durability; default full
 //		max_batch <n>                  # writes per commit: SQLite 256, Postgres enqueues 128 (1: benchmarks only)
+//		min_free_space <size>          # SQLite: 503 disk_low below this much free; default 64MiB, at least 16MiB
 //		storage postgres <dsn> {       # instead of sqlite: instances share the queue
 //			schema <name>              # default caddywebhook
 //			max_conns <n>              # per instance, plus one for LISTEN; default 10
@@ -91,7 +92,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if err := storage.storageLine(d); err != nil {
 				return err
 			}
-		case "synchronous", "max_batch":
+		case "synchronous", "max_batch", "min_free_space":
 			storage.option(d)
 		case "workers":
 			n, err := intArg(d, opt)

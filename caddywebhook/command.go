@@ -28,7 +28,7 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "webhook",
-		Usage: "<stats|list|show|events|replay|resend|discard|purge|send|sign|tail|pause|resume> [--address <interface>] [--config <path> [--adapter <name>]] [--json]",
+		Usage: "<stats|list|show|events|replay|resend|discard|purge|send|sign|tail|pause|resume|listen> [--address <interface>] [--config <path> [--adapter <name>]] [--json]",
 		Short: "Inspects the webhook queue of a running Caddy: stats, jobs, replay, discard, purge",
 		Long: `
 Talks to the webhook admin API (/webhook/ on Caddy's admin endpoint) of a
@@ -259,6 +259,21 @@ is accepted and delivered again.
 	cmd.AddCommand(stats, list, show, replay, discard, purge)
 	addEventCommands(cmd, run)
 	addRulesCommands(cmd, run)
+	for _, build := range subcommands {
+		cmd.AddCommand(build())
+	}
+}
+
+// subcommands are the subcommands of `caddy webhook` that the plugin's
+// other packages add (the consumer package's listen), through
+// RegisterSubcommand.
+var subcommands []func() *cobra.Command
+
+// RegisterSubcommand adds the command build returns to `caddy webhook`.
+// It is for the plugin's own packages, from an init function: Caddy
+// builds its command tree when it runs, after every init.
+func RegisterSubcommand(build func() *cobra.Command) {
+	subcommands = append(subcommands, build)
 }
 
 // cli is one run of a `caddy webhook` subcommand.
@@ -585,10 +600,10 @@ func (c *cli) show(_ *cobra.Command, args []string) error {
 		fmt.Fprintln(c.out, "  no attempts yet")
 	} else {
 		tw = newTable(c.out)
-		fmt.Fprintln(tw, "  ATTEMPT\tSTARTED\tDURATION\tOUTCOME\tERROR")
+		fmt.Fprintln(tw, "  ATTEMPT\tSTARTED\tDURATION\tOUTCOME\tSTATUS\tERROR")
 		for _, a := range job.History {
-			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\n", a.Attempt.Attempt, a.Started.UTC().Format(time.RFC3339),
-				a.Duration.Round(time.Millisecond), a.Outcome, cell(a.Error, 80))
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\n", a.Attempt.Attempt, a.Started.UTC().Format(time.RFC3339),
+				latency(a.Duration), a.Outcome, cell(a.Code.String(), 0), cell(a.Error, 80))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -795,6 +810,33 @@ func humanDuration(d time.Duration) string {
 	}
 	d = d.Round(time.Hour)
 	return fmt.Sprintf("%dd%dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
+}
+
+// latency prints how long an attempt took, keeping what a short one
+// would lose to rounding to whole milliseconds: 0.004 ms, 0.04 ms,
+// 0.4 ms, 4.2 ms, 180 ms, 1.5 s, 12 s, then as humanDuration from a
+// minute on. The dashboard's fmtLatency prints the same.
+func latency(d time.Duration) string {
+	ms := float64(d) / float64(time.Millisecond)
+	switch {
+	case d <= 0:
+		return "0 ms"
+	case d < time.Microsecond:
+		return "< 0.001 ms"
+	case d < 10*time.Microsecond:
+		return strconv.FormatFloat(ms, 'f', 3, 64) + " ms"
+	case d < 100*time.Microsecond:
+		return strconv.FormatFloat(ms, 'f', 2, 64) + " ms"
+	case d < 10*time.Millisecond:
+		return strconv.FormatFloat(ms, 'f', 1, 64) + " ms"
+	case d < time.Second:
+		return strconv.FormatFloat(ms, 'f', 0, 64) + " ms"
+	case d < 10*time.Second:
+		return strconv.FormatFloat(ms/1000, 'f', 1, 64) + " s"
+	case d < time.Minute:
+		return strconv.FormatFloat(ms/1000, 'f', 0, 64) + " s"
+	}
+	return humanDuration(d)
 }
 
 // when prints an instant in UTC with how far it is from now.

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/textproto"
 	"strings"
+	"sync/atomic"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -41,6 +42,9 @@ func init() {
 //     no target wants (stored, no job); 200 for the senders that retry a
 //     202 (mailgun: signature.Scheme.AcceptStatus) — and 503 when the store failed,
 //     so the sender retries. It never answers 2xx for anything not on disk.
+//     While the SQLite file's filesystem has less than min_free_space free,
+//     it answers 503 disk_low with Retry-After and stores nothing, keeping
+//     the rest of the disk for the deliveries that drain the queue.
 //
 // Some senders check the endpoint before sending events (a handshake:
 // Slack's url_verification, Meta's GET hub.challenge, Zoom's
@@ -57,7 +61,7 @@ func init() {
 //
 // Each request gets one outcome word — accepted, duplicate, no_target,
 // handshake, bad_signature, stale_timestamp, too_large, method_not_allowed,
-// store_failed, bad_request, bad_delivery_id, bad_event_type, busy, too_slow — in Caddy's access log (the "webhook" object
+// store_failed, disk_low, bad_request, bad_delivery_id, bad_event_type, busy, too_slow — in Caddy's access log (the "webhook" object
 // of the extra log fields: source, outcome, delivery_id, event_type), in
 // the metric caddy_webhook_events_received_total, and in the placeholders
 // {webhook.outcome}, {webhook.source}, {webhook.delivery_id} and
@@ -230,6 +234,9 @@ type Receiver struct {
 	keptSecret   receiverSecrets // what stays out of the store and the access log
 	logger       *zap.Logger
 	received     [numOutcomes]prometheus.Counter
+	// diskLow is set from the first disk_low refusal to the next event
+	// stored, so each episode is logged once, not per request.
+	diskLow atomic.Bool
 }
 
 // FieldSource names where a value is read from: a header or a top-level

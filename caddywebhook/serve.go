@@ -127,6 +127,9 @@ func (rc *Receiver) store(r *http.Request, x *exchange, res signature.Result, bo
 		}
 		var out queue.EnqueueResult
 		if out, err = store.Enqueue(r.Context(), ev); err == nil {
+			if rc.diskLow.Load() && rc.diskLow.CompareAndSwap(true, false) {
+				rc.logger.Info("free disk space is back above min_free_space; storing events again", zap.String("source", rc.Source))
+			}
 			switch {
 			case out.Duplicate:
 				return outcomeDuplicate
@@ -135,6 +138,14 @@ func (rc *Receiver) store(r *http.Request, x *exchange, res signature.Result, bo
 			}
 			return outcomeAccepted
 		}
+	}
+	if errors.Is(err, queue.ErrDiskLow) {
+		// Nothing was sent to the store, so the buffer is free again.
+		if rc.diskLow.CompareAndSwap(false, true) {
+			rc.logger.Warn("free disk space is below min_free_space; refusing events with 503 until space is freed",
+				zap.String("source", rc.Source))
+		}
+		return outcomeDiskLow
 	}
 	// The buffer is not recycled: a store that gave up on the request may
 	// still hold it.

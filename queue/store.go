@@ -107,6 +107,13 @@ type Job struct {
 	LeaseOwner string
 	LeaseUntil time.Time
 	CreatedAt  time.Time
+
+	// Code is set by the handler before it returns: what the target
+	// reported of this attempt (an HTTP status, an exit code), which the
+	// pool records with the attempt (Completion.Code). Only the handler's
+	// goroutine writes it, and the pool reads it after the handler
+	// returned. Default: none.
+	Code Code
 }
 
 // Claimed returns the claim of j that the fenced Store methods take.
@@ -177,6 +184,7 @@ type Completion struct {
 	Error    string    // last error; stored as SafeText(Error, MaxErrorLen)
 	Started  time.Time // attempt start, for the history
 	Duration time.Duration
+	Code     Code // what the target reported (Job.Code), for the history
 	Now      time.Time
 }
 
@@ -246,7 +254,10 @@ type Attempt struct {
 	Started  time.Time     `json:"started"`
 	Duration time.Duration `json:"duration_ns"`
 	Outcome  Status        `json:"outcome"` // done, pending (will retry), dead, or running if handed back
-	Error    string        `json:"error,omitempty"`
+	// Code is what the target reported: the HTTP status the upstream
+	// answered, or the program's exit code; absent when there is none.
+	Code  Code   `json:"status,omitzero"`
+	Error string `json:"error,omitempty"`
 }
 
 // JobDetail is one job with its payload and history.
@@ -306,6 +317,15 @@ type Store interface {
 	// due now, without charging the attempt they were claimed with.
 	HandBack(ctx context.Context, owner string, claims []Claimed) error
 
+	// Held returns the jobs of those of claims that still hold their job
+	// (it is running in that claim's fence, whether or not its lease ran
+	// out), without headers or payload, in no particular order; a claim
+	// no longer held is left out. A consumer that claimed jobs over the
+	// network answers for them later, perhaps through another process:
+	// Held tells that process each job's route, owner and attempt, to
+	// decide the completion Finish records under the same fence.
+	Held(ctx context.Context, claims []Claimed) ([]*Job, error)
+
 	// Replay gives the dead job id a fresh attempt budget, due now; its
 	// attempts keep counting and its replays go up by one.
 	// ErrNotFound if there is no such job, ErrNotDead if it is not dead.
@@ -359,4 +379,11 @@ var (
 	ErrNotDead  = errors.New("job is not dead")
 	ErrRunning  = errors.New("job is running")
 	ErrClosed   = errors.New("store closed")
+
+	// ErrDiskLow refuses an Enqueue because the free space left to the
+	// database is below the store's reserve. Only ingest is refused: the
+	// reserve is there so that claims, finishes, purges and the other
+	// writes that drain the backlog keep committing. A caller answers
+	// "try again later" (the receiver's 503 disk_low); nothing was written.
+	ErrDiskLow = errors.New("free disk space below the reserve")
 )

@@ -38,6 +38,7 @@ func TestE2E(t *testing.T) {
 		t.Run("retry_then_done", testRetryThenDone)
 		t.Run("permanent_error_dead", testPermanentDead)
 		t.Run("notify_dead", testNotifyDead)
+		t.Run("secret_echo", testSecretEcho)
 		t.Run("replay", testReplay)
 		t.Run("exec", testExec)
 		t.Run("reload_during_deliveries", testReloadDuringDeliveries)

@@ -16,6 +16,9 @@
 //	slow1, slow32   1 and 32 workers delivering to an upstream that takes 5 ms
 //	rate            32 workers delivering to that upstream through a target
 //	                with rate 200/s: the delivered rate must be within 5 %
+//	listen          a pull target's jobs delivered to that upstream by
+//	                `caddy webhook listen --concurrency 32`, beside slow32's
+//	                http target
 //	backlog         ingest, then e2e, with a million jobs already pending
 //	orphans         e2e with 500,000 pending jobs of a target the config does
 //	                not have (-orphans): no claim may read them
@@ -67,7 +70,7 @@ import (
 )
 
 // allPhases are the phases in the order they run.
-var allPhases = []string{"static", "ingest", "baseline", "e2e", "slow1", "slow32", "rate", "backlog", "orphans", "replay", "rules"}
+var allPhases = []string{"static", "ingest", "baseline", "e2e", "slow1", "slow32", "rate", "listen", "backlog", "orphans", "replay", "rules"}
 
 // options are the command's flags.
 type options struct {

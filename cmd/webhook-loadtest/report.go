@@ -275,6 +275,14 @@ func (rep *report) figures() []figure {
 			out = append(out, f)
 		}
 	}
+	// A pull target through `caddy webhook listen` beside the http target
+	// of slow32: the same upstream, as many deliveries at once.
+	if f, ok := need("listen, 32 at once / slow32 http target", "≥ 0.50", "listen", "slow32"); ok {
+		l, s := rep.byName["listen"], rep.byName["slow32"]
+		out = append(out, ge("listen, 32 at once / slow32 http target", rate(l.deliveredRate), rate(s.deliveredRate), l.deliveredRate/s.deliveredRate, 0.5))
+	} else {
+		out = append(out, f)
+	}
 	if f, ok := need("rate 200/s: delivered / rate", "0.95–1.05", "rate"); ok {
 		pr := rep.byName["rate"]
 		ratio := pr.deliveredRate / pr.ref

@@ -51,6 +51,8 @@ type runner struct {
 	rate   string        // the target's rate in the phase running now; "" for none
 	filter string        // the target's filter in the phase running now; "" for none
 	stripe bool          // the phase running now sends 2 KB Stripe-like bodies
+	pull   bool          // the target is a pull target in the phase running now
+	bin    string        // the Caddy binary, which also runs the listeners
 }
 
 // run executes the selected phases and returns their report. An error
@@ -128,6 +130,7 @@ func run(ctx context.Context, o options, logw io.Writer) (rep *report, err error
 			}
 		}
 	}()
+	r.bin = bin
 	if err := r.startCaddies(ctx, bin); err != nil {
 		return nil, err
 	}
@@ -212,7 +215,7 @@ func (r *runner) startCaddies(ctx context.Context, bin string) error {
 // schemas lists the Postgres schemas a run may use: every phase's, in
 // every round.
 func (r *runner) schemas() []string {
-	dbs := []string{"idle.db", "static.db", "slow1.db", "slow32.db", "rate.db", "backlog.db", "orphans.db", "replay.db"}
+	dbs := []string{"idle.db", "static.db", "slow1.db", "slow32.db", "rate.db", "listen.db", "backlog.db", "orphans.db", "replay.db"}
 	for round := 1; round <= r.o.rounds; round++ {
 		for _, p := range []string{"ingest", "baseline", "e2e"} {
 			dbs = append(dbs, fmt.Sprintf("%s-%d.db", p, round))
@@ -265,6 +268,7 @@ func (r *runner) seedAll(ctx context.Context) error {
 		{"slow1", "slow1.db", r.jobsFor(slowRef1 * n), targetName, queue.StatusPending},
 		{"slow32", "slow32.db", r.jobsFor(slowRef32 * n), targetName, queue.StatusPending},
 		{"rate", "rate.db", r.jobsFor(rateRef * n), targetName, queue.StatusPending},
+		{"listen", "listen.db", r.jobsFor(slowRef32 * n), targetName, queue.StatusPending},
 		{"backlog", "backlog.db", r.o.backlog, targetName, queue.StatusPending},
 		{"orphans", "orphans.db", r.o.orphans, orphanTarget, queue.StatusPending},
 		{"replay", "replay.db", r.o.dead, targetName, queue.StatusDead},
@@ -320,6 +324,7 @@ func (r *runner) phaseConfig(i int, db string, workers int, upstream string, max
 		maxBatch:  maxBatch,
 		rate:      r.rate,
 		filter:    r.filter,
+		pull:      r.pull,
 		logLevel:  r.o.logLevel,
 		adminAddr: r.adminAddrs[i],
 		httpAddr:  r.httpAddrs[i],
@@ -422,6 +427,8 @@ func (r *runner) runPhase(ctx context.Context, p string) error {
 		return r.slow(ctx, "slow32", "slow32.db", 32, slowRef32)
 	case "rate":
 		return r.rated(ctx)
+	case "listen":
+		return r.listen(ctx)
 	case "backlog":
 		if err := r.ingest(ctx, "backlog-ingest", "backlog.db", 0, nil); err != nil {
 			return err

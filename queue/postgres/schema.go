@@ -223,6 +223,12 @@ CREATE TABLE ordering_heads (
 );
 CREATE INDEX ordering_heads_job ON ordering_heads (job_id);
 `,
+	// Version 7: each attempt keeps what its target reported, the HTTP
+	// status or the exit code (queue.Code), NULL for none. A nullable
+	// column rewrites no row; older entries read as none.
+	`
+ALTER TABLE attempts ADD COLUMN status integer;
+`,
 }
 
 // schemaVersion is the version this build writes.

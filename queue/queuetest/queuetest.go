@@ -20,7 +20,8 @@
 // lifecycle.go (the ready signal, close), workers.go (many workers at
 // once), fifo.go (ordering keys), bulk.go (bulk replay and discard in
 // chunks), counts.go (Stats against a full count), pause.go (paused sources
-// and targets) and quota.go (claims capped per route).
+// and targets), quota.go (claims capped per route) and consumer.go (a
+// remote consumer's claims, answered later through Held).
 package queuetest
 
 import (
@@ -53,6 +54,7 @@ func Run(t *testing.T, open func(t *testing.T) queue.Store) {
 		{"finish/outcomes", testFinish},
 		{"finish/history bounded", testHistory},
 		{"finish/error truncated", testTruncate},
+		{"finish/attempt code", testAttemptCode},
 		{"replay/one", testReplay},
 		{"replay/dead by filter", testReplayDead},
 		{"replay/numbered across replays", testReplayNumbering},
@@ -80,6 +82,12 @@ func Run(t *testing.T, open func(t *testing.T) queue.Store) {
 		{"fifo/discard hands the key on", testFIFODiscard},
 		{"fifo/bulk discard hands each key on once", testFIFOBulkDiscard},
 		{"fifo/concurrent workers keep each key in order", testFIFOWorkers},
+		{"consumer/claim one route for one owner", testConsumerClaim},
+		{"consumer/held claims", testConsumerHeld},
+		{"consumer/retry at the time it chose", testConsumerRetryAfter},
+		{"consumer/hand-back uncharged", testConsumerHandBack},
+		{"consumer/dead and replayed", testConsumerDead},
+		{"consumer/stale answers change nothing", testConsumerStale},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -206,6 +206,12 @@ DELETE FROM job_counts;
 INSERT INTO job_counts (source, target, status, jobs)
 SELECT source, target, status, count(*) FROM jobs GROUP BY source, target, status;
 `,
+	// Version 8: each attempt keeps what its target reported, the HTTP
+	// status or the exit code (queue.Code), NULL for none. Adding a
+	// nullable column rewrites no row; older entries read as none.
+	`
+ALTER TABLE attempts ADD COLUMN status INTEGER;
+`,
 }
 
 // schemaVersion is the version this build writes.

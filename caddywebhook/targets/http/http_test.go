@@ -105,9 +105,14 @@ func TestTargetClassifiesStatus(t *testing.T) {
 			})
 			tgt, _ := httpTestSetup(t, mux, nil)
 
-			err := tgt.Deliver(t.Context(), targettest.Job("http"))
+			job := targettest.Job("http")
+			err := tgt.Deliver(t.Context(), job)
 			if got := targettest.Outcome(err); got != tt.want {
 				t.Fatalf("outcome = %s (%v), want %s", got, err, tt.want)
+			}
+			// Every answer's status is kept with the attempt, a 2xx too.
+			if job.Code != queue.CodeOf(tt.status) {
+				t.Errorf("job.Code = %v, want %d", job.Code, tt.status)
 			}
 			if want := fmt.Sprintf("upstream answered %d", tt.status); err != nil && err.Error() != want {
 				t.Errorf("error = %q, want %q", err, want)
@@ -288,12 +293,16 @@ func TestTargetNetworkError(t *testing.T) {
 	})
 	srv.Close() // nothing listens any more: connection refused
 
-	err := tgt.Deliver(t.Context(), targettest.Job("http"))
+	job := targettest.Job("http")
+	err := tgt.Deliver(t.Context(), job)
 	if got := targettest.Outcome(err); got != "transient" {
 		t.Fatalf("outcome = %s (%v), want transient", got, err)
 	}
 	if _, ok := queue.RetryAfterOf(err); ok {
 		t.Errorf("network error asks for a Retry-After wait")
+	}
+	if !job.Code.IsZero() {
+		t.Errorf("job.Code = %v, want none without an answer", job.Code)
 	}
 	msg := err.Error()
 	if !strings.HasPrefix(msg, "post to upstream: ") || !strings.Contains(msg, "refused") {
@@ -301,6 +310,40 @@ func TestTargetNetworkError(t *testing.T) {
 	}
 	if strings.Contains(msg, "hunter2") || strings.Contains(msg, "/hook") {
 		t.Errorf("error = %q repeats the URL", msg)
+	}
+}
+
+// TestTargetResponseHeaderLimit: an upstream whose answer carries
+// megabytes of headers fails the attempt, transiently and saying why,
+// instead of being read into memory (Go's default limit is 10 MB:
+// net/http Transport.MaxResponseHeaderBytes).
+func TestTargetResponseHeaderLimit(t *testing.T) {
+	tests := []struct {
+		name    string
+		headers int // 1 KiB headers in the answer
+		want    string
+	}{
+		{"a few headers", 4, "done"},
+		{"just under the limit", 60, "done"},
+		{"7 MB of headers", 7000, "transient"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			value := strings.Repeat("h", 1000)
+			tgt, _ := httpTestSetup(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				for i := range tt.headers {
+					w.Header().Set(fmt.Sprintf("X-Pad-%04d", i), value)
+				}
+				w.WriteHeader(http.StatusOK)
+			}), nil)
+			err := tgt.Deliver(t.Context(), targettest.Job("http"))
+			if got := targettest.Outcome(err); got != tt.want {
+				t.Fatalf("outcome = %s (%v), want %s", got, err, tt.want)
+			}
+			if err != nil && !strings.Contains(err.Error(), "response headers exceeded 65536 bytes") {
+				t.Errorf("error = %q, want it to say the headers were too large", err)
+			}
+		})
 	}
 }
 
