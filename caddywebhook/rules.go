@@ -87,6 +87,16 @@ func (t *transformTarget) Deliver(ctx context.Context, job *queue.Job) error {
 	return t.next.Deliver(ctx, j)
 }
 
+// unwrapTarget returns the target the transform reshapes jobs for, so a
+// transformed pull target is still a pull target that the pool leaves to
+// its consumers.
+func (t *transformTarget) unwrapTarget() Target { return t.next }
+
+// shapeJob reshapes a job as Deliver would, for a consumer to be handed.
+func (t *transformTarget) shapeJob(job *queue.Job) (*queue.Job, error) {
+	return transformJob(t.transform, job)
+}
+
 // transformJob returns a copy of job with tr's body and headers; job is
 // left as it is.
 func transformJob(tr *rules.Transform, job *queue.Job) (*queue.Job, error) {
@@ -386,3 +396,9 @@ func joinFilters(srcs []string) string {
 	}
 	return strings.Join(parts, "\n&& ")
 }
+
+// Interface guards
+var (
+	_ wrappedTarget = (*transformTarget)(nil)
+	_ jobShaper     = (*transformTarget)(nil)
+)

@@ -90,13 +90,20 @@ http://%[1]s {
 			to pull {
 				name other
 			}
+			to pull {
+				name shaped
+				transform {
+					body `+"`"+`{"text": "got " + body.id}`+"`"+`
+					header X-Shaped `+"`"+`"yes"`+"`"+`
+				}
+			}
 		}
 	}
 	handle /consume/* {
 		webhook_consumer {
 			token {env.CONSUMER_TEST_LAPTOP}
 			token {env.CONSUMER_TEST_SPARE}
-			targets laptop
+			targets laptop shaped
 			%[5]s
 		}
 	}
@@ -578,5 +585,37 @@ func TestManyConsumers(t *testing.T) {
 		if c != 1 {
 			t.Errorf("job %d claimed %d times while its lease held", id, c)
 		}
+	}
+}
+
+// TestClaimTransformed: a pull target with a transform is still a pull
+// target (the pool leaves its jobs alone: the consumer's claim is the
+// first attempt), and its consumer is handed the transformed request, the
+// stored event staying the sender's bytes.
+func TestClaimTransformed(t *testing.T) {
+	h := setup(t, "")
+	h.send(t, "s1")
+	got := h.claim(t, ClaimRequest{Target: "shaped", Max: 5})
+	if len(got.Jobs) != 1 {
+		t.Fatalf("claimed %d jobs of the transformed pull target, want 1", len(got.Jobs))
+	}
+	j := got.Jobs[0]
+	if j.Attempt != 1 {
+		t.Errorf("attempt %d, want 1: the pool must not deliver a transformed pull target's jobs", j.Attempt)
+	}
+	if string(j.Payload) != `{"text":"got s1"}` {
+		t.Errorf("payload %s, want the transformed body", j.Payload)
+	}
+	shaped := false
+	for _, hd := range j.Headers {
+		if strings.EqualFold(hd.Name, "X-Shaped") && hd.Value == "yes" {
+			shaped = true
+		}
+	}
+	if !shaped {
+		t.Errorf("headers %+v, want the transform's X-Shaped", j.Headers)
+	}
+	if d := h.job(t, j.ID); string(d.Payload) != `{"id":"s1"}` {
+		t.Errorf("stored payload %s, want the sender's bytes", d.Payload)
 	}
 }
