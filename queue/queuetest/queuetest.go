@@ -20,7 +20,8 @@
 // lifecycle.go (the ready signal, close), workers.go (many workers at
 // once), fifo.go (ordering keys), bulk.go (bulk replay and discard in
 // chunks), counts.go (Stats against a full count), pause.go (paused sources
-// and targets) and quota.go (claims capped per route).
+// and targets), quota.go (claims capped per route) and trace.go (the trace
+// context kept with an event).
 package queuetest
 
 import (
@@ -39,6 +40,7 @@ func Run(t *testing.T, open func(t *testing.T) queue.Store) {
 	}{
 		{"enqueue/fan-out", testFanOut},
 		{"enqueue/duplicate", testDuplicate},
+		{"enqueue/trace context", testTrace},
 		{"claim/order and limit", testClaimOrder},
 		{"claim/attempt counted at claim", testAttemptAtClaim},
 		{"claim/routes", testRoutes},

@@ -206,6 +206,11 @@ DELETE FROM job_counts;
 INSERT INTO job_counts (source, target, status, jobs)
 SELECT source, target, status, count(*) FROM jobs GROUP BY source, target, status;
 `,
+	// Version 8: the W3C trace context an event arrived in (queue.Event.Trace),
+	// NULL when it had none, so an event without one stores no byte more.
+	`
+ALTER TABLE events ADD COLUMN trace TEXT;
+`,
 }
 
 // schemaVersion is the version this build writes.
