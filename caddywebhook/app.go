@@ -102,6 +102,14 @@ type App struct {
 	// is stale; see NotifyConfig. Default: none, no notices.
 	Notify *NotifyConfig `json:"notify,omitempty"`
 
+	// Tracing exports a span per delivery attempt of an event that arrived
+	// in a trace, a child of the span it arrived in (Caddy's `tracing`
+	// handler's, or the sender's traceparent). The standard OTEL_*
+	// environment variables choose the exporter, as they do for Caddy's
+	// `tracing` handler (OTLP by default). The traceparent header sent on
+	// each attempt does not depend on it. Default: false, no span.
+	Tracing bool `json:"tracing,omitempty"`
+
 	ctx    caddy.Context
 	logger *zap.Logger
 	// storage is the loaded Storage module, set by Provision; the store
@@ -129,6 +137,7 @@ type App struct {
 	notify   *notifier   // nil without Notify
 	pauses   *pauseSet   // nil without a pool
 	flow     *queue.Flow // nil when no target has a rate, concurrency or circuit breaker
+	traced   bool        // this app holds a spanExport reference (Tracing)
 }
 
 // BackoffConfig is the retry backoff of failing jobs.
@@ -390,7 +399,13 @@ func (a *App) Start() error {
 		return fmt.Errorf("webhook: %w", err)
 	}
 
-	pool, pauses, flow, err := a.newPool(store, routes, router(handlers), policyFor, limits, notify, obs)
+	handler := attemptHandler{next: router(handlers)}
+	if a.Tracing {
+		if handler.tracer, err = a.acquireTracer(); err != nil {
+			return err
+		}
+	}
+	pool, pauses, flow, err := a.newPool(store, routes, handler, policyFor, limits, notify, obs)
 	if err != nil {
 		return err
 	}
@@ -641,6 +656,17 @@ func stopDrains(ctx context.Context) {
 // Cleanup releases this app's reference to the store; the last reference
 // closes it. It is safe after a failed Provision.
 func (a *App) Cleanup() error {
+	a.mu.Lock()
+	traced := a.traced
+	a.traced = false
+	a.mu.Unlock()
+	if traced {
+		// The spans of this config's last deliveries are flushed here, after
+		// Stop, so a reload's draining pool keeps exporting until then.
+		if err := spanExport.release(context.WithoutCancel(a.ctx)); err != nil {
+			a.logger.Warn("flushing delivery spans", zap.Error(err))
+		}
+	}
 	a.storeMu.Lock()
 	key := a.storeKey
 	a.storeKey, a.released = "", true

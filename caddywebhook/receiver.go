@@ -731,6 +731,7 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhtt
 			Headers:    rc.headers(info.headers[:0], r.Header),
 			Payload:    body,
 			Targets:    rc.targetsFor(res.EventType),
+			Trace:      requestTrace(r),
 		}
 		if res.OrderingKey != "" {
 			ev.OrderingKey, ev.OrderingHold = orderingKey(res.OrderingKey), rc.orderingHold
