@@ -134,10 +134,11 @@ type App struct {
 	started  bool
 	pool     *queue.Pool
 	keeper   *queue.Housekeeper
-	notify   *notifier   // nil without Notify
-	pauses   *pauseSet   // nil without a pool
-	flow     *queue.Flow // nil when no target has a rate, concurrency or circuit breaker
-	traced   bool        // this app holds a spanExport reference (Tracing)
+	notify   *notifier    // nil without Notify
+	pauses   *pauseSet    // nil without a pool
+	flow     *queue.Flow  // nil when no target has a rate, concurrency or circuit breaker
+	traced   bool         // this app holds a spanExport reference (Tracing)
+	events   *caddyEvents // the config's `events` app; nil without one
 }
 
 // BackoffConfig is the retry backoff of failing jobs.
@@ -186,6 +187,11 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if err := registerMetrics(ctx.GetMetricsRegistry(), a); err != nil {
 		return fmt.Errorf("webhook: register metrics: %w", err)
 	}
+	events, err := loadCaddyEvents(ctx)
+	if err != nil {
+		return fmt.Errorf("webhook: load events app: %w", err)
+	}
+	a.events = events
 	sctx := WithSecrets(ctx, a.secrets)
 	raw, err := withBackend(a.StorageRaw)
 	if err != nil {
@@ -387,9 +393,10 @@ func (a *App) Start() error {
 			window:     time.Duration(a.Notify.Window),
 			pendingAge: time.Duration(a.Notify.PendingAge),
 			logger:     a.logger,
+			events:     a.events,
 		})
 	}
-	obs := &observer{logger: a.logger, notify: notify}
+	obs := &observer{logger: a.logger, notify: notify, events: a.events}
 	keeper, err := queue.NewHousekeeper(queue.HousekeeperConfig{
 		Store:     store,
 		Retention: a.retention(),
@@ -739,7 +746,8 @@ const maxLoggedError = 512
 type observer struct {
 	queue.NopObserver
 	logger *zap.Logger
-	notify *notifier // nil without notifications
+	notify *notifier    // nil without notifications
+	events *caddyEvents // nil without Caddy's events app
 }
 
 func jobFields(job *queue.Job, extra ...zap.Field) []zap.Field {
@@ -766,11 +774,17 @@ func (o *observer) JobFinished(job *queue.Job, c queue.Completion, recorded bool
 	}
 	webhookMetrics.deliveries.WithLabelValues(job.Source, job.Target, word).Inc()
 	tails.publishDelivery(job, word, c.Duration, c.Error)
-	if recorded && c.Status == queue.StatusDead && o.notify != nil {
-		o.notify.JobDead(job, c)
+	if recorded && c.Status == queue.StatusDead {
+		if o.notify != nil {
+			o.notify.JobDead(job, c)
+		}
+		o.events.jobDead(job, c)
 	}
 	if recorded {
 		webhookMetrics.duration.WithLabelValues(job.Source, job.Target).Observe(c.Duration.Seconds())
+		if c.Status == queue.StatusDone {
+			observeDelivered(job, c)
+		}
 	}
 	ce := o.logger.Check(level, word)
 	if ce == nil {
