@@ -332,7 +332,19 @@ func (a *adminAPI) handleTail(w http.ResponseWriter, r *http.Request, _ *activeQ
 	}
 	rc := http.NewResponseController(w)
 	sub := tails.subscribe(tailFilter{source: query.Get("source"), target: query.Get("target"), outcome: query.Get("outcome")})
+	if sub == nil {
+		w.Header().Set("Retry-After", "30")
+		return apiError(http.StatusServiceUnavailable, "too many live tails open (max_tails); close one or raise max_tails")
+	}
 	defer tails.unsubscribe(sub)
+	// A reader that falls behind by more than the lag is cut off: each
+	// write must reach the connection within it, and a line it takes must
+	// be younger than it. Otherwise one stalled reader would hold its
+	// goroutine and buffer for as long as its TCP connection lives.
+	maxLag := tails.lag()
+	lagging := func(l tailLine) bool { return time.Since(l.Time) > maxLag }
+	deadline := func() { _ = rc.SetWriteDeadline(time.Now().Add(maxLag)) }
+	deadline()
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
@@ -352,6 +364,7 @@ func (a *adminAPI) handleTail(w http.ResponseWriter, r *http.Request, _ *activeQ
 		case <-r.Context().Done():
 			return nil
 		case <-keepalive.C:
+			deadline()
 			if _, err := io.WriteString(w, ": keepalive\n\n"); err != nil {
 				return nil
 			}
@@ -361,6 +374,10 @@ func (a *adminAPI) handleTail(w http.ResponseWriter, r *http.Request, _ *activeQ
 			continue
 		case line = <-sub.lines:
 		}
+		if lagging(line) {
+			return nil
+		}
+		deadline()
 		if n := sub.dropped.Swap(0); n > 0 {
 			if writeEvent(w, tailLine{Time: time.Now().UTC(), Kind: tailDropped, Dropped: n}) != nil {
 				return nil

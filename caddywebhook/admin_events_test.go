@@ -2,8 +2,11 @@ package caddywebhook
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -413,4 +416,96 @@ func TestAdminTail(t *testing.T) {
 	if got != want {
 		t.Errorf("delivery line %+v, want %+v", got, want)
 	}
+}
+
+// TestAdminTailLimits: past max_tails a tail is refused with 503, and a
+// tail whose reader lags longer than tail_max_lag is closed, whether it
+// takes lines too old or stops reading its connection.
+func TestAdminTailLimits(t *testing.T) {
+	f := setupAdmin(t)
+	srv := httptest.NewServer(f.handler)
+	defer srv.Close()
+	t.Cleanup(func() { tails.limit(0, 0) })
+	open := func(t *testing.T) (*http.Response, context.CancelFunc) {
+		t.Helper()
+		ctx, cancel := context.WithCancel(t.Context())
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/webhook/tail", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close(); cancel() })
+		return resp, cancel
+	}
+
+	t.Run("past max_tails 503", func(t *testing.T) {
+		tails.limit(2, 0)
+		for range 2 {
+			if resp, _ := open(t); resp.StatusCode != http.StatusOK {
+				t.Fatalf("tail within the cap: %d", resp.StatusCode)
+			}
+		}
+		resp, _ := open(t)
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(b), "max_tails") {
+			t.Errorf("third tail: %d %q, Retry-After %q; want 503 naming max_tails", resp.StatusCode, b, resp.Header.Get("Retry-After"))
+		}
+	})
+	t.Run("default cap", func(t *testing.T) {
+		var h tailHub
+		for i := range defaultMaxTails {
+			if h.subscribe(tailFilter{}) == nil {
+				t.Fatalf("subscriber %d refused under the default cap %d", i+1, defaultMaxTails)
+			}
+		}
+		if h.subscribe(tailFilter{}) != nil {
+			t.Errorf("subscriber past the default cap %d accepted", defaultMaxTails)
+		}
+	})
+
+	t.Run("a line older than tail_max_lag closes the tail", func(t *testing.T) {
+		tails.limit(0, time.Second)
+		resp, _ := open(t)
+		r := bufio.NewReader(resp.Body)
+		if s, err := r.ReadString('\n'); err != nil || !strings.HasPrefix(s, ":") {
+			t.Fatalf("first line %q, %v", s, err)
+		}
+		tails.publish(tailLine{Kind: tailReceived, Source: "stale", Time: time.Now().Add(-time.Minute)})
+		rest, err := io.ReadAll(r)
+		if err != nil || strings.Contains(string(rest), "stale") {
+			t.Errorf("after a stale line: %q, %v; want the stream closed without it", rest, err)
+		}
+	})
+
+	t.Run("a reader that stops reading is dropped", func(t *testing.T) {
+		const lag = 300 * time.Millisecond
+		tails.limit(0, lag)
+		conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if _, err := io.WriteString(conn, "GET /webhook/tail HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		// Read the answer's head, then never read again.
+		if _, err := bufio.NewReader(conn).ReadString('\n'); err != nil {
+			t.Fatal(err)
+		}
+		// Lines fill the connection's buffers until a write blocks; it
+		// may block for the lag only.
+		start := time.Now()
+		for tails.active() && time.Since(start) < 30*time.Second {
+			for range 1000 {
+				tails.publish(tailLine{Kind: tailReceived, Source: strings.Repeat("s", 200), Error: strings.Repeat("e", 200)})
+			}
+		}
+		if tails.active() {
+			t.Fatalf("the stalled tail is still subscribed after %v (tail_max_lag %v)", time.Since(start), lag)
+		}
+		t.Logf("stalled tail dropped %v after lines began (tail_max_lag %v)", time.Since(start).Round(time.Millisecond), lag)
+	})
 }

@@ -110,6 +110,17 @@ type App struct {
 	// each attempt does not depend on it. Default: false, no span.
 	Tracing bool `json:"tracing,omitempty"`
 
+	// MaxTails caps the live tails (GET /webhook/tail, the dashboard's
+	// live view) open at once; one more is answered 503. Each costs a
+	// goroutine and a buffer of lines, and a dashboard mounted without
+	// authentication lets anyone open them. Default: 16.
+	MaxTails int `json:"max_tails,omitempty"`
+
+	// TailMaxLag is how long a tail's reader may fall behind, its lines
+	// unread or its connection not taking what was written, before the
+	// tail is closed. Default: 10s.
+	TailMaxLag caddy.Duration `json:"tail_max_lag,omitempty"`
+
 	ctx    caddy.Context
 	logger *zap.Logger
 	// storage is the loaded Storage module, set by Provision; the store
@@ -286,6 +297,10 @@ func (a *App) validate() error {
 		return errors.New("webhook: retention must not be negative")
 	case a.ShutdownGrace < 0:
 		return errors.New("webhook: shutdown_grace must not be negative")
+	case a.MaxTails < 0:
+		return errors.New("webhook: max_tails must not be negative")
+	case a.TailMaxLag < 0:
+		return errors.New("webhook: tail_max_lag must not be negative")
 	}
 	if err := a.Backoff.validate(); err != nil {
 		return fmt.Errorf("webhook: %w", err)
@@ -439,6 +454,7 @@ func (a *App) Start() error {
 	a.pool, a.keeper, a.notify, a.pauses, a.flow = pool, keeper, notify, pauses, flow
 	a.mu.Unlock()
 	setActiveQueue(a, store, a.retention(), routes, pauses, flow)
+	tails.limit(a.MaxTails, time.Duration(a.TailMaxLag))
 
 	a.logStarted(pool, routes)
 	return nil

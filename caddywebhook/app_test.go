@@ -144,7 +144,7 @@ func (h *harness) load(t *testing.T, app map[string]any, receivers ...receiverCo
 			"writer": map[string]any{"output": "file", "filename": h.logPath},
 			// Caddy's access log copies every request header before any
 			// handler runs; the signature header must be filtered out by
-			// config, as the README recommends.
+			// config, as docs/OPERATIONS.md recommends.
 			"encoder": map[string]any{
 				"format": "filter",
 				"wrap":   map[string]any{"format": "json"},
@@ -495,7 +495,7 @@ func TestAppWorkersZeroReceivesOnly(t *testing.T) {
 // (1) a reload does not wait for a delivery running in the old pool, even
 // with a long shutdown_grace; the delivery finishes in the background with
 // its lease kept, is recorded once as attempt 1, and the new pool never
-// starts it again (issue 12, item 8);
+// starts it again;
 // (2) a job whose target the new config no longer has is never claimed and
 // stays visible in the stats.
 func TestAppReloadDrainsAndKeepsOrphans(t *testing.T) {

@@ -60,6 +60,8 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 //		retention <duration>           # default 7d (Stripe retries for 3 days)
 //		tracing                        # a span per delivery attempt, exporter from OTEL_*; default off
 //		shutdown_grace <duration>      # default 10s
+//		max_tails <n>                  # live tails open at once; default 16
+//		tail_max_lag <duration>        # a tail's reader may lag this long; default 10s
 //		notify <kind> <args…> {        # failure notices to a target: http <url> or exec <program> …
 //			window <duration>          # aggregation per type and route; default 1m
 //			pending_age <duration>     # backlog.stale from this age; default off
@@ -115,6 +117,19 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 		case "max_retry_after":
 			if err := durationArg(d, opt, &a.MaxRetryAfter); err != nil {
+				return err
+			}
+		case "max_tails":
+			n, err := intArg(d, opt)
+			if err != nil {
+				return err
+			}
+			if n < 1 {
+				return d.Errf("webhook: max_tails must be at least 1")
+			}
+			a.MaxTails = n
+		case "tail_max_lag":
+			if err := durationArg(d, opt, &a.TailMaxLag); err != nil {
 				return err
 			}
 		case "retention":
@@ -246,6 +261,8 @@ func parseReceiverDirective(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler
 //		tolerance <duration>|off             # timestamped schemes; default 5m
 //		max_body <size>                      # e.g. 1MB, 64KiB; default 1MB
 //		max_body_inflight <size>             # bodies being read, together; default max(64MiB, 4×max_body)
+//		max_body_inflight_per_client <size>  # of that, one client address; default a quarter, at least max_body
+//		min_body_rate <size>                 # per second, past 256KiB of a body; default 64KiB
 //		delivery_id header <name> | json <field>
 //		event_type  header <name> | json <field>
 //		ordering_key header <name> | json <field> {   # FIFO per key and target
@@ -330,7 +347,7 @@ func (rc *Receiver) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("webhook_receiver: tolerance needs a duration or off")
 			}
 			rc.Tolerance = s
-		case "max_body", "max_body_inflight":
+		case "max_body", "max_body_inflight", "max_body_inflight_per_client", "min_body_rate":
 			var s string
 			if !d.AllArgs(&s) {
 				return d.Errf("webhook_receiver: %s needs one size, e.g. 1MB", opt)
@@ -341,10 +358,15 @@ func (rc *Receiver) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				// bound is checked by Validate.
 				return d.Errf("webhook_receiver: %s: %q is not a size such as 1MB", opt, s)
 			}
-			if opt == "max_body" {
+			switch opt {
+			case "max_body":
 				rc.MaxBody = int64(n)
-			} else {
+			case "max_body_inflight":
 				rc.MaxBodyInflight = int64(n)
+			case "max_body_inflight_per_client":
+				rc.MaxBodyInflightPerClient = int64(n)
+			default:
+				rc.MinBodyRate = int64(n)
 			}
 		case "delivery_id", "event_type":
 			var from, name string

@@ -103,6 +103,8 @@ func TestAdaptErrors(t *testing.T) {
 		{"global/workers not a number", global("\t\tworkers many"), []string{"webhook", "workers", `"many"`}},
 		{"global/workers negative", global("\t\tworkers -1"), []string{"webhook", "workers", `"-1"`}},
 		{"global/max_attempts zero", global("\t\tmax_attempts 0"), []string{"webhook", "max_attempts must be at least 1"}},
+		{"global/max_tails zero", global("\t\tmax_tails 0"), []string{"webhook", "max_tails must be at least 1"}},
+		{"global/tail_max_lag not a duration", global("\t\ttail_max_lag slow"), []string{"webhook", "tail_max_lag", `"slow" is not a positive duration`}},
 		{"global/lease not a duration", global("\t\tlease soon"), []string{"webhook", "lease", `"soon" is not a positive duration`}},
 		{"global/retention two values", global("\t\tretention 1d 2d"), []string{"webhook", "retention needs one duration"}},
 		{"global/backoff one value", global("\t\tbackoff 1s"), []string{"webhook", "backoff needs two durations"}},

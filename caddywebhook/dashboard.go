@@ -2,6 +2,7 @@ package caddywebhook
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -11,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"path"
@@ -52,9 +54,12 @@ var dashboardAssets embed.FS
 //
 // A state-changing request (anything but GET and HEAD) is refused with 403
 // unless it comes from the page itself: its Sec-Fetch-Site says
-// same-origin, or, from a browser without that header, its Origin is the
-// request's host; and it carries the token the page got in its HTML. Reads
-// need neither: another origin cannot read the answers. Nothing the page
+// same-origin, or, from a browser without that header, its Origin has the
+// request's scheme, host and port; and it carries the token the page got
+// in its HTML, in a cookie the page's script sets (Caddy's access log
+// redacts Cookie unless log_credentials is on, where a header of its own
+// would be logged). A read_only page gets no token at all. Reads need
+// neither: another origin cannot read the answers. Nothing the page
 // shows can hold a secret, since the store never sees one; the page puts
 // every stored value into the document as text, and its Content Security
 // Policy allows no script but its own.
@@ -77,8 +82,9 @@ func (Dashboard) CaddyModule() caddy.ModuleInfo {
 }
 
 const (
-	// dashboardTokenHeader carries the page's token on state-changing requests.
-	dashboardTokenHeader = "X-Webhook-Dashboard-Token"
+	// dashboardTokenCookie carries the page's token on state-changing
+	// requests; the page's script sets it, scoped to the mount's path.
+	dashboardTokenCookie = "webhook_dashboard_token"
 
 	// dashboardMaxBody bounds a request body the page sends (POST /api/send
 	// holds an event): the receiver's default max_body, with room for JSON
@@ -125,13 +131,15 @@ func (d *Dashboard) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return fmt.Errorf("webhook_dashboard: read embedded page: %w", err)
 	}
-	mode := "read-write"
+	mode, token := "read-write", dashboardToken()
 	if d.ReadOnly {
-		mode = "read-only"
+		// No write token: one seen on a page that may only look must not
+		// let its holder act on a read-write mount.
+		mode, token = "read-only", ""
 	}
 	// Both values are fixed ASCII without quotes or markup, so plain
 	// replacement is safe here.
-	d.index = bytes.ReplaceAll(bytes.ReplaceAll(raw, []byte("{{TOKEN}}"), []byte(dashboardToken())),
+	d.index = bytes.ReplaceAll(bytes.ReplaceAll(raw, []byte("{{TOKEN}}"), []byte(token)),
 		[]byte("{{MODE}}"), []byte(mode))
 	d.etags = make(map[string]string, len(dashboardAssetTypes))
 	for name := range dashboardAssetTypes {
@@ -234,11 +242,11 @@ func (d *Dashboard) allowChange(r *http.Request) error {
 	if err := sameOrigin(r); err != nil {
 		return fmt.Errorf("cross-origin request refused: %w", err)
 	}
-	got := r.Header.Get(dashboardTokenHeader)
-	if got == "" {
+	c, err := r.Cookie(dashboardTokenCookie)
+	if err != nil || c.Value == "" {
 		return errors.New("missing dashboard token: reload the page")
 	}
-	if subtle.ConstantTimeCompare([]byte(got), []byte(dashboardToken())) != 1 {
+	if subtle.ConstantTimeCompare([]byte(c.Value), []byte(dashboardToken())) != 1 {
 		return errors.New("invalid dashboard token: reload the page")
 	}
 	return nil
@@ -246,7 +254,7 @@ func (d *Dashboard) allowChange(r *http.Request) error {
 
 // sameOrigin accepts a request a browser marks as sent by a page of the
 // same origin: Sec-Fetch-Site (all current browsers), or else an Origin
-// naming the request's host. Unlike http.CrossOriginProtection it refuses a
+// with the request's scheme, host and port. Unlike http.CrossOriginProtection it refuses a
 // request with neither header: the page's own requests always carry one,
 // and other clients have the admin API and the CLI.
 func sameOrigin(r *http.Request) error {
@@ -262,10 +270,40 @@ func sameOrigin(r *http.Request) error {
 	if origin == "" {
 		return errors.New("no Sec-Fetch-Site or Origin header")
 	}
-	if u, err := url.Parse(origin); err != nil || u.Host == "" || u.Host != r.Host {
-		return errors.New("Origin does not match the host")
+	if !originMatches(origin, r) {
+		return errors.New("Origin does not match the scheme, host and port")
 	}
 	return nil
+}
+
+// originMatches reports whether origin, an Origin header, names the
+// origin r was sent to: the same scheme (https when r came over TLS), the
+// same host, case aside, and the same port, a missing one being the
+// scheme's default. Behind a proxy that terminates TLS, r is http; the
+// browsers that send Sec-Fetch-Site never get here.
+func originMatches(origin string, r *http.Request) bool {
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" || u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+		return false
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	if !strings.EqualFold(u.Scheme, scheme) {
+		return false
+	}
+	defaultPort := map[string]string{"http": "80", "https": "443"}[scheme]
+	hostPort := func(host string) (string, string) {
+		h, p, err := net.SplitHostPort(host)
+		if err != nil {
+			h, p = host, ""
+		}
+		return strings.ToLower(strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")), cmp.Or(p, defaultPort)
+	}
+	oh, op := hostPort(u.Host)
+	rh, rp := hostPort(r.Host)
+	return oh != "" && oh == rh && op == rp
 }
 
 // writeDashboardError answers as the admin API does: {"error": "…"}.

@@ -2,6 +2,7 @@ package caddywebhook
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"io/fs"
 	"net/http"
@@ -56,9 +57,9 @@ func TestDashboardAssets(t *testing.T) {
 	}{
 		{"index at the mount", false, "/ops/", 200, "text/html; charset=utf-8",
 			[]string{`content="` + dashboardToken() + `"`, `content="read-write"`, `src="app.js"`}},
-		{"index read-only", true, "/ops/", 200, "text/html; charset=utf-8", []string{`content="read-only"`}},
+		{"index read-only, without a token", true, "/ops/", 200, "text/html; charset=utf-8", []string{`content="read-only"`, `name="webhook-dashboard-token" content=""`}},
 		{"index with the prefix stripped", false, "/", 200, "text/html; charset=utf-8", []string{"webhook-dashboard-token"}},
-		{"script", false, "/ops/app.js", 200, "text/javascript; charset=utf-8", []string{"X-Webhook-Dashboard-Token"}},
+		{"script", false, "/ops/app.js", 200, "text/javascript; charset=utf-8", []string{"webhook_dashboard_token"}},
 		{"style", false, "/ops/style.css", 200, "text/css; charset=utf-8", []string{"--dead"}},
 		{"unknown file", false, "/ops/secrets.txt", -1, "", []string{"no page at secrets.txt"}},
 		{"the embedded directory itself", false, "/ops/dashboard", -1, "", nil},
@@ -120,7 +121,7 @@ func TestDashboardAssetRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The issue asks for well under 200 KB.
+	// A page that loads at once on a slow link: well under 200 KB.
 	if total > 100_000 {
 		t.Errorf("the page's files are %d bytes; keep them under 100 kB", total)
 	}
@@ -134,7 +135,7 @@ func TestDashboardAPI(t *testing.T) {
 	good := func(r *http.Request) {
 		r.Header.Set("Sec-Fetch-Site", "same-origin")
 		r.Header.Set("Origin", "https://"+dashboardSite)
-		r.Header.Set(dashboardTokenHeader, dashboardToken())
+		r.AddCookie(&http.Cookie{Name: dashboardTokenCookie, Value: dashboardToken()})
 	}
 	tests := []struct {
 		name     string
@@ -157,7 +158,7 @@ func TestDashboardAPI(t *testing.T) {
 		{name: "change/same origin with the token", method: "POST", path: "/ops/api/jobs/{dead}/replay", header: good, status: 200, body: `"replayed":1`, replayed: true},
 		{name: "change/Origin alone, matching", method: "POST", path: "/ops/api/jobs/{dead}/replay", header: func(r *http.Request) {
 			r.Header.Set("Origin", "http://"+dashboardSite)
-			r.Header.Set(dashboardTokenHeader, dashboardToken())
+			r.AddCookie(&http.Cookie{Name: dashboardTokenCookie, Value: dashboardToken()})
 		}, status: 200, replayed: true},
 		{name: "change/cross-site", method: "POST", path: "/ops/api/jobs/{dead}/replay", header: func(r *http.Request) {
 			good(r)
@@ -170,18 +171,19 @@ func TestDashboardAPI(t *testing.T) {
 		}, status: 403, body: "cross-origin request refused"},
 		{name: "change/Origin of another host", method: "POST", path: "/ops/api/jobs/{dead}/replay", header: func(r *http.Request) {
 			r.Header.Set("Origin", "https://evil.example")
-			r.Header.Set(dashboardTokenHeader, dashboardToken())
+			r.AddCookie(&http.Cookie{Name: dashboardTokenCookie, Value: dashboardToken()})
 		}, status: 403, body: "Origin does not match"},
 		{name: "change/no origin headers at all", method: "POST", path: "/ops/api/jobs/{dead}/replay", header: func(r *http.Request) {
-			r.Header.Set(dashboardTokenHeader, dashboardToken())
+			r.AddCookie(&http.Cookie{Name: dashboardTokenCookie, Value: dashboardToken()})
 		}, status: 403, body: "no Sec-Fetch-Site or Origin"},
 		{name: "change/no token", method: "POST", path: "/ops/api/jobs/{dead}/replay", header: func(r *http.Request) {
 			good(r)
-			r.Header.Del(dashboardTokenHeader)
+			r.Header.Del("Cookie")
 		}, status: 403, body: "missing dashboard token"},
 		{name: "change/wrong token", method: "POST", path: "/ops/api/jobs/{dead}/replay", header: func(r *http.Request) {
 			good(r)
-			r.Header.Set(dashboardTokenHeader, dashboardToken()[1:]+"x")
+			r.Header.Del("Cookie")
+			r.AddCookie(&http.Cookie{Name: dashboardTokenCookie, Value: dashboardToken()[1:] + "x"})
 		}, status: 403, body: "invalid dashboard token"},
 		{name: "change/DELETE is guarded too", method: "DELETE", path: "/ops/api/jobs/{dead}", status: 403},
 		{name: "change/read_only refuses everything", readOnly: true, method: "POST", path: "/ops/api/jobs/{dead}/replay", header: good, status: 403, body: "read_only"},
@@ -259,5 +261,83 @@ func TestDashboardCaddyfileErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDashboardOriginMatches: an Origin passes only with the request's
+// scheme, host and port (https://host is not http://host); the ports a
+// scheme implies count as written (RFC 6454's origin is the triple).
+func TestDashboardOriginMatches(t *testing.T) {
+	tests := []struct {
+		name   string
+		origin string
+		host   string
+		tls    bool
+		want   bool
+	}{
+		{"same http origin", "http://ops.example", "ops.example", false, true},
+		{"same https origin", "https://ops.example", "ops.example", true, true},
+		{"https origin for an http request", "https://ops.example", "ops.example", false, false},
+		{"http origin for an https request", "http://ops.example", "ops.example", true, false},
+		{"explicit default port in the origin", "https://ops.example:443", "ops.example", true, true},
+		{"explicit default port in the host", "http://ops.example", "ops.example:80", false, true},
+		{"other port", "http://ops.example:8080", "ops.example", false, false},
+		{"same non-default port", "http://127.0.0.1:8080", "127.0.0.1:8080", false, true},
+		{"host case differs", "http://OPS.example", "ops.example", false, true},
+		{"other host", "http://evil.example", "ops.example", false, false},
+		{"suffix host", "http://ops.example.evil", "ops.example", false, false},
+		{"IPv6", "http://[::1]:2020", "[::1]:2020", false, true},
+		{"IPv6, other port", "http://[::1]:2021", "[::1]:2020", false, false},
+		{"opaque origin", "null", "ops.example", false, false},
+		{"scheme only", "http://", "ops.example", false, false},
+		{"other scheme", "ftp://ops.example", "ops.example", false, false},
+		{"with a path", "http://ops.example/x", "ops.example", false, false},
+		{"with user info", "http://u@ops.example", "ops.example", false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodPost, "/ops/api/send", nil)
+			r.Host = tt.host
+			if tt.tls {
+				r.TLS = &tls.ConnectionState{}
+			}
+			if got := originMatches(tt.origin, r); got != tt.want {
+				t.Errorf("originMatches(%q) for %s://%s = %v, want %v", tt.origin, map[bool]string{false: "http", true: "https"}[tt.tls], tt.host, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestDashboardReadOnlyHasNoToken: a read_only page carries no token, and
+// the token of a read-write page, the only one there is, still changes
+// nothing through a read_only mount.
+func TestDashboardReadOnlyHasNoToken(t *testing.T) {
+	ro := setupDashboard(t, true)
+	rec := serveDashboard(t, ro, httptest.NewRequest(http.MethodGet, "/ops/", nil))
+	if rec.Code != http.StatusOK || strings.Contains(rec.Body.String(), dashboardToken()) {
+		t.Fatalf("read_only page: %d, holds the token: %v", rec.Code, strings.Contains(rec.Body.String(), dashboardToken()))
+	}
+	setupAdmin(t)
+	req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/ops/api/send", strings.NewReader(`{"source":"github","body":"{}"}`))
+	req.Host = dashboardSite
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	req.AddCookie(&http.Cookie{Name: dashboardTokenCookie, Value: dashboardToken()})
+	if rec := serveDashboard(t, ro, req); rec.Code != http.StatusForbidden {
+		t.Errorf("read_only mount with the read-write token: %d %s, want 403", rec.Code, rec.Body)
+	}
+}
+
+// TestDashboardTokenNotInAHeader: the page sends its token in a cookie,
+// which Caddy's access log redacts, and a token in the old header alone
+// changes nothing.
+func TestDashboardTokenNotInAHeader(t *testing.T) {
+	setupAdmin(t)
+	d := setupDashboard(t, false)
+	req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/ops/api/send", strings.NewReader(`{"source":"github","body":"{}"}`))
+	req.Host = dashboardSite
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	req.Header.Set("X-Webhook-Dashboard-Token", dashboardToken())
+	if rec := serveDashboard(t, d, req); rec.Code != http.StatusForbidden || !strings.Contains(rec.Body.String(), "missing dashboard token") {
+		t.Errorf("token in a header: %d %s, want 403 missing dashboard token", rec.Code, rec.Body)
 	}
 }

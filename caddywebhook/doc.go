@@ -28,7 +28,7 @@
 // holds the Caddyfile parsing of the directive and the global option.
 //
 // The modules' config fields are the JSON reference; each field's doc
-// comment ends with its default, and README.md's configuration
+// comment ends with its default, and docs/CONFIGURATION.md's
 // tables are checked against them by a test. docs/ARCHITECTURE.md follows a
 // request and a delivery through the files and draws the job state machine.
 //

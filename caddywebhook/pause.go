@@ -12,7 +12,7 @@ import (
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
-// Pause and resume (issue 14, item 3). The pauses live in the store
+// Pause and resume. The pauses live in the store
 // (queue.PauseStore), so they survive a restart and hold for every
 // instance sharing a Postgres queue; each app keeps a copy, read when it
 // starts, every pauseRefresh, and at once after this process's admin API

@@ -15,18 +15,22 @@ import (
 	"testing"
 )
 
-// README.md's configuration reference restates the config fields' doc
-// comments, which are also the JSON docs on caddyserver.com. This test keeps
-// the two in step: every JSON field of every config struct has a row in its
-// section's table, every row names a field, and the row's Default cell holds
-// the doc comment's "Default: …" sentence (or "required" where the doc ends
-// with "Required.").
+// docs/CONFIGURATION.md, the configuration reference, restates the config
+// fields' doc comments, which are also the JSON docs on caddyserver.com.
+// This test keeps the two in step: every JSON field of every config struct
+// has a row in its section's table, every row names a field, and the row's
+// Default cell holds the doc comment's "Default: …" sentence (or "required"
+// where the doc ends with "Required.").
 
-// readmeSections maps each README heading of the configuration reference to
-// the config structs its tables document, with the JSON path each struct's
+// referencePage is the page that holds the configuration tables, from this
+// package's directory.
+const referencePage = "../docs/CONFIGURATION.md"
+
+// readmeSections maps each heading of the configuration reference to the
+// config structs its tables document, with the JSON path each struct's
 // fields sit under in the table's JSON column.
 var readmeSections = []struct {
-	heading string // the README line, as written
+	heading string // the reference page's line, as written
 	structs []readmeStruct
 }{
 	{"### Global option `webhook` (the `webhook` app)", []readmeStruct{
@@ -46,7 +50,7 @@ var readmeSections = []struct {
 
 type readmeStruct struct {
 	name   string // the Go type, after its directory when in a sub-package
-	prefix string // its fields' JSON path in the README, before the tag
+	prefix string // its fields' JSON path in the reference, before the tag
 }
 
 // notConfig lists the Caddy modules whose JSON is not configuration.
@@ -54,7 +58,7 @@ var notConfig = []string{"adminAPI"}
 
 // configField is one JSON field of a config struct, from its Go source.
 type configField struct {
-	path     string // JSON path as the README writes it, e.g. "storage.max_batch"
+	path     string // JSON path as the reference writes it, e.g. "storage.max_batch"
 	doc      bool   // the field has a doc comment
 	def      string // what follows "Default:", or "" if the doc has none
 	required bool   // the doc ends with "Required."
@@ -71,7 +75,7 @@ type readmeRow struct {
 
 func TestReadmeReference(t *testing.T) {
 	fields, modules := parseConfigStructs(t)
-	tables := parseReadmeTables(t, "../README.md")
+	tables := parseReadmeTables(t, referencePage)
 
 	documented := map[string]bool{}
 	for _, sec := range readmeSections {
@@ -82,7 +86,7 @@ func TestReadmeReference(t *testing.T) {
 	for _, sec := range readmeSections {
 		rows, ok := tables[sec.heading]
 		if !ok {
-			t.Errorf("README.md: no heading %q", sec.heading)
+			t.Errorf("%s: no heading %q", referencePage, sec.heading)
 			continue
 		}
 		for _, s := range sec.structs {
@@ -98,13 +102,13 @@ func TestReadmeReference(t *testing.T) {
 		}
 		for _, r := range rows {
 			if !r.matched {
-				t.Errorf("README.md:%d: row %v under %q names no config field", r.line, r.paths, sec.heading)
+				t.Errorf("%s:%d: row %v under %q names no config field", referencePage, r.line, r.paths, sec.heading)
 			}
 		}
 	}
 	for _, m := range modules {
 		if !documented[m] && !slices.Contains(notConfig, m) {
-			t.Errorf("Caddy module %s has no table in README.md's configuration reference: add it to readmeSections", m)
+			t.Errorf("Caddy module %s has no table in %s: add it to readmeSections", m, referencePage)
 		}
 	}
 }
@@ -132,11 +136,11 @@ func checkField(t *testing.T, heading string, f configField, nested bool, rows [
 	case nested:
 		// Documented, with its defaults, by its fields' rows.
 	case row == nil:
-		t.Errorf("README.md, %q: no row for field %q", heading, f.path)
+		t.Errorf("%s, %q: no row for field %q", referencePage, heading, f.path)
 	case f.def != "" && !containsPhrase(normalize(row.def), normalize(f.def)):
-		t.Errorf("README.md:%d: field %q: Default cell %q does not say the doc's default %q", row.line, f.path, row.def, f.def)
+		t.Errorf("%s:%d: field %q: Default cell %q does not say the doc's default %q", referencePage, row.line, f.path, row.def, f.def)
 	case f.required && !strings.Contains(normalize(row.def), "required"):
-		t.Errorf("README.md:%d: field %q is required, the Default cell says %q", row.line, f.path, row.def)
+		t.Errorf("%s:%d: field %q is required, the Default cell says %q", referencePage, row.line, f.path, row.def)
 	}
 }
 
@@ -258,7 +262,7 @@ func parseReadmeTables(t *testing.T, path string) map[string][]*readmeRow {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
-		t.Fatalf("open README: %v", err)
+		t.Fatalf("open the reference: %v", err)
 	}
 	defer f.Close()
 
@@ -313,7 +317,7 @@ func parseReadmeTables(t *testing.T, path string) map[string][]*readmeRow {
 		tables[heading] = append(tables[heading], row)
 	}
 	if err := sc.Err(); err != nil {
-		t.Fatalf("read README: %v", err)
+		t.Fatalf("read the reference: %v", err)
 	}
 	return tables
 }
@@ -338,7 +342,7 @@ func tableCells(line string) []string {
 	return append(cells, strings.TrimSpace(cell.String()))
 }
 
-// normalize makes README and Go doc text comparable: no backticks, one
+// normalize makes the reference's and Go doc text comparable: no backticks, one
 // space between words, lower case.
 func normalize(s string) string {
 	return strings.ToLower(strings.Join(strings.Fields(strings.ReplaceAll(s, "`", "")), " "))

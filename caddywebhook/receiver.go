@@ -4,29 +4,17 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"net/http"
 	"net/textproto"
-	"os"
 	"strings"
-	"sync"
-	"sync/atomic"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
-	"github.com/caddywebhook/caddywebhook/queue"
 	"github.com/caddywebhook/caddywebhook/signature"
 )
 
@@ -68,7 +56,7 @@ func init() {
 //
 // Each request gets one outcome word — accepted, duplicate, no_target,
 // handshake, bad_signature, stale_timestamp, too_large, method_not_allowed,
-// store_failed, bad_request, bad_delivery_id, bad_event_type, busy — in Caddy's access log (the "webhook" object
+// store_failed, bad_request, bad_delivery_id, bad_event_type, busy, too_slow — in Caddy's access log (the "webhook" object
 // of the extra log fields: source, outcome, delivery_id, event_type), in
 // the metric caddy_webhook_events_received_total, and in the placeholders
 // {webhook.outcome}, {webhook.source}, {webhook.delivery_id} and
@@ -165,6 +153,28 @@ type Receiver struct {
 	// Default: 64 MiB or 4 × max_body, whichever is larger.
 	MaxBodyInflight int64 `json:"max_body_inflight,omitempty"`
 
+	// MaxBodyInflightPerClient bounds the part of MaxBodyInflight that the
+	// requests of one client address hold together, so that a sender
+	// opening many slow requests cannot take the whole budget from the
+	// others: past it, that client's request gets 503 with Retry-After
+	// (outcome busy) while other clients still get in. The client address
+	// is Caddy's client IP: the connection's remote address, or the one a
+	// proxy listed in the server's trusted_proxies reported (behind a proxy
+	// that is not listed, every sender shares the proxy's share). An IPv6
+	// address counts as its /64. Between max_body and max_body_inflight.
+	// Default: a quarter of max_body_inflight, at least max_body.
+	MaxBodyInflightPerClient int64 `json:"max_body_inflight_per_client,omitempty"`
+
+	// MinBodyRate is the least average rate, in bytes per second, at which
+	// a body must keep arriving once the receiver holds more than 256 KiB
+	// of it, counted from that point with 2 s of slack (as Caddy's
+	// read_body_idle min_rate and Apache's mod_reqtimeout MinRate count).
+	// A slower body is cut: 408 (outcome too_slow) and the connection
+	// closed, so that a sender cannot hold the in-flight budget by sending
+	// a byte now and then. Smaller bodies are bounded by the server's
+	// timeouts alone. Default: 64 KiB/s.
+	MinBodyRate int64 `json:"min_body_rate,omitempty"`
+
 	// DeliveryID overrides where the delivery id comes from: a request
 	// header or a top-level field of the JSON body (read only after the
 	// signature verified). Default: the scheme's id (X-GitHub-Delivery,
@@ -199,7 +209,7 @@ type Receiver struct {
 	Targets []*TargetConfig `json:"targets,omitempty"`
 
 	// Set in Provision: what the hot path reads.
-	secrets      []string // resolved; Validate builds the verifier from them
+	secrets      []string // resolved; the verifier is built from them
 	verifier     signature.Verifier
 	publicKeys   []string             // resolved public keys
 	verifyToken  string               // resolved verify token
@@ -210,10 +220,12 @@ type Receiver struct {
 	app          *App                 // its store opens when the app starts
 	maxBody      int64
 	inflight     bodyBudget
+	minBodyRate  int64
 	orderingHold bool            // OrderingKey.OnDead is hold
 	forward      []forwardHeader // headers stored with the event
 	allTargets   []string        // every target name, when no target filters events
 	filters      []targetFilter  // per target, when some filter
+	keptSecret   receiverSecrets // what stays out of the store and the access log
 	logger       *zap.Logger
 	received     [numOutcomes]prometheus.Counter
 }
@@ -341,14 +353,14 @@ func (*Receiver) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-// Provision sets the defaults, resolves the secrets, loads the targets and
-// registers them with the webhook app; Validate checks the result. The
-// store is not opened here (`caddy validate` provisions too): the receiver
-// reaches it through the app, which opens it when it starts.
+// Provision sets the defaults, resolves the secrets, builds the verifier,
+// loads the targets and registers them with the webhook app; Validate
+// checks the result. The store is not opened here (`caddy validate`
+// provisions too): the receiver reaches it through the app, which opens
+// it when it starts.
 func (rc *Receiver) Provision(ctx caddy.Context) error {
 	rc.logger = ctx.Logger()
-	rc.maxBody = cmp.Or(rc.MaxBody, defaultMaxBody)
-	rc.inflight.limit = cmp.Or(rc.MaxBodyInflight, max(defaultMaxBodyInflight, 4*rc.maxBody))
+	rc.provisionLimits()
 	appVal, err := ctx.App("webhook")
 	if err != nil {
 		return rc.errf("load webhook app: %w", err)
@@ -358,6 +370,9 @@ func (rc *Receiver) Provision(ctx caddy.Context) error {
 	// app's record of this config load's secrets.
 	ctx = WithSecrets(ctx, rc.app.secrets)
 	if err := rc.resolveSecrets(ctx); err != nil {
+		return err
+	}
+	if err := rc.provisionVerifier(); err != nil {
 		return err
 	}
 	rc.forward = forwardHeaders(rc.Scheme, rc.EventType)
@@ -373,6 +388,14 @@ func (rc *Receiver) Provision(ctx caddy.Context) error {
 		rc.received[o] = receivedCounter(rc.Source, o)
 	}
 	return nil
+}
+
+// provisionLimits sets the body limits' defaults.
+func (rc *Receiver) provisionLimits() {
+	rc.maxBody = cmp.Or(rc.MaxBody, defaultMaxBody)
+	rc.inflight.limit = cmp.Or(rc.MaxBodyInflight, max(defaultMaxBodyInflight, 4*rc.maxBody))
+	rc.inflight.perClient = cmp.Or(rc.MaxBodyInflightPerClient, max(rc.inflight.limit/4, rc.maxBody))
+	rc.minBodyRate = cmp.Or(rc.MinBodyRate, defaultMinBodyRate)
 }
 
 // errf is an error naming the receiver by its source.
@@ -413,8 +436,7 @@ func (rc *Receiver) resolveSecrets(ctx context.Context) error {
 	return nil
 }
 
-// Validate checks the configuration and builds the verifier, the last
-// check of the signature options. Each message names the option.
+// Validate checks what Provision set. Each message names the option.
 func (rc *Receiver) Validate() error {
 	if rc.Source == "" {
 		return errors.New("webhook_receiver: source is required")
@@ -431,56 +453,8 @@ func (rc *Receiver) Validate() error {
 	if len(rc.secrets) == 0 && len(rc.publicKeys) == 0 {
 		return rc.errf("at least one secret is required (or public_key, for the schemes that sign with a private key)")
 	}
-	cfg := signature.Config{
-		Scheme:      rc.Scheme,
-		Secrets:     rc.secrets,
-		PublicKeys:  rc.publicKeys,
-		SecretMode:  signature.SecretMode(rc.SecretMode),
-		PublicURL:   rc.PublicURL,
-		VerifyToken: rc.verifyToken,
-	}
-	switch rc.Tolerance {
-	case "":
-	case "off":
-		cfg.IgnoreTimestamp = true
-	default:
-		d, err := caddy.ParseDuration(rc.Tolerance)
-		if err != nil || d <= 0 {
-			return rc.errf("tolerance %q is not a positive duration or off", rc.Tolerance)
-		}
-		cfg.Tolerance = d
-	}
-	if f := rc.DeliveryID; f != nil {
-		if (f.Header == "") == (f.JSON == "") {
-			return rc.errf("delivery_id: set exactly one of header and json")
-		}
-		cfg.DeliveryIDHeader, cfg.DeliveryIDField = f.Header, f.JSON
-	}
-	if f := rc.EventType; f != nil {
-		if (f.Header == "") == (f.JSON == "") {
-			return rc.errf("event_type: set exactly one of header and json")
-		}
-		cfg.EventTypeHeader, cfg.EventTypeField = f.Header, f.JSON
-	}
-	if k := rc.OrderingKey; k != nil {
-		if (k.Header == "") == (k.JSON == "") {
-			return rc.errf("ordering_key: set exactly one of header and json")
-		}
-		switch k.OnDead {
-		case "", "hold":
-			rc.orderingHold = true
-		case "release":
-			rc.orderingHold = false
-		default:
-			return rc.errf("ordering_key: on_dead %q is not hold or release", k.OnDead)
-		}
-		cfg.OrderingKeyHeader, cfg.OrderingKeyField = k.Header, k.JSON
-	}
-	if h := rc.HMAC; h != nil {
-		cfg.SignatureHeader, cfg.SignatureSyntax, cfg.SignatureKey = h.Header, h.Syntax, h.Key
-		cfg.Algorithm, cfg.Encoding, cfg.SignaturePrefix = h.Algorithm, h.Encoding, h.Prefix
-		cfg.SignedContent, cfg.TimestampHeader, cfg.TimestampKey, cfg.TimestampFormat = h.SignedContent, h.TimestampHeader, h.TimestampKey, h.TimestampFormat
-		cfg.TimestampField = h.TimestampField
+	if rc.verifier == nil {
+		return rc.errf("no verifier: the receiver was not provisioned")
 	}
 	if rc.maxBody < 0 || rc.maxBody > maxMaxBody {
 		return rc.errf("max_body %d bytes is not between 1B and 64MiB", rc.MaxBody)
@@ -488,16 +462,11 @@ func (rc *Receiver) Validate() error {
 	if rc.inflight.limit < rc.maxBody || rc.inflight.limit > maxMaxBodyInflight {
 		return rc.errf("max_body_inflight %d bytes is not between max_body (%d) and 1GiB", rc.inflight.limit, rc.maxBody)
 	}
-	v, err := signature.New(cfg)
-	if err != nil {
-		return rc.errf("%w", err)
+	if rc.inflight.perClient < rc.maxBody || rc.inflight.perClient > rc.inflight.limit {
+		return rc.errf("max_body_inflight_per_client %d bytes is not between max_body (%d) and max_body_inflight (%d)", rc.inflight.perClient, rc.maxBody, rc.inflight.limit)
 	}
-	rc.verifier = v
-	rc.needsURL = signature.UsesURL(v)
-	rc.handshaker, _ = v.(signature.Handshaker)
-	if d, ok := signature.Lookup(rc.Scheme); ok {
-		rc.getAllowed = d.GETHandshake
-		rc.acceptStatus = d.AcceptStatus
+	if rc.minBodyRate <= 0 {
+		return rc.errf("min_body_rate %d bytes/s is not positive", rc.MinBodyRate)
 	}
 	return nil
 }
@@ -610,573 +579,9 @@ func forwardHeaders(scheme string, eventType *FieldSource) []forwardHeader {
 	return out
 }
 
-// bodyBuffers recycles request body buffers. Only buffers up to
-// maxPooledBuffer go back, so a few large bodies do not pin memory.
-var bodyBuffers = sync.Pool{New: func() any { b := make([]byte, 0, minBodyBuffer); return &b }}
-
-const (
-	// minBodyBuffer is the capacity a body starts with: most webhooks fit,
-	// and a sender that declares more gets more only as it sends it.
-	minBodyBuffer   = 4 << 10
-	maxPooledBuffer = 256 << 10
-)
-
-// Errors of readBody.
-var (
-	// errTooLarge reports a body over the cap.
-	errTooLarge = errors.New("body too large")
-	// errBusy reports a body that would take the receiver past its bound
-	// on the bytes of bodies being read.
-	errBusy = errors.New("too many body bytes in flight")
-)
-
-// busyRetryAfter is the Retry-After of a 503 for a receiver at its bound
-// on body bytes in flight, in seconds.
-const busyRetryAfter = "5"
-
-// ServeHTTP verifies, stores and acknowledges one webhook. It never calls
-// next: the receiver answers every request itself.
-func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
-	info := &requestInfo{source: rc.Source}
-	if r.Method == http.MethodGet && rc.getAllowed {
-		rc.serveGET(w, r, info)
-		return nil
-	}
-	if r.Method != http.MethodPost {
-		rc.methodNotAllowed(w, r, info)
-		return nil
-	}
-	if r.ContentLength > rc.maxBody {
-		rc.answer(w, r, info, outcomeTooLarge)
-		return nil
-	}
-
-	// A request whose signature header is missing or malformed cannot
-	// verify: refused before its body is read.
-	req := signature.Request{Method: r.Method, Header: r.Header}
-	if rc.needsURL || (rc.handshaker != nil && r.URL.RawQuery != "") {
-		req.URL = requestURL(r)
-	}
-	if err := signature.CheckHeaders(rc.verifier, req); err != nil {
-		rc.refuse(w, r, info, err)
-		return nil
-	}
-
-	// 1. The body, capped; memory beyond the pooled buffer is charged to
-	// the receiver's bound until the signature is checked.
-	bp := bodyBuffers.Get().(*[]byte)
-	body, held, err := readBody(r.Body, *bp, rc.maxBody, r.ContentLength, &rc.inflight)
-	*bp = body[:0]
-	if err != nil {
-		rc.inflight.release(held)
-		putBuffer(bp)
-		switch {
-		case errors.Is(err, errTooLarge):
-			rc.answer(w, r, info, outcomeTooLarge)
-		case errors.Is(err, errBusy):
-			w.Header().Set("Retry-After", busyRetryAfter)
-			rc.answer(w, r, info, outcomeBusy)
-		default:
-			rc.answer(w, r, info, outcomeBadRequest)
-		}
-		return nil
-	}
-
-	// 2. Verify before anything else looks at the bytes: a handshake
-	// first, answered here and never stored, then an event.
-	req.Body = body
-	if rc.handshaker != nil {
-		resp, ok, err := rc.handshaker.Handshake(req)
-		if err != nil || ok {
-			rc.inflight.release(held)
-			putBuffer(bp)
-			if err != nil {
-				rc.refuse(w, r, info, err)
-			} else {
-				rc.answerHandshake(w, r, info, resp)
-			}
-			return nil
-		}
-	}
-	res, err := rc.verifier.Verify(req)
-	rc.inflight.release(held)
-	if err != nil {
-		putBuffer(bp)
-		rc.refuse(w, r, info, err)
-		return nil
-	}
-
-	// 3. The delivery id and event type, from the verifier, checked here
-	// so that both backends give the same answer for the same bytes.
-	if !validEventText(res.DeliveryID) {
-		putBuffer(bp)
-		rc.answer(w, r, info, outcomeBadDeliveryID)
-		return nil
-	}
-	info.deliveryID = res.DeliveryID
-	if !validEventText(res.EventType) {
-		putBuffer(bp)
-		rc.answer(w, r, info, outcomeBadEventType)
-		return nil
-	}
-	info.eventType = res.EventType
-
-	// 4. Store, fanned out to the matching targets.
-	store, err := rc.app.queueStore()
-	if err == nil {
-		ev := queue.Event{
-			Source:     rc.Source,
-			DeliveryID: res.DeliveryID,
-			EventType:  res.EventType,
-			Headers:    rc.headers(info.headers[:0], r.Header),
-			Payload:    body,
-			Targets:    rc.targetsFor(res.EventType),
-			Trace:      requestTrace(r),
-		}
-		if res.OrderingKey != "" {
-			ev.OrderingKey, ev.OrderingHold = orderingKey(res.OrderingKey), rc.orderingHold
-		}
-		var out queue.EnqueueResult
-		if out, err = store.Enqueue(r.Context(), ev); err == nil {
-			putBuffer(bp)
-			// 5. Acknowledge what is on disk.
-			switch {
-			case out.Duplicate:
-				rc.answer(w, r, info, outcomeDuplicate)
-			case out.Jobs == 0:
-				rc.answer(w, r, info, outcomeNoTarget)
-			default:
-				rc.answer(w, r, info, outcomeAccepted)
-			}
-			return nil
-		}
-	}
-	// The buffer is not recycled: a store that gave up on the request may
-	// still hold it.
-	level := zapcore.ErrorLevel
-	if r.Context().Err() != nil {
-		// The client went away before the commit; it will retry.
-		level = zapcore.DebugLevel
-	}
-	if ce := rc.logger.Check(level, "store webhook event"); ce != nil {
-		ce.Write(zap.String("source", rc.Source), zap.String("delivery_id", res.DeliveryID), zap.Error(err))
-	}
-	rc.answer(w, r, info, outcomeStoreFailed)
-	return nil
-}
-
-// serveGET answers the GET handshake of the schemes that have one, and 405
-// to any other GET.
-func (rc *Receiver) serveGET(w http.ResponseWriter, r *http.Request, info *requestInfo) {
-	req := signature.Request{Method: r.Method, URL: requestURL(r), Header: r.Header}
-	resp, ok, err := rc.handshaker.Handshake(req)
-	switch {
-	case err != nil:
-		rc.refuse(w, r, info, err)
-	case ok:
-		rc.answerHandshake(w, r, info, resp)
-	default:
-		rc.methodNotAllowed(w, r, info)
-	}
-}
-
-func (rc *Receiver) methodNotAllowed(w http.ResponseWriter, r *http.Request, info *requestInfo) {
-	allow := http.MethodPost
-	if rc.getAllowed {
-		allow = "GET, POST"
-	}
-	w.Header().Set("Allow", allow)
-	rc.answer(w, r, info, outcomeMethodNotAllowed)
-}
-
-// refuse answers 401 to a request or handshake that did not verify.
-func (rc *Receiver) refuse(w http.ResponseWriter, r *http.Request, info *requestInfo, err error) {
-	if errors.Is(err, signature.ErrTimestamp) {
-		rc.answer(w, r, info, outcomeStaleTimestamp)
-	} else {
-		rc.answer(w, r, info, outcomeBadSignature)
-	}
-}
-
-// answerHandshake writes the scheme's answer to a verified handshake. A
-// secret the sender issues in it is written to IssuedSecretFile first;
-// when it cannot be, the handshake is refused, since confirming it would
-// subscribe an endpoint that cannot verify what follows.
-func (rc *Receiver) answerHandshake(w http.ResponseWriter, r *http.Request, info *requestInfo, resp signature.HandshakeResponse) {
-	if resp.IssuedSecret != "" {
-		if rc.IssuedSecretFile == "" {
-			rc.answer(w, r, info, outcomeBadSignature)
-			return
-		}
-		if err := writeIssuedSecret(rc.IssuedSecretFile, resp.IssuedSecret); err != nil {
-			// The error names the file, never the secret.
-			rc.logger.Warn("handshake secret not kept", zap.String("source", rc.Source), zap.Error(err))
-			rc.answer(w, r, info, outcomeBadSignature)
-			return
-		}
-		rc.logger.Info("handshake secret written; reload to verify with it",
-			zap.String("source", rc.Source), zap.String("file", rc.IssuedSecretFile))
-	}
-	h := w.Header()
-	for k, v := range resp.Header {
-		h[k] = v
-	}
-	if resp.ContentType != "" {
-		h.Set("Content-Type", resp.ContentType)
-	}
-	rc.record(r, info, outcomeHandshake)
-	w.WriteHeader(resp.Status)
-	w.Write(resp.Body)
-}
-
-// readIssuedSecret returns the secret in path, "" when the file does not
-// exist. A file that exists without a secret (a crash between its
-// creation and its write, a touch) is an error: the endpoint would be
-// neither armed, since writeIssuedSecret refuses an existing file, nor
-// able to verify an event.
-func readIssuedSecret(path string) (string, error) {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("read secret: %w", err)
-	}
-	secret := strings.TrimSpace(string(b))
-	if secret == "" {
-		return "", fmt.Errorf("%s exists but is empty; remove it to accept the secret of the next handshake", path)
-	}
-	return secret, nil
-}
-
-// writeIssuedSecret creates path, mode 0600, with secret; it fails when
-// the file exists.
-func writeIssuedSecret(path, secret string) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return fmt.Errorf("create secret file: %w", err)
-	}
-	if _, err := f.WriteString(secret + "\n"); err != nil {
-		f.Close()
-		os.Remove(path)
-		return fmt.Errorf("write secret file: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		os.Remove(path)
-		return fmt.Errorf("sync secret file: %w", err)
-	}
-	return f.Close()
-}
-
-func putBuffer(bp *[]byte) {
-	if cap(*bp) <= maxPooledBuffer {
-		bodyBuffers.Put(bp)
-	}
-}
-
-// maxEventText bounds a delivery id and an event type, in bytes: far above
-// any provider's (UUIDs, "customer.subscription.updated"), and small enough
-// for PostgreSQL's unique index on (source, delivery_id), whose entries
-// must stay under 2704 bytes.
-const maxEventText = 1024
-
-// validEventText reports whether s may be stored as a delivery id or an
-// event type by every backend: valid UTF-8 (PostgreSQL's text refuses
-// anything else), no control character (NUL is refused by PostgreSQL too;
-// the others have no business in an identifier and would reach terminals
-// and headers), at most maxEventText bytes. Empty is valid: no event type,
-// and a delivery id is never empty.
-func validEventText(s string) bool {
-	if len(s) > maxEventText {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < ' ' || c == 0x7f || c >= utf8.RuneSelf {
-			return utf8.ValidString(s[i:]) && !strings.ContainsFunc(s[i:], unicode.IsControl)
-		}
-	}
-	return true
-}
-
-// orderingKey returns the key an event is ordered by: k itself, or, when
-// k is longer than queue.MaxOrderingKeyLen or not text that every backend
-// stores (see validEventText), "sha256:" and its hex SHA-256, which keeps
-// equal keys equal.
-func orderingKey(k string) string {
-	if len(k) <= queue.MaxOrderingKeyLen && validEventText(k) {
-		return k
-	}
-	sum := sha256.Sum256([]byte(k))
-	return "sha256:" + hex.EncodeToString(sum[:])
-}
-
-// bodyBudget bounds the bytes held by the bodies a receiver is reading or
-// verifying, beyond their pooled buffers.
-type bodyBudget struct {
-	limit int64
-	used  atomic.Int64
-}
-
-// reserve charges n bytes, or charges nothing and reports false when that
-// would pass the limit.
-func (b *bodyBudget) reserve(n int64) bool {
-	if b.used.Add(n) > b.limit {
-		b.used.Add(-n)
-		return false
-	}
-	return true
-}
-
-// release gives back n bytes charged by reserve.
-func (b *bodyBudget) release(n int64) {
-	if n != 0 {
-		b.used.Add(-n)
-	}
-}
-
-// readBody reads body into buf (reusing its capacity) and fails with
-// errTooLarge as soon as it holds more than limit bytes. hint is the
-// request's Content-Length, -1 if unknown; it is at most limit, and it is
-// only a promise: the buffer grows as bytes arrive (doubling, so a body
-// costs at most about twice its size) and never past hint+1 while the
-// promise holds. Each buffer it allocates is charged to budget; held is
-// what the caller must release, also on error, once it is done with the
-// bytes. errBusy reports a growth the budget refused.
-func readBody(body io.Reader, buf []byte, limit, hint int64, budget *bodyBudget) (_ []byte, held int64, _ error) {
-	buf = buf[:0]
-	if body == nil {
-		return buf, 0, nil
-	}
-	for {
-		if len(buf) == cap(buf) {
-			next := min(max(2*int64(cap(buf)), minBodyBuffer), limit+1)
-			if hint >= int64(len(buf)) {
-				// One byte past the hint lets the read end on EOF
-				// without growing again.
-				next = min(next, hint+1)
-			}
-			if !budget.reserve(next - held) {
-				return buf, held, errBusy
-			}
-			held = next
-			grown := make([]byte, len(buf), next)
-			copy(grown, buf)
-			buf = grown
-		}
-		n, err := body.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if int64(len(buf)) > limit {
-			return buf, held, errTooLarge
-		}
-		if err == io.EOF {
-			return buf, held, nil
-		}
-		if err != nil {
-			var mbe *http.MaxBytesError
-			if errors.As(err, &mbe) {
-				// request_body's own cap, ahead of ours.
-				return buf, held, errTooLarge
-			}
-			return buf, held, err
-		}
-	}
-}
-
-// headers appends to out the forwarded headers present in h; nil if none.
-func (rc *Receiver) headers(out []queue.Header, h http.Header) []queue.Header {
-	for _, f := range rc.forward {
-		if v := h[f.canon]; len(v) > 0 && v[0] != "" {
-			out = append(out, queue.Header{Name: f.name, Value: v[0]})
-		}
-	}
-	if len(out) == 0 {
-		return nil
-	}
-	return out
-}
-
-// targetsFor returns the names of the targets that want eventType. The
-// unfiltered list is shared between requests; the store only reads it.
-func (rc *Receiver) targetsFor(eventType string) []string {
-	if rc.filters == nil {
-		return rc.allTargets
-	}
-	var out []string
-	for _, f := range rc.filters {
-		if f.wants(eventType) {
-			out = append(out, f.name)
-		}
-	}
-	return out
-}
-
-// wants reports whether the filter accepts eventType.
-func (f targetFilter) wants(eventType string) bool {
-	if f.events == nil {
-		return true
-	}
-	for _, e := range f.events {
-		if p, ok := strings.CutSuffix(e, "*"); ok {
-			if strings.HasPrefix(eventType, p) {
-				return true
-			}
-		} else if e == eventType {
-			return true
-		}
-	}
-	return false
-}
-
-// answer records the outcome and writes its status with an empty body.
-func (rc *Receiver) answer(w http.ResponseWriter, r *http.Request, info *requestInfo, o outcome) {
-	rc.record(r, info, o)
-	status := outcomeStatus[o]
-	switch o {
-	case outcomeAccepted, outcomeDuplicate, outcomeNoTarget:
-		if rc.acceptStatus != 0 {
-			status = rc.acceptStatus
-		}
-	}
-	w.WriteHeader(status)
-}
-
-// record records the outcome in the access log, the placeholders and the
-// metrics.
-func (rc *Receiver) record(r *http.Request, info *requestInfo, o outcome) {
-	info.outcome = o
-	ctx := r.Context()
-	if extra, ok := ctx.Value(caddyhttp.ExtraLogFieldsCtxKey).(*caddyhttp.ExtraLogFields); ok {
-		extra.Add(zap.Object("webhook", info))
-	}
-	if repl, ok := ctx.Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
-		repl.Map(info.placeholder)
-	}
-	if c := rc.received[o]; c != nil {
-		c.Inc()
-	}
-	tails.publishReceived(info)
-}
-
-// outcome is what became of one request.
-type outcome uint8
-
-// The outcomes, in the order of outcomeWords and outcomeStatus.
-const (
-	outcomeAccepted outcome = iota
-	outcomeDuplicate
-	outcomeNoTarget
-	outcomeBadSignature
-	outcomeStaleTimestamp
-	outcomeTooLarge
-	outcomeMethodNotAllowed
-	outcomeStoreFailed
-	outcomeBadRequest
-	outcomeHandshake
-	outcomeBadDeliveryID
-	outcomeBadEventType
-	outcomeBusy
-	numOutcomes
-)
-
-var outcomeWords = [numOutcomes]string{
-	outcomeAccepted:         "accepted",
-	outcomeDuplicate:        "duplicate",
-	outcomeNoTarget:         "no_target",
-	outcomeBadSignature:     "bad_signature",
-	outcomeStaleTimestamp:   "stale_timestamp",
-	outcomeTooLarge:         "too_large",
-	outcomeMethodNotAllowed: "method_not_allowed",
-	outcomeStoreFailed:      "store_failed",
-	outcomeBadRequest:       "bad_request",
-	outcomeHandshake:        "handshake",
-	outcomeBadDeliveryID:    "bad_delivery_id",
-	outcomeBadEventType:     "bad_event_type",
-	outcomeBusy:             "busy",
-}
-
-var outcomeStatus = [numOutcomes]int{
-	outcomeAccepted:         http.StatusAccepted,
-	outcomeDuplicate:        http.StatusAccepted,
-	outcomeNoTarget:         http.StatusAccepted,
-	outcomeBadSignature:     http.StatusUnauthorized,
-	outcomeStaleTimestamp:   http.StatusUnauthorized,
-	outcomeTooLarge:         http.StatusRequestEntityTooLarge,
-	outcomeMethodNotAllowed: http.StatusMethodNotAllowed,
-	outcomeStoreFailed:      http.StatusServiceUnavailable,
-	outcomeBadRequest:       http.StatusBadRequest,
-	outcomeHandshake:        http.StatusOK, // the scheme's answer says
-	outcomeBadDeliveryID:    http.StatusBadRequest,
-	outcomeBadEventType:     http.StatusBadRequest,
-	outcomeBusy:             http.StatusServiceUnavailable,
-}
-
-// String returns the outcome word.
-func (o outcome) String() string { return outcomeWords[o] }
-
-// requestInfo is what one request told us, for the access log and the
-// placeholders. One allocation serves both, and the event's forwarded
-// headers; it is not changed after answer.
-type requestInfo struct {
-	source     string
-	deliveryID string
-	eventType  string
-	outcome    outcome
-	// headers backs the event's Headers: at most three are forwarded
-	// (content type, the scheme's event header, an event_type header).
-	headers [3]queue.Header
-}
-
-// MarshalLogObject implements zapcore.ObjectMarshaler.
-func (i *requestInfo) MarshalLogObject(enc zapcore.ObjectEncoder) error {
-	enc.AddString("source", i.source)
-	enc.AddString("outcome", i.outcome.String())
-	if i.deliveryID != "" {
-		enc.AddString("delivery_id", i.deliveryID)
-	}
-	if i.eventType != "" {
-		enc.AddString("event_type", i.eventType)
-	}
-	return nil
-}
-
-// placeholder is a caddy.ReplacerFunc for the {webhook.*} placeholders.
-func (i *requestInfo) placeholder(key string) (any, bool) {
-	switch key {
-	case "webhook.outcome":
-		return i.outcome.String(), true
-	case "webhook.source":
-		return i.source, true
-	case "webhook.delivery_id":
-		return i.deliveryID, true
-	case "webhook.event_type":
-		return i.eventType, true
-	}
-	return nil, false
-}
-
 // Interface guards
 var (
 	_ caddy.Provisioner           = (*Receiver)(nil)
 	_ caddy.Validator             = (*Receiver)(nil)
 	_ caddyhttp.MiddlewareHandler = (*Receiver)(nil)
-	_ zapcore.ObjectMarshaler     = (*requestInfo)(nil)
 )
-
-// requestURL rebuilds the URL the sender requested: the scheme of the
-// connection, the Host header and the request URI as sent, before any
-// rewrite by an earlier handler.
-func requestURL(r *http.Request) string {
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	uri := r.RequestURI
-	if orig, ok := r.Context().Value(caddyhttp.OriginalRequestCtxKey).(http.Request); ok && orig.RequestURI != "" {
-		uri = orig.RequestURI
-	}
-	if uri == "" {
-		uri = r.URL.RequestURI()
-	}
-	return scheme + "://" + r.Host + uri
-}

@@ -44,6 +44,19 @@ func TestReceiverHandshakes(t *testing.T) {
 	const notionToken = "secret_issued-0123"
 	notionVerification := `{"verification_token":"` + notionToken + `"}`
 	graphToken := "Validation: Testing client application reachability for subscription Request-Id: abc"
+	// Discord's two PINGs, signed alike: an interaction's (type 1) wants
+	// PONG, a webhook event's (type 0) 204 with an empty body
+	// (https://discord.com/developers/docs/events/webhook-events).
+	discord := receiver("discord", "discord", map[string]any{"secrets": nil, "public_keys": []string{discordTestPub}})
+	discordSigned := func(body string) http.Header {
+		h, err := signature.Sign("discord", discordTestSeed, []byte(body), signature.SignOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	const interactionPing = `{"application_id":"1234560123453231555","id":"1250000000000000000","token":"aW50ZXJhY3Rpb24","type":1,"version":1}`
+	const eventPing = `{"version":1,"application_id":"1234560123453231555","type":0}`
 
 	tests := []struct {
 		name        string
@@ -159,6 +172,21 @@ func TestReceiverHandshakes(t *testing.T) {
 			},
 		},
 		{
+			name: "discord interaction PING answered PONG", receiver: discord,
+			method: http.MethodPost, header: discordSigned(interactionPing), body: interactionPing,
+			wantStatus: 200, wantBody: `{"type":1}`, wantType: "application/json", wantOutcome: "handshake",
+		},
+		{
+			name: "discord webhook-event PING answered 204", receiver: discord,
+			method: http.MethodPost, header: discordSigned(eventPing), body: eventPing,
+			wantStatus: 204, wantType: "application/json", wantOutcome: "handshake",
+		},
+		{
+			name: "forged discord webhook-event PING refused", receiver: discord,
+			method: http.MethodPost, header: discordSigned(eventPing), body: strings.Replace(eventPing, "1234", "1235", 1),
+			wantStatus: 401, wantOutcome: "bad_signature",
+		},
+		{
 			name: "msgraph notification with a forged clientState refused", receiver: receiver("msgraph", "msgraph", nil),
 			method: http.MethodPost, body: `{"value":[{"clientState":"guess","changeType":"created"}]}`,
 			wantStatus: 401, wantOutcome: "bad_signature",
@@ -182,6 +210,11 @@ func TestReceiverHandshakes(t *testing.T) {
 			if o := got.header.Get("Echo-Outcome"); o != tt.wantOutcome {
 				t.Errorf("{webhook.outcome} = %q, want %q", o, tt.wantOutcome)
 			}
+			// Every answer that echoes something says nosniff, so that no
+			// browser reads a reflected challenge as HTML.
+			if len(got.body) > 0 && got.header.Get("X-Content-Type-Options") != "nosniff" {
+				t.Errorf("answer %q without X-Content-Type-Options: nosniff", got.body)
+			}
 			if tt.check != nil {
 				tt.check(t, got)
 			}
@@ -192,12 +225,29 @@ func TestReceiverHandshakes(t *testing.T) {
 			if st.Events != 0 {
 				t.Errorf("events stored = %d, want none", st.Events)
 			}
-			access := accessLines(h.logs(t))
-			if len(access) == 0 {
-				t.Fatal("no access log line")
-			}
-			if wh, _ := access[len(access)-1]["webhook"].(map[string]any); wh["outcome"] != tt.wantOutcome {
-				t.Errorf("access log webhook fields = %v, want outcome %q", wh, tt.wantOutcome)
+			// A request that carries a secret in its query or headers has
+			// no access line (Caddy's would hold it); the receiver's own
+			// line stands in for it.
+			lines := h.logs(t)
+			access := accessLines(lines)
+			hidden := tt.receiver["scheme"] == "meta" && strings.Contains(tt.path, "hub.verify_token") || tt.header.Get("X-Hook-Secret") != ""
+			if hidden {
+				if len(access) != 0 {
+					t.Errorf("access log lines for a request carrying a secret: %v", access)
+				}
+				if !hasLog(lines, func(m map[string]any) bool {
+					wh, _ := m["webhook"].(map[string]any)
+					return m["msg"] == "request carrying a secret kept out of the access log" && wh["outcome"] == tt.wantOutcome
+				}) {
+					t.Errorf("no receiver line with outcome %q stands in for the access line", tt.wantOutcome)
+				}
+			} else {
+				if len(access) == 0 {
+					t.Fatal("no access log line")
+				}
+				if wh, _ := access[len(access)-1]["webhook"].(map[string]any); wh["outcome"] != tt.wantOutcome {
+					t.Errorf("access log webhook fields = %v, want outcome %q", wh, tt.wantOutcome)
+				}
 			}
 			raw := h.rawLogs(t)
 			assertNoCanaries(t, raw)
@@ -355,8 +405,15 @@ func TestReceiverBudgetReleasedOnEveryPath(t *testing.T) {
 		if got.status != tt.want {
 			t.Errorf("%s: status %d, want %d", tt.name, got.status, tt.want)
 		}
-		if used := rc.inflight.used.Load(); used != 0 {
+		if used := budgetUsed(&rc.inflight); used != 0 {
 			t.Errorf("%s: %d bytes still charged after the answer", tt.name, used)
 		}
 	}
 }
+
+// An ed25519 key pair for the discord receivers of these tests, made with
+// openssl: the seed (hex) signs, the public key (hex) verifies.
+const (
+	discordTestSeed = "8ebaec261791ed0f5432d81ad33b130c42c3f528d3951355c361e46c6f7e0771"
+	discordTestPub  = "92c81eb58dba9b996d0e9f0f59e32cf77b20b97f9d5becf52d4ec00b25ce604f"
+)

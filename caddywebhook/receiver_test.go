@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -323,6 +324,28 @@ func TestReceiverStoresWhatTargetsNeed(t *testing.T) {
 	}
 }
 
+// testClient is the client address of httptest.NewRequest's requests.
+var testClient = netip.MustParseAddr("192.0.2.1")
+
+// readBody reads body as the receiver reads a request's, into buf, and
+// returns what it read and what it charged to budget.
+func readBody(body io.Reader, buf []byte, limit, hint int64, budget *bodyBudget) ([]byte, int64, error) {
+	r := httptest.NewRequest(http.MethodPost, "/", nil)
+	r.Body = nil
+	if body != nil {
+		r.Body = io.NopCloser(body)
+	}
+	b := requestBody{budget: budget}
+	got, err := b.fill(httptest.NewRecorder(), r, buf[:0], bodyLimits{max: limit, hint: hint})
+	return got, b.held, err
+}
+
+// budgetUsed returns the bytes charged to b.
+func budgetUsed(b *bodyBudget) int64 {
+	all, _ := b.inUse(netip.Addr{})
+	return all
+}
+
 func TestReadBody(t *testing.T) {
 	const limit = 10
 	tests := []struct {
@@ -349,7 +372,7 @@ func TestReadBody(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			budget := &bodyBudget{limit: tt.budget}
+			budget := &bodyBudget{limit: tt.budget, perClient: tt.budget}
 			got, held, err := readBody(tt.body, tt.buf, limit, tt.hint, budget)
 			switch {
 			case tt.wantErr == nil && err != nil:
@@ -362,11 +385,11 @@ func TestReadBody(t *testing.T) {
 			if int64(cap(got)) > limit+1 && int64(cap(tt.buf)) <= limit+1 {
 				t.Errorf("buffer grew to %d, past limit+1", cap(got))
 			}
-			if used := budget.used.Load(); used != held || held > tt.budget {
+			if used := budgetUsed(budget); used != held || held > tt.budget {
 				t.Errorf("budget holds %d, readBody says %d, limit %d", used, held, tt.budget)
 			}
-			budget.release(held)
-			if used := budget.used.Load(); used != 0 {
+			budget.release(testClient, held)
+			if used := budgetUsed(budget); used != 0 {
 				t.Errorf("budget holds %d after the release", used)
 			}
 		})
@@ -378,7 +401,7 @@ func TestReadBody(t *testing.T) {
 func TestReadBodyGrowsWithBytesReceived(t *testing.T) {
 	const declared = 1 << 20
 	pr, pw := io.Pipe()
-	budget := &bodyBudget{limit: 64 << 20}
+	budget := &bodyBudget{limit: 64 << 20, perClient: 64 << 20}
 	type result struct {
 		buf  []byte
 		held int64
@@ -394,14 +417,14 @@ func TestReadBodyGrowsWithBytesReceived(t *testing.T) {
 	if _, err := pw.Write([]byte("x")); err != nil {
 		t.Fatal(err)
 	}
-	if used := budget.used.Load(); used != 0 {
+	if used := budgetUsed(budget); used != 0 {
 		t.Errorf("after 1 byte of a declared MiB the receiver holds %d bytes beyond its pooled buffer, want 0", used)
 	}
 	// The rest arrives: the buffer grows to what was sent.
 	if _, err := pw.Write(bytes.Repeat([]byte("y"), 3*minBodyBuffer)); err != nil {
 		t.Fatal(err)
 	}
-	if used := budget.used.Load(); used == 0 || used > 4*minBodyBuffer*2 {
+	if used := budgetUsed(budget); used == 0 || used > 4*minBodyBuffer*2 {
 		t.Errorf("after %d bytes the receiver holds %d bytes", 3*minBodyBuffer+1, used)
 	}
 	pw.CloseWithError(io.ErrUnexpectedEOF)
@@ -409,7 +432,7 @@ func TestReadBodyGrowsWithBytesReceived(t *testing.T) {
 	if !errors.Is(r.err, io.ErrUnexpectedEOF) || len(r.buf) != 3*minBodyBuffer+1 {
 		t.Errorf("read %d bytes, error %v", len(r.buf), r.err)
 	}
-	budget.release(r.held)
+	budget.release(testClient, r.held)
 }
 
 // TestReceiverBodyBudget: past max_body_inflight, a request gets 503 with
@@ -421,12 +444,15 @@ func TestReceiverBodyBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	rc := &Receiver{Source: "s", verifier: v, maxBody: 64 << 10}
-	rc.inflight.limit = 64 << 10
+	rc.inflight.limit, rc.inflight.perClient = 64<<10, 64<<10
 	// A sender that sent 40 KiB of a declared 64 KiB holds 64 KiB of
 	// buffer (doubling from 4 KiB) and keeps the connection open.
 	pr, pw := io.Pipe()
+	// A well-formed signature that will not match: the body is read.
+	forged := "sha256=" + strings.Repeat("0", 64)
 	slow := httptest.NewRequest(http.MethodPost, "/", pr)
 	slow.ContentLength = 64 << 10
+	slow.Header.Set("X-Hub-Signature-256", forged)
 	slowDone := make(chan int, 1)
 	go func() {
 		w := httptest.NewRecorder()
@@ -438,12 +464,13 @@ func TestReceiverBodyBudget(t *testing.T) {
 	}
 	// The pipe's Write returned, so the reader took every byte, into a
 	// buffer charged before each read.
-	if used := rc.inflight.used.Load(); used <= 32<<10 {
+	if used := budgetUsed(&rc.inflight); used <= 32<<10 {
 		t.Fatalf("%d bytes in flight after 40 KiB were read", used)
 	}
 
 	// A second one that sends 40 KiB finds no room.
 	second := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(make([]byte, 40<<10)))
+	second.Header.Set("X-Hub-Signature-256", forged)
 	w := httptest.NewRecorder()
 	rc.ServeHTTP(w, second, nil)
 	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" {
@@ -455,11 +482,13 @@ func TestReceiverBodyBudget(t *testing.T) {
 	if code := <-slowDone; code != http.StatusUnauthorized {
 		t.Errorf("slow request: %d, want 401", code)
 	}
-	if used := rc.inflight.used.Load(); used != 0 {
+	if used := budgetUsed(&rc.inflight); used != 0 {
 		t.Errorf("%d bytes still charged after every request was answered", used)
 	}
 	w = httptest.NewRecorder()
-	rc.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(make([]byte, 40<<10))), nil)
+	third := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(make([]byte, 40<<10)))
+	third.Header.Set("X-Hub-Signature-256", forged)
+	rc.ServeHTTP(w, third, nil)
 	if w.Code != http.StatusUnauthorized {
 		t.Errorf("third request: %d, want 401 (room again)", w.Code)
 	}
@@ -823,7 +852,11 @@ func TestReceiverOrderingKeyValidate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rc := &Receiver{Source: "shop", Scheme: "github", OrderingKey: &tt.key, secrets: []string{"s3cret"}}
-			err := rc.Validate()
+			rc.provisionLimits()
+			err := rc.provisionVerifier()
+			if err == nil {
+				err = rc.Validate()
+			}
 			switch {
 			case tt.want == "" && err != nil:
 				t.Fatalf("Validate: %v", err)

@@ -18,7 +18,7 @@ import (
 )
 
 // postgresStorage is the app's storage JSON for the test server: the DSN
-// by placeholder, as the README recommends.
+// by placeholder, as docs/POSTGRES.md recommends.
 func postgresStorage(schema string) map[string]any {
 	return map[string]any{"backend": "postgres", "dsn": "{env." + testutil.DSNEnv + "}", "schema": schema}
 }

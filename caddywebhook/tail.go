@@ -1,6 +1,7 @@
 package caddywebhook
 
 import (
+	"cmp"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,6 +26,12 @@ import (
 // tailBuffer is how many lines a subscriber may be behind before it loses
 // lines.
 const tailBuffer = 256
+
+// The defaults of App.MaxTails and App.TailMaxLag.
+const (
+	defaultMaxTails   = 16
+	defaultTailMaxLag = 10 * time.Second
+)
 
 // tailLine is one line of the tail, sent as JSON.
 type tailLine struct {
@@ -71,6 +78,10 @@ type tailHub struct {
 	n    atomic.Int32 // subscribers, read without the lock
 	mu   sync.RWMutex
 	subs map[*tailSub]struct{}
+	// max and maxLag are the running config's MaxTails and TailMaxLag,
+	// 0 for the defaults.
+	max    int
+	maxLag atomic.Int64 // nanoseconds
 }
 
 // tailSub is one subscriber.
@@ -87,10 +98,32 @@ var tails tailHub
 // build a line.
 func (h *tailHub) active() bool { return h.n.Load() > 0 }
 
-// subscribe adds a subscriber; the caller must unsubscribe it.
+// limit sets the cap on subscribers and the lag a reader is allowed, 0
+// for the defaults; the subscribers open past a lowered cap stay.
+func (h *tailHub) limit(maxTails int, maxLag time.Duration) {
+	h.mu.Lock()
+	h.max = maxTails
+	h.mu.Unlock()
+	h.maxLag.Store(int64(maxLag))
+}
+
+// lag is how long a reader may fall behind before its tail is closed.
+func (h *tailHub) lag() time.Duration {
+	if d := time.Duration(h.maxLag.Load()); d > 0 {
+		return d
+	}
+	return defaultTailMaxLag
+}
+
+// subscribe adds a subscriber, or returns nil when the cap is reached;
+// the caller must unsubscribe the one it got.
 func (h *tailHub) subscribe(f tailFilter) *tailSub {
 	s := &tailSub{filter: f, lines: make(chan tailLine, tailBuffer)}
 	h.mu.Lock()
+	if max := cmp.Or(h.max, defaultMaxTails); len(h.subs) >= max {
+		h.mu.Unlock()
+		return nil
+	}
 	if h.subs == nil {
 		h.subs = make(map[*tailSub]struct{})
 	}

@@ -16,7 +16,7 @@ import (
 // claims the job again under the same owner. The older run is cancelled
 // and reported lost before the new one starts, the two never run at once,
 // and the older run's result is not recorded as the new attempt's
-// (issue 12, item 2).
+// (the fence is per claim, not per pool).
 func TestPoolReclaimOwnJobNeverOverlaps(t *testing.T) {
 	clk := newClock()
 	s := setup(t, clk.Now)
@@ -123,7 +123,7 @@ func (storeErrorsIgnored) StoreError(string, error) {}
 // jobs claimed ahead, and lets the running handler finish past the
 // shutdown grace with its lease extended, so no other pool starts it
 // again; Done closes once its result is recorded. A Stop during a drain
-// applies the grace to what is left and hands it back (issue 12, item 8).
+// applies the grace to what is left and hands it back.
 func TestPoolDrain(t *testing.T) {
 	const lease = 300 * time.Millisecond
 	tests := []struct {

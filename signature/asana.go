@@ -23,12 +23,14 @@ const (
 )
 
 func init() {
-	registerPreset(Preset{
+	s := presetScheme(Preset{
 		Name:              "asana",
 		Defaults:          Config{SignatureHeader: headerAsanaSignature},
 		Handshake:         asanaHandshake,
 		UnsignedHandshake: asanaMayHandshake,
 	})
+	s.SecretHeaders = []string{headerAsanaSecret}
+	register(s)
 }
 
 var asanaBadSecret = fmt.Errorf("asana: %s: %w", headerAsanaSecret, ErrMalformedHeader)

@@ -2,7 +2,7 @@ package signature
 
 import "testing"
 
-// TestCodeSchemeAllocations holds the code schemes added for issue 13 to
+// TestCodeSchemeAllocations holds the schemes that need code of their own to
 // their measured budgets: twilio pools its parameter buffers and allocates
 // the body-hash id and the URL with its port toggled; netlify and plaid
 // decode their JWS parts, and ECDSA allocates as crypto/ecdsa does.

@@ -112,47 +112,14 @@ func (v *contentfulVerifier) usesURL() bool { return true }
 
 // Verify implements Verifier.
 func (v *contentfulVerifier) Verify(req Request) (Result, error) {
-	value, err := contentfulSignatureErrors.get(req.Header, headerContentfulSignature)
+	var (
+		sigs   sigSet
+		names  contentfulNames
+		values [maxContentfulHeaders]string
+	)
+	ms, err := contentfulHeaders(req.Header, &sigs, &names, &values)
 	if err != nil {
 		return Result{}, err
-	}
-	sigs := sigSet{size: sha256.Size}
-	if !decodeHex(sigs.slot(), strings.TrimSpace(value)) {
-		return Result{}, contentfulSignatureErrors.malformed
-	}
-	sigs.commit()
-
-	list, err := contentfulListErrors.get(req.Header, headerContentfulSignedHeaders)
-	if err != nil {
-		return Result{}, err
-	}
-	var names contentfulNames
-	if !names.parse(list) {
-		return Result{}, contentfulListErrors.malformed
-	}
-	if !names.signs(contentfulListName) || !names.signs(contentfulTimestampName) {
-		return Result{}, contentfulUnsigned
-	}
-	ts, err := contentfulTimestampErrors.get(req.Header, headerContentfulTimestamp)
-	if err != nil {
-		return Result{}, err
-	}
-	ts = strings.TrimSpace(ts)
-	ms, ok := parseUnix(ts)
-	if !ok {
-		return Result{}, contentfulTimestampErrors.malformed
-	}
-	// The values of the other signed headers, found once for every key.
-	var values [maxContentfulHeaders]string
-	for i, name := range names.list[:names.n] {
-		vs := headerValues(req.Header, name)
-		switch {
-		case len(vs) == 0:
-			return Result{}, contentfulMissing
-		case len(vs) > 1:
-			return Result{}, contentfulRepeated
-		}
-		values[i] = strings.TrimSpace(vs[0])
 	}
 
 	path, query := contentfulURI(req.URL)
@@ -175,6 +142,55 @@ func (v *contentfulVerifier) Verify(req Request) (Result, error) {
 		}
 	}
 	return Result{}, contentfulNoMatch
+}
+
+// contentfulHeaders reads what Verify needs from the headers alone: the
+// signature into sigs, the signed-header list into names, the trimmed
+// value of each named header into values, and the timestamp in unix
+// milliseconds. CheckHeaders calls it too, so a request it refuses is one
+// Verify refuses with the same error.
+func contentfulHeaders(h http.Header, sigs *sigSet, names *contentfulNames, values *[maxContentfulHeaders]string) (int64, error) {
+	value, err := contentfulSignatureErrors.get(h, headerContentfulSignature)
+	if err != nil {
+		return 0, err
+	}
+	sigs.size = sha256.Size
+	if !decodeHex(sigs.slot(), strings.TrimSpace(value)) {
+		return 0, contentfulSignatureErrors.malformed
+	}
+	sigs.commit()
+
+	list, err := contentfulListErrors.get(h, headerContentfulSignedHeaders)
+	if err != nil {
+		return 0, err
+	}
+	if !names.parse(list) {
+		return 0, contentfulListErrors.malformed
+	}
+	if !names.signs(contentfulListName) || !names.signs(contentfulTimestampName) {
+		return 0, contentfulUnsigned
+	}
+	ts, err := contentfulTimestampErrors.get(h, headerContentfulTimestamp)
+	if err != nil {
+		return 0, err
+	}
+	ts = strings.TrimSpace(ts)
+	ms, ok := parseUnix(ts)
+	if !ok {
+		return 0, contentfulTimestampErrors.malformed
+	}
+	// The values of the other signed headers, found once for every key.
+	for i, name := range names.list[:names.n] {
+		vs := headerValues(h, name)
+		switch {
+		case len(vs) == 0:
+			return 0, contentfulMissing
+		case len(vs) > 1:
+			return 0, contentfulRepeated
+		}
+		values[i] = strings.TrimSpace(vs[0])
+	}
+	return ms, nil
 }
 
 // contentfulNames is a parsed X-Contentful-Signed-Headers: the names as

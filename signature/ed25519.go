@@ -22,6 +22,8 @@ type edScheme struct {
 	tsErrors  headerErrors
 	noMatch   error
 	handshake func(v Verifier, req Request) (HandshakeResponse, bool, error)
+	// acceptStatus is Scheme.AcceptStatus; 0 for the default.
+	acceptStatus int
 }
 
 func newEdScheme(name, sigHeader, tsHeader, sep string, hexSig bool) *edScheme {
@@ -36,7 +38,7 @@ func newEdScheme(name, sigHeader, tsHeader, sep string, hexSig bool) *edScheme {
 // register adds the scheme with its id and event type sources.
 func (s *edScheme) register(id, typ []source) {
 	register(&scheme{
-		Scheme: Scheme{Name: s.name, Keys: KeyPublic},
+		Scheme: Scheme{Name: s.name, Keys: KeyPublic, AcceptStatus: s.acceptStatus},
 		build: func(cfg Config, b base) (Verifier, error) {
 			keys, err := parseEd25519Keys(cfg.PublicKeys)
 			if err != nil {

@@ -51,6 +51,11 @@ func runHandshakes(t *testing.T, v Verifier, cases []handshakeCase) {
 					t.Errorf("header %s = %q, want %q", k, got, want[0])
 				}
 			}
+			// Every answer that carries a body says nosniff: a browser must
+			// never read an echoed challenge as HTML.
+			if len(resp.Body) > 0 && resp.Header.Get("X-Content-Type-Options") != "nosniff" {
+				t.Errorf("answer with a body lacks X-Content-Type-Options: nosniff (headers %v)", resp.Header)
+			}
 			if resp.IssuedSecret != tc.wantIssued {
 				t.Errorf("IssuedSecret = %q, want %q", resp.IssuedSecret, tc.wantIssued)
 			}

@@ -29,6 +29,7 @@ func init() {
 		GETHandshake: true,
 	})
 	s.verifyToken = true
+	s.SecretQuery = []string{"hub.verify_token"}
 	register(s)
 }
 

@@ -14,7 +14,10 @@ import (
 // created with, a shared secret, compared here in constant time with the
 // secrets; every notification must carry one that matches, or the request
 // is refused (https://learn.microsoft.com/en-us/graph/change-notifications-delivery-webhooks).
-// The body is not integrity-protected beyond that.
+// The body is not integrity-protected beyond that, and the clientState
+// is a secret in every payload: it is declared in SecretFields, so that the
+// stored copy holds RedactedMarker instead and nobody who reads events can
+// forge notifications.
 //
 // Graph sends no delivery id, and subscriptionId, changeType and resource
 // repeat for every change to the same resource, so deduplicating on them
@@ -36,7 +39,7 @@ const graphValidationToken = "validationToken"
 
 func init() {
 	register(&scheme{
-		Scheme: Scheme{Name: "msgraph", Keys: KeySecrets},
+		Scheme: Scheme{Name: "msgraph", Keys: KeySecrets, SecretFields: []string{"value[].clientState"}},
 		build: func(cfg Config, b base) (Verifier, error) {
 			return &graphVerifier{newTokenVerifier(b, cfg.Secrets, "msgraph", "clientState")}, nil
 		},
@@ -60,9 +63,12 @@ var (
 	graphTokenInQuery = graphValidationToken + "="
 )
 
-// graphVerifier checks the clientState of every notification.
+// graphVerifier checks the clientState of every notification. It holds
+// the token verifier as a field, not embedded, so that it does not take on
+// that verifier's header check: the clientState is in the body, and no
+// header tells whether it is there.
 type graphVerifier struct {
-	*tokenVerifier
+	tokens *tokenVerifier
 }
 
 // Verify implements Verifier.
@@ -90,7 +96,7 @@ func (v *graphVerifier) Verify(req Request) (Result, error) {
 		if len(f[0]) == 0 || f[0][0] != '"' {
 			return Result{}, graphNoState
 		}
-		i, ok := v.match(jsonString(f[0]))
+		i, ok := v.tokens.match(jsonString(f[0]))
 		if !ok {
 			return Result{}, graphNoMatch
 		}
@@ -102,7 +108,7 @@ func (v *graphVerifier) Verify(req Request) (Result, error) {
 			}
 		}
 	}
-	r := v.meta.result(index, req.Header, req.Body, "")
+	r := v.tokens.meta.result(index, req.Header, req.Body, "")
 	if r.EventType == "" {
 		r.EventType = typ
 	}
@@ -152,5 +158,9 @@ func signGraph(key string, body []byte, _ SignOptions) ([]byte, error) {
 	m["value"], _ = json.Marshal(items)
 	return json.Marshal(m)
 }
+
+// core gives the handshake functions the keys, as for the verifiers that
+// embed a base.
+func (v *graphVerifier) core() *base { return &v.tokens.base }
 
 var _ Verifier = (*graphVerifier)(nil)

@@ -1,6 +1,7 @@
 package signature
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -53,5 +54,59 @@ func TestMSGraph(t *testing.T) {
 	}
 	if got, err := v.Verify(reqOf(h, body)); err != nil || got.EventType != "deleted" {
 		t.Errorf("Verify of SignBody's request %s = %+v, %v", body, got, err)
+	}
+}
+
+// graphDocNotification is the change notification of Graph's delivery
+// docs (https://learn.microsoft.com/en-us/graph/change-notifications-delivery-webhooks),
+// as Graph posts it: a JSON body, no header but Content-Type, the
+// clientState in each notification.
+const graphDocNotification = `{
+  "value": [
+    {
+      "id": "lsgTZMr9KwAAA",
+      "subscriptionId": "7f105c7d-2dc5-4530-97cd-4e7ae6534c07",
+      "subscriptionExpirationDateTime": "2016-03-19T22:11:09.952Z",
+      "clientState": "` + graphState + `",
+      "changeType": "created",
+      "resource": "users/48d31887-5fad-4d73-a9f5-3c356e68a038@84bd8158-6d4d-4958-8b9f-9d6445542f95/messages/AAMkADg=",
+      "tenantId": "84bd8158-6d4d-4958-8b9f-9d6445542f95",
+      "resourceData": {
+        "@odata.type": "#Microsoft.Graph.Message",
+        "@odata.id": "Users/48d31887-5fad-4d73-a9f5-3c356e68a038@84bd8158-6d4d-4958-8b9f-9d6445542f95/Messages/AAMkADg=",
+        "@odata.etag": "W/\"CQAAABYAAADkrWGo7bouTKlsgTZMr9KwAAAUWRHf\"",
+        "id": "AAMkADg="
+      }
+    }
+  ]
+}`
+
+// TestMSGraphGenuineNotification: the clientState is in the body, so no
+// header check may refuse a genuine notification before its body is read,
+// and Verify accepts it; a forged one still fails, in Verify.
+func TestMSGraphGenuineNotification(t *testing.T) {
+	v := setup(t, Config{Scheme: "msgraph", Secrets: []string{graphState}})
+	genuine := post("https://h/hooks/graph", hdr("Content-Type", "application/json; charset=utf-8"), graphDocNotification)
+	forged := post("https://h/hooks/graph", genuine.Header, strings.Replace(graphDocNotification, graphState, "guess", 1))
+	for _, tc := range []struct {
+		name      string
+		req       Request
+		verifyErr error
+	}{
+		{name: "genuine notification", req: genuine},
+		{name: "forged clientState", req: forged, verifyErr: ErrNoMatch},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := CheckHeaders(v, tc.req); err != nil {
+				t.Fatalf("CheckHeaders = %v, want nil: the clientState is in the body", err)
+			}
+			res, err := v.Verify(tc.req)
+			if !errors.Is(err, tc.verifyErr) || (err == nil) != (tc.verifyErr == nil) {
+				t.Fatalf("Verify = %v, want %v", err, tc.verifyErr)
+			}
+			if err == nil && res.EventType != "created" {
+				t.Errorf("EventType = %q, want created", res.EventType)
+			}
+		})
 	}
 }

@@ -39,6 +39,20 @@ type Scheme struct {
 	// 200 for hours. Lookup reports 202 (Accepted) for the schemes that
 	// set none.
 	AcceptStatus int
+	// SecretFields are the JSON body members that carry a secret in the
+	// clear (Microsoft Graph's clientState, Slack's verification token),
+	// as paths: member names joined with dots, a name ending in "[]"
+	// standing for each element of that member's array
+	// ("value[].clientState"). The receiver stores the payload with them
+	// replaced (RedactSecrets), so the secret reaches no one who reads it.
+	SecretFields []string
+	// SecretQuery and SecretHeaders are the query parameters and request
+	// headers that carry a secret in the clear (Meta's hub.verify_token,
+	// Asana's X-Hook-Secret, also echoed in the response), canonical
+	// header names: the receiver keeps a request with one of them out of
+	// Caddy's access log (see CarriesSecret).
+	SecretQuery   []string
+	SecretHeaders []string
 }
 
 // scheme is a registry entry: the public description and the code.
@@ -124,6 +138,9 @@ func Lookup(name string) (Scheme, bool) {
 	}
 	d := s.Scheme
 	d.Forward = slices.Clone(d.Forward)
+	d.SecretFields = slices.Clone(d.SecretFields)
+	d.SecretQuery = slices.Clone(d.SecretQuery)
+	d.SecretHeaders = slices.Clone(d.SecretHeaders)
 	if d.AcceptStatus == 0 {
 		d.AcceptStatus = http.StatusAccepted
 	}
@@ -141,7 +158,7 @@ func lookup(name string) (*scheme, error) {
 // HandshakeResponse is the answer to a sender's endpoint check.
 type HandshakeResponse struct {
 	Status      int         // HTTP status, e.g. 200
-	ContentType string      // of Body; empty when Body is empty
+	ContentType string      // of Body; empty when Body is empty, unless the sender wants one (Discord)
 	Body        []byte      // e.g. the echoed challenge
 	Header      http.Header // extra response headers, e.g. X-Hook-Secret; may be nil
 
@@ -173,10 +190,24 @@ type withHandshake struct {
 	unsigned  func(req Request) bool
 }
 
-// Handshake implements Handshaker.
+// Handshake implements Handshaker. Every answer with a body says nosniff,
+// whatever the scheme's function set: an echoed challenge is the sender's
+// text, and a browser must never read it as HTML.
 func (w *withHandshake) Handshake(req Request) (HandshakeResponse, bool, error) {
-	return w.handshake(w.Verifier, req)
+	resp, ok, err := w.handshake(w.Verifier, req)
+	if ok && err == nil && len(resp.Body) > 0 && resp.Header.Get(headerNoSniff) != "nosniff" {
+		h := resp.Header.Clone()
+		if h == nil {
+			h = make(http.Header, 1)
+		}
+		h.Set(headerNoSniff, "nosniff")
+		resp.Header = h
+	}
+	return resp, ok, err
 }
+
+// headerNoSniff is the header every handshake answer carries.
+const headerNoSniff = "X-Content-Type-Options"
 
 // headerChecker is implemented by the verifiers that can tell from the
 // headers alone that a request cannot verify.
@@ -188,10 +219,11 @@ type headerChecker interface {
 // Body is not read), whether req is already known to fail Verify: its
 // signature, timestamp or id header is missing or malformed. Call it
 // before reading the body, so a request that cannot verify is refused
-// unread. The error wraps ErrMissingHeader or ErrMalformedHeader, as
-// Verify's would. It returns nil when the request may verify, when it may
-// be an unsigned handshake of the scheme, and for schemes whose verifier
-// cannot tell without the body.
+// unread. The error wraps ErrMissingHeader or ErrMalformedHeader, or
+// ErrNoMatch for a header that holds no signature the scheme could match
+// (a Stripe header with v0 values only), as Verify's would. It returns nil
+// when the request may verify, when it may be an unsigned handshake of the
+// scheme, and for schemes whose credential is in the body (mailgun).
 func CheckHeaders(v Verifier, req Request) error {
 	if w, ok := v.(*withHandshake); ok {
 		if w.unsigned != nil && w.unsigned(req) {

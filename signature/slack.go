@@ -11,6 +11,12 @@ import (
 // Slack signs "v0:<timestamp>:<body>" with HMAC-SHA256 keyed with the
 // signing secret's bytes. Requests carry no delivery id, so the body hash
 // is the id unless an override is configured.
+//
+// The Events API wrapper still carries the app's verification token, the
+// deprecated shared secret that apps once compared instead of the
+// signature (https://api.slack.com/types/event): it is a SecretField, so
+// the stored copy holds RedactedMarker, and no reader of events gets a
+// token that older consumers would take for Slack.
 const (
 	headerSlackSignature = "X-Slack-Signature"
 	headerSlackTimestamp = "X-Slack-Request-Timestamp"
@@ -18,7 +24,7 @@ const (
 
 func init() {
 	register(&scheme{
-		Scheme:    Scheme{Name: SchemeSlack, Keys: KeySecrets},
+		Scheme:    Scheme{Name: SchemeSlack, Keys: KeySecrets, SecretFields: []string{"token"}},
 		build:     func(_ Config, b base) (Verifier, error) { return &slackVerifier{b}, nil },
 		sign:      signSlack,
 		handshake: slackHandshake,
@@ -115,11 +121,7 @@ func slackHandshake(v Verifier, req Request) (HandshakeResponse, bool, error) {
 	if !found[1] || vals[1] == "" || len(vals[1]) > MaxHeaderLen {
 		return HandshakeResponse{}, false, fmt.Errorf("%s: url_verification without a challenge: %w", SchemeSlack, ErrMalformedHeader)
 	}
-	return HandshakeResponse{
-		Status:      http.StatusOK,
-		ContentType: "text/plain; charset=utf-8",
-		Body:        []byte(vals[1]),
-	}, true, nil
+	return textAnswer(vals[1]), true, nil
 }
 
 var _ Verifier = (*slackVerifier)(nil)

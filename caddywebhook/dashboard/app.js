@@ -4,7 +4,9 @@
 // Rules this file keeps:
 //   - Every value from the server enters the document as text: el() turns
 //     strings into text nodes and nothing here assigns innerHTML.
-//   - State-changing requests carry the token from the page's meta tag.
+//   - State-changing requests carry the token from the page's meta tag, in
+//     a cookie scoped to the mount (Caddy's access log redacts Cookie; it
+//     would log a header of our own). A read-only page has no token.
 //   - Views refresh by polling every POLL_MS; a view re-renders only when
 //     the data changed, so selections and open toggles survive.
 'use strict';
@@ -18,6 +20,13 @@
   const meta = (name) => (document.querySelector(`meta[name="${name}"]`) || {}).content || '';
   const token = meta('webhook-dashboard-token');
   const readOnly = meta('webhook-dashboard-mode') !== 'read-write';
+  if (token) {
+    // The page is <mount>/ and its API <mount>/api/: the cookie goes there
+    // only, never to the other sites of the host.
+    const mount = location.pathname.replace(/[^/]*$/, '');
+    document.cookie = 'webhook_dashboard_token=' + token + '; Path=' + mount + '; SameSite=Strict' +
+      (location.protocol === 'https:' ? '; Secure' : '');
+  }
   if (readOnly) document.body.classList.add('read-only');
 
   const main = document.getElementById('main');
@@ -108,7 +117,6 @@
 
   async function api(method, path, body) {
     const opts = { method, headers: { Accept: 'application/json' }, credentials: 'same-origin', cache: 'no-store' };
-    if (method !== 'GET') opts.headers['X-Webhook-Dashboard-Token'] = token;
     if (body !== undefined) {
       opts.headers['Content-Type'] = 'application/json';
       opts.body = JSON.stringify(body);

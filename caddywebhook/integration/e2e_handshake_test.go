@@ -2,8 +2,12 @@ package integration
 
 import (
 	"bytes"
+	"cmp"
+	"database/sql"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -96,21 +100,29 @@ func testEnginePathsAndHandshakes(t *testing.T) {
 		return answer{resp.StatusCode, resp.Header.Get("Content-Type"), string(b), resp.Header}
 	}
 
+	// A Discord webhook event: the version/event envelope, typed by
+	// event.type, to be answered 204
+	// (https://discord.com/developers/docs/events/webhook-events). The
+	// upstream knows it by the id this test adds at the top.
+	discordEntitlement := `{"version":1,"application_id":"1234560123453231555","type":1,"id":"ev-entitlement","event":{"type":"ENTITLEMENT_CREATE","timestamp":"2024-10-18T18:41:21.109604","data":{"id":"1296925200000000000","sku_id":"1296920000000000000","type":8}}}`
 	events := []struct {
 		name, source, body string
 		header             http.Header
 		key                string // the id the upstream knows it by
+		status             int    // the receiver's answer; 0: 202
 	}{
-		{"template HMAC", "twitch", `{"id":"ev-twitch"}`, sign("twitch", e2eSecret, `{"id":"ev-twitch"}`, signature.SignOptions{ID: "tw-1", EventType: "channel.follow"}), "ev-twitch"},
-		{"URL-signed", "byurl", `{"id":"ev-byurl"}`, sign("hmac", e2eSecret, `{"id":"ev-byurl"}`, signature.SignOptions{SignatureHeader: "X-Sig", SignedContent: "{url}{body}", URL: c.URL("/hooks/byurl")}), "ev-byurl"},
-		{"ed25519", "discord", `{"type":2,"id":"ev-discord"}`, sign("discord", e2eEdSeed, `{"type":2,"id":"ev-discord"}`, signature.SignOptions{}), "ev-discord"},
+		{"template HMAC", "twitch", `{"id":"ev-twitch"}`, sign("twitch", e2eSecret, `{"id":"ev-twitch"}`, signature.SignOptions{ID: "tw-1", EventType: "channel.follow"}), "ev-twitch", 0},
+		{"URL-signed", "byurl", `{"id":"ev-byurl"}`, sign("hmac", e2eSecret, `{"id":"ev-byurl"}`, signature.SignOptions{SignatureHeader: "X-Sig", SignedContent: "{url}{body}", URL: c.URL("/hooks/byurl")}), "ev-byurl", 0},
+		{"ed25519", "discord", `{"type":2,"id":"ev-discord"}`, sign("discord", e2eEdSeed, `{"type":2,"id":"ev-discord"}`, signature.SignOptions{}), "ev-discord", http.StatusNoContent},
+		{"discord webhook event", "discord", discordEntitlement, sign("discord", e2eEdSeed, discordEntitlement, signature.SignOptions{}), "ev-entitlement", http.StatusNoContent},
 		// A SendGrid batch is an array: the upstream knows it by no id.
-		{"ECDSA", "sendgrid", `[{"event":"delivered"}]`, sign("sendgrid", e2eP256Key, `[{"event":"delivered"}]`, signature.SignOptions{}), ""},
+		{"ECDSA", "sendgrid", `[{"event":"delivered"}]`, sign("sendgrid", e2eP256Key, `[{"event":"delivered"}]`, signature.SignOptions{}), "", 0},
 	}
 	for _, ev := range events {
 		t.Run("event/"+ev.name, func(t *testing.T) {
-			if a := send(http.MethodPost, "/hooks/"+ev.source, ev.header, ev.body); a.status != http.StatusAccepted {
-				t.Fatalf("got %d %q, want 202\n%s", a.status, a.body, c.logTail())
+			want := cmp.Or(ev.status, http.StatusAccepted)
+			if a := send(http.MethodPost, "/hooks/"+ev.source, ev.header, ev.body); a.status != want || a.body != "" {
+				t.Fatalf("got %d %q, want %d\n%s", a.status, a.body, want, c.logTail())
 			}
 			ds := up.waitAnswered(t, ev.key, http.StatusOK, 1)
 			if !slices.ContainsFunc(ds, func(d delivery) bool { return bytes.Equal(d.Body, []byte(ev.body)) }) {
@@ -130,6 +142,7 @@ func testEnginePathsAndHandshakes(t *testing.T) {
 		return b
 	}
 	okta := http.Header{"Authorization": {e2eSecret}, "X-Okta-Verification-Challenge": {"okta-c-1"}}
+	const discordEventPing = `{"version":1,"application_id":"1234560123453231555","type":0}`
 	handshakes := []struct {
 		name, method, path string
 		header             http.Header
@@ -137,13 +150,17 @@ func testEnginePathsAndHandshakes(t *testing.T) {
 		want               answer
 	}{
 		{"slack url_verification", "POST", "/hooks/slack", sign("slack", e2eSecret, slackChallenge, signature.SignOptions{}), slackChallenge,
-			answer{200, "text/plain; charset=utf-8", "slack-c-1", nil}},
+			answer{200, "text/plain; charset=utf-8", "slack-c-1", http.Header{"X-Content-Type-Options": {"nosniff"}}}},
 		{"slack forged", "POST", "/hooks/slack", sign("slack", "wrong", slackChallenge, signature.SignOptions{}), slackChallenge, answer{401, "", "", nil}},
 		{"twitch verification", "POST", "/hooks/twitch", twitchHeader, twitchChallenge, answer{200, "text/plain", "twitch-c-1", nil}},
 		{"zoom url_validation", "POST", "/hooks/zoom", sign("zoom", e2eSecret, zoomValidation, signature.SignOptions{}), zoomValidation,
 			answer{200, "application/json", `{"encryptedToken":"` + hex.EncodeToString(mac("zoomPlain1")) + `","plainToken":"zoomPlain1"}`, nil}},
 		{"discord PING", "POST", "/hooks/discord", sign("discord", e2eEdSeed, `{"type":1}`, signature.SignOptions{}), `{"type":1}`,
-			answer{200, "application/json", `{"type":1}`, nil}},
+			answer{200, "application/json", `{"type":1}`, http.Header{"X-Content-Type-Options": {"nosniff"}}}},
+		{"discord webhook-event PING", "POST", "/hooks/discord", sign("discord", e2eEdSeed, discordEventPing, signature.SignOptions{}), discordEventPing,
+			answer{204, "application/json", "", nil}},
+		{"discord webhook-event PING forged", "POST", "/hooks/discord", sign("discord", e2eEdSeed, discordEventPing, signature.SignOptions{}), strings.Replace(discordEventPing, "1234", "1235", 1),
+			answer{401, "", "", nil}},
 		{"meta GET", "GET", "/hooks/meta?hub.mode=subscribe&hub.challenge=42&hub.verify_token=" + e2eVerifyToken, nil, "",
 			answer{200, "text/plain; charset=utf-8", "42", http.Header{"X-Content-Type-Options": {"nosniff"}}}},
 		{"meta GET forged", "GET", "/hooks/meta?hub.mode=subscribe&hub.challenge=42&hub.verify_token=guess", nil, "", answer{401, "", "", nil}},
@@ -175,6 +192,10 @@ func testEnginePathsAndHandshakes(t *testing.T) {
 					t.Errorf("header %s = %q, want %q", k, got.header.Get(k), v[0])
 				}
 			}
+			// Every answer that echoes something says nosniff.
+			if got.body != "" && got.header.Get("X-Content-Type-Options") != "nosniff" {
+				t.Errorf("answer %q without X-Content-Type-Options: nosniff", got.body)
+			}
 		})
 	}
 	if b, err := os.ReadFile(issuedFile); err != nil || strings.TrimSpace(string(b)) != e2eIssued {
@@ -183,8 +204,69 @@ func testEnginePathsAndHandshakes(t *testing.T) {
 	if b, err := os.ReadFile(notionFile); err != nil || strings.TrimSpace(string(b)) != e2eNotionToken {
 		t.Errorf("notion token file: %q, %v", b, err)
 	}
-	// Only the four events are stored; no handshake is.
-	if n := c.eventCount(t, ""); n != len(events) {
-		t.Errorf("database holds %d events, want %d", n, len(events))
+	t.Run("msgraph genuine notification, clientState kept from everyone", func(t *testing.T) {
+		testGraphNotification(t, c, up)
+	})
+
+	// Only the events are stored; no handshake is.
+	if n := c.eventCount(t, ""); n != len(events)+1 {
+		t.Errorf("database holds %d events, want %d", n, len(events)+1)
+	}
+}
+
+// graphNotification is the change notification of Graph's delivery docs
+// (https://learn.microsoft.com/en-us/graph/change-notifications-delivery-webhooks),
+// the clientState in each notification of value, nothing in a header.
+const graphNotification = `{"value":[{"id":"lsgTZMr9KwAAA","subscriptionId":"7f105c7d-2dc5-4530-97cd-4e7ae6534c07",` +
+	`"subscriptionExpirationDateTime":"2016-03-19T22:11:09.952Z","clientState":"` + e2eSecret + `","changeType":"created",` +
+	`"resource":"users/48d31887/messages/AAMkADg=","tenantId":"84bd8158-6d4d-4958-8b9f-9d6445542f95",` +
+	`"resourceData":{"@odata.type":"#Microsoft.Graph.Message","@odata.id":"Users/48d31887/Messages/AAMkADg=","id":"AAMkADg="}}]}`
+
+// testGraphNotification posts a genuine Graph notification: it is accepted,
+// and its clientState, a shared secret, is in neither the stored payload,
+// the admin API's answer, nor what the target receives: all hold the
+// marker instead.
+func testGraphNotification(t *testing.T, c *caddyInstance, up *upstream) {
+	req, err := http.NewRequest(http.MethodPost, c.URL("/hooks/msgraph"), strings.NewReader(graphNotification))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json; charset=utf-8")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("genuine notification: %d, want 202\n%s", resp.StatusCode, c.logTail())
+	}
+	marker := []byte(`"clientState":"` + signature.RedactedMarker + `"`)
+	ds := up.waitFor(t, "the notification at /msgraph", func(ds []delivery) bool {
+		return slices.ContainsFunc(ds, func(d delivery) bool { return d.Path == "/msgraph" })
+	})
+	for _, d := range ds {
+		if d.Path == "/msgraph" && (bytes.Contains(d.Body, []byte(e2eSecret)) || !bytes.Contains(d.Body, marker)) {
+			t.Errorf("target received %s", d.Body)
+		}
+	}
+	status, list := c.adminDo(t, http.MethodGet, "/webhook/events?source=msgraph", nil)
+	var events struct {
+		Events []struct {
+			ID int64 `json:"id"`
+		} `json:"events"`
+	}
+	if err := json.Unmarshal(list, &events); status != http.StatusOK || err != nil || len(events.Events) != 1 {
+		t.Fatalf("GET /webhook/events?source=msgraph: %d %s, %v", status, list, err)
+	}
+	status, detail := c.adminDo(t, http.MethodGet, fmt.Sprintf("/webhook/events/%d", events.Events[0].ID), nil)
+	if status != http.StatusOK || bytes.Contains(detail, []byte(e2eSecret)) || !bytes.Contains(detail, []byte(signature.RedactedMarker)) {
+		t.Errorf("GET /webhook/events/{id}: %d %s", status, detail)
+	}
+	var stored []byte
+	c.queryDB(t, func(db *sql.DB) error {
+		return db.QueryRow(`SELECT payload FROM events WHERE source = 'msgraph'`).Scan(&stored)
+	})
+	if bytes.Contains(stored, []byte(e2eSecret)) || !bytes.Contains(stored, marker) {
+		t.Errorf("stored payload %s", stored)
 	}
 }

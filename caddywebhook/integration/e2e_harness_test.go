@@ -138,7 +138,7 @@ type caddyConfig struct {
 	Site string
 }
 
-// siteLog is the access log of every test site: the one README.md
+// siteLog is the access log of every test site: the one docs/OPERATIONS.md
 // recommends. Caddy's access log records request headers, from a copy of the
 // request taken before any handler runs, so the receiver cannot remove the
 // sender's signature (for gitlab, the secret itself) from it; the filter

@@ -45,6 +45,7 @@ func TestE2E(t *testing.T) {
 		t.Run("demo_caddyfile", testDemoCaddyfile)
 		t.Run("json_config", testJSONConfig)
 		t.Run("engine_paths_and_handshakes", testEnginePathsAndHandshakes)
+		t.Run("secrets_out_of_access_log", testSecretsOutOfAccessLog)
 	})
 	// After every scenario, including their cleanups, has finished.
 	t.Run("log_audit", auditLogs)
@@ -519,7 +520,7 @@ func testReplay(t *testing.T) {
 				js := c.waitJobs(t, "github", id, "done")
 				ds := up.forKey(id)
 				// A resend is visible as one: numbered on from the dead
-				// attempt, and marked by X-Webhook-Replay (issue 12, item 9).
+				// attempt, and marked by X-Webhook-Replay.
 				if len(ds) != 2 || ds[0].Attempt != "1" || ds[0].Header.Get("X-Webhook-Replay") != "" ||
 					ds[1].Attempt != "2" || ds[1].Header.Get("X-Webhook-Replay") != "1" {
 					t.Errorf("upstream got %s, want attempt 1 (no replay header), then the replayed attempt 2 with X-Webhook-Replay: 1", summarize(ds))
@@ -976,7 +977,7 @@ func testDemoCaddyfile(t *testing.T) {
 	}
 }
 
-// testJSONConfig: a JSON config with the field names README.md documents
+// testJSONConfig: a JSON config with the field names docs/CONFIGURATION.md documents
 // runs (Caddy refuses unknown fields), and the fields do what they say.
 func testJSONConfig(t *testing.T) {
 	t.Parallel()

@@ -87,7 +87,7 @@ func (db *pgTestDB) jobStatuses(t *testing.T) (map[string]int, int) {
 
 // startPostgresCaddy starts an instance whose queue is db's schema and
 // whose receiver delivers to upstreamURL; the DSN reaches Caddy only
-// through the environment, as the README recommends.
+// through the environment, as docs/POSTGRES.md recommends.
 func startPostgresCaddy(t *testing.T, c *caddyInstance, db *pgTestDB, upstreamURL string) {
 	t.Helper()
 	text := c.Caddyfile(caddyConfig{

@@ -86,7 +86,7 @@ func (c *caddyInstance) history(t *testing.T, jobID int64) (attempts []int, outc
 // while an exec delivery of 6 s runs, ten times over. The pool resumes
 // to find its lease run out and may claim the job again; it must cancel
 // the paused run before the new one starts, never run one job twice at
-// once, and record each result under its own attempt (issue 12, item 2).
+// once, and record each result under its own attempt.
 func testSigstop(t *testing.T) {
 	t.Parallel()
 	const rounds = 10
@@ -156,8 +156,8 @@ func testSigstop(t *testing.T) {
 // testReloadLongJobs: reloads while long exec deliveries run. Each reload
 // returns at once instead of waiting shutdown_grace; the old pool's
 // deliveries finish in the background and the new pool never starts them
-// again, so each job runs exactly once, as attempt 1 (issue 12, item 8).
-// The issue's scenario is 24 reloads during 30 s jobs; this one keeps the
+// again, so each job runs exactly once, as attempt 1.
+// The case to guard is 24 reloads during 30 s jobs; this one keeps the
 // property with 4 s jobs and a reload every ~0.5 s, so that every job
 // lives through several reloads and the suite's wall time stays short.
 func testReloadLongJobs(t *testing.T) {

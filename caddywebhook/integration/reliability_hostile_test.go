@@ -628,7 +628,7 @@ func holdH2CBodies(t *testing.T, c *caddyInstance) (release func()) {
 
 // waitReading polls the goroutine profile of Caddy's admin endpoint until
 // ok accepts the number of requests whose body the receiver is reading
-// (goroutines in readBody).
+// (goroutines in requestBody.fill).
 func waitReading(t *testing.T, c *caddyInstance, ok func(int) bool, what string) {
 	t.Helper()
 	n := -1
@@ -641,7 +641,7 @@ func waitReading(t *testing.T, c *caddyInstance, ok func(int) bool, what string)
 		// Records are separated by blank lines; each starts with
 		// "<count> @ <pcs>" and lists its frames.
 		for _, rec := range strings.Split(string(body), "\n\n") {
-			if !strings.Contains(rec, "caddywebhook.readBody") {
+			if !strings.Contains(rec, "caddywebhook.(*requestBody).fill") {
 				continue
 			}
 			count, _, _ := strings.Cut(rec, " @ ")

@@ -11,7 +11,7 @@ import (
 )
 
 // testPauseUnderLoad: a source paused through the admin API while senders
-// keep posting (issue 14, item 3). Receiving goes on (every event is
+// keep posting. Receiving goes on (every event is
 // answered 202); once the deliveries in flight at the pause have ended,
 // nothing reaches the upstream and no attempt is charged, also across a
 // restart, since the pause is in the database; after the resume every

@@ -29,6 +29,8 @@ func TestReliability(t *testing.T) {
 	t.Run("full_disk", testFullDisk)
 	t.Run("hostile_requests", testHostileRequests)
 	t.Run("declared_bodies", testDeclaredBodies)
+	t.Run("early_refusal", testEarlyRefusal)
+	t.Run("sender_share", testSenderShare)
 	t.Run("shared_database", testSharedDatabase)
 	t.Run("sigstop", testSigstop)
 	t.Run("reload_long_jobs", testReloadLongJobs)

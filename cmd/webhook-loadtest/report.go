@@ -207,7 +207,7 @@ func (rep *report) failedChecks() []string {
 	return out
 }
 
-// figure is one ratio of the targets.
+// figure is one ratio with its target, as docs/BENCHMARKS.md lists them.
 type figure struct {
 	name     string
 	value    string

@@ -12,7 +12,7 @@ import (
 // share a queue. Without an explicit Now, lease deadlines come from the
 // database server's clock: the instance an hour ahead neither writes
 // leases an hour too long nor sees the other's lease as long expired
-// (issue 12, item 2).
+// (so one job is never run by two instances at once).
 func TestLeaseUsesServerClock(t *testing.T) {
 	dsn := testutil.PostgresDSN(t)
 	schema := testSchema(t, dsn)

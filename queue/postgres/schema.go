@@ -77,7 +77,7 @@ ALTER TABLE jobs SET (
 ALTER TABLE attempts SET (autovacuum_vacuum_scale_factor = 0.05, autovacuum_vacuum_threshold = 1000);
 ALTER TABLE events SET (autovacuum_vacuum_scale_factor = 0.05, autovacuum_vacuum_threshold = 1000);
 `,
-	// Version 2 (issue 12): a fence token per claim, and replays that keep
+	// Version 2: a fence token per claim, and replays that keep
 	// counting attempts. fence counts the claims ever made of the job and
 	// is never lowered (a hand-back lowers attempts), so it names one
 	// claim. A replay no longer resets attempts: replay_base keeps the
@@ -90,14 +90,14 @@ ALTER TABLE jobs
 	ADD COLUMN replays integer NOT NULL DEFAULT 0,
 	ADD COLUMN replay_base integer NOT NULL DEFAULT 0;
 `,
-	// Version 3 (issue 15): events listed newest first and filtered by when they were
+	// Version 3: events listed newest first and filtered by when they were
 	// stored (GET /webhook/events, the jobs listing's since) walk this
 	// index instead of the table. Its key only grows, so an enqueue adds
 	// its entry at the right edge of the tree.
 	`
 CREATE INDEX events_created ON events (created_at, id);
 `,
-	// Version 4 (issue 12, items 3 and 5). The pending index is keyed by route, so a
+	// Version 4: routes nobody serves cost the claim nothing. The pending index is keyed by route, so a
 	// claim reads only the ranges of the routes it asks for and pending
 	// jobs nobody can take (a target renamed or removed with a backlog)
 	// cost it nothing; the index it replaces walked every pending job in
@@ -188,7 +188,7 @@ REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION count_even
 CREATE TRIGGER events_count_delete AFTER DELETE ON events
 REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION count_events_deleted();
 `,
-	// Version 5 (issue 14, item 3): pauses. target '' pauses every target
+	// Version 5: pauses. target '' pauses every target
 	// of the source. Pools read the whole table every second or so, so it
 	// stays a handful of rows.
 	`
@@ -199,7 +199,7 @@ CREATE TABLE pauses (
 	PRIMARY KEY (source, target)
 );
 `,
-	// Version 6 (issue 14, FIFO per key): see ordering.go. A job with an
+	// Version 6, FIFO per key: see ordering.go. A job with an
 	// ordering key is stored blocked while an earlier job of its (source,
 	// target, key) is unfinished; ordering_heads names that job, the
 	// key's head. The wider status check is added NOT VALID: every

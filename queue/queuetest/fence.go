@@ -11,7 +11,7 @@ import (
 // testStaleClaimSameOwner: a pool paused longer than its lease claims its
 // own running job again. The owner is the same, so only the fence token
 // tells the stale claim from the current one: the stale claim can neither
-// extend, nor finish, nor hand back (issue 12, item 2).
+// extend, nor finish, nor hand back the job the current claim runs.
 func testStaleClaimSameOwner(t *testing.T, s queue.Store) {
 	enqueue(t, s, event("shop", "d1", "mail"))
 	at := now()

@@ -28,7 +28,7 @@ func listPauses(t *testing.T, s queue.Store) []queue.Pause {
 
 // testPauses: pauses of a whole source and of single targets are kept,
 // listed in order, idempotent (a second pause keeps the first's time),
-// and lifted one by one or a whole source at once (issue 14, item 3).
+// and lifted one by one or a whole source at once.
 func testPauses(t *testing.T, s queue.Store) {
 	ctx := t.Context()
 	before := now()

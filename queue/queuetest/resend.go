@@ -9,7 +9,7 @@ import (
 
 // testReplayNumbering: attempts keep counting across replays, so the
 // history numbers every delivery once and a handler can tell a resend from
-// a first delivery; each replay starts a new budget (issue 12, item 9).
+// a first delivery; each replay starts a new budget.
 func testReplayNumbering(t *testing.T, s queue.Store) {
 	enqueue(t, s, event("shop", "d1", "mail"))
 	j := claimOne(t, s, "w")

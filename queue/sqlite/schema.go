@@ -72,7 +72,7 @@ CREATE TABLE attempts (
 	PRIMARY KEY (job_id, slot)
 ) WITHOUT ROWID;
 `,
-	// Version 2 (issue 12): a fence token per claim, and replays that keep
+	// Version 2: a fence token per claim, and replays that keep
 	// counting attempts. fence counts the claims ever made of the job and
 	// is never lowered (a hand-back lowers attempts), so it names one
 	// claim. A replay no longer resets attempts: replay_base keeps the
@@ -83,14 +83,14 @@ ALTER TABLE jobs ADD COLUMN fence INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN replays INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN replay_base INTEGER NOT NULL DEFAULT 0;
 `,
-	// Version 3 (issue 15): events listed newest first and filtered by when they were
+	// Version 3: events listed newest first and filtered by when they were
 	// stored (GET /webhook/events, the jobs listing's since) walk this
 	// index instead of the table. Its key only grows, so an enqueue adds
 	// its entry at the right edge of the tree.
 	`
 CREATE INDEX events_created ON events (created_at);
 `,
-	// Version 4 (issue 12, items 3 and 5). The pending index is keyed by route, so a
+	// Version 4: routes nobody serves cost the claim nothing. The pending index is keyed by route, so a
 	// claim reads only the ranges of the routes it asks for and pending
 	// jobs nobody can take (a target renamed or removed with a backlog)
 	// cost it nothing; the index it replaces walked every pending job in
@@ -137,7 +137,7 @@ CREATE TRIGGER events_count_delete AFTER DELETE ON events BEGIN
 	UPDATE event_count SET events = events - 1 WHERE id = 1;
 END;
 `,
-	// Version 5 (issue 14, item 3): pauses. target '' pauses every target
+	// Version 5: pauses. target '' pauses every target
 	// of the source. Pools read the whole table every second or so, so it
 	// stays a handful of rows.
 	`
@@ -148,7 +148,7 @@ CREATE TABLE pauses (
 	PRIMARY KEY (source, target)
 ) WITHOUT ROWID;
 `,
-	// Version 6 (issue 14, FIFO per key). A job with an ordering key is
+	// Version 6, FIFO per key. A job with an ordering key is
 	// stored blocked while an earlier job of its (source, target, key) is
 	// unfinished; ordering_heads names that job, the key's head, one row
 	// per key in use. Finishing or discarding the head makes the next

@@ -1,0 +1,168 @@
+package caddywebhook
+
+import (
+	"net/http"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/caddywebhook/caddywebhook/queue"
+)
+
+// answer writes the outcome's answer, with an empty body unless it is a
+// handshake's, and records it. An answer that leaves the body unread says
+// Connection: close: otherwise Go's server would first read up to 256 KiB
+// of what is left to keep the connection, and a sender that stopped
+// sending would hold the status line back until read_body_idle (1 minute
+// by default). HTTP/2 needs no such header: the stream is reset alone.
+func (rc *Receiver) answer(w http.ResponseWriter, r *http.Request, x *exchange, o outcome) {
+	h := w.Header()
+	if !x.body.whole && r.ContentLength != 0 && r.ProtoMajor == 1 {
+		h.Set("Connection", "close")
+	}
+	status := outcomeStatus[o]
+	switch o {
+	case outcomeAccepted, outcomeDuplicate, outcomeNoTarget:
+		if rc.acceptStatus != 0 {
+			status = rc.acceptStatus
+		}
+	case outcomeBusy:
+		h.Set("Retry-After", busyRetryAfter)
+	case outcomeMethodNotAllowed:
+		allow := http.MethodPost
+		if rc.getAllowed {
+			allow = "GET, POST"
+		}
+		h.Set("Allow", allow)
+	case outcomeHandshake:
+		rc.record(r, &x.info, o)
+		writeHandshake(w, x.handshake)
+		return
+	}
+	rc.record(r, &x.info, o)
+	w.WriteHeader(status)
+}
+
+// record records the outcome in the access log, the placeholders and the
+// metrics.
+func (rc *Receiver) record(r *http.Request, info *requestInfo, o outcome) {
+	info.outcome = o
+	ctx := r.Context()
+	if extra, ok := ctx.Value(caddyhttp.ExtraLogFieldsCtxKey).(*caddyhttp.ExtraLogFields); ok {
+		extra.Add(zap.Object("webhook", info))
+	}
+	if repl, ok := ctx.Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
+		repl.Map(info.placeholder)
+	}
+	if c := rc.received[o]; c != nil {
+		c.Inc()
+	}
+	tails.publishReceived(info)
+}
+
+// outcome is what became of one request.
+type outcome uint8
+
+// The outcomes, in the order of outcomeWords and outcomeStatus.
+const (
+	outcomeAccepted outcome = iota
+	outcomeDuplicate
+	outcomeNoTarget
+	outcomeBadSignature
+	outcomeStaleTimestamp
+	outcomeTooLarge
+	outcomeMethodNotAllowed
+	outcomeStoreFailed
+	outcomeBadRequest
+	outcomeHandshake
+	outcomeBadDeliveryID
+	outcomeBadEventType
+	outcomeBusy
+	outcomeTooSlow
+	numOutcomes
+)
+
+var outcomeWords = [numOutcomes]string{
+	outcomeAccepted:         "accepted",
+	outcomeDuplicate:        "duplicate",
+	outcomeNoTarget:         "no_target",
+	outcomeBadSignature:     "bad_signature",
+	outcomeStaleTimestamp:   "stale_timestamp",
+	outcomeTooLarge:         "too_large",
+	outcomeMethodNotAllowed: "method_not_allowed",
+	outcomeStoreFailed:      "store_failed",
+	outcomeBadRequest:       "bad_request",
+	outcomeHandshake:        "handshake",
+	outcomeBadDeliveryID:    "bad_delivery_id",
+	outcomeBadEventType:     "bad_event_type",
+	outcomeBusy:             "busy",
+	outcomeTooSlow:          "too_slow",
+}
+
+var outcomeStatus = [numOutcomes]int{
+	outcomeAccepted:         http.StatusAccepted,
+	outcomeDuplicate:        http.StatusAccepted,
+	outcomeNoTarget:         http.StatusAccepted,
+	outcomeBadSignature:     http.StatusUnauthorized,
+	outcomeStaleTimestamp:   http.StatusUnauthorized,
+	outcomeTooLarge:         http.StatusRequestEntityTooLarge,
+	outcomeMethodNotAllowed: http.StatusMethodNotAllowed,
+	outcomeStoreFailed:      http.StatusServiceUnavailable,
+	outcomeBadRequest:       http.StatusBadRequest,
+	outcomeHandshake:        http.StatusOK, // the scheme's answer says
+	outcomeBadDeliveryID:    http.StatusBadRequest,
+	outcomeBadEventType:     http.StatusBadRequest,
+	outcomeBusy:             http.StatusServiceUnavailable,
+	outcomeTooSlow:          http.StatusRequestTimeout,
+}
+
+// String returns the outcome word.
+func (o outcome) String() string { return outcomeWords[o] }
+
+// requestInfo is what one request told us, for the access log and the
+// placeholders. One allocation serves both, and the event's forwarded
+// headers; it is not changed after answer.
+type requestInfo struct {
+	source     string
+	deliveryID string
+	eventType  string
+	outcome    outcome
+	// headers backs the event's Headers: at most three are forwarded
+	// (content type, the scheme's event header, an event_type header).
+	headers [3]queue.Header
+}
+
+// MarshalLogObject implements zapcore.ObjectMarshaler.
+func (i *requestInfo) MarshalLogObject(enc zapcore.ObjectEncoder) error {
+	enc.AddString("source", i.source)
+	enc.AddString("outcome", i.outcome.String())
+	if i.deliveryID != "" {
+		enc.AddString("delivery_id", i.deliveryID)
+	}
+	if i.eventType != "" {
+		enc.AddString("event_type", i.eventType)
+	}
+	return nil
+}
+
+// placeholder is a caddy.ReplacerFunc for the {webhook.*} placeholders.
+func (i *requestInfo) placeholder(key string) (any, bool) {
+	switch key {
+	case "webhook.outcome":
+		return i.outcome.String(), true
+	case "webhook.source":
+		return i.source, true
+	case "webhook.delivery_id":
+		return i.deliveryID, true
+	case "webhook.event_type":
+		return i.eventType, true
+	}
+	return nil, false
+}
+
+// Interface guards
+var (
+	_ zapcore.ObjectMarshaler = (*requestInfo)(nil)
+)
