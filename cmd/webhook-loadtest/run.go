@@ -41,6 +41,7 @@ type runner struct {
 	caddies []*caddyProc // one, or -instances on one Postgres schema
 	up      *upstream
 	rep     *report
+	traced  bool // the phase running sends a traceparent with every request
 
 	adminAddrs, httpAddrs []string              // by instance
 	srv                   *serverWatch          // postgres: the server's counters
@@ -409,10 +410,18 @@ func (r *runner) runPhase(ctx context.Context, p string) error {
 		return r.static(ctx)
 	case "ingest":
 		return r.ingest(ctx, "ingest", fresh("ingest"), 0, nil)
+	case "ingest-traced":
+		r.traced = true
+		defer func() { r.traced = false }()
+		return r.ingest(ctx, "ingest-traced", fresh("ingest-traced"), 0, nil)
 	case "baseline":
 		return r.ingest(ctx, "baseline", fresh("baseline"), 1, nil)
 	case "e2e":
 		return r.e2e(ctx, "e2e", fresh("e2e"))
+	case "e2e-traced":
+		r.traced = true
+		defer func() { r.traced = false }()
+		return r.e2e(ctx, "e2e-traced", fresh("e2e-traced"))
 	case "slow1":
 		return r.slow(ctx, "slow1", "slow1.db", 1, slowRef1)
 	case "slow32":
@@ -451,6 +460,7 @@ func (r *runner) newLoad(name, path string, want int) load {
 		warmup:   r.o.warmup,
 		duration: r.window,
 		want:     want,
+		traced:   r.traced,
 	}
 }
 
