@@ -121,18 +121,32 @@ func lowerHex(s string) bool {
 }
 
 // validTracestate joins the tracestate header lines and returns them if
-// they form a list the specification allows (members key=value, at most
-// 32, printable ASCII, no newline), cut to maxTracestate bytes at a member
-// boundary; otherwise "".
+// they form a list the specification allows (at most 32 members key=value,
+// keys of a-z, 0-9, _-*/@, values of printable ASCII but comma and equals),
+// cut to maxTracestate bytes at a member boundary; otherwise "". It checks
+// in place: a single line that passes is returned without a copy.
 func validTracestate(lines []string) string {
-	if len(lines) == 0 {
+	var state string
+	switch len(lines) {
+	case 0:
 		return ""
+	case 1:
+		state = lines[0]
+	default:
+		state = strings.Join(lines, ",")
 	}
-	ts, err := trace.ParseTraceState(strings.Join(lines, ","))
-	if err != nil {
-		return ""
+	members, rest := 0, state
+	for rest != "" {
+		var m string
+		m, rest, _ = strings.Cut(rest, ",")
+		m = strings.Trim(m, " \t")
+		if m == "" {
+			continue
+		}
+		if members++; members > 32 || !validListMember(m) {
+			return ""
+		}
 	}
-	state := ts.String()
 	for len(state) > maxTracestate {
 		i := strings.LastIndexByte(state, ',')
 		if i < 0 {
@@ -140,7 +154,30 @@ func validTracestate(lines []string) string {
 		}
 		state = state[:i]
 	}
-	return state
+	return strings.TrimRight(state, " \t,")
+}
+
+// validListMember checks one tracestate list member, key=value.
+func validListMember(m string) bool {
+	key, value, ok := strings.Cut(m, "=")
+	if !ok || key == "" || len(key) > 256 || value == "" || len(value) > 256 || value[len(value)-1] == ' ' {
+		return false
+	}
+	if c := key[0]; (c < 'a' || c > 'z') && (c < '0' || c > '9') {
+		return false
+	}
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' && c != '-' && c != '*' && c != '/' && c != '@' {
+			return false
+		}
+	}
+	for i := 0; i < len(value); i++ {
+		if c := value[i]; c < 0x20 || c > 0x7e || c == ',' || c == '=' {
+			return false
+		}
+	}
+	return true
 }
 
 // parseTrace reads queue.Event.Trace back into the span context the

@@ -3,6 +3,7 @@ package caddywebhook
 import (
 	"context"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"go.opentelemetry.io/otel/trace"
@@ -24,6 +25,10 @@ func TestRequestTrace(t *testing.T) {
 		{"with tracestate", map[string][]string{"Traceparent": {parent}, "Tracestate": {"rojo=00f067aa0ba902b7", "congo=t61rcWkgMzE"}},
 			parent + "\nrojo=00f067aa0ba902b7,congo=t61rcWkgMzE"},
 		{"invalid tracestate dropped alone", map[string][]string{"Traceparent": {parent}, "Tracestate": {"not a list\n"}}, parent},
+		{"tracestate with an upper-case key dropped", map[string][]string{"Traceparent": {parent}, "Tracestate": {"Rojo=1"}}, parent},
+		{"tracestate of 33 members dropped", map[string][]string{"Traceparent": {parent}, "Tracestate": {strings.Repeat("a=1,", 33)}}, parent},
+		{"long tracestate cut at a member", map[string][]string{"Traceparent": {parent}, "Tracestate": {strings.Repeat("k="+strings.Repeat("v", 98)+",", 6)}},
+			parent + "\n" + strings.TrimSuffix(strings.Repeat("k="+strings.Repeat("v", 98)+",", 5), ",")},
 		{"unknown flags cleared", map[string][]string{"Traceparent": {"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-ff"}}, parent},
 		{"future version with more fields", map[string][]string{"Traceparent": {"01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-what"}}, parent},
 		{"garbage", map[string][]string{"Traceparent": {"garbage"}}, ""},
@@ -66,9 +71,27 @@ func TestRequestTraceFromSpan(t *testing.T) {
 }
 
 func TestRequestTraceAllocs(t *testing.T) {
-	r := httptest.NewRequest("POST", "/", nil)
-	if n := testing.AllocsPerRun(100, func() { _ = requestTrace(r) }); n != 0 {
-		t.Fatalf("requestTrace without a trace context allocates %v times, want 0", n)
+	tests := []struct {
+		name    string
+		headers map[string][]string
+		allocs  float64
+	}{
+		{"none", nil, 0},
+		// The stored string only.
+		{"traceparent and tracestate", map[string][]string{
+			"Traceparent": {"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
+			"Tracestate":  {"rojo=00f067aa0ba902b7,congo=t61rcWkgMzE"}}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest("POST", "/", nil)
+			for k, v := range tt.headers {
+				r.Header[k] = v
+			}
+			if n := testing.AllocsPerRun(100, func() { _ = requestTrace(r) }); n != tt.allocs {
+				t.Fatalf("requestTrace allocates %v times, want %v", n, tt.allocs)
+			}
+		})
 	}
 }
 
