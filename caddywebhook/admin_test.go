@@ -1,6 +1,7 @@
 package caddywebhook
 
 import (
+	"cmp"
 	"database/sql"
 	"encoding/base64"
 	"encoding/json"
@@ -105,6 +106,8 @@ type jobSpec struct {
 	payload        []byte
 	lastError      string
 	finished       time.Duration // for done/dead: how long before adminT0 the job finished
+	code           queue.Code    // what the target reported of the attempt
+	took           time.Duration // the attempt's duration; default 1s
 }
 
 // addJob enqueues one event with one job and drives the job to spec.status
@@ -171,9 +174,10 @@ func (f *adminFixture) addJob(t *testing.T, spec jobSpec) int64 {
 		return id
 	}
 	finished := adminT0.Add(-spec.finished)
+	took := cmp.Or(spec.took, time.Second)
 	rec, err := f.store.Finish(ctx, []queue.Completion{{
 		JobID: id, Owner: owner, Fence: fence, Status: spec.status, Error: spec.lastError,
-		Started: finished.Add(-time.Second), Duration: time.Second, Now: finished,
+		Started: finished.Add(-time.Second), Duration: took, Code: spec.code, Now: finished,
 	}})
 	if err != nil || !rec[0] {
 		t.Fatalf("finish job %d: %v, %v", id, rec, err)
@@ -222,8 +226,10 @@ func (f *adminFixture) seed(t *testing.T) adminData {
 	t.Helper()
 	var d adminData
 	d.githubHTTPDead = f.addJob(t, jobSpec{source: "github", target: "http", status: queue.StatusDead, eventType: "push",
-		payload: []byte(`{"ref":"refs/heads/main"}`), lastError: "upstream answered 400 Bad Request", finished: time.Hour})
-	d.githubExecDone = f.addJob(t, jobSpec{source: "github", target: "exec", status: queue.StatusDone, eventType: "push", finished: 48 * time.Hour})
+		payload: []byte(`{"ref":"refs/heads/main"}`), lastError: "upstream answered 400 Bad Request", finished: time.Hour,
+		code: queue.CodeOf(400), took: 420 * time.Microsecond})
+	d.githubExecDone = f.addJob(t, jobSpec{source: "github", target: "exec", status: queue.StatusDone, eventType: "push", finished: 48 * time.Hour,
+		code: queue.CodeOf(0)})
 	d.stripeHTTPDead = f.addJob(t, jobSpec{source: "stripe", target: "http", status: queue.StatusDead, eventType: "invoice.paid",
 		lastError: "dial tcp 127.0.0.1:9: connection refused", finished: time.Minute})
 	d.stripeHTTPRunning = f.addJob(t, jobSpec{source: "stripe", target: "http", status: queue.StatusRunning, eventType: "invoice.paid"})
@@ -324,8 +330,13 @@ func TestAdminRoutes(t *testing.T) {
 				if string(j.Payload) != `{"ref":"refs/heads/main"}` || j.PayloadText != `{"ref":"refs/heads/main"}` {
 					t.Errorf("payload = %q, payload_text = %q", j.Payload, j.PayloadText)
 				}
-				if len(j.History) != 1 || j.History[0].Outcome != deliveryDead || j.History[0].Error != "upstream answered 400 Bad Request" {
+				if len(j.History) != 1 || j.History[0].Outcome != deliveryDead || j.History[0].Error != "upstream answered 400 Bad Request" ||
+					j.History[0].Code != queue.CodeOf(400) || j.History[0].Duration != 420*time.Microsecond {
 					t.Errorf("history = %+v", j.History)
+				}
+				// The raw JSON names the upstream's answer "status".
+				if !strings.Contains(rec.Body.String(), `"status":400`) {
+					t.Errorf("history JSON lacks the status: %s", rec.Body)
 				}
 				if len(j.Headers) != 1 || j.Headers[0].Name != "Content-Type" {
 					t.Errorf("headers = %+v", j.Headers)

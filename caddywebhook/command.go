@@ -584,10 +584,10 @@ func (c *cli) show(_ *cobra.Command, args []string) error {
 		fmt.Fprintln(c.out, "  no attempts yet")
 	} else {
 		tw = newTable(c.out)
-		fmt.Fprintln(tw, "  ATTEMPT\tSTARTED\tDURATION\tOUTCOME\tERROR")
+		fmt.Fprintln(tw, "  ATTEMPT\tSTARTED\tDURATION\tOUTCOME\tSTATUS\tERROR")
 		for _, a := range job.History {
-			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\n", a.Attempt.Attempt, a.Started.UTC().Format(time.RFC3339),
-				a.Duration.Round(time.Millisecond), a.Outcome, cell(a.Error, 80))
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\n", a.Attempt.Attempt, a.Started.UTC().Format(time.RFC3339),
+				latency(a.Duration), a.Outcome, cell(a.Code.String(), 0), cell(a.Error, 80))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -794,6 +794,33 @@ func humanDuration(d time.Duration) string {
 	}
 	d = d.Round(time.Hour)
 	return fmt.Sprintf("%dd%dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
+}
+
+// latency prints how long an attempt took, keeping what a short one
+// would lose to rounding to whole milliseconds: 0.004 ms, 0.04 ms,
+// 0.4 ms, 4.2 ms, 180 ms, 1.5 s, 12 s, then as humanDuration from a
+// minute on. The dashboard's fmtLatency prints the same.
+func latency(d time.Duration) string {
+	ms := float64(d) / float64(time.Millisecond)
+	switch {
+	case d <= 0:
+		return "0 ms"
+	case d < time.Microsecond:
+		return "< 0.001 ms"
+	case d < 10*time.Microsecond:
+		return strconv.FormatFloat(ms, 'f', 3, 64) + " ms"
+	case d < 100*time.Microsecond:
+		return strconv.FormatFloat(ms, 'f', 2, 64) + " ms"
+	case d < 10*time.Millisecond:
+		return strconv.FormatFloat(ms, 'f', 1, 64) + " ms"
+	case d < time.Second:
+		return strconv.FormatFloat(ms, 'f', 0, 64) + " ms"
+	case d < 10*time.Second:
+		return strconv.FormatFloat(ms/1000, 'f', 1, 64) + " s"
+	case d < time.Minute:
+		return strconv.FormatFloat(ms/1000, 'f', 0, 64) + " s"
+	}
+	return humanDuration(d)
 }
 
 // when prints an instant in UTC with how far it is from now.

@@ -217,7 +217,7 @@ func TestCLITail(t *testing.T) {
 		queue.Completion{Status: queue.StatusDead, Error: "upstream answered 400", Duration: 12 * time.Millisecond}, true, nil)
 
 	r := bufio.NewReader(outR)
-	for _, want := range []string{"received  shop  accepted 202  delivery d1  order.paid", "dead      shop → mail  job 7 attempt 1  12ms  delivery d1  upstream answered 400"} {
+	for _, want := range []string{"received  shop  accepted 202  delivery d1  order.paid", "dead      shop → mail  job 7 attempt 1  12 ms  delivery d1  upstream answered 400"} {
 		s, err := r.ReadString('\n')
 		if err != nil || !strings.Contains(s, want) {
 			t.Errorf("line %q, %v; want %q", s, err, want)

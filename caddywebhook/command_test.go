@@ -189,8 +189,8 @@ last error:
   upstream answered 400 Bad Request
 
 history:
-  ATTEMPT | STARTED | DURATION | OUTCOME | ERROR
-  1 | 2026-11-30T10:59:59Z | 1s | dead | upstream answered 400 Bad Request
+  ATTEMPT | STARTED | DURATION | OUTCOME | STATUS | ERROR
+  1 | 2026-11-30T10:59:59Z | 0.4 ms | dead | 400 | upstream answered 400 Bad Request
 
 headers:
   Content-Type: application/json
@@ -388,6 +388,9 @@ func TestCLIJSON(t *testing.T) {
 				mustJSON(t, out, &j)
 				if j.PayloadText != `{"ref":"refs/heads/main"}` || len(j.History) != 1 {
 					t.Errorf("job = %+v", j)
+				}
+				if !bytes.Contains(out, []byte(`"status":400`)) || j.History[0].Code != queue.CodeOf(400) {
+					t.Errorf("history %s: want the upstream's 400 as its status", out)
 				}
 			},
 		},
@@ -822,6 +825,34 @@ func TestCLIOneTool(t *testing.T) {
 			}
 			if tt.check != nil {
 				tt.check(t, f, d)
+			}
+		})
+	}
+}
+
+// TestLatency prints an attempt's duration without rounding a short one
+// away: a delivery to a local upstream takes well under a millisecond.
+func TestCLILatency(t *testing.T) {
+	tests := []struct {
+		name string
+		d    time.Duration
+		want string
+	}{
+		{"none", 0, "0 ms"},
+		{"under a microsecond", 300 * time.Nanosecond, "< 0.001 ms"},
+		{"microseconds", 4200 * time.Nanosecond, "0.004 ms"},
+		{"tens of microseconds", 42 * time.Microsecond, "0.04 ms"},
+		{"sub-millisecond", 412345 * time.Nanosecond, "0.4 ms"},
+		{"milliseconds", 4240 * time.Microsecond, "4.2 ms"},
+		{"hundreds of milliseconds", 177400 * time.Microsecond, "177 ms"},
+		{"seconds", 1500 * time.Millisecond, "1.5 s"},
+		{"tens of seconds", 12400 * time.Millisecond, "12 s"},
+		{"minutes", 90 * time.Second, "1m30s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := latency(tt.d); got != tt.want {
+				t.Errorf("latency(%v) = %q, want %q", tt.d, got, tt.want)
 			}
 		})
 	}

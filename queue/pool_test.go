@@ -705,6 +705,42 @@ func TestPoolRetryAfter(t *testing.T) {
 	}
 }
 
+// TestPoolRecordsCode: what the handler reports in Job.Code reaches the
+// attempt's history, for a delivered attempt as for a failed one.
+func TestPoolRecordsCode(t *testing.T) {
+	tests := []struct {
+		name string
+		code queue.Code
+		err  error
+	}{
+		{"delivered, 200", queue.CodeOf(200), nil},
+		{"exit 0", queue.CodeOf(0), nil},
+		{"failed, 503", queue.CodeOf(503), queue.Permanent(errors.New("upstream answered 503"))},
+		{"no answer", queue.Code{}, queue.Permanent(errors.New("connection refused"))},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := setup(t, nil)
+			rec := newRecorder(t, 10)
+			p := newPool(t, queue.PoolConfig{
+				Store: s, Observer: rec,
+				Handler: queue.HandlerFunc(func(ctx context.Context, job *queue.Job) error {
+					job.Code = tt.code
+					return tt.err
+				}),
+			})
+			id := enqueue(t, s, "evt", "t")
+			runOnce(t, p, 1)
+			if f := rec.nextFinished(t); !f.recorded || f.c.Code != tt.code {
+				t.Fatalf("completion: recorded %v, code %v; want recorded, %v", f.recorded, f.c.Code, tt.code)
+			}
+			if h := getJob(t, s, id).History; len(h) != 1 || h[0].Code != tt.code {
+				t.Errorf("history %+v, want one attempt with code %v", h, tt.code)
+			}
+		})
+	}
+}
+
 // TestPoolPicksUpReplay: a replayed dead job is handled promptly by a
 // running pool that would otherwise not poll for an hour.
 func TestPoolPicksUpReplay(t *testing.T) {

@@ -89,6 +89,7 @@ func (p *Pool) complete(job *Job, err error, started time.Time) Completion {
 	c := d.Decide(job, err, now)
 	c.Started = started
 	c.Duration = now.Sub(started)
+	c.Code = job.Code
 	return c
 }
 

@@ -120,6 +120,13 @@ type Job struct {
 	LeaseOwner string
 	LeaseUntil time.Time
 	CreatedAt  time.Time
+
+	// Code is set by the handler before it returns: what the target
+	// reported of this attempt (an HTTP status, an exit code), which the
+	// pool records with the attempt (Completion.Code). Only the handler's
+	// goroutine writes it, and the pool reads it after the handler
+	// returned. Default: none.
+	Code Code
 }
 
 // Claimed returns the claim of j that the fenced Store methods take.
@@ -190,6 +197,7 @@ type Completion struct {
 	Error    string    // last error; stored as SafeText(Error, MaxErrorLen)
 	Started  time.Time // attempt start, for the history
 	Duration time.Duration
+	Code     Code // what the target reported (Job.Code), for the history
 	Now      time.Time
 }
 
@@ -259,7 +267,10 @@ type Attempt struct {
 	Started  time.Time     `json:"started"`
 	Duration time.Duration `json:"duration_ns"`
 	Outcome  Status        `json:"outcome"` // done, pending (will retry), dead, or running if handed back
-	Error    string        `json:"error,omitempty"`
+	// Code is what the target reported: the HTTP status the upstream
+	// answered, or the program's exit code; absent when there is none.
+	Code  Code   `json:"status,omitzero"`
+	Error string `json:"error,omitempty"`
 }
 
 // JobDetail is one job with its payload and history.

@@ -78,12 +78,26 @@
   }
   function fmtDur(ms) {
     if (ms < 0) return 'in ' + fmtDur(-ms);
-    if (ms < 1000) return Math.round(ms) + 'ms';
+    if (ms < 1000) return fmtLatency(ms * 1e6);
     const s = ms / 1000;
-    if (s < 60) return (s < 10 ? s.toFixed(1) : Math.round(s)) + 's';
+    if (s < 60) return (s < 10 ? s.toFixed(1) : Math.round(s)) + ' s';
     if (s < 3600) return Math.floor(s / 60) + 'm' + String(Math.round(s % 60)).padStart(2, '0') + 's';
     if (s < 86400) return Math.floor(s / 3600) + 'h' + String(Math.floor((s % 3600) / 60)).padStart(2, '0') + 'm';
     return Math.floor(s / 86400) + 'd' + Math.floor((s % 86400) / 3600) + 'h';
+  }
+  // fmtLatency prints an attempt's duration, given in nanoseconds, without
+  // rounding a short one away (0.4 ms, not 0ms), as the CLI's show does.
+  function fmtLatency(ns) {
+    const ms = ns / 1e6;
+    if (!(ns > 0)) return '0 ms';
+    if (ns < 1e3) return '< 0.001 ms';
+    if (ns < 1e4) return ms.toFixed(3) + ' ms';
+    if (ns < 1e5) return ms.toFixed(2) + ' ms';
+    if (ns < 1e7) return ms.toFixed(1) + ' ms';
+    if (ns < 1e9) return ms.toFixed(0) + ' ms';
+    if (ns < 1e10) return (ms / 1000).toFixed(1) + ' s';
+    if (ns < 6e10) return (ms / 1000).toFixed(0) + ' s';
+    return fmtDur(ms);
   }
   const fullTime = (s) => el('time', { datetime: s || '', title: fmtAgo(s) }, fmtTime(s));
   // timeCell shows a time compactly (the clock alone for today) with the
@@ -123,14 +137,37 @@
     }
     let resp;
     try {
-      resp = await fetch('api/' + path, opts);
+      resp = await fetch(apiURL(path), opts);
     } catch (e) {
-      throw new APIError(0, 'the server did not answer (' + e.message + ')', path);
+      throw new APIError(0, fetchFailure(e, path), path);
     }
     let data = null;
     try { data = await resp.json(); } catch (_) { /* not JSON */ }
     if (!resp.ok) throw new APIError(resp.status, (data && data.error) || resp.statusText || 'error', path);
     return data;
+  }
+
+  // apiURL is the address of an API path, without the user name and
+  // password of a page opened as http://user:pass@host/…: the browser
+  // refuses to fetch a URL with credentials in it, and it sends the
+  // credentials it logged in with to the same origin anyway.
+  function apiURL(path) {
+    const u = new URL('api/' + path, location.href);
+    u.username = '';
+    u.password = '';
+    return u.href;
+  }
+
+  // fetchFailure says why a request got no answer: fetch rejects with a
+  // TypeError both when nothing answered and when the browser refused to
+  // send the request, and only its message tells them apart.
+  function fetchFailure(e, path) {
+    const what = 'GET ' + path.split('?')[0];
+    if (!navigator.onLine) return `${what}: the browser is offline`;
+    if (/^(Failed to fetch|NetworkError|Load failed)/.test(e.message || '')) {
+      return `${what}: no answer from the server (${e.message})`;
+    }
+    return `${what}: the browser refused the request (${e.message || e})`;
   }
 
   // explain turns an API error into a message for a human.
@@ -171,10 +208,13 @@
       lastOK = Date.now();
       liveBox.className = 'live ok';
       liveBox.textContent = 'live · ' + fmtTime(new Date().toISOString()).slice(11);
+      liveBox.title = 'The page polls the server every 2 seconds';
     } catch (err) {
       if (v === view) {
+        // The nav bar shows the start of the message, the tooltip all of it.
         liveBox.className = 'live down';
         liveBox.textContent = 'offline · ' + (err.message || 'error');
+        liveBox.title = liveBox.textContent;
       }
     } finally {
       busy = false;
@@ -365,12 +405,12 @@
               el('td', {}, sparkline(r.buckets)),
               el('td', { class: 'num c-lag' }, lagText(st.lag, g.source, g.target)),
               hasFlow && el('td', {}, flowBadges(g.flow)),
-              !readOnly && el('td', {}, g.dead > 0 && el('button', {
+              !readOnly && el('td', {}, el('div', { class: 'row-actions' }, g.dead > 0 && el('button', {
                 type: 'button', class: 'small', 'data-action': 'replay-dead',
                 onclick: () => bulkReplay(g.source, g.target, g.dead),
               }, `Replay ${g.dead} dead`),
               // Pause and resume, where the stats say the plugin has them.
-              st.pauses && pauseButton(g, st.pauses.some((p) => p.source === g.source && !p.target))));
+              st.pauses && pauseButton(g, st.pauses.some((p) => p.source === g.source && !p.target)))));
           }))));
       },
     };
@@ -542,7 +582,7 @@
         el('td', {}, el('a', { href: '#/jobs/' + j.id }, '#' + j.id)),
         el('td', {}, timeCell(j.created_at)),
         el('td', {}, j.source), el('td', {}, j.target), el('td', {}, j.event_type || ''),
-        el('td', { class: 'mono' }, j.delivery_id),
+        idCell(j.delivery_id),
         el('td', { class: 'c-status' }, badge(j.status)),
         el('td', { class: 'num' }, j.attempts),
         el('td', {}, j.status === 'done' || j.status === 'dead' ? timeCell(j.finished_at) : timeCell(j.run_at)),
@@ -556,10 +596,41 @@
         el('td', {}, el('a', { href: '#/events/' + ev.id }, '#' + ev.id)),
         el('td', {}, timeCell(ev.created_at)),
         el('td', {}, ev.source), el('td', {}, ev.event_type || ''),
-        el('td', { class: 'mono' }, ev.delivery_id),
+        idCell(ev.delivery_id),
         el('td', {}, (ev.jobs || []).length === 0 ? el('span', { class: 'muted' }, 'no target') :
           ev.jobs.map((j) => el('a', { class: 'jobchip', href: '#/jobs/' + j.id }, j.target + ' ', badge(j.status))))),
       '#/events/' + ev.id))));
+  }
+
+  // idCell shows a delivery id in a table: cut to the cell's width by CSS
+  // (a 71-character sha256: id would widen the table past the window),
+  // the whole id in the tooltip, and a button that copies it.
+  function idCell(id) {
+    return el('td', { class: 'id' }, el('span', { class: 'id-wrap' },
+      el('span', { class: 'mono clipped', title: id }, id), copyButton(id)));
+  }
+
+  // copyButton copies text to the clipboard. navigator.clipboard exists
+  // only in a secure context (https, localhost); elsewhere a selected
+  // textarea and the copy command do it.
+  function copyButton(text) {
+    const b = el('button', { type: 'button', class: 'copy', title: 'Copy', 'aria-label': 'Copy ' + text, onclick: async (e) => {
+      e.stopPropagation();
+      let ok = false;
+      try {
+        if (navigator.clipboard) { await navigator.clipboard.writeText(text); ok = true; }
+      } catch (_) { /* fall back below */ }
+      if (!ok) {
+        const ta = el('textarea', { class: 'offscreen', readonly: true, value: text });
+        document.body.appendChild(ta);
+        ta.select();
+        try { ok = document.execCommand('copy'); } catch (_) { ok = false; }
+        ta.remove();
+      }
+      b.textContent = ok ? 'copied' : 'select it';
+      setTimeout(() => { b.textContent = 'copy'; }, 1500);
+    } }, 'copy');
+    return b;
   }
 
   const clip = (s, n) => (!s ? '' : s.length > n ? s.slice(0, n - 1) + '…' : s);
@@ -588,7 +659,7 @@
           el('div', { class: 'title' }, el('h2', {}, `Job #${job.id}`), el('span', { id: 'job-status' }, badge(job.status)), jobActions(job)),
           fields([
             ['Source', job.source], ['Target', job.target], ['Event type', job.event_type || '—'],
-            ['Delivery id', el('span', { class: 'mono' }, job.delivery_id)],
+            ['Delivery id', el('span', { class: 'id-wrap' }, el('span', { class: 'mono' }, job.delivery_id), copyButton(job.delivery_id))],
             ['Event', el('a', { href: '#/events/' + job.event_id }, '#' + job.event_id)],
             ['Attempts', job.attempts],
             ['Created', fullTime(job.created_at)],
@@ -686,10 +757,12 @@
     return section;
   }
 
-  // statusCode finds the upstream's status in an attempt: the field where
-  // the API has one, else the http target's "upstream answered NNN".
+  // statusCode is what the target reported of an attempt: the API's
+  // status (an HTTP status, or an exec target's exit code, 0 included);
+  // from an older plugin without it, the http target's "upstream answered
+  // NNN".
   function statusCode(a) {
-    if (a.status_code) return a.status_code;
+    if (typeof a.status === 'number') return a.status;
     const m = /upstream answered (\d{3})/.exec(a.error || '');
     return m ? Number(m[1]) : '';
   }
@@ -706,9 +779,9 @@
           el('tbody', {}, history.map((a) => el('tr', {},
             el('td', { class: 'num' }, a.attempt),
             el('td', {}, timeCell(a.started)),
-            el('td', { class: 'num' }, a.duration_ns ? fmtDur(a.duration_ns / 1e6) : ''),
+            el('td', { class: 'num' }, a.outcome === 'handed_back' ? '' : fmtLatency(a.duration_ns)),
             el('td', {}, el('span', { class: 'badge o-' + (['delivered', 'retry', 'dead', 'handed_back'].includes(a.outcome) ? a.outcome : 'other') }, a.outcome || '')),
-            el('td', { class: 'num' }, statusCode(a)),
+            el('td', { class: 'num c-code' }, statusCode(a)),
             el('td', { class: 'err' }, excerpt(a)))))));
   }
 
@@ -733,7 +806,7 @@
           el('div', { class: 'title' }, el('h2', {}, `Event #${ev.id}`)),
           fields([
             ['Source', ev.source], ['Event type', ev.event_type || '—'],
-            ['Delivery id', el('span', { class: 'mono' }, ev.delivery_id)],
+            ['Delivery id', el('span', { class: 'id-wrap' }, el('span', { class: 'mono' }, ev.delivery_id), copyButton(ev.delivery_id))],
             ['Received', fullTime(ev.created_at)],
           ]),
           el('section', {}, el('h3', {}, 'Jobs'), (ev.jobs || []).length === 0 ? el('p', { class: 'muted' }, 'No target: the event is stored without a job.') :

@@ -43,6 +43,11 @@ func init() {
 	forbidInLogs(kindSecret, dashPassword, base64.StdEncoding.EncodeToString([]byte(dashUser+":"+dashPassword)))
 }
 
+// longID is a delivery id as long as the sha256: body hash a receiver
+// makes for a sender without ids: 71 characters, which must not widen the
+// jobs table.
+const longID = "sha256:3f9a1c0e7b2d4a6f8e1c3b5d7f9a0c2e4b6d8f0a1c3e5b7d9f1a3c5e7b9d0f2a"
+
 // xssBody is a payload whose text is markup that would run if the page put
 // it into the document as HTML.
 var xssBody = []byte(`{"id":"dash-xss","type":"issues","note":"<script>window.__xss=1</script><img src=x onerror=\"window.__xss=2\">` + bodyMarker + `"}`)
@@ -76,7 +81,7 @@ func TestDashboard(t *testing.T) {
 		"\thandle_path /webhooks/* {\n\t\tbasic_auth {\n\t\t\t" + dashUser + " " + strings.TrimSpace(hash) +
 		"\n\t\t}\n\t\twebhook_dashboard\n\t}\n"})
 
-	for _, id := range []string{"dash-ok-1", "dash-ok-2", "dash-dead-1", "dash-dead-2"} {
+	for _, id := range []string{"dash-ok-1", "dash-ok-2", "dash-dead-1", "dash-dead-2", longID} {
 		sendGitHub(t, c, id, "push")
 	}
 	if status, resp := post(t, c.URL("/hooks/github"), signGitHub(githubSecret, "dash-xss", "issues", xssBody), xssBody); status != http.StatusAccepted {
@@ -88,7 +93,7 @@ func TestDashboard(t *testing.T) {
 			t.Fatalf("POST %s: %d %s", id, status, resp)
 		}
 	}
-	for _, id := range []string{"dash-ok-1", "dash-ok-2", "dash-xss"} {
+	for _, id := range []string{"dash-ok-1", "dash-ok-2", "dash-xss", longID} {
 		c.waitJobs(t, "github", id, "done")
 	}
 	c.waitJobs(t, "github", "dash-dead-1", "dead")
@@ -103,10 +108,10 @@ func TestDashboard(t *testing.T) {
 	// Each step builds on the one before, in one tab, as an operator would.
 	t.Run("overview_counts", func(t *testing.T) {
 		b.do(t, chromedp.Navigate(dash))
-		b.waitJS(t, "github → http shows 3 done, 2 dead, 0 pending, 0 running", `(() => {
+		b.waitJS(t, "github → http shows 4 done, 2 dead, 0 pending, 0 running", `(() => {
 			const r = document.querySelector('#overview-table tr[data-source="github"][data-target="http"]');
 			const n = (s) => r && r.querySelector('.c-' + s).textContent;
-			return !!r && n('done') === '3' && n('dead') === '2' && n('pending') === '0' && n('running') === '0';
+			return !!r && n('done') === '4' && n('dead') === '2' && n('pending') === '0' && n('running') === '0';
 		})()`)
 		b.waitJS(t, "stripe → billing is listed", `!!document.querySelector('#overview-table tr[data-source="stripe"][data-target="billing"]')`)
 		b.waitJS(t, "the live indicator is on", `document.getElementById('live').className === 'live ok'`)
@@ -114,8 +119,7 @@ func TestDashboard(t *testing.T) {
 
 	t.Run("filter_by_status", func(t *testing.T) {
 		b.do(t, chromedp.Click(chromedp.CSS(`nav a[data-nav="jobs"]`)))
-		b.waitJS(t, "the unfiltered list has the 7 jobs", `document.querySelectorAll('#jobs-list tbody tr').length === 7`)
-		b.shot(t, "jobs")
+		b.waitJS(t, "the unfiltered list has the 8 jobs", `document.querySelectorAll('#jobs-list tbody tr').length === 8`)
 		b.do(t,
 			chromedp.SetValue(chromedp.CSS(`#jobs-filters select[name="status"]`), "dead"),
 			chromedp.Click(chromedp.CSS(`#jobs-filters button[type="submit"]`)))
@@ -129,7 +133,7 @@ func TestDashboard(t *testing.T) {
 
 	t.Run("filter_by_delivery_id", func(t *testing.T) {
 		b.do(t, chromedp.Click(chromedp.CSS(`#jobs-filters button.secondary`)))
-		b.waitJS(t, "the filters are cleared", `location.hash === '#/jobs' && document.querySelectorAll('#jobs-list tbody tr').length === 7`)
+		b.waitJS(t, "the filters are cleared", `location.hash === '#/jobs' && document.querySelectorAll('#jobs-list tbody tr').length === 8`)
 		b.do(t,
 			// A delivery id is unique per source, so the filter takes both.
 			chromedp.SetValue(chromedp.CSS(`#jobs-filters input[name="source"]`), "github"),
@@ -143,9 +147,9 @@ func TestDashboard(t *testing.T) {
 
 	t.Run("events_list", func(t *testing.T) {
 		b.do(t, chromedp.Navigate(dash+"#/events"))
-		b.waitJS(t, "the 7 events are listed, each with its job", `(() => {
+		b.waitJS(t, "the 8 events are listed, each with its job", `(() => {
 			const rows = [...document.querySelectorAll('#events-list tbody tr')];
-			return rows.length === 7 && rows.every((r) => r.querySelector('.jobchip'));
+			return rows.length === 8 && rows.every((r) => r.querySelector('.jobchip'));
 		})()`)
 	})
 
@@ -179,6 +183,14 @@ func TestDashboard(t *testing.T) {
 		b.waitJS(t, "the job turns done without a reload", `document.getElementById('job-status').textContent === 'done' &&
 			window.__noReload === 'still here' && document.querySelectorAll('#history tbody tr').length === 2`)
 		up.waitAnswered(t, "dash-dead-1", http.StatusOK, 1)
+		// The STATUS column has the upstream's answer of every attempt, the
+		// delivered one's 200 as well as the 400, and each duration is
+		// shown to a fraction of a millisecond, not rounded to 0ms.
+		got := b.eval(t, `[...document.querySelectorAll('#history tbody tr')].map((r) =>
+			r.children[3].textContent + ' ' + r.children[4].textContent + ' ' + /^(< )?\d+(\.\d+)? m?s$/.test(r.children[2].textContent)).join(', ')`)
+		if want := "dead 400 true, delivered 200 true"; got != want {
+			t.Errorf("attempts (outcome, status, duration shown) = %q, want %q", got, want)
+		}
 		b.shot(t, "job")
 	})
 
@@ -239,12 +251,41 @@ func TestDashboard(t *testing.T) {
 	// its first visit: the counts moved and the rate is measured.
 	t.Run("overview_updates", func(t *testing.T) {
 		b.do(t, chromedp.Navigate(dash+"#/"))
-		b.waitJS(t, "github → http shows 4 done (with the replayed job) and 1 dead", `(() => {
+		b.waitJS(t, "github → http shows 5 done (with the replayed job) and 1 dead", `(() => {
 			const r = document.querySelector('#overview-table tr[data-source="github"][data-target="http"]');
 			const n = (s) => r && r.querySelector('.c-' + s).textContent;
-			return !!r && n('done') === '4' && n('dead') === '1' && r.querySelector('.c-rate').textContent !== '—';
+			return !!r && n('done') === '5' && n('dead') === '1' && r.querySelector('.c-rate').textContent !== '—';
 		})()`)
+		// "Replay 1 dead" and "Pause" stand apart.
+		if gap := b.eval(t, `(() => {
+			const r = document.querySelector('#overview-table tr[data-source="github"][data-target="http"]');
+			const a = r.querySelector('button[data-action="replay-dead"]').getBoundingClientRect();
+			const p = r.querySelector('button[data-action="pause"]').getBoundingClientRect();
+			return String(Math.round(p.left - a.right));
+		})()`); gap == "0" || strings.HasPrefix(gap, "-") {
+			t.Errorf("the Replay and Pause buttons are %s px apart, want a gap", gap)
+		}
 		b.shot(t, "overview")
+	})
+
+	// A page opened with the credentials in its URL, which the browser
+	// refuses to fetch from, still reaches the API; and when a fetch fails,
+	// the nav bar says what failed, inside the bar.
+	t.Run("offline_message", func(t *testing.T) {
+		withCreds := strings.Replace(dash, "http://", "http://"+dashUser+":"+dashPassword+"@", 1)
+		b.do(t, chromedp.Navigate(withCreds+"#/"))
+		b.waitJS(t, "the page opened with credentials in its URL is live", `document.getElementById('live').className === 'live ok'`)
+		b.do(t, chromedp.Evaluate[chromedp.Void](`window.__fetch = window.fetch; window.fetch = () => Promise.reject(new TypeError(
+			"Failed to execute 'fetch' on 'Window': Request cannot be constructed from a URL that includes credentials: api/stats"))`))
+		b.waitJS(t, "the nav bar says the browser refused the request, within the bar", `(() => {
+			const l = document.getElementById('live'), bar = document.querySelector('header.top').getBoundingClientRect();
+			const r = l.getBoundingClientRect();
+			return l.className === 'live down' && l.textContent.startsWith('offline · GET stats: the browser refused the request') &&
+				l.title.includes('includes credentials') && r.right <= bar.right && r.left >= bar.left && r.bottom <= bar.bottom;
+		})()`)
+		b.look(t, "offline")
+		b.do(t, chromedp.Evaluate[chromedp.Void](`window.fetch = window.__fetch`))
+		b.waitJS(t, "the page is live again", `document.getElementById('live').className === 'live ok'`)
 	})
 
 	// Pause a target from its overview row: an event received meanwhile
@@ -274,9 +315,38 @@ func TestDashboard(t *testing.T) {
 		b.waitJS(t, "the row is no longer paused and counts 5 done", `(() => {
 			const r = document.querySelector('`+row+`');
 			return !!r && !r.querySelector('.badge.s-paused') && !!r.querySelector('button[data-action="pause"]') &&
-				r.querySelector('.c-done').textContent === '5';
+				r.querySelector('.c-done').textContent === '6';
 		})()`)
 	})
+
+	b.jobsAtWidths(t, dash)
+}
+
+// TestDashboard's last step, the jobs table at the widths of a laptop and
+// a desktop.
+func (b *browser) jobsAtWidths(t *testing.T, dash string) {
+	t.Helper()
+	for _, width := range []int64{1200, 1600} {
+		t.Run(fmt.Sprintf("jobs_at_%d_px", width), func(t *testing.T) {
+			b.do(t, chromedp.EmulateViewport(width, 760), chromedp.Navigate(dash+"#/jobs"))
+			b.waitJS(t, "the long delivery id is listed", `!!document.querySelector('#jobs-list tr[data-delivery="`+longID+`"]')`)
+			// The table fits its box: no column ends behind a scrollbar.
+			got := b.eval(t, `(() => {
+				const tb = document.getElementById('jobs-list');
+				const id = document.querySelector('#jobs-list tr[data-delivery="`+longID+`"] .clipped');
+				return [tb.scrollWidth <= tb.clientWidth, tb.getBoundingClientRect().right <= document.documentElement.clientWidth,
+					id.title === '`+longID+`', !!id.parentElement.querySelector('button.copy')].join(' ');
+			})()`)
+			if got != "true true true true" {
+				t.Errorf("at %d px (table fits its box, fits the window, full id on hover, copy button) = %s", width, got)
+			}
+			if width == 1200 {
+				b.shot(t, "jobs")
+			} else {
+				b.look(t, fmt.Sprintf("jobs-%d", width))
+			}
+		})
+	}
 }
 
 // chromiumPath finds the browser: CADDYWEBHOOK_CHROMIUM, or Debian's
@@ -313,7 +383,7 @@ func newBrowser(t *testing.T, path string) *browser {
 		chromedp.ExecPath(path),
 		chromedp.NoSandbox, // the CI runs as root
 		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1000, 720),
+		chromedp.WindowSize(1200, 760),
 		chromedp.Flag("disable-gpu", true),
 		chromedp.Flag("disable-component-update", true),
 		// DevTools over a pipe (chromedp's default): no debugging port. And
@@ -390,16 +460,28 @@ func (b *browser) page() string {
 // shot saves a PNG of the whole page as dashboard-<name>.png.
 func (b *browser) shot(t *testing.T, name string) {
 	t.Helper()
+	b.save(t, b.shotsDir, name)
+}
+
+// look saves a PNG for a person to look at, never for the docs: in the
+// suite directory, which CADDYWEBHOOK_E2E_KEEP=1 keeps.
+func (b *browser) look(t *testing.T, name string) {
+	t.Helper()
+	b.save(t, filepath.Join(suiteDir, "screenshots"), name)
+}
+
+func (b *browser) save(t *testing.T, dir, name string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, waitTimeout)
 	defer cancel()
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatalf("screenshot: %v", err)
 	}
-	if err := os.MkdirAll(b.shotsDir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(b.shotsDir, "dashboard-"+name+".png")
+	path := filepath.Join(dir, "dashboard-"+name+".png")
 	if err := os.WriteFile(path, png, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/caddywebhook/caddywebhook/internal/testutil"
 	"github.com/caddywebhook/caddywebhook/queue"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // waitReady fails the test unless s signals Ready within d.
@@ -325,7 +326,8 @@ ANALYZE `+schema+`.jobs; ANALYZE `+schema+`.events;`)
 		{"oldest pending", sqlOldestPending, []any{now}, []string{"jobs_pending"}, []string{"Seq Scan on jobs"}},
 		{"counts", sqlCounts, nil, []string{"job_counts"}, []string{"on jobs"}},
 		{"finish", sqlFinish, []any{ids, []string{"o", "o", "o"}, []string{"done", "done", "done"},
-			[]time.Time{now, now, now}, []string{"", "", ""}, []time.Time{now, now, now}, []time.Time{now, now, now}, []int64{0, 0, 0}, []int64{1, 1, 1}},
+			[]time.Time{now, now, now}, []string{"", "", ""}, []time.Time{now, now, now}, []time.Time{now, now, now}, []int64{0, 0, 0}, []int64{1, 1, 1},
+			[]pgtype.Int4{{Int32: 200, Valid: true}, {}, {Int32: 1, Valid: true}}},
 			nil, []string{"Seq Scan on jobs", "Seq Scan on attempts"}},
 		{"extend", sqlExtend, []any{ids, []int64{1, 1, 1}, "o", nil, int64(60000)}, nil, []string{"Seq Scan on jobs"}},
 		{"hand back", sqlHandBack, []any{ids, "o", now, []int64{1, 1, 1}}, nil, []string{"Seq Scan on jobs", "Seq Scan on attempts"}},

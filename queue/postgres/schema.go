@@ -223,7 +223,13 @@ CREATE TABLE ordering_heads (
 );
 CREATE INDEX ordering_heads_job ON ordering_heads (job_id);
 `,
-	// Version 7: the W3C trace context an event arrived in
+	// Version 7: each attempt keeps what its target reported, the HTTP
+	// status or the exit code (queue.Code), NULL for none. A nullable
+	// column rewrites no row; older entries read as none.
+	`
+ALTER TABLE attempts ADD COLUMN status integer;
+`,
+	// Version 8: the W3C trace context an event arrived in
 	// (queue.Event.Trace), NULL when it had none. A nullable column
 	// without a default rewrites no row.
 	`

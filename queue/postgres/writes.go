@@ -11,6 +11,7 @@ import (
 	"github.com/caddywebhook/caddywebhook/queue"
 	"github.com/caddywebhook/caddywebhook/queue/storekit"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // The write statements. Each is one statement, so one implicit
@@ -263,8 +264,8 @@ SELECT count(*) FROM back`
 // the ids it recorded. Ids must be distinct within one call.
 var sqlFinish = `WITH c AS (
 	SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::timestamptz[], $5::text[],
-		$6::timestamptz[], $7::timestamptz[], $8::bigint[], $9::bigint[])
-		AS c (id, owner, status, run_at, err, at, started, duration_ns, fence)
+		$6::timestamptz[], $7::timestamptz[], $8::bigint[], $9::bigint[], $10::integer[])
+		AS c (id, owner, status, run_at, err, at, started, duration_ns, fence, code)
 ), upd AS (
 	UPDATE jobs AS j
 	SET status = c.status,
@@ -274,10 +275,10 @@ var sqlFinish = `WITH c AS (
 		finished_at = CASE WHEN c.status = 'pending' THEN NULL ELSE c.at END
 	FROM c
 	WHERE j.id = c.id AND j.lease_owner = c.owner AND j.fence = c.fence AND j.status = 'running'
-	RETURNING j.id, j.attempts, c.started, c.duration_ns, c.status, c.err
+	RETURNING j.id, j.attempts, c.started, c.duration_ns, c.status, c.err, c.code
 ), hist AS (
-	INSERT INTO attempts (job_id, attempt, started_at, duration_ns, outcome, error)
-	SELECT id, attempts, started, duration_ns, status, err FROM upd
+	INSERT INTO attempts (job_id, attempt, started_at, duration_ns, outcome, error, status)
+	SELECT id, attempts, started, duration_ns, status, err, code FROM upd
 )` + trimHistory("upd") + `
 SELECT id FROM upd`
 
@@ -496,7 +497,7 @@ func (s *Store) Finish(ctx context.Context, cs []queue.Completion) ([]bool, erro
 // blocked job became pending.
 func (s *Store) finishRound(ctx context.Context, a *finishArgs, ended []int64, now time.Time) (map[int64]bool, bool, error) {
 	if len(ended) == 0 {
-		rows, err := s.pool.Query(ctx, sqlFinish, a.ids, a.owners, a.statuses, a.runAts, a.errs, a.ats, a.starteds, a.durations, a.fences)
+		rows, err := s.pool.Query(ctx, sqlFinish, a.ids, a.owners, a.statuses, a.runAts, a.errs, a.ats, a.starteds, a.durations, a.fences, a.codes)
 		if err != nil {
 			return nil, false, err
 		}
@@ -504,7 +505,7 @@ func (s *Store) finishRound(ctx context.Context, a *finishArgs, ended []int64, n
 		return done, false, err
 	}
 	b := &pgx.Batch{}
-	b.Queue(sqlFinish, a.ids, a.owners, a.statuses, a.runAts, a.errs, a.ats, a.starteds, a.durations, a.fences)
+	b.Queue(sqlFinish, a.ids, a.owners, a.statuses, a.runAts, a.errs, a.ats, a.starteds, a.durations, a.fences, a.codes)
 	queueRelease(b, ended, now)
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()
@@ -560,6 +561,7 @@ type finishArgs struct {
 	ats       []time.Time
 	starteds  []time.Time
 	durations []int64
+	codes     []pgtype.Int4 // NULL for none: no pointer to allocate per completion
 }
 
 // add appends c, with its times filled by storekit.Times.
@@ -574,6 +576,8 @@ func (a *finishArgs) add(c *queue.Completion, now time.Time) {
 	a.ats = append(a.ats, ms(at))
 	a.starteds = append(a.starteds, ms(c.Started))
 	a.durations = append(a.durations, int64(c.Duration))
+	v, ok := c.Code.Value()
+	a.codes = append(a.codes, pgtype.Int4{Int32: int32(v), Valid: ok})
 }
 
 // HandBack returns the jobs of claims still held by owner to pending, due

@@ -120,3 +120,54 @@ func testTruncate(t *testing.T, s queue.Store) {
 		})
 	}
 }
+
+// testAttemptCode records what the target reported of each attempt, for
+// delivered attempts too, and an exit code of 0 apart from none; a
+// sub-millisecond duration keeps its nanoseconds.
+func testAttemptCode(t *testing.T, s queue.Store) {
+	enqueue(t, s, event("shop", "d1", "ok", "busy", "exit0", "exit2", "refused", "stopped"))
+	jobs := map[string]*queue.Job{}
+	for _, j := range claim(t, s, "w", 6) {
+		jobs[j.Target] = j
+	}
+	at := now()
+	coded := func(c queue.Completion, code queue.Code) queue.Completion {
+		c.Code = code
+		c.Duration = 412345 * time.Nanosecond
+		return c
+	}
+	if rec := finish(t, s,
+		coded(done(jobs["ok"], at), queue.CodeOf(200)),
+		coded(retry(jobs["busy"], at.Add(time.Hour), "upstream answered 503"), queue.CodeOf(503)),
+		coded(done(jobs["exit0"], at), queue.CodeOf(0)),
+		coded(dead(jobs["exit2"], "exit status 2"), queue.CodeOf(2)),
+		coded(retry(jobs["refused"], at.Add(time.Hour), "connection refused"), queue.Code{}),
+	); !slices.Equal(rec, []bool{true, true, true, true, true}) {
+		t.Fatalf("recorded = %v, want all", rec)
+	}
+	if err := s.HandBack(t.Context(), "w", []queue.Claimed{jobs["stopped"].Claimed()}); err != nil {
+		t.Fatalf("HandBack: %v", err)
+	}
+	tests := []struct {
+		target string
+		code   queue.Code
+	}{
+		{"ok", queue.CodeOf(200)},
+		{"busy", queue.CodeOf(503)},
+		{"exit0", queue.CodeOf(0)},
+		{"exit2", queue.CodeOf(2)},
+		{"refused", queue.Code{}},
+		{"stopped", queue.Code{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.target, func(t *testing.T) {
+			h := get(t, s, jobs[tt.target].ID).History
+			if len(h) != 1 || h[0].Code != tt.code {
+				t.Fatalf("history %+v, want one attempt with code %v", h, tt.code)
+			}
+			if tt.target != "stopped" && h[0].Duration != 412345*time.Nanosecond {
+				t.Errorf("duration %v, want 412.345µs as stored", h[0].Duration)
+			}
+		})
+	}
+}

@@ -55,6 +55,7 @@ func Run(t *testing.T, open func(t *testing.T) queue.Store) {
 		{"finish/outcomes", testFinish},
 		{"finish/history bounded", testHistory},
 		{"finish/error truncated", testTruncate},
+		{"finish/attempt code", testAttemptCode},
 		{"replay/one", testReplay},
 		{"replay/dead by filter", testReplayDead},
 		{"replay/numbered across replays", testReplayNumbering},

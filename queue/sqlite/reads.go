@@ -44,7 +44,7 @@ ORDER BY j.id DESC LIMIT ?5`
 FROM jobs AS j JOIN events AS e ON e.id = j.event_id
 WHERE j.id = ?1`
 
-	sqlHistory = `SELECT attempt, started_at, duration_ns, outcome, error FROM attempts
+	sqlHistory = `SELECT attempt, started_at, duration_ns, outcome, error, status FROM attempts
 WHERE job_id = ?1 ORDER BY seq`
 )
 
@@ -188,10 +188,14 @@ func (s *Store) GetJob(ctx context.Context, id int64) (queue.JobDetail, error) {
 		for rows.Next() {
 			var a queue.Attempt
 			var started, dur int64
-			if err := rows.Scan(&a.Attempt, &started, &dur, &a.Outcome, &a.Error); err != nil {
+			var code sql.NullInt32
+			if err := rows.Scan(&a.Attempt, &started, &dur, &a.Outcome, &a.Error, &code); err != nil {
 				return err
 			}
 			a.Started, a.Duration = fromMS(started), time.Duration(dur)
+			if code.Valid {
+				a.Code = queue.CodeOf(int(code.Int32))
+			}
 			d.History = append(d.History, a)
 		}
 		return rows.Err()

@@ -206,7 +206,13 @@ DELETE FROM job_counts;
 INSERT INTO job_counts (source, target, status, jobs)
 SELECT source, target, status, count(*) FROM jobs GROUP BY source, target, status;
 `,
-	// Version 8: the W3C trace context an event arrived in (queue.Event.Trace),
+	// Version 8: each attempt keeps what its target reported, the HTTP
+	// status or the exit code (queue.Code), NULL for none. Adding a
+	// nullable column rewrites no row; older entries read as none.
+	`
+ALTER TABLE attempts ADD COLUMN status INTEGER;
+`,
+	// Version 9: the W3C trace context an event arrived in (queue.Event.Trace),
 	// NULL when it had none, so an event without one stores no byte more.
 	`
 ALTER TABLE events ADD COLUMN trace TEXT;

@@ -243,7 +243,7 @@ ANALYZE;`); err != nil {
 		{"delete event if empty", sqlDeleteEventIfEmpty, []any{1}, []string{"INDEX jobs_event"}},
 		{"oldest pending", sqlOldestPending, []any{1}, []string{"INDEX jobs_pending (source=? AND target=? AND run_at<?)"}},
 		{"claim events", sqlClaimEvents, []any{"[1,2]"}, []string{"INTEGER PRIMARY KEY"}},
-		{"history entry", sqlInsertAttempt, []any{1, 0, 0, 0, "done", ""}, []string{"INTEGER PRIMARY KEY"}},
+		{"history entry", sqlInsertAttempt, []any{1, 0, 0, 0, "done", "", 200}, []string{"INTEGER PRIMARY KEY"}},
 		// An ordering key is handed on through one entry of the blocked
 		// index, however many jobs wait behind it.
 		{"promote next of a key", sqlPromote, []any{"s", "t", "k", 1, 1}, []string{"INDEX jobs_blocked (source=? AND target=? AND ordering_key=?)", "PRIMARY KEY (source=? AND target=? AND ordering_key=?)"}},

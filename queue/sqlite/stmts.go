@@ -218,8 +218,8 @@ RETURNING event_id`
 
 // sqlInsertAttempt writes entry history-1 (the update just counted it)
 // into its ring slot, replacing the entry queue.MaxHistory before it.
-var sqlInsertAttempt = `INSERT OR REPLACE INTO attempts (job_id, slot, seq, attempt, started_at, duration_ns, outcome, error)
-SELECT id, (history - 1) % ` + strconv.Itoa(queue.MaxHistory) + `, history - 1, attempts + ?2, ?3, ?4, ?5, ?6
+var sqlInsertAttempt = `INSERT OR REPLACE INTO attempts (job_id, slot, seq, attempt, started_at, duration_ns, outcome, error, status)
+SELECT id, (history - 1) % ` + strconv.Itoa(queue.MaxHistory) + `, history - 1, attempts + ?2, ?3, ?4, ?5, ?6, ?7
 FROM jobs WHERE id = ?1`
 
 // stmts are the writer's prepared statements.

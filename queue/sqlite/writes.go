@@ -547,7 +547,7 @@ func (w *writer) finish(r *request, now time.Time) error {
 			}
 			r.ready = r.ready || promoted != 0
 		}
-		if err := w.addAttempt(c.JobID, 0, c.Started, c.Duration, c.Status, msg); err != nil {
+		if err := w.addAttempt(c.JobID, 0, c.Started, c.Duration, c.Status, c.Code, msg); err != nil {
 			return fmt.Errorf("finish job %d: %w", c.JobID, err)
 		}
 		r.recorded[i] = true
@@ -561,8 +561,13 @@ func (w *writer) finish(r *request, now time.Time) error {
 // addAttempt writes a job's newest history entry, which the update before
 // it counted, over its oldest. offset is added to the job's attempts
 // column to get the attempt's number (1 after a hand-back uncharged it).
-func (w *writer) addAttempt(id int64, offset int, started time.Time, d time.Duration, outcome queue.Status, msg string) error {
-	if _, err := w.st.insertAttempt.Exec(id, int64(offset), ms(started), int64(d), string(outcome), msg); err != nil {
+// code is what the target reported, NULL for none.
+func (w *writer) addAttempt(id int64, offset int, started time.Time, d time.Duration, outcome queue.Status, code queue.Code, msg string) error {
+	var status any
+	if v, ok := code.Value(); ok {
+		status = int64(v)
+	}
+	if _, err := w.st.insertAttempt.Exec(id, int64(offset), ms(started), int64(d), string(outcome), msg, status); err != nil {
 		return fmt.Errorf("record attempt: %w", err)
 	}
 	return nil
@@ -580,7 +585,7 @@ func (w *writer) handBack(r *request, now time.Time) error {
 		}
 		// The interrupted attempt is shown as "running": it did not end,
 		// and it was not charged.
-		if err := w.addAttempt(id, 1, now, 0, queue.StatusRunning, "handed back"); err != nil {
+		if err := w.addAttempt(id, 1, now, 0, queue.StatusRunning, queue.Code{}, "handed back"); err != nil {
 			return fmt.Errorf("hand back job %d: %w", id, err)
 		}
 		r.ready = true

@@ -298,6 +298,15 @@ func (t *Target) Deliver(ctx context.Context, job *queue.Job) error {
 		return err
 	}
 	err = wait()
+	// The exit code is kept with the attempt, exit 0 too; a program
+	// killed by a signal has none (ExitCode is -1).
+	var exitErr *exec.ExitError
+	switch {
+	case err == nil:
+		job.Code = queue.CodeOf(0)
+	case errors.As(err, &exitErr) && exitErr.ExitCode() >= 0:
+		job.Code = queue.CodeOf(exitErr.ExitCode())
+	}
 
 	switch {
 	case err == nil:
@@ -308,8 +317,7 @@ func (t *Target) Deliver(ctx context.Context, job *queue.Job) error {
 	case runCtx.Err() != nil:
 		return t.failure(fmt.Sprintf("timed out after %s", time.Duration(t.Timeout)), &out)
 	}
-	var exitErr *exec.ExitError
-	if errors.As(err, &exitErr) {
+	if exitErr != nil {
 		failure := t.failure(exitErr.Error(), &out)
 		if code := exitErr.ExitCode(); code > 0 && slices.Contains(t.PermanentExitCodes, code) {
 			return queue.Permanent(failure)

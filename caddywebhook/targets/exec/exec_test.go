@@ -289,6 +289,10 @@ func TestTargetExitStatus(t *testing.T) {
 			if got := targettest.Outcome(err); got != tt.want {
 				t.Fatalf("outcome = %s (%v), want %s", got, err, tt.want)
 			}
+			// The exit code is kept with the attempt, 0 as well.
+			if job.Code != queue.CodeOf(tt.status) {
+				t.Errorf("job.Code = %v, want %d", job.Code, tt.status)
+			}
 			if err != nil && !strings.HasPrefix(err.Error(), tt.wantErr) {
 				t.Errorf("error = %q, want prefix %q", err, tt.wantErr)
 			}
@@ -364,13 +368,17 @@ func TestTargetTimeoutKillsGroup(t *testing.T) {
 		Timeout: caddy.Duration(time.Second),
 	})
 	start := time.Now()
-	err := tgt.Deliver(t.Context(), targettest.Job("exec"))
+	job := targettest.Job("exec")
+	err := tgt.Deliver(t.Context(), job)
 	elapsed := time.Since(start)
 	if got := targettest.Outcome(err); got != "transient" {
 		t.Fatalf("outcome = %s (%v), want transient", got, err)
 	}
 	if !strings.HasPrefix(err.Error(), "timed out after 1s") {
 		t.Errorf("error = %q, want a timeout", err)
+	}
+	if !job.Code.IsZero() {
+		t.Errorf("job.Code = %v, want none for a program killed at its timeout", job.Code)
 	}
 	if elapsed > time.Second+waitDelay {
 		t.Errorf("Deliver took %v with a 1s timeout", elapsed)

@@ -242,6 +242,7 @@ func (t *Target) Deliver(ctx context.Context, job *queue.Job) error {
 		return t.networkError(ctx, attemptCtx, err)
 	}
 	defer resp.Body.Close()
+	job.Code = queue.CodeOf(resp.StatusCode)
 
 	caddywebhook.SetAttemptStatus(ctx, resp.StatusCode)
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {

@@ -105,9 +105,14 @@ func TestTargetClassifiesStatus(t *testing.T) {
 			})
 			tgt, _ := httpTestSetup(t, mux, nil)
 
-			err := tgt.Deliver(t.Context(), targettest.Job("http"))
+			job := targettest.Job("http")
+			err := tgt.Deliver(t.Context(), job)
 			if got := targettest.Outcome(err); got != tt.want {
 				t.Fatalf("outcome = %s (%v), want %s", got, err, tt.want)
+			}
+			// Every answer's status is kept with the attempt, a 2xx too.
+			if job.Code != queue.CodeOf(tt.status) {
+				t.Errorf("job.Code = %v, want %d", job.Code, tt.status)
 			}
 			if want := fmt.Sprintf("upstream answered %d", tt.status); err != nil && err.Error() != want {
 				t.Errorf("error = %q, want %q", err, want)
@@ -288,12 +293,16 @@ func TestTargetNetworkError(t *testing.T) {
 	})
 	srv.Close() // nothing listens any more: connection refused
 
-	err := tgt.Deliver(t.Context(), targettest.Job("http"))
+	job := targettest.Job("http")
+	err := tgt.Deliver(t.Context(), job)
 	if got := targettest.Outcome(err); got != "transient" {
 		t.Fatalf("outcome = %s (%v), want transient", got, err)
 	}
 	if _, ok := queue.RetryAfterOf(err); ok {
 		t.Errorf("network error asks for a Retry-After wait")
+	}
+	if !job.Code.IsZero() {
+		t.Errorf("job.Code = %v, want none without an answer", job.Code)
 	}
 	msg := err.Error()
 	if !strings.HasPrefix(msg, "post to upstream: ") || !strings.Contains(msg, "refused") {
