@@ -107,7 +107,7 @@ type App struct {
 	// handler's, or the sender's traceparent). The standard OTEL_*
 	// environment variables choose the exporter, as they do for Caddy's
 	// `tracing` handler (OTLP by default). The traceparent header sent on
-	// each attempt does not depend on it. Default: false, no span.
+	// each attempt does not depend on it. Default: off.
 	Tracing bool `json:"tracing,omitempty"`
 
 	// MaxTails caps the live tails (GET /webhook/tail, the dashboard's
