@@ -14,6 +14,8 @@ import (
 	// http.handlers.webhook_receiver, http.handlers.webhook_dashboard,
 	// the webhook app and admin.api.webhook.
 	_ "github.com/caddywebhook/caddywebhook/caddywebhook"
+	// http.handlers.webhook_consumer, and `caddy webhook listen`
+	_ "github.com/caddywebhook/caddywebhook/caddywebhook/consumer"
 	// webhook.storage.postgres
 	_ "github.com/caddywebhook/caddywebhook/caddywebhook/storage/postgres"
 	// webhook.storage.sqlite
@@ -22,4 +24,6 @@ import (
 	_ "github.com/caddywebhook/caddywebhook/caddywebhook/targets/exec"
 	// webhook.targets.http
 	_ "github.com/caddywebhook/caddywebhook/caddywebhook/targets/http"
+	// webhook.targets.pull
+	_ "github.com/caddywebhook/caddywebhook/caddywebhook/targets/pull"
 )

@@ -110,6 +110,7 @@ func (a *adminAPI) routes() []adminRoute {
 		{"GET /webhook/tail", a.handleTail, []string{"source", "target", "outcome"}},
 		{"POST /webhook/pause", a.handlePause, []string{"source", "target"}},
 		{"POST /webhook/resume", a.handleResume, []string{"source", "target"}},
+		{"POST /webhook/rules/test", a.handleRulesTest, nil},
 	}
 }
 
@@ -336,6 +337,9 @@ type jobResponse struct {
 	queue.JobDetail
 	History     []attemptResponse `json:"history"`
 	PayloadText string            `json:"payload_text,omitempty"`
+	// Filter is the filter of the job's target in the running config,
+	// which took the event; empty when the target has none.
+	Filter string `json:"filter,omitempty"`
 }
 
 // attemptResponse is one attempt of the history, its outcome said with
@@ -360,6 +364,7 @@ func (a *adminAPI) handleGet(w http.ResponseWriter, r *http.Request, q *activeQu
 	if utf8.Valid(job.Payload) {
 		resp.PayloadText = string(job.Payload)
 	}
+	resp.Filter = filterTook(queue.Route{Source: job.Source, Target: job.Target})
 	return writeJSON(w, http.StatusOK, resp)
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/rules"
 	"github.com/caddywebhook/caddywebhook/queue"
 	"github.com/caddywebhook/caddywebhook/signature"
 )
@@ -122,6 +123,9 @@ func (a *adminAPI) handleEvents(w http.ResponseWriter, r *http.Request, q *activ
 type eventResponse struct {
 	queue.EventDetail
 	PayloadText string `json:"payload_text,omitempty"`
+	// Filters are, by target, the filters in the running config of the
+	// targets with a job for the event: the filters that took it.
+	Filters map[string]string `json:"filters,omitempty"`
 }
 
 func (a *adminAPI) handleEvent(w http.ResponseWriter, r *http.Request, q *activeQueue, id int64) error {
@@ -135,6 +139,14 @@ func (a *adminAPI) handleEvent(w http.ResponseWriter, r *http.Request, q *active
 	resp := eventResponse{EventDetail: ev}
 	if utf8.Valid(ev.Payload) {
 		resp.PayloadText = string(ev.Payload)
+	}
+	for _, j := range ev.Jobs {
+		if f := filterTook(queue.Route{Source: ev.Source, Target: j.Target}); f != "" {
+			if resp.Filters == nil {
+				resp.Filters = make(map[string]string)
+			}
+			resp.Filters[j.Target] = f
+		}
 	}
 	return writeJSON(w, http.StatusOK, resp)
 }
@@ -261,7 +273,9 @@ func (a *adminAPI) handleInject(w http.ResponseWriter, r *http.Request, q *activ
 		rand.Read(b)
 		req.DeliveryID = "injected-" + hex.EncodeToString(b)
 	}
-	targets := src.targetsFor(req.EventType)
+	// An injected event meets the targets' filters as a received one does.
+	targets := src.targetsFor(&rules.Event{Body: payload, Header: storedHeaders(headers),
+		EventType: req.EventType, Source: req.Source, DeliveryID: req.DeliveryID})
 	res, err := q.Store.Enqueue(r.Context(), queue.Event{
 		Source:     req.Source,
 		DeliveryID: req.DeliveryID,

@@ -16,6 +16,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/rules"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
@@ -24,7 +25,8 @@ import (
 func testConfigApp() *App {
 	return &App{sources: map[string]sourceConfig{"github": {
 		targets: []string{"http", "exec"},
-		targetsFor: func(eventType string) []string {
+		targetsFor: func(ev *rules.Event) []string {
+			eventType := ev.EventType
 			if eventType == "push" {
 				return []string{"http", "exec"}
 			}

@@ -1,5 +1,7 @@
 package caddywebhook
 
+import "github.com/caddywebhook/caddywebhook/caddywebhook/rules"
+
 // What the admin API's operations need to know of the running config:
 // the targets of each source, which of them an event type goes to, and
 // the largest body a source accepts. The App answers for its receivers;
@@ -12,8 +14,9 @@ type sourceConfig struct {
 	receiver *Receiver
 	// targets are the source's target names, in config order.
 	targets []string
-	// targetsFor returns the targets an event of the given type goes to.
-	targetsFor func(eventType string) []string
+	// targetsFor returns the targets an event goes to: by its type and the
+	// targets' filters.
+	targetsFor func(ev *rules.Event) []string
 	// maxBody is the largest body the source's receiver accepts.
 	maxBody int64
 }

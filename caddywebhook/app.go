@@ -139,6 +139,7 @@ type App struct {
 
 	mu       sync.Mutex
 	routes   map[queue.Route]Target      // registered by receivers during Provision
+	rules    map[queue.Route]routeRules  // their compiled rules, for the admin API's test
 	policies map[queue.Route]retryPolicy // their retry settings
 	limits   map[queue.Route]queue.FlowLimits
 	sources  map[string]sourceConfig // by source, registered by receivers
@@ -148,6 +149,7 @@ type App struct {
 	notify   *notifier    // nil without Notify
 	pauses   *pauseSet    // nil without a pool
 	flow     *queue.Flow  // nil when no target has a rate, concurrency or circuit breaker
+	pull     *Pull        // nil without pull targets (pull.go)
 	traced   bool         // this app holds a spanExport reference (Tracing)
 	events   *caddyEvents // the config's `events` app; nil without one
 }
@@ -178,7 +180,8 @@ var stores = caddy.NewUsagePool()
 // holding it is cleaned up.
 type sharedStore struct {
 	queue.Store
-	settings string // the Storage settings it was opened with
+	settings string     // the Storage settings it was opened with
+	wakers   pullWakers // the consumers waiting for pull targets' jobs (pull.go)
 }
 
 // Destruct implements caddy.Destructor.
@@ -191,6 +194,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.ctx = ctx
 	a.logger = ctx.Logger()
 	a.routes = make(map[queue.Route]Target)
+	a.rules = make(map[queue.Route]routeRules)
 	a.policies = make(map[queue.Route]retryPolicy)
 	a.limits = make(map[queue.Route]queue.FlowLimits)
 	a.sources = make(map[string]sourceConfig)
@@ -236,12 +240,12 @@ func (a *App) Secrets() *Secrets { return a.secrets }
 // queueStore returns the store, opening (or sharing) it on first use.
 func (a *App) queueStore() (queue.Store, error) {
 	if s := a.opened.Load(); s != nil {
-		return s.Store, nil
+		return s, nil
 	}
 	a.storeMu.Lock()
 	defer a.storeMu.Unlock()
 	if s := a.opened.Load(); s != nil {
-		return s.Store, nil
+		return s, nil
 	}
 	if a.released {
 		return nil, queue.ErrClosed
@@ -267,7 +271,7 @@ func (a *App) queueStore() (queue.Store, error) {
 			zap.String("in_effect", shared.settings))
 	}
 	a.opened.Store(shared)
-	return shared.Store, nil
+	return shared, nil
 }
 
 // openedStore returns the store if it is open, else nil.
@@ -356,8 +360,9 @@ func (a *App) registerReceiver(rc *Receiver, targets []namedTarget) error {
 		a.routes[route] = t.target
 		a.policies[route] = t.retry
 		a.limits[route] = t.flow
+		a.rules[route] = t.rules
 	}
-	a.sources[source] = sourceConfig{receiver: rc, targets: names, targetsFor: rc.targetsFor, maxBody: rc.maxBody}
+	a.sources[source] = sourceConfig{receiver: rc, targets: names, targetsFor: rc.targetsForEvent, maxBody: rc.maxBody}
 	return nil
 }
 
@@ -367,6 +372,7 @@ type namedTarget struct {
 	target Target
 	retry  retryPolicy
 	flow   queue.FlowLimits
+	rules  routeRules
 }
 
 // routeList returns the registered (source, target) pairs, sorted.
@@ -397,6 +403,7 @@ func (a *App) Start() error {
 	a.mu.Lock()
 	a.started = true
 	handlers := maps.Clone(a.routes)
+	redact := a.redactorLocked()
 	policyFor := a.policyFor(a.policies)
 	limits := maps.Clone(a.limits)
 	a.mu.Unlock()
@@ -421,13 +428,20 @@ func (a *App) Start() error {
 		return fmt.Errorf("webhook: %w", err)
 	}
 
-	handler := attemptHandler{next: router(handlers)}
+	handler := attemptHandler{next: redactingHandler{next: router(handlers), r: redact}}
 	if a.Tracing {
 		if handler.tracer, err = a.acquireTracer(); err != nil {
 			return err
 		}
 	}
-	pool, pauses, flow, err := a.newPool(store, routes, handler, policyFor, limits, notify, obs)
+	// The pool never claims a pull target's jobs: its consumers do.
+	pulled, pooled := pullRoutes(routes, handlers)
+	pool, pauses, flow, err := a.newPool(store, pooled, handler, policyFor, limits, notify, obs)
+	if err != nil {
+		return err
+	}
+
+	pull, pauses, err := a.newPullSide(store, pulled, handlers, pauses, obs)
 	if err != nil {
 		return err
 	}
@@ -451,12 +465,13 @@ func (a *App) Start() error {
 		pauses.Start(a.ctx)
 	}
 	a.mu.Lock()
-	a.pool, a.keeper, a.notify, a.pauses, a.flow = pool, keeper, notify, pauses, flow
+	a.pool, a.keeper, a.notify, a.pauses, a.flow, a.pull = pool, keeper, notify, pauses, flow, pull
 	a.mu.Unlock()
 	setActiveQueue(a, store, a.retention(), routes, pauses, flow)
+	setActiveRules(a, a.rules)
 	tails.limit(a.MaxTails, time.Duration(a.TailMaxLag))
 
-	a.logStarted(pool, routes)
+	a.logStarted(pool, pull, routes)
 	return nil
 }
 
@@ -508,10 +523,16 @@ func (a *App) newPool(store queue.Store, routes []queue.Route, handler queue.Han
 	return pool, pauses, flow, nil
 }
 
-// logStarted logs how the queue started: with a pool, or receiving only.
-func (a *App) logStarted(pool *queue.Pool, routes []queue.Route) {
+// logStarted logs how the queue started: with a pool, with pull targets
+// only, or receiving only.
+func (a *App) logStarted(pool *queue.Pool, pull *Pull, routes []queue.Route) {
 	fields := []zap.Field{zap.Int("routes", len(routes)), zap.Int("workers", a.workers())}
+	if pull != nil {
+		fields = append(fields, zap.Strings("pull_targets", pull.Targets()))
+	}
 	switch {
+	case pool == nil && pull != nil:
+		a.logger.Info("webhook queue started: pull targets only, for their consumers", fields...)
 	case pool != nil:
 		fields = append(fields, zap.String("lease_owner", pool.Owner()))
 		a.logger.Info("webhook queue started", fields...)
@@ -534,10 +555,14 @@ const stopMargin = 5 * time.Second
 // replaces this one; Cleanup releases it.
 func (a *App) Stop() error {
 	a.mu.Lock()
-	pool, keeper, notify, pauses := a.pool, a.keeper, a.notify, a.pauses
-	a.pool, a.keeper, a.notify, a.pauses, a.flow = nil, nil, nil, nil, nil
+	pool, keeper, notify, pauses, pull := a.pool, a.keeper, a.notify, a.pauses, a.pull
+	a.pool, a.keeper, a.notify, a.pauses, a.flow, a.pull = nil, nil, nil, nil, nil, nil
 	a.mu.Unlock()
+	if pull != nil {
+		pull.stop()
+	}
 	clearActiveQueue(a)
+	clearActiveRules(a)
 	// A draining pool claims nothing more, so its pauses need no refresh.
 	if pauses != nil {
 		pauses.Stop()

@@ -264,6 +264,11 @@ func (h *harness) store(t *testing.T) queue.Store {
 	if q == nil {
 		t.Fatal("no webhook app is running")
 	}
+	// The app hands out the shared store, which wakes pull consumers on
+	// its writes; the backend's store is inside.
+	if s, ok := q.Store.(*sharedStore); ok {
+		return s.Store
+	}
 	return q.Store
 }
 

@@ -49,6 +49,10 @@ const defaultMinBodyRate = 64 << 10
 // on body bytes in flight, in seconds.
 const busyRetryAfter = "5"
 
+// diskLowRetryAfter is the Retry-After of a 503 disk_low, in seconds:
+// space comes back when an operator frees it, not in a moment.
+const diskLowRetryAfter = "60"
+
 func putBuffer(bp *[]byte) {
 	if cap(*bp) <= maxPooledBuffer {
 		bodyBuffers.Put(bp)

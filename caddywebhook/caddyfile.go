@@ -2,6 +2,7 @@ package caddywebhook
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -47,6 +48,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 //		storage sqlite <path>          # default: <caddy data dir>/webhook/queue.db
 //		synchronous full|normal        # SQLite durability; default full
 //		max_batch <n>                  # writes per commit: SQLite 256, Postgres enqueues 128 (1: benchmarks only)
+//		min_free_space <size>          # SQLite: 503 disk_low below this much free; default 64MiB, at least 16MiB
 //		storage postgres <dsn> {       # instead of sqlite: instances share the queue
 //			schema <name>              # default caddywebhook
 //			max_conns <n>              # per instance, plus one for LISTEN; default 10
@@ -67,6 +69,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 //			pending_age <duration>     # backlog.stale from this age; default off
 //			max_attempts <n>           # default: the global max_attempts
 //			backoff <base> <max>       # default: the global backoff
+//			transform { … }            # reshape the notice, e.g. for Slack (docs/RULES.md)
 //			<target options…>          # e.g. sign <secret> for http
 //		}
 //	}
@@ -90,7 +93,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if err := storage.storageLine(d); err != nil {
 				return err
 			}
-		case "synchronous", "max_batch":
+		case "synchronous", "max_batch", "min_free_space":
 			storage.option(d)
 		case "workers":
 			n, err := intArg(d, opt)
@@ -192,6 +195,16 @@ func unmarshalNotify(d *caddyfile.Dispenser) (*NotifyConfig, error) {
 			b, err := backoffArgs(d, where)
 			n.Backoff = b
 			return true, err
+		case "transform":
+			if n.Transform != nil {
+				return true, d.Errf("%s: transform is given twice; put its rules in one block", where)
+			}
+			c, crs, err := unmarshalTransform(d, where)
+			if err == nil {
+				err = checkCaddyfileRules(crs, where)
+			}
+			n.Transform = c
+			return true, err
 		}
 		return false, nil
 	})
@@ -282,6 +295,12 @@ func parseReceiverDirective(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler
 //		to <kind> <args…> {                  # repeatable: one job per target
 //			name <name>                    # default: the kind, then <kind>-2, <kind>-3…
 //			events <type…>                 # only these event types; default all
+//			filter <CEL…>                  # repeatable, ANDed: the target takes the event only when true
+//			transform {                    # reshape what the target receives (docs/RULES.md)
+//				body <CEL…>              # map/list → JSON, string → text, bytes as they are
+//				header <name> <CEL…>     # repeatable
+//				remove_header <name…>
+//			}
 //			max_attempts <n>               # default: the global max_attempts
 //			backoff <base> <max>           # default: the global backoff
 //			rate <n>/s|m|h                 # per instance; default none
@@ -436,6 +455,32 @@ func (rc *Receiver) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			*field(rc.HMAC) = v
 		}
 	}
+	return rc.checkCaddyfileRules()
+}
+
+// checkCaddyfileRules compiles the targets' rules once the whole receiver
+// is read, so that an error names the receiver and the target (by its
+// name, or the default Provision will give it) besides the line.
+func (rc *Receiver) checkCaddyfileRules() error {
+	kindCount := make(map[string]int)
+	for _, t := range rc.Targets {
+		var probe struct {
+			Kind string `json:"kind"`
+		}
+		_ = json.Unmarshal(t.DeliverRaw, &probe)
+		kindCount[probe.Kind]++
+		name := t.Name
+		if name == "" {
+			name = probe.Kind
+			if n := kindCount[probe.Kind]; n > 1 {
+				name = fmt.Sprintf("%s-%d", probe.Kind, n)
+			}
+		}
+		where := fmt.Sprintf("webhook_receiver %q: target %q", rc.Source, name)
+		if err := checkCaddyfileRules(t.caddyfileRules, where); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -461,6 +506,7 @@ var engineOptions = map[string]func(*HMACOptions) *string{
 // to the target module (see unmarshalTargetModule).
 func unmarshalTarget(d *caddyfile.Dispenser) (*TargetConfig, error) {
 	t := new(TargetConfig)
+	var filters []string // ANDed
 	where := "webhook_receiver: to"
 	raw, err := unmarshalTargetModule(d, where, func(kind, opt string) (bool, error) {
 		where := where + " " + kind
@@ -504,6 +550,23 @@ func unmarshalTarget(d *caddyfile.Dispenser) (*TargetConfig, error) {
 			b, err := circuitBreakerBlock(d, where)
 			t.CircuitBreaker = b
 			return true, err
+		case "filter":
+			cr := newCaddyfileRule(d, "filter")
+			src, ok := ruleArgs(d)
+			if !ok {
+				return true, d.Errf("%s: filter needs a CEL expression, e.g. filter body.ref == \"refs/heads/main\"", where)
+			}
+			cr.filter = src
+			filters = append(filters, src)
+			t.caddyfileRules = append(t.caddyfileRules, cr)
+		case "transform":
+			if t.Transform != nil {
+				return true, d.Errf("%s: transform is given twice; put its rules in one block", where)
+			}
+			c, crs, err := unmarshalTransform(d, where)
+			t.Transform = c
+			t.caddyfileRules = append(t.caddyfileRules, crs...)
+			return true, err
 		default:
 			return false, nil
 		}
@@ -511,6 +574,9 @@ func unmarshalTarget(d *caddyfile.Dispenser) (*TargetConfig, error) {
 	})
 	if err != nil {
 		return nil, err
+	}
+	if len(filters) > 0 {
+		t.Filter = joinFilters(filters)
 	}
 	t.DeliverRaw = raw
 	return t, nil

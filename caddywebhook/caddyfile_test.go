@@ -100,6 +100,8 @@ func TestAdaptErrors(t *testing.T) {
 		// Each storage module reads the options beside the storage line
 		// and refuses those of another backend.
 		{"global/postgres with synchronous", global("\t\tsynchronous normal\n\t\tstorage postgres postgres://h/db"), []string{"webhook", "synchronous applies to sqlite only"}},
+		{"global/postgres with min_free_space", global("\t\tmin_free_space 1GiB\n\t\tstorage postgres postgres://h/db"), []string{"webhook", "min_free_space applies to sqlite only"}},
+		{"global/min_free_space not a size", global("\t\tmin_free_space lots"), []string{"webhook", "min_free_space", `"lots" is not a size`}},
 		{"global/workers not a number", global("\t\tworkers many"), []string{"webhook", "workers", `"many"`}},
 		{"global/workers negative", global("\t\tworkers -1"), []string{"webhook", "workers", `"-1"`}},
 		{"global/max_attempts zero", global("\t\tmax_attempts 0"), []string{"webhook", "max_attempts must be at least 1"}},
@@ -176,6 +178,7 @@ func TestCaddyfileLoadErrors(t *testing.T) {
 		want   []string // every piece must appear in the error
 	}{
 		{"global/synchronous off", "synchronous off", "", []string{"webhook", "synchronous", `"off" is not full or normal`}},
+		{"global/min_free_space under the floor", "min_free_space 1MiB", "", []string{"webhook", "min_free_space is 1048576 bytes, must be at least"}},
 		{"global/backoff max below base", "backoff 1m 1s", "", []string{"webhook", "backoff", "shorter than its base"}},
 		{"global/notify backoff max below base", "notify http http://127.0.0.1:9/ {\n\t\t\tbackoff 1m 1s\n\t\t}", "", []string{"webhook: notify", "backoff max is shorter than its base"}},
 		{"global/notify exec program missing", "notify exec /nonexistent/caddywebhook-notify", "", []string{"webhook: notify", `program "/nonexistent/caddywebhook-notify" does not exist`}},

@@ -28,7 +28,7 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "webhook",
-		Usage: "<stats|list|show|events|replay|resend|discard|purge|send|sign|tail|pause|resume> [--address <interface>] [--config <path> [--adapter <name>]] [--json]",
+		Usage: "<stats|list|show|events|replay|resend|discard|purge|send|sign|tail|pause|resume|listen> [--address <interface>] [--config <path> [--adapter <name>]] [--json]",
 		Short: "Inspects the webhook queue of a running Caddy: stats, jobs, replay, discard, purge",
 		Long: `
 Talks to the webhook admin API (/webhook/ on Caddy's admin endpoint) of a
@@ -258,6 +258,22 @@ is accepted and delivered again.
 
 	cmd.AddCommand(stats, list, show, replay, discard, purge)
 	addEventCommands(cmd, run)
+	addRulesCommands(cmd, run)
+	for _, build := range subcommands {
+		cmd.AddCommand(build())
+	}
+}
+
+// subcommands are the subcommands of `caddy webhook` that the plugin's
+// other packages add (the consumer package's listen), through
+// RegisterSubcommand.
+var subcommands []func() *cobra.Command
+
+// RegisterSubcommand adds the command build returns to `caddy webhook`.
+// It is for the plugin's own packages, from an init function: Caddy
+// builds its command tree when it runs, after every init.
+func RegisterSubcommand(build func() *cobra.Command) {
+	subcommands = append(subcommands, build)
 }
 
 // cli is one run of a `caddy webhook` subcommand.

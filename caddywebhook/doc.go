@@ -18,6 +18,8 @@
 //	webhook.storage.postgres         Storage      storage/postgres (package postgresstorage)
 //	webhook.targets.http             Target       targets/http (package httptarget)
 //	webhook.targets.exec             Target       targets/exec (package exectarget)
+//	webhook.targets.pull             Target       targets/pull (package pulltarget), its jobs left to consumers (pull.go)
+//	http.handlers.webhook_consumer   Handler      consumer (package consumer), with `caddy webhook listen`
 //
 // The namespaces' interfaces are Storage (storage.go) and Target
 // (target.go); every secret-bearing field of any module resolves through

@@ -8,6 +8,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/rules"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
@@ -60,15 +61,49 @@ func (rc *Receiver) headers(out []queue.Header, h http.Header) []queue.Header {
 	return out
 }
 
-// targetsFor returns the names of the targets that want eventType. The
-// unfiltered list is shared between requests; the store only reads it.
-func (rc *Receiver) targetsFor(eventType string) []string {
+// targetsFor returns the names of the targets that take the event: its
+// type in their events, and their filter true. The unfiltered list is
+// shared between requests; the store only reads it. The rules' variables
+// are made only when a target has a filter.
+func (rc *Receiver) targetsFor(r *http.Request, eventType, deliveryID string, body []byte) []string {
 	if rc.filters == nil {
 		return rc.allTargets
 	}
+	return rc.takers(eventType, func() *rules.Event {
+		return &rules.Event{
+			Body: body, Header: r.Header, RawQuery: r.URL.RawQuery,
+			EventType: eventType, Source: rc.Source, DeliveryID: deliveryID,
+		}
+	})
+}
+
+// targetsForEvent is targetsFor for an event already described.
+func (rc *Receiver) targetsForEvent(ev *rules.Event) []string {
+	if rc.filters == nil {
+		return rc.allTargets
+	}
+	return rc.takers(ev.EventType, func() *rules.Event { return ev })
+}
+
+// takers runs the targets' filters. The rules' variables are made on the
+// first filter that needs them, from event, and share one parse of the
+// body.
+func (rc *Receiver) takers(eventType string, event func() *rules.Event) []string {
+	var in *rules.Input
+	input := func() *rules.Input {
+		if in == nil {
+			in = rules.NewInput(event())
+		}
+		return in
+	}
 	var out []string
 	for _, f := range rc.filters {
-		if f.wants(eventType) {
+		ok, err := f.takes(eventType, input)
+		if err != nil {
+			rc.filterFailed(f.name, err)
+			continue
+		}
+		if ok {
 			out = append(out, f.name)
 		}
 	}

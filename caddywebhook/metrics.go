@@ -24,6 +24,7 @@ import (
 //	caddy_webhook_circuit_state{source,target}                  0 closed, 1 open, 2 half open; routes with a circuit breaker
 //	caddy_webhook_delivery_lag_seconds{source,target}           acceptance to the attempt that delivered
 //	caddy_webhook_attempts_per_delivery{target}                 the attempt number that delivered
+//	caddy_webhook_filter_errors_total{source,target}            filters that failed to evaluate (the target did not take the event)
 //
 // The counters and the histogram live for the process, so their values
 // survive config reloads; Caddy makes a new registry for every config load,
@@ -36,6 +37,7 @@ var webhookMetrics = struct {
 	duration   *prometheus.HistogramVec
 	lag        *prometheus.HistogramVec
 	attempts   *prometheus.HistogramVec
+	filterErrs *prometheus.CounterVec
 }{}
 
 // lagBuckets run from 10 ms (a delivery at once, in the same process) to
@@ -79,6 +81,12 @@ func initMetrics() {
 			Help:      "Attempts a delivered job took, its delivering attempt's number, by target.",
 			Buckets:   []float64{1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 30, 50},
 		}, []string{"target"})
+		webhookMetrics.filterErrs = prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: metricsNamespace,
+			Subsystem: metricsSubsystem,
+			Name:      "filter_errors_total",
+			Help:      "Target filters that failed to evaluate, by source and target; the target did not take the event.",
+		}, []string{"source", "target"})
 	})
 }
 
@@ -105,6 +113,7 @@ func registerMetrics(registry *prometheus.Registry, app *App) error {
 		webhookMetrics.duration,
 		webhookMetrics.lag,
 		webhookMetrics.attempts,
+		webhookMetrics.filterErrs,
 		&jobsCollector{app: app},
 	} {
 		if err := registry.Register(c); err != nil {
@@ -116,6 +125,12 @@ func registerMetrics(registry *prometheus.Registry, app *App) error {
 		}
 	}
 	return nil
+}
+
+// filterErrorCounter is the counter of the filter errors of one route.
+func filterErrorCounter(source, target string) prometheus.Counter {
+	initMetrics()
+	return webhookMetrics.filterErrs.WithLabelValues(source, target)
 }
 
 // receivedCounter returns the counter of one (source, outcome) pair, so the

@@ -15,6 +15,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/rules"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
@@ -54,6 +55,12 @@ type NotifyConfig struct {
 	// Backoff spaces the attempts of a failing notice; an unset base or max
 	// is the app's. Default: the app's backoff (2s, 15m).
 	Backoff *BackoffConfig `json:"backoff,omitempty"`
+
+	// Transform reshapes each notice before it is sent, as a receiver
+	// target's transform does: `body` sees the notice as JSON, so a Slack
+	// incoming webhook gets {"text": …}. See docs/RULES.md. Default: none,
+	// the notice as JSON.
+	Transform *rules.TransformConfig `json:"transform,omitempty"`
 }
 
 // The route of the notices in the queue. A receiver's source cannot begin
@@ -430,8 +437,13 @@ func (a *App) provisionNotify(ctx caddy.Context) error {
 	if !ok {
 		return fmt.Errorf("webhook: notify: module %T is not a webhook target", mod)
 	}
+	tr, err := compileTransform(a.Notify.Transform)
+	if err != nil {
+		return fmt.Errorf("webhook: notify: %w", err)
+	}
 	route := queue.Route{Source: notifySource, Target: notifyTarget}
-	a.routes[route] = t
+	a.routes[route] = withTransform(t, tr)
+	a.rules[route] = routeRules{transform: tr}
 	a.policies[route] = retryPolicy{maxAttempts: a.Notify.MaxAttempts, backoff: a.Notify.Backoff}
 	return nil
 }

@@ -30,6 +30,8 @@ func (rc *Receiver) answer(w http.ResponseWriter, r *http.Request, x *exchange, 
 		}
 	case outcomeBusy:
 		h.Set("Retry-After", busyRetryAfter)
+	case outcomeDiskLow:
+		h.Set("Retry-After", diskLowRetryAfter)
 	case outcomeMethodNotAllowed:
 		allow := http.MethodPost
 		if rc.getAllowed {
@@ -81,6 +83,7 @@ const (
 	outcomeBadEventType
 	outcomeBusy
 	outcomeTooSlow
+	outcomeDiskLow
 	numOutcomes
 )
 
@@ -99,6 +102,7 @@ var outcomeWords = [numOutcomes]string{
 	outcomeBadEventType:     "bad_event_type",
 	outcomeBusy:             "busy",
 	outcomeTooSlow:          "too_slow",
+	outcomeDiskLow:          "disk_low",
 }
 
 var outcomeStatus = [numOutcomes]int{
@@ -116,6 +120,7 @@ var outcomeStatus = [numOutcomes]int{
 	outcomeBadEventType:     http.StatusBadRequest,
 	outcomeBusy:             http.StatusServiceUnavailable,
 	outcomeTooSlow:          http.StatusRequestTimeout,
+	outcomeDiskLow:          http.StatusServiceUnavailable,
 }
 
 // String returns the outcome word.

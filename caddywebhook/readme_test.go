@@ -46,6 +46,7 @@ var readmeSections = []struct {
 	{"### Target `http` (`webhook.targets.http`)", []readmeStruct{{"targets/http.Target", ""}}},
 	{"### Target `exec` (`webhook.targets.exec`)", []readmeStruct{{"targets/exec.Target", ""}}},
 	{"### Directive `webhook_dashboard` (handler `http.handlers.webhook_dashboard`)", []readmeStruct{{"Dashboard", ""}}},
+	{"### Directive `webhook_consumer` (handler `http.handlers.webhook_consumer`)", []readmeStruct{{"consumer.Handler", ""}}},
 }
 
 type readmeStruct struct {
@@ -53,8 +54,10 @@ type readmeStruct struct {
 	prefix string // its fields' JSON path in the reference, before the tag
 }
 
-// notConfig lists the Caddy modules whose JSON is not configuration.
-var notConfig = []string{"adminAPI"}
+// notConfig lists the Caddy modules whose JSON is not configuration, or
+// holds no field: the pull target has no options of its own (its page is
+// docs/CONSUMER.md).
+var notConfig = []string{"adminAPI", "targets/pull.Target"}
 
 // configField is one JSON field of a config struct, from its Go source.
 type configField struct {
@@ -153,7 +156,7 @@ func parseConfigStructs(t *testing.T) (map[string][]configField, []string) {
 	// platform. A sub-package's types are named after its directory, as
 	// "targets/http.Target".
 	var names []string
-	for _, pattern := range []string{"*.go", "storage/*/*.go", "targets/*/*.go"} {
+	for _, pattern := range []string{"*.go", "storage/*/*.go", "targets/*/*.go", "consumer/*.go"} {
 		m, err := filepath.Glob(pattern)
 		if err != nil {
 			t.Fatalf("list package files: %v", err)

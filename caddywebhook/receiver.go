@@ -9,12 +9,14 @@ import (
 	"fmt"
 	"net/textproto"
 	"strings"
+	"sync/atomic"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/rules"
 	"github.com/caddywebhook/caddywebhook/signature"
 )
 
@@ -40,6 +42,9 @@ func init() {
 //     no target wants (stored, no job); 200 for the senders that retry a
 //     202 (mailgun: signature.Scheme.AcceptStatus) — and 503 when the store failed,
 //     so the sender retries. It never answers 2xx for anything not on disk.
+//     While the SQLite file's filesystem has less than min_free_space free,
+//     it answers 503 disk_low with Retry-After and stores nothing, keeping
+//     the rest of the disk for the deliveries that drain the queue.
 //
 // Some senders check the endpoint before sending events (a handshake:
 // Slack's url_verification, Meta's GET hub.challenge, Zoom's
@@ -56,7 +61,7 @@ func init() {
 //
 // Each request gets one outcome word — accepted, duplicate, no_target,
 // handshake, bad_signature, stale_timestamp, too_large, method_not_allowed,
-// store_failed, bad_request, bad_delivery_id, bad_event_type, busy, too_slow — in Caddy's access log (the "webhook" object
+// store_failed, disk_low, bad_request, bad_delivery_id, bad_event_type, busy, too_slow — in Caddy's access log (the "webhook" object
 // of the extra log fields: source, outcome, delivery_id, event_type), in
 // the metric caddy_webhook_events_received_total, and in the placeholders
 // {webhook.outcome}, {webhook.source}, {webhook.delivery_id} and
@@ -225,9 +230,13 @@ type Receiver struct {
 	forward      []forwardHeader // headers stored with the event
 	allTargets   []string        // every target name, when no target filters events
 	filters      []targetFilter  // per target, when some filter
+	filterLog    onceAMinute     // filter errors already logged this minute
 	keptSecret   receiverSecrets // what stays out of the store and the access log
 	logger       *zap.Logger
 	received     [numOutcomes]prometheus.Counter
+	// diskLow is set from the first disk_low refusal to the next event
+	// stored, so each episode is logged once, not per request.
+	diskLow atomic.Bool
 }
 
 // FieldSource names where a value is read from: a header or a top-level
@@ -307,6 +316,24 @@ type TargetConfig struct {
 	// '*' matches by prefix ("invoice.*"). Default: every event.
 	Events []string `json:"events,omitempty"`
 
+	// Filter is a CEL expression that must be true for the target to take
+	// an event, on top of Events; it runs at ingest, after the signature
+	// verified, on the variables body (the JSON body, null when it is not
+	// JSON), raw, headers, query, event_type, source and delivery_id. An
+	// evaluation error (a missing field) does not take the event. See
+	// docs/RULES.md. Default: none, every event of Events.
+	Filter string `json:"filter,omitempty"`
+
+	// Transform reshapes what the target receives: a new body, headers
+	// set or removed, each a CEL expression over the stored event, run at
+	// delivery. An error is permanent: the job goes dead with it. See
+	// docs/RULES.md. Default: none, the event as it was received.
+	Transform *rules.TransformConfig `json:"transform,omitempty"`
+
+	// caddyfileRules are the rule lines of a Caddyfile, checked once the
+	// whole receiver is read.
+	caddyfileRules []caddyfileRule
+
 	// DeliverRaw is the target module, in the webhook.targets namespace,
 	// selected by its "kind": http or exec.
 	DeliverRaw json.RawMessage `json:"deliver,omitempty" caddy:"namespace=webhook.targets inline_key=kind"`
@@ -325,7 +352,8 @@ type forwardHeader struct {
 // targetFilter is a target's events filter.
 type targetFilter struct {
 	name   string
-	events []string // nil: all
+	events []string      // nil: all
+	rule   *rules.Filter // nil: none
 }
 
 // defaultMaxBody is the default cap on a body: enough for the provider
@@ -514,6 +542,11 @@ func (rc *Receiver) provisionTargets(ctx caddy.Context) ([]namedTarget, error) {
 		if err != nil {
 			return nil, fmt.Errorf("target %q: %w", name, err)
 		}
+		rr, err := tc.compileRules()
+		if err != nil {
+			return nil, fmt.Errorf("target %q: %w", name, err)
+		}
+		rr.kind = probe.Kind
 		mod, err := ctx.LoadModule(tc, "DeliverRaw")
 		if err != nil {
 			return nil, fmt.Errorf("target %q: %w", name, err)
@@ -523,13 +556,14 @@ func (rc *Receiver) provisionTargets(ctx caddy.Context) ([]namedTarget, error) {
 			return nil, fmt.Errorf("target %q: module %T is not a webhook target", name, mod)
 		}
 		targets = append(targets, namedTarget{
-			name: name, target: t,
+			name: name, target: withTransform(t, rr.transform),
 			retry: retry,
 			flow:  limits,
+			rules: rr,
 		})
-		rc.filters = append(rc.filters, targetFilter{name: name, events: tc.Events})
+		rc.filters = append(rc.filters, targetFilter{name: name, events: tc.Events, rule: rr.filter})
 		rc.allTargets = append(rc.allTargets, name)
-		filtered = filtered || len(tc.Events) > 0
+		filtered = filtered || len(tc.Events) > 0 || rr.filter != nil
 	}
 	if filtered {
 		rc.allTargets = nil

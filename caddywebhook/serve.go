@@ -111,20 +111,26 @@ func (rc *Receiver) serve(w http.ResponseWriter, r *http.Request, x *exchange) o
 func (rc *Receiver) store(r *http.Request, x *exchange, res signature.Result, body []byte) outcome {
 	store, err := rc.app.queueStore()
 	if err == nil {
+		payload := rc.keptSecret.payload(body) // verified: its secrets can go
 		ev := queue.Event{
 			Source:     rc.Source,
 			DeliveryID: res.DeliveryID,
 			EventType:  res.EventType,
 			Headers:    rc.headers(x.info.headers[:0], r.Header),
-			Payload:    rc.keptSecret.payload(body), // verified: its secrets can go
-			Targets:    rc.targetsFor(res.EventType),
-			Trace:      requestTrace(r),
+			Payload:    payload,
+			// The filters see what is stored, as a transform and the rule
+			// test do later.
+			Targets: rc.targetsFor(r, res.EventType, res.DeliveryID, payload),
+			Trace:   requestTrace(r),
 		}
 		if res.OrderingKey != "" {
 			ev.OrderingKey, ev.OrderingHold = orderingKey(res.OrderingKey), rc.orderingHold
 		}
 		var out queue.EnqueueResult
 		if out, err = store.Enqueue(r.Context(), ev); err == nil {
+			if rc.diskLow.Load() && rc.diskLow.CompareAndSwap(true, false) {
+				rc.logger.Info("free disk space is back above min_free_space; storing events again", zap.String("source", rc.Source))
+			}
 			switch {
 			case out.Duplicate:
 				return outcomeDuplicate
@@ -133,6 +139,14 @@ func (rc *Receiver) store(r *http.Request, x *exchange, res signature.Result, bo
 			}
 			return outcomeAccepted
 		}
+	}
+	if errors.Is(err, queue.ErrDiskLow) {
+		// Nothing was sent to the store, so the buffer is free again.
+		if rc.diskLow.CompareAndSwap(false, true) {
+			rc.logger.Warn("free disk space is below min_free_space; refusing events with 503 until space is freed",
+				zap.String("source", rc.Source))
+		}
+		return outcomeDiskLow
 	}
 	// The buffer is not recycled: a store that gave up on the request may
 	// still hold it.

@@ -330,6 +330,15 @@ type Store interface {
 	// due now, without charging the attempt they were claimed with.
 	HandBack(ctx context.Context, owner string, claims []Claimed) error
 
+	// Held returns the jobs of those of claims that still hold their job
+	// (it is running in that claim's fence, whether or not its lease ran
+	// out), without headers or payload, in no particular order; a claim
+	// no longer held is left out. A consumer that claimed jobs over the
+	// network answers for them later, perhaps through another process:
+	// Held tells that process each job's route, owner and attempt, to
+	// decide the completion Finish records under the same fence.
+	Held(ctx context.Context, claims []Claimed) ([]*Job, error)
+
 	// Replay gives the dead job id a fresh attempt budget, due now; its
 	// attempts keep counting and its replays go up by one.
 	// ErrNotFound if there is no such job, ErrNotDead if it is not dead.
@@ -383,4 +392,11 @@ var (
 	ErrNotDead  = errors.New("job is not dead")
 	ErrRunning  = errors.New("job is running")
 	ErrClosed   = errors.New("store closed")
+
+	// ErrDiskLow refuses an Enqueue because the free space left to the
+	// database is below the store's reserve. Only ingest is refused: the
+	// reserve is there so that claims, finishes, purges and the other
+	// writes that drain the backlog keep committing. A caller answers
+	// "try again later" (the receiver's 503 disk_low); nothing was written.
+	ErrDiskLow = errors.New("free disk space below the reserve")
 )

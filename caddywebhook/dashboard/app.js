@@ -666,6 +666,8 @@
             [job.status === 'done' || job.status === 'dead' ? 'Finished' : 'Next attempt',
               job.status === 'done' || job.status === 'dead' ? fullTime(job.finished_at) : fullTime(job.run_at)],
             job.lease_owner && ['Lease', `${job.lease_owner} until ${fmtTime(job.lease_until)}`],
+            // The filter of the job's target took the event (the running config's).
+            job.filter && ['Taken by filter', el('span', { class: 'mono', id: 'job-filter' }, job.filter)],
             job.last_error && ['Last error', el('span', { class: 'err' }, job.last_error)],
           ]),
           sendForm(job.event_id, job.source),
@@ -808,6 +810,9 @@
             ['Source', ev.source], ['Event type', ev.event_type || '—'],
             ['Delivery id', el('span', { class: 'id-wrap' }, el('span', { class: 'mono' }, ev.delivery_id), copyButton(ev.delivery_id))],
             ['Received', fullTime(ev.created_at)],
+            // Which target's filter took the event, by the running config.
+            ev.filters && ['Taken by filters', el('ul', { id: 'event-filters' }, Object.keys(ev.filters).sort().map((t) =>
+              el('li', {}, el('strong', {}, t), ': ', el('span', { class: 'mono' }, ev.filters[t]))))],
           ]),
           el('section', {}, el('h3', {}, 'Jobs'), (ev.jobs || []).length === 0 ? el('p', { class: 'muted' }, 'No target: the event is stored without a job.') :
             jobsTable(ev.jobs.map((j) => Object.assign({ source: ev.source, event_type: ev.event_type, delivery_id: ev.delivery_id, created_at: ev.created_at }, j)))),

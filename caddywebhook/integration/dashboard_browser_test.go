@@ -77,7 +77,7 @@ func TestDashboard(t *testing.T) {
 	// stripe's target refuses connections: its jobs stay pending, retrying.
 	c.start(t, caddyConfig{Site: githubSite(up.URL("/github")) +
 		receiver("/hooks/stripe", "stripe", "stripe", "{env.E2E_STRIPE_SECRET}",
-			toHTTP(fmt.Sprintf("http://127.0.0.1:%d/billing", freePort(t)), "name billing")) +
+			toHTTP(fmt.Sprintf("http://127.0.0.1:%d/billing", freePort(t)), "name billing", "filter "+dashFilter)) +
 		"\thandle_path /webhooks/* {\n\t\tbasic_auth {\n\t\t\t" + dashUser + " " + strings.TrimSpace(hash) +
 		"\n\t\t}\n\t\twebhook_dashboard\n\t}\n"})
 
@@ -319,6 +319,22 @@ func TestDashboard(t *testing.T) {
 		})()`)
 	})
 
+	// The job and event pages say which target's filter took the event,
+	// as text: the filter's own markup does not run.
+	t.Run("filter_took_the_event", func(t *testing.T) {
+		st := jobID(t, c, "stripe", "st-1")
+		b.do(t, chromedp.Navigate(dash+"#/jobs/"+strconv.FormatInt(st, 10)))
+		b.waitJS(t, "the job page shows billing's filter", `(() => {
+			const f = document.getElementById('job-filter');
+			return !!f && f.textContent === `+strconv.Quote(dashFilter)+` && f.children.length === 0;
+		})()`)
+		b.do(t, chromedp.Click(chromedp.CSS(`#job a[href^="#/events/"]`)))
+		b.waitJS(t, "the event page names billing and its filter", `(() => {
+			const li = document.querySelector('#event-filters li');
+			return !!li && li.textContent === 'billing: ' + `+strconv.Quote(dashFilter)+` && !document.querySelector('#event-filters img');
+		})()`)
+		b.shot(t, "event-filter")
+	})
 	b.jobsAtWidths(t, dash)
 }
 
@@ -348,6 +364,10 @@ func (b *browser) jobsAtWidths(t *testing.T, dash string) {
 		})
 	}
 }
+
+// dashFilter is the stripe billing target's filter in the browser test: it
+// takes every invoice, and holds markup that must show as text.
+const dashFilter = `body.type != "<img src=x onerror=window.__xss=1>"`
 
 // chromiumPath finds the browser: CADDYWEBHOOK_CHROMIUM, or Debian's
 // chromium, or one on PATH. Without one the test is skipped, except with

@@ -38,6 +38,7 @@ func TestE2E(t *testing.T) {
 		t.Run("retry_then_done", testRetryThenDone)
 		t.Run("permanent_error_dead", testPermanentDead)
 		t.Run("notify_dead", testNotifyDead)
+		t.Run("secret_echo", testSecretEcho)
 		t.Run("replay", testReplay)
 		t.Run("exec", testExec)
 		t.Run("reload_during_deliveries", testReloadDuringDeliveries)
@@ -45,6 +46,10 @@ func TestE2E(t *testing.T) {
 		t.Run("demo_caddyfile", testDemoCaddyfile)
 		t.Run("json_config", testJSONConfig)
 		t.Run("engine_paths_and_handshakes", testEnginePathsAndHandshakes)
+		t.Run("rules_deploy_on_main", testRulesDeployOnMain)
+		t.Run("rules_stripe_to_chat", testRulesStripeToChat)
+		t.Run("rules_broken_transform", testRulesBrokenTransform)
+		t.Run("rules_validate", testRulesValidate)
 		t.Run("secrets_out_of_access_log", testSecretsOutOfAccessLog)
 	})
 	// After every scenario, including their cleanups, has finished.

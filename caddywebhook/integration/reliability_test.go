@@ -27,6 +27,7 @@ func TestReliability(t *testing.T) {
 	t.Run("reload_storm", testReloadStorm)
 	t.Run("upstream_chaos", testUpstreamChaos)
 	t.Run("full_disk", testFullDisk)
+	t.Run("disk_low", testDiskLow)
 	t.Run("hostile_requests", testHostileRequests)
 	t.Run("declared_bodies", testDeclaredBodies)
 	t.Run("early_refusal", testEarlyRefusal)

@@ -27,10 +27,13 @@ const (
 	// phase's seeded jobs are for it, so no worker may take them.
 	orphanTarget = "gone"
 	secret       = "load-test-secret-not-for-production"
+	// consumerToken is the token of the listen phase's webhook_consumer.
+	consumerToken = "load-test-consumer-token-not-for-production"
 
-	pathStatic = "/static" // Caddy's ceiling: respond 200, nothing else
-	pathHook   = "/hook"   // the webhook_receiver
-	pathNoop   = "/noop"   // the no-op upstream: respond 200 on the same Caddy
+	pathStatic = "/static"  // Caddy's ceiling: respond 200, nothing else
+	pathHook   = "/hook"    // the webhook_receiver
+	pathNoop   = "/noop"    // the no-op upstream: respond 200 on the same Caddy
+	pathPull   = "/consume" // the webhook_consumer of the listen phase
 	statusNoop = http.StatusOK
 )
 
@@ -62,6 +65,8 @@ type phaseConfig struct {
 	upstream  string // the target's URL
 	maxBatch  int    // storage.max_batch, 0 to leave it out
 	rate      string // the target's rate, "" for none
+	filter    string // the target's filter, "" for none
+	pull      bool   // the target is a pull target, consumed on pathPull
 	sync      string // storage.synchronous (sqlite)
 	logLevel  string // Caddy's default log level
 	adminAddr string
@@ -74,8 +79,14 @@ func (pc phaseConfig) target() map[string]any {
 		"name":    targetName,
 		"deliver": map[string]any{"kind": "http", "url": pc.upstream},
 	}
+	if pc.pull {
+		t["deliver"] = map[string]any{"kind": "pull"}
+	}
 	if pc.rate != "" {
 		t["rate"] = pc.rate
+	}
+	if pc.filter != "" {
+		t["filter"] = pc.filter
 	}
 	return t
 }
@@ -108,6 +119,24 @@ func caddyJSON(pc phaseConfig) ([]byte, error) {
 			"handle": []any{handler},
 		}
 	}
+	routes := []any{
+		route(pathStatic, map[string]any{"handler": "static_response", "status_code": http.StatusOK}),
+		route(pathNoop, map[string]any{"handler": "static_response", "status_code": statusNoop}),
+		route(pathHook, map[string]any{
+			"handler": "webhook_receiver",
+			"source":  source,
+			"scheme":  "github",
+			"secrets": []string{secret},
+			"targets": []any{pc.target()},
+		}),
+	}
+	if pc.pull {
+		routes = append(routes, route(pathPull+"/*", map[string]any{
+			"handler": "webhook_consumer",
+			"tokens":  []string{consumerToken},
+			"targets": []string{targetName},
+		}))
+	}
 	cfg := map[string]any{
 		"admin": map[string]any{
 			"listen": pc.adminAddr,
@@ -122,17 +151,7 @@ func caddyJSON(pc phaseConfig) ([]byte, error) {
 					"loadtest": map[string]any{
 						"listen":          []string{pc.httpAddr},
 						"automatic_https": map[string]any{"disable": true},
-						"routes": []any{
-							route(pathStatic, map[string]any{"handler": "static_response", "status_code": http.StatusOK}),
-							route(pathNoop, map[string]any{"handler": "static_response", "status_code": statusNoop}),
-							route(pathHook, map[string]any{
-								"handler": "webhook_receiver",
-								"source":  source,
-								"scheme":  "github",
-								"secrets": []string{secret},
-								"targets": []any{pc.target()},
-							}),
-						},
+						"routes":          routes,
 					},
 				},
 			},

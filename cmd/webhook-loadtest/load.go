@@ -26,6 +26,7 @@ type load struct {
 	warmup   time.Duration // traffic before the measured window
 	duration time.Duration // the measured window
 	want     int           // the status that counts as a success
+	stripe   bool          // 2 KB Stripe-like bodies instead of fillBody's
 	// traced sends a traceparent and a tracestate with every request.
 	traced bool
 }
@@ -181,7 +182,11 @@ func (l load) connLoop(ctx context.Context, c int, measureFrom, end time.Time) (
 		}
 		seq++
 		id := deliveryID(l.tag, c, seq)
-		fillBody(body, id)
+		if l.stripe {
+			fillStripeBody(body, id)
+		} else {
+			fillBody(body, id)
+		}
 		var err error
 		if req, err = l.appendRequest(req[:0], addr, id, body); err != nil {
 			return cs, err

@@ -19,11 +19,17 @@
 //	slow1, slow32   1 and 32 workers delivering to an upstream that takes 5 ms
 //	rate            32 workers delivering to that upstream through a target
 //	                with rate 200/s: the delivered rate must be within 5 %
+//	listen          a pull target's jobs delivered to that upstream by
+//	                `caddy webhook listen --concurrency 32`, beside slow32's
+//	                http target
 //	backlog         ingest, then e2e, with a million jobs already pending
 //	orphans         e2e with 500,000 pending jobs of a target the config does
 //	                not have (-orphans): no claim may read them
 //	replay          ingest while the admin API replays 500,000 dead jobs
 //	                (-dead), in chunks
+//	rules           ingest of 2 KB Stripe-like bodies, without and with a
+//	                filter that reads two body fields, side by side: the
+//	                filter must cost less than 5 %
 //
 // Every 202 is looked up in the database afterwards, and every job the
 // database calls done in the slow phases must have reached the recording
@@ -67,7 +73,7 @@ import (
 )
 
 // allPhases are the phases in the order they run.
-var allPhases = []string{"static", "ingest", "ingest-traced", "baseline", "e2e", "e2e-traced", "slow1", "slow32", "rate", "backlog", "orphans", "replay"}
+var allPhases = []string{"static", "ingest", "ingest-traced", "baseline", "e2e", "e2e-traced", "slow1", "slow32", "rate", "listen", "backlog", "orphans", "replay", "rules"}
 
 // options are the command's flags.
 type options struct {

@@ -285,6 +285,14 @@ func (rep *report) figures() []figure {
 			out = append(out, f)
 		}
 	}
+	// A pull target through `caddy webhook listen` beside the http target
+	// of slow32: the same upstream, as many deliveries at once.
+	if f, ok := need("listen, 32 at once / slow32 http target", "≥ 0.50", "listen", "slow32"); ok {
+		l, s := rep.byName["listen"], rep.byName["slow32"]
+		out = append(out, ge("listen, 32 at once / slow32 http target", rate(l.deliveredRate), rate(s.deliveredRate), l.deliveredRate/s.deliveredRate, 0.5))
+	} else {
+		out = append(out, f)
+	}
 	if f, ok := need("rate 200/s: delivered / rate", "0.95–1.05", "rate"); ok {
 		pr := rep.byName["rate"]
 		ratio := pr.deliveredRate / pr.ref
@@ -329,6 +337,12 @@ func (rep *report) figures() []figure {
 			rep.byName["backlog-e2e"].peakRSS-rep.byName["e2e"].peakRSS)
 		out = append(out, figure{name: backlogName + ": RSS growth", value: mib(growth), ref: mib(rssBudget),
 			ratio: float64(growth) / rssBudget, target: "≤ 32 MiB", ok: growth <= rssBudget, hasCheck: true})
+	} else {
+		out = append(out, f)
+	}
+	if f, ok := need("2 KB ingest with a filter / without", "≥ 0.95", rulesFiltered, rulesPlain); ok {
+		fi, pl := rep.byName[rulesFiltered], rep.byName[rulesPlain]
+		out = append(out, ge("2 KB ingest with a filter / without", rate(fi.rate), rate(pl.rate), fi.rate/pl.rate, 0.95))
 	} else {
 		out = append(out, f)
 	}

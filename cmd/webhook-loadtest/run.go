@@ -50,6 +50,10 @@ type runner struct {
 	round  int           // 1-based, the round running now
 	window time.Duration // each phase's window in one round
 	rate   string        // the target's rate in the phase running now; "" for none
+	filter string        // the target's filter in the phase running now; "" for none
+	stripe bool          // the phase running now sends 2 KB Stripe-like bodies
+	pull   bool          // the target is a pull target in the phase running now
+	bin    string        // the Caddy binary, which also runs the listeners
 }
 
 // run executes the selected phases and returns their report. An error
@@ -127,6 +131,7 @@ func run(ctx context.Context, o options, logw io.Writer) (rep *report, err error
 			}
 		}
 	}()
+	r.bin = bin
 	if err := r.startCaddies(ctx, bin); err != nil {
 		return nil, err
 	}
@@ -211,7 +216,7 @@ func (r *runner) startCaddies(ctx context.Context, bin string) error {
 // schemas lists the Postgres schemas a run may use: every phase's, in
 // every round.
 func (r *runner) schemas() []string {
-	dbs := []string{"idle.db", "static.db", "slow1.db", "slow32.db", "rate.db", "backlog.db", "orphans.db", "replay.db"}
+	dbs := []string{"idle.db", "static.db", "slow1.db", "slow32.db", "rate.db", "listen.db", "backlog.db", "orphans.db", "replay.db"}
 	for round := 1; round <= r.o.rounds; round++ {
 		for _, p := range []string{"ingest", "ingest-traced", "baseline", "e2e", "e2e-traced"} {
 			dbs = append(dbs, fmt.Sprintf("%s-%d.db", p, round))
@@ -264,6 +269,7 @@ func (r *runner) seedAll(ctx context.Context) error {
 		{"slow1", "slow1.db", r.jobsFor(slowRef1 * n), targetName, queue.StatusPending},
 		{"slow32", "slow32.db", r.jobsFor(slowRef32 * n), targetName, queue.StatusPending},
 		{"rate", "rate.db", r.jobsFor(rateRef * n), targetName, queue.StatusPending},
+		{"listen", "listen.db", r.jobsFor(slowRef32 * n), targetName, queue.StatusPending},
 		{"backlog", "backlog.db", r.o.backlog, targetName, queue.StatusPending},
 		{"orphans", "orphans.db", r.o.orphans, orphanTarget, queue.StatusPending},
 		{"replay", "replay.db", r.o.dead, targetName, queue.StatusDead},
@@ -318,6 +324,8 @@ func (r *runner) phaseConfig(i int, db string, workers int, upstream string, max
 		upstream:  upstream,
 		maxBatch:  maxBatch,
 		rate:      r.rate,
+		filter:    r.filter,
+		pull:      r.pull,
 		logLevel:  r.o.logLevel,
 		adminAddr: r.adminAddrs[i],
 		httpAddr:  r.httpAddrs[i],
@@ -428,6 +436,8 @@ func (r *runner) runPhase(ctx context.Context, p string) error {
 		return r.slow(ctx, "slow32", "slow32.db", 32, slowRef32)
 	case "rate":
 		return r.rated(ctx)
+	case "listen":
+		return r.listen(ctx)
 	case "backlog":
 		if err := r.ingest(ctx, "backlog-ingest", "backlog.db", 0, nil); err != nil {
 			return err
@@ -443,6 +453,8 @@ func (r *runner) runPhase(ctx context.Context, p string) error {
 		return r.timeStats(ctx, "orphans")
 	case "replay":
 		return r.replay(ctx)
+	case "rules":
+		return r.rules(ctx)
 	}
 	return fmt.Errorf("unknown phase %q", p)
 }
@@ -450,7 +462,7 @@ func (r *runner) runPhase(ctx context.Context, p string) error {
 // newLoad is one round of the phase's traffic to path; the round is in
 // the delivery ids.
 func (r *runner) newLoad(name, path string, want int) load {
-	return load{
+	l := load{
 		addrs:    slices.Clone(r.httpAddrs),
 		path:     path,
 		secret:   secret,
@@ -460,8 +472,13 @@ func (r *runner) newLoad(name, path string, want int) load {
 		warmup:   r.o.warmup,
 		duration: r.window,
 		want:     want,
+		stripe:   r.stripe,
 		traced:   r.traced,
 	}
+	if r.stripe {
+		l.bodySize = rulesBodySize
+	}
+	return l
 }
 
 // drive runs l while the monitor watches Caddy, and profiles the window

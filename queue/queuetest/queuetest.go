@@ -20,8 +20,9 @@
 // lifecycle.go (the ready signal, close), workers.go (many workers at
 // once), fifo.go (ordering keys), bulk.go (bulk replay and discard in
 // chunks), counts.go (Stats against a full count), pause.go (paused sources
-// and targets), quota.go (claims capped per route) and trace.go (the trace
-// context kept with an event).
+// and targets), quota.go (claims capped per route), consumer.go (a
+// remote consumer's claims, answered later through Held) and trace.go
+// (the trace context kept with an event).
 package queuetest
 
 import (
@@ -83,6 +84,12 @@ func Run(t *testing.T, open func(t *testing.T) queue.Store) {
 		{"fifo/discard hands the key on", testFIFODiscard},
 		{"fifo/bulk discard hands each key on once", testFIFOBulkDiscard},
 		{"fifo/concurrent workers keep each key in order", testFIFOWorkers},
+		{"consumer/claim one route for one owner", testConsumerClaim},
+		{"consumer/held claims", testConsumerHeld},
+		{"consumer/retry at the time it chose", testConsumerRetryAfter},
+		{"consumer/hand-back uncharged", testConsumerHandBack},
+		{"consumer/dead and replayed", testConsumerDead},
+		{"consumer/stale answers change nothing", testConsumerStale},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -54,6 +54,15 @@ type Config struct {
 	// and GetJob. Default: 4.
 	ReadConns int
 
+	// MinFreeSpace is the free space, in bytes, to keep on the database's
+	// filesystem: while less is free, Enqueue refuses with
+	// queue.ErrDiskLow and writes nothing, so the claims, finishes and
+	// purges that drain the queue still have room to commit. Free space is
+	// measured with statfs (at most every 100ms, or after a quarter of the
+	// reserve in payloads) on Linux, macOS and FreeBSD; elsewhere ingest
+	// is never refused. At least MinFreeSpaceFloor. Default: 64 MiB.
+	MinFreeSpace int64
+
 	// Now is the clock for the times the store stamps itself (created_at,
 	// the run_at of an enqueue, replay or hand-back). Default: time.Now.
 	Now func() time.Time
@@ -61,10 +70,11 @@ type Config struct {
 
 // Defaults applied by Open to zero fields.
 const (
-	DefaultSynchronous = "full"
-	DefaultBusyTimeout = 5 * time.Second
-	DefaultMaxBatch    = 256
-	DefaultReadConns   = 4
+	DefaultSynchronous  = "full"
+	DefaultBusyTimeout  = 5 * time.Second
+	DefaultMaxBatch     = 256
+	DefaultReadConns    = 4
+	DefaultMinFreeSpace = 64 << 20
 )
 
 // withDefaults returns cfg with zero fields set to their defaults.
@@ -73,6 +83,7 @@ func (cfg Config) withDefaults() Config {
 	cfg.BusyTimeout = cmp.Or(cfg.BusyTimeout, DefaultBusyTimeout)
 	cfg.MaxBatch = cmp.Or(cfg.MaxBatch, DefaultMaxBatch)
 	cfg.ReadConns = cmp.Or(cfg.ReadConns, DefaultReadConns)
+	cfg.MinFreeSpace = cmp.Or(cfg.MinFreeSpace, DefaultMinFreeSpace)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -94,6 +105,8 @@ func (cfg Config) validate() error {
 		return fmt.Errorf("sqlite: Config.MaxBatch must not be negative, got %d", cfg.MaxBatch)
 	case cfg.ReadConns < 0:
 		return fmt.Errorf("sqlite: Config.ReadConns must not be negative, got %d", cfg.ReadConns)
+	case cfg.MinFreeSpace < MinFreeSpaceFloor:
+		return fmt.Errorf("sqlite: Config.MinFreeSpace must be at least %d (the WAL's size limit), got %d", MinFreeSpaceFloor, cfg.MinFreeSpace)
 	}
 	return nil
 }
@@ -105,6 +118,7 @@ type Store struct {
 	wdb   *sql.DB
 	rdb   *sql.DB
 	ready chan struct{}
+	room  reserve // the free-space reserve Enqueue checks
 
 	// mu guards closed and orders sends on reqs against Close, so no
 	// request is sent after the writer has drained the channel.
@@ -170,6 +184,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		s.rdb.Close()
 		return nil, fmt.Errorf("open read pool: %w", err)
 	}
+	s.room.init(filepath.Dir(path), cfg.MinFreeSpace)
 	s.w.init(s)
 	if err := s.w.connect(ctx); err != nil {
 		s.wdb.Close()

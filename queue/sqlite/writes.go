@@ -35,6 +35,9 @@ func (s *Store) Enqueue(ctx context.Context, ev queue.Event) (queue.EnqueueResul
 	if err := storekit.CheckEvent(ev); err != nil {
 		return queue.EnqueueResult{}, err
 	}
+	if err := s.room.admit(len(ev.Payload)); err != nil {
+		return queue.EnqueueResult{}, err
+	}
 	r := newRequest(ctx, kindEnqueue)
 	r.ev = ev
 	err := s.do(ctx, r)

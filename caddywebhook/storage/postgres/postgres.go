@@ -160,6 +160,8 @@ func (s *Storage) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			s.MaxBatch = n
 		case "synchronous":
 			return d.Errf("webhook: synchronous applies to sqlite only; postgres commits are always flushed")
+		case "min_free_space":
+			return d.Errf("webhook: min_free_space applies to sqlite only; a postgres server's disk is not Caddy's to measure")
 		default:
 			return d.Errf("webhook: storage postgres: unknown option %q", opt)
 		}

@@ -6,12 +6,14 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/dustin/go-humanize"
 
 	"github.com/caddywebhook/caddywebhook/caddywebhook"
 	"github.com/caddywebhook/caddywebhook/queue"
@@ -42,6 +44,17 @@ type Storage struct {
 	// no gain in durability. Takes effect when Caddy restarts. Default:
 	// 256.
 	MaxBatch int `json:"max_batch,omitempty"`
+
+	// MinFreeSpace is the free space, in bytes, that ingest leaves on the
+	// file's filesystem. While less is free, the receiver answers 503
+	// disk_low (with Retry-After) and stores nothing, so the claims,
+	// finishes and purges that drain the backlog still have room to
+	// commit; acceptance resumes by itself once space is freed. Free space
+	// is measured with statfs at most every 100ms (sooner after a quarter
+	// of the reserve in payloads), on Linux, macOS and FreeBSD; elsewhere
+	// nothing is refused. At least 16 MiB, the WAL's size limit. Takes
+	// effect when Caddy restarts. Default: 64 MiB.
+	MinFreeSpace int64 `json:"min_free_space,omitempty"`
 
 	path string // absolute, placeholders resolved
 }
@@ -80,6 +93,9 @@ func (s *Storage) Validate() error {
 	if s.MaxBatch < 0 {
 		return fmt.Errorf("max_batch is %d, must not be negative", s.MaxBatch)
 	}
+	if m := s.minFreeSpace(); m < sqlite.MinFreeSpaceFloor {
+		return fmt.Errorf("min_free_space is %d bytes, must be at least %d (16 MiB, the WAL's size limit)", m, sqlite.MinFreeSpaceFloor)
+	}
 	return nil
 }
 
@@ -91,7 +107,7 @@ func (s *Storage) StoreName() string { return s.path }
 
 // StoreSettings implements caddywebhook.Storage.
 func (s *Storage) StoreSettings() string {
-	return fmt.Sprintf("synchronous=%s max_batch=%d", s.Synchronous, s.maxBatch())
+	return fmt.Sprintf("synchronous=%s max_batch=%d min_free_space=%d", s.Synchronous, s.maxBatch(), s.minFreeSpace())
 }
 
 // ClaimAhead implements caddywebhook.Storage: the file is this Caddy's
@@ -104,16 +120,21 @@ func (s *Storage) OpenStore(ctx context.Context) (queue.Store, error) {
 	if err := os.MkdirAll(filepath.Dir(s.path), 0o700); err != nil {
 		return nil, fmt.Errorf("create storage directory: %w", err)
 	}
-	return sqlite.Open(ctx, sqlite.Config{Path: s.path, Synchronous: s.Synchronous, MaxBatch: s.maxBatch()})
+	return sqlite.Open(ctx, sqlite.Config{Path: s.path, Synchronous: s.Synchronous, MaxBatch: s.maxBatch(), MinFreeSpace: s.minFreeSpace()})
 }
 
 func (s *Storage) maxBatch() int { return cmp.Or(s.MaxBatch, sqlite.DefaultMaxBatch) }
+
+func (s *Storage) minFreeSpace() int64 {
+	return cmp.Or(s.MinFreeSpace, sqlite.DefaultMinFreeSpace)
+}
 
 // UnmarshalCaddyfile reads the storage lines of the webhook global option:
 //
 //	storage sqlite <path>      # default: <caddy data dir>/webhook/queue.db
 //	synchronous full|normal    # default full
 //	max_batch <n>              # writes per commit; default 256 (1: benchmarks only)
+//	min_free_space <size>      # 503 disk_low below this much free; default 64MiB
 //
 // The dispenser holds them in the order written, without the word
 // storage.
@@ -137,6 +158,18 @@ func (s *Storage) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 			s.MaxBatch = n
+		case "min_free_space":
+			var v string
+			if !d.AllArgs(&v) {
+				return d.Errf("webhook: min_free_space needs one size, e.g. 64MiB")
+			}
+			n, err := humanize.ParseBytes(v)
+			if err != nil || n == 0 || n > math.MaxInt64 {
+				// 0 would read as the default in JSON; the floor is
+				// checked by Validate.
+				return d.Errf("webhook: min_free_space: %q is not a size such as 64MiB", v)
+			}
+			s.MinFreeSpace = int64(n)
 		default:
 			return d.Errf("webhook: storage sqlite: unknown option %q", opt)
 		}

@@ -77,8 +77,14 @@ var jobPlaceholders = []string{
 // The program runs in its own process group. When it times out or the
 // delivery is cancelled (shutdown, lost lease) the whole group is killed
 // with SIGKILL, and so is whatever the program leaves running in its group
-// when it exits: a delivery never leaks processes. A program that must start
-// a long-lived service hands it to a service manager.
+// when it exits. A descendant that left the group (setsid, a daemon's
+// double fork) is found on Linux by the token in WEBHOOK_EXEC_RUN, an
+// environment variable every run gets and its descendants inherit: after
+// the run, every process that started after the program and carries the
+// run's token is killed too. What is not reaped: on other Unix systems, a
+// descendant outside the group; everywhere, one that replaced its
+// environment (env -i) or changed its user. A program that must start a
+// long-lived service hands it to a service manager.
 type Target struct {
 	// The program to run: an absolute path, a relative path with a slash
 	// (taken from Caddy's working directory), or a name looked up in
@@ -348,6 +354,8 @@ func start(cmd *exec.Cmd, payload []byte, out *outputTail) (wait func() error, e
 	cmd.Stdin = stdinR
 	cmd.Stdout = outW
 	cmd.Stderr = outW
+	token := runToken()
+	cmd.Env = append(slices.Clip(cmd.Env), runEnv+"="+token)
 	err = cmd.Start()
 	stdinR.Close()
 	outW.Close()
@@ -358,6 +366,9 @@ func start(cmd *exec.Cmd, payload []byte, out *outputTail) (wait func() error, e
 		// next deploy, so retried.
 		return nil, fmt.Errorf("start program: %w", err)
 	}
+	// The program is ours until Wait, a zombie at worst, so its start
+	// time can be read now; its descendants start no earlier.
+	started, traced := startTime(cmd.Process.Pid)
 
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -370,8 +381,12 @@ func start(cmd *exec.Cmd, payload []byte, out *outputTail) (wait func() error, e
 	return func() error {
 		defer outR.Close()
 		err := cmd.Wait()
-		// Whatever the program left running in its group goes with it.
+		// Whatever the program left running in its group goes with it,
+		// and so do its descendants that left the group.
 		killGroup(cmd.Process.Pid)
+		if traced {
+			killMarked(token, started)
+		}
 		// With the group gone the pipes close, unless a process escaped
 		// the group (setsid) and holds them: stop waiting for it after a
 		// while.

@@ -19,3 +19,15 @@ func isolate(*exec.Cmd) {}
 
 // killGroup does nothing; Provision refuses the target on this platform.
 func killGroup(int) {}
+
+// runEnv names the run's marker; unused on this platform.
+const runEnv = "WEBHOOK_EXEC_RUN"
+
+// runToken is never used; Provision refuses the target on this platform.
+func runToken() string { return "" }
+
+// startTime does nothing; Provision refuses the target on this platform.
+func startTime(int) (uint64, bool) { return 0, false }
+
+// killMarked does nothing; Provision refuses the target on this platform.
+func killMarked(string, uint64) int { return 0 }

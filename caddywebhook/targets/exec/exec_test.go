@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -582,4 +583,57 @@ func TestTargetUnmarshalCaddyfile(t *testing.T) {
 		{Name: "exit code 0", Input: "exec /bin/true {\n permanent_exit_codes 0\n}", WantErr: `permanent_exit_codes: "0" is not`},
 		{Name: "inherit_env with argument", Input: "exec /bin/true {\n inherit_env yes\n}", WantErr: "inherit_env: takes no arguments"},
 	})
+}
+
+// TestTargetKillsSetsidDescendant: a grandchild that calls setsid
+// leaves the program's process group, and once the program exits it is
+// re-parented away from it; it must still be killed after the run, and a
+// process the run did not start (another child of Caddy, here of the
+// test) must not be, even one carrying another run's marker.
+func TestTargetKillsSetsidDescendant(t *testing.T) {
+	if _, err := os.Stat("/proc/self/environ"); err != nil {
+		t.Skip("finding descendants outside the process group needs Linux's /proc")
+	}
+	bystander := exec.Command("sleep", "300")
+	bystander.Env = append(os.Environ(), runEnv+"="+runToken())
+	if err := bystander.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = bystander.Process.Kill()
+		_ = bystander.Wait()
+	})
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	tgt := execTestSetup(t, &Target{
+		Command: execTestProgram(t, "target_grandchild.sh"),
+		Args:    []string{pidFile, "setsid"},
+	})
+	if err := tgt.Deliver(t.Context(), targettest.Job("exec")); err != nil {
+		t.Fatalf("Deliver: %v", err)
+	}
+	pid := execTestPid(t, pidFile)
+	// "pid (comm) state ppid pgrp …": the grandchild leads a group of its
+	// own, so the group kill did not reach it.
+	if stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat")); err == nil {
+		if f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:])); len(f) > 2 && f[2] != strconv.Itoa(pid) {
+			t.Errorf("the grandchild's process group is %s, want its own (%d): it did not escape", f[2], pid)
+		}
+	}
+	execTestGone(t, pid)
+	if stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(bystander.Process.Pid), "stat")); err != nil || bytes.Contains(stat, []byte(") Z ")) {
+		t.Errorf("a process the run did not start was killed (%v)", err)
+	}
+}
+
+// BenchmarkKillMarked is the cost the search for escaped descendants
+// adds to every run: one walk of /proc that finds nothing.
+func BenchmarkKillMarked(b *testing.B) {
+	since, ok := startTime(os.Getpid())
+	if !ok {
+		b.Skip("needs Linux's /proc")
+	}
+	token := runToken()
+	for b.Loop() {
+		killMarked(token, since)
+	}
 }

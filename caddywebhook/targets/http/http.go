@@ -41,6 +41,12 @@ const (
 	// away so the connection can be reused; a bigger body costs less as a
 	// new connection than as a download.
 	drainLen = 64 << 10
+	// maxResponseHeader bounds the upstream's response headers. Go's
+	// default is 10 MB, which an upstream gone wrong could make every
+	// worker hold at once; no webhook answer needs more than a few
+	// headers. Past it the round trip fails with net/http's "server
+	// response headers exceeded … bytes", a transient error.
+	maxResponseHeader = 64 << 10
 	// defaultTimeout is the default per-attempt timeout.
 	defaultTimeout = 10 * time.Second
 )
@@ -57,7 +63,8 @@ const (
 // The upstream's answer decides the job's fate: 2xx is done; 408, 425, 429,
 // 5xx and network errors or timeouts are retried, after at least the wait a
 // Retry-After header asks for (capped by the app's max_retry_after); every
-// other status is permanent and parks the job as dead. Redirects are not
+// other status is permanent and parks the job as dead. An answer whose
+// headers exceed 64 KiB is a transient error too. Redirects are not
 // followed and count as permanent: following one would send the payload, and
 // its signature, to a place the config does not name (or, for 301, 302 and
 // 303, turn the POST into a bodiless GET), and a moved endpoint is a config
@@ -162,6 +169,7 @@ func (t *Target) Provision(ctx caddy.Context) error {
 	// Several workers deliver to the same upstream at once; the default of
 	// two idle connections per host would make most of them reconnect.
 	t.transport.MaxIdleConnsPerHost = 32
+	t.transport.MaxResponseHeaderBytes = maxResponseHeader
 	if parsed != nil && parsed.User != nil && t.headers.Get("Authorization") == "" {
 		t.basicAuth = parsed.User
 		// An upstream that echoes the request's headers must not get the
@@ -243,6 +251,9 @@ func (t *Target) Deliver(ctx context.Context, job *queue.Job) error {
 	}
 	defer resp.Body.Close()
 	job.Code = queue.CodeOf(resp.StatusCode)
+	if f, ok := ctx.Value(statusKey{}).(func(int)); ok {
+		f(resp.StatusCode)
+	}
 
 	caddywebhook.SetAttemptStatus(ctx, resp.StatusCode)
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
@@ -329,6 +340,17 @@ func (t *Target) newRequest(ctx context.Context, job *queue.Job) (*http.Request,
 		req.SetBasicAuth(t.basicAuth.Username(), password)
 	}
 	return req, nil
+}
+
+// statusKey is the context key of WithStatus.
+type statusKey struct{}
+
+// WithStatus returns a context with which the target's Deliver calls
+// report with the status of the upstream's answer before it classifies it:
+// for a program that forwards jobs with the target and shows each answer
+// (`caddy webhook listen`).
+func WithStatus(ctx context.Context, report func(status int)) context.Context {
+	return context.WithValue(ctx, statusKey{}, report)
 }
 
 // networkError describes a failed round trip without the URL, whose query

@@ -313,6 +313,40 @@ func TestTargetNetworkError(t *testing.T) {
 	}
 }
 
+// TestTargetResponseHeaderLimit: an upstream whose answer carries
+// megabytes of headers fails the attempt, transiently and saying why,
+// instead of being read into memory (Go's default limit is 10 MB:
+// net/http Transport.MaxResponseHeaderBytes).
+func TestTargetResponseHeaderLimit(t *testing.T) {
+	tests := []struct {
+		name    string
+		headers int // 1 KiB headers in the answer
+		want    string
+	}{
+		{"a few headers", 4, "done"},
+		{"just under the limit", 60, "done"},
+		{"7 MB of headers", 7000, "transient"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			value := strings.Repeat("h", 1000)
+			tgt, _ := httpTestSetup(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				for i := range tt.headers {
+					w.Header().Set(fmt.Sprintf("X-Pad-%04d", i), value)
+				}
+				w.WriteHeader(http.StatusOK)
+			}), nil)
+			err := tgt.Deliver(t.Context(), targettest.Job("http"))
+			if got := targettest.Outcome(err); got != tt.want {
+				t.Fatalf("outcome = %s (%v), want %s", got, err, tt.want)
+			}
+			if err != nil && !strings.Contains(err.Error(), "response headers exceeded 65536 bytes") {
+				t.Errorf("error = %q, want it to say the headers were too large", err)
+			}
+		})
+	}
+}
+
 func TestTargetTimeout(t *testing.T) {
 	release := make(chan struct{})
 	tgt, _ := httpTestSetup(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

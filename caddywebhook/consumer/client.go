@@ -1,0 +1,101 @@
+package consumer
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// client speaks the consumer API for `caddy webhook listen`.
+type client struct {
+	base  string // the endpoint's URL, without the trailing /claim…
+	token string
+	http  *http.Client
+}
+
+// apiStatusError is an answer of the API other than 200.
+type apiStatusError struct {
+	status int
+	msg    string
+	param  string
+}
+
+func (e *apiStatusError) Error() string {
+	if e.msg == "" {
+		return fmt.Sprintf("server answered %d", e.status)
+	}
+	return fmt.Sprintf("server answered %d: %s", e.status, e.msg)
+}
+
+// fatal reports whether no retry can help: the token is refused, the
+// target is not one it may consume, the request is malformed. A 5xx, a
+// 429 and network errors are worth another try.
+func (e *apiStatusError) fatal() bool {
+	return e.status >= 400 && e.status < 500 && e.status != http.StatusTooManyRequests && e.status != http.StatusRequestTimeout
+}
+
+// isFatal reports whether err is an API answer that no retry can help.
+func isFatal(err error) bool {
+	var se *apiStatusError
+	return errors.As(err, &se) && se.fatal()
+}
+
+// maxAnswer bounds an answer of the API: a claim of 100 jobs of 1 MiB
+// each, base64, fits.
+const maxAnswer = 256 << 20
+
+func (c *client) post(ctx context.Context, endpoint string, req, resp any) error {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return fmt.Errorf("encode %s request: %w", endpoint, err)
+	}
+	r, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(c.base, "/")+"/"+endpoint, bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("build %s request: %w", endpoint, err)
+	}
+	r.Header.Set("Authorization", "Bearer "+c.token)
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("User-Agent", "caddy-webhook-listen")
+	res, err := c.http.Do(r)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(res.Body, maxAnswer))
+	if err != nil {
+		return fmt.Errorf("read %s answer: %w", endpoint, err)
+	}
+	if res.StatusCode != http.StatusOK {
+		var e apiError
+		_ = json.Unmarshal(b, &e)
+		return &apiStatusError{status: res.StatusCode, msg: e.Error, param: e.Param}
+	}
+	if err := json.Unmarshal(b, resp); err != nil {
+		return fmt.Errorf("decode %s answer: %w", endpoint, err)
+	}
+	return nil
+}
+
+func (c *client) claim(ctx context.Context, target string, limit int, wait time.Duration) (ClaimResponse, error) {
+	var resp ClaimResponse
+	err := c.post(ctx, "claim", ClaimRequest{Target: target, Max: limit, Wait: wait.String()}, &resp)
+	return resp, err
+}
+
+func (c *client) extend(ctx context.Context, leases []Lease) (ExtendResponse, error) {
+	var resp ExtendResponse
+	err := c.post(ctx, "extend", ExtendRequest{Leases: leases}, &resp)
+	return resp, err
+}
+
+func (c *client) ack(ctx context.Context, results []AckResult) (AckResponse, error) {
+	var resp AckResponse
+	err := c.post(ctx, "ack", AckRequest{Results: results}, &resp)
+	return resp, err
+}

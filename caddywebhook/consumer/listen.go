@@ -1,0 +1,612 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/caddywebhook/caddywebhook/caddywebhook"
+	httptarget "github.com/caddywebhook/caddywebhook/caddywebhook/targets/http"
+	"github.com/caddywebhook/caddywebhook/queue"
+)
+
+// ListenConfig configures a listener: a consumer of one pull target that
+// forwards each job to a local URL, as the http target would.
+type ListenConfig struct {
+	URL         string        // the webhook_consumer endpoint, e.g. https://hooks.example.com/consume
+	Token       string        // its bearer token
+	Target      string        // the pull target to consume
+	ForwardTo   string        // the local app's URL
+	SignSecret  string        // Standard Webhooks secret to sign forwarded requests with; empty: unsigned
+	Concurrency int           // deliveries at once; default 4
+	Timeout     time.Duration // per local request; default the http target's (10s)
+	Wait        time.Duration // how long each claim waits on the server; default 30s
+	Out         io.Writer     // one line per delivery
+	Log         io.Writer     // notices: connected, app down, reconnecting
+	Now         func() time.Time
+}
+
+// Defaults of ListenConfig.
+const (
+	DefaultConcurrency = 4
+	DefaultListenWait  = 30 * time.Second
+
+	// retryMin and retryMax bound the wait before asking the server again
+	// after a network error or a 5xx; it doubles in between, jittered.
+	retryMin = 500 * time.Millisecond
+	retryMax = 30 * time.Second
+	// appProbe is how often a listener whose local app refused a
+	// connection tries it again before it claims more.
+	appProbe = 500 * time.Millisecond
+)
+
+// listener is one run of `caddy webhook listen`.
+type listener struct {
+	cfg    ListenConfig
+	api    *client
+	target *httptarget.Target
+	fwd    *url.URL
+
+	mu      sync.Mutex
+	held    map[int64]*heldJob
+	lease   time.Duration // from the server's last answer
+	appDown bool          // the local app refused a connection; waiting for it
+	slots   chan struct{} // one per delivery running
+	acks    ackBatch
+
+	wg sync.WaitGroup
+}
+
+// heldJob is one claim the listener holds.
+type heldJob struct {
+	lease   Lease
+	cancel  context.CancelFunc
+	fence   *time.Timer // cancels the delivery before its lease can end unextended
+	lost    bool        // the lease is gone: answer nothing
+	stopped bool        // the listener stops: hand it back
+}
+
+// Listen runs a listener until ctx ends, then hands back the jobs it
+// holds and returns nil; it returns an error at once for a config the
+// server refuses (a wrong token, a target it may not consume).
+func Listen(ctx context.Context, cfg ListenConfig) error {
+	l, err := newListener(cfg)
+	if err != nil {
+		return err
+	}
+	defer l.target.Cleanup()
+	return l.run(ctx)
+}
+
+func newListener(cfg ListenConfig) (*listener, error) {
+	switch {
+	case cfg.URL == "":
+		return nil, errors.New("listen: --url is required")
+	case cfg.Token == "":
+		return nil, errors.New("listen: the token is empty: set the variable --token-env names")
+	case cfg.Target == "":
+		return nil, errors.New("listen: --target is required")
+	case cfg.ForwardTo == "":
+		return nil, errors.New("listen: --forward-to is required")
+	case cfg.Concurrency < 0:
+		return nil, fmt.Errorf("listen: --concurrency is %d, must be positive", cfg.Concurrency)
+	}
+	if u, err := url.Parse(cfg.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, errors.New("listen: --url must be an absolute http:// or https:// URL")
+	}
+	fwd, err := url.Parse(cfg.ForwardTo)
+	if err != nil || (fwd.Scheme != "http" && fwd.Scheme != "https") || fwd.Host == "" {
+		return nil, errors.New("listen: --forward-to must be an absolute http:// or https:// URL")
+	}
+	if cfg.Concurrency == 0 {
+		cfg.Concurrency = DefaultConcurrency
+	}
+	if cfg.Wait == 0 {
+		cfg.Wait = DefaultListenWait
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Out == nil {
+		cfg.Out = io.Discard
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	// The http target forwards each job: the same request, headers and
+	// signature an upstream of the target gets, and the same reading of
+	// its answer.
+	target := &httptarget.Target{URL: cfg.ForwardTo, Timeout: caddy.Duration(cfg.Timeout), SignSecret: cfg.SignSecret}
+	if err := target.Provision(caddy.Context{Context: context.Background()}); err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	if err := target.Validate(); err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	return &listener{
+		cfg:    cfg,
+		target: target,
+		fwd:    fwd,
+		api: &client{base: cfg.URL, token: cfg.Token, http: &http.Client{
+			// A claim waits up to cfg.Wait on the server; the rest is
+			// the network's.
+			Timeout:   cfg.Wait + 30*time.Second,
+			Transport: http.DefaultTransport.(*http.Transport).Clone(),
+		}},
+		held:  make(map[int64]*heldJob),
+		lease: queue.DefaultLease,
+		slots: make(chan struct{}, cfg.Concurrency),
+	}, nil
+}
+
+func (l *listener) logf(format string, args ...any) {
+	fmt.Fprintf(l.cfg.Log, "%s  "+format+"\n", append([]any{l.cfg.Now().Format(time.DateTime)}, args...)...)
+}
+
+// run claims while it has room, until ctx ends.
+func (l *listener) run(ctx context.Context) error {
+	extendCtx, stopExtend := context.WithCancel(context.WithoutCancel(ctx))
+	extendDone := make(chan struct{})
+	go func() {
+		defer close(extendDone)
+		l.extendLoop(extendCtx)
+	}()
+	err := l.claimLoop(ctx)
+	l.shutdown(context.WithoutCancel(ctx))
+	stopExtend()
+	<-extendDone
+	return err
+}
+
+// claimLoop asks the server for as many jobs as there are free slots,
+// starts a delivery for each, and backs off after errors.
+func (l *listener) claimLoop(ctx context.Context) error {
+	retry := retryMin
+	connected, reported := false, ""
+	for ctx.Err() == nil {
+		// Wait for a free slot, then for the local app if it is down.
+		select {
+		case l.slots <- struct{}{}:
+			<-l.slots
+		case <-ctx.Done():
+			return nil
+		}
+		if !l.waitForApp(ctx) {
+			return nil
+		}
+		free := cap(l.slots) - len(l.slots)
+		resp, err := l.api.claim(ctx, l.cfg.Target, free, l.cfg.Wait)
+		if ctx.Err() != nil {
+			// A claim committed as we gave up is handed back by the
+			// server, which sees the request go.
+			return nil
+		}
+		if err != nil {
+			if isFatal(err) {
+				return fmt.Errorf("listen: claim: %w", err)
+			}
+			if msg := err.Error(); reported != msg {
+				l.logf("cannot claim from %s: %v; retrying", l.cfg.URL, redactURL(err))
+				reported = msg
+			}
+			connected = false
+			if !sleep(ctx, jitter(retry)) {
+				return nil
+			}
+			retry = min(retry*2, retryMax)
+			continue
+		}
+		if !connected {
+			l.logf("Ready! Forwarding %s events from %s to %s (concurrency %d)", l.cfg.Target, l.cfg.URL, l.cfg.ForwardTo, l.cfg.Concurrency)
+			connected, reported, retry = true, "", retryMin
+		}
+		l.mu.Lock()
+		if resp.LeaseMS > 0 {
+			l.lease = time.Duration(resp.LeaseMS) * time.Millisecond
+		}
+		l.mu.Unlock()
+		for _, j := range resp.Jobs {
+			l.start(ctx, j)
+		}
+	}
+	return nil
+}
+
+// waitForApp returns at once while the local app answers; after it
+// refused a connection, it probes it until it accepts one, saying so once
+// each way. It returns false if ctx ended.
+func (l *listener) waitForApp(ctx context.Context) bool {
+	l.mu.Lock()
+	down := l.appDown
+	l.mu.Unlock()
+	if !down {
+		return true
+	}
+	for {
+		if !sleep(ctx, appProbe) {
+			return false
+		}
+		if l.appListening(ctx) {
+			l.mu.Lock()
+			l.appDown = false
+			l.mu.Unlock()
+			l.logf("local app at %s is listening again; resuming", l.fwd.Host)
+			return true
+		}
+	}
+}
+
+// appListening reports whether the local app accepts a connection.
+func (l *listener) appListening(ctx context.Context) bool {
+	host := l.fwd.Host
+	if l.fwd.Port() == "" {
+		port := "80"
+		if l.fwd.Scheme == "https" {
+			port = "443"
+		}
+		host += ":" + port
+	}
+	d := net.Dialer{Timeout: appProbe}
+	conn, err := d.DialContext(ctx, "tcp", host)
+	if err != nil {
+		return false
+	}
+	conn.Close()
+	return true
+}
+
+// start runs one job's delivery in a slot of its own.
+func (l *listener) start(ctx context.Context, j ClaimedJob) {
+	l.slots <- struct{}{}
+	dctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	h := &heldJob{lease: Lease{ID: j.ID, Fence: j.Fence}, cancel: cancel}
+	l.mu.Lock()
+	lease := l.lease
+	// The delivery is cancelled a quarter of the lease before the lease
+	// can end unless an extension moves it, so no other consumer starts
+	// the job while this one still runs it. The quarter also covers the
+	// time between the claim's commit and its answer's arrival.
+	h.fence = time.AfterFunc(lease-lease/4, func() { l.loseLease(j.ID) })
+	l.held[j.ID] = h
+	l.mu.Unlock()
+	l.wg.Go(func() {
+		defer func() { <-l.slots }()
+		defer cancel()
+		l.deliver(dctx, h, j)
+	})
+}
+
+// loseLease gives up a job whose lease can no longer be proven: another
+// consumer may have it now.
+func (l *listener) loseLease(id int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if h, ok := l.held[id]; ok && !h.stopped {
+		h.lost = true
+		h.cancel()
+	}
+}
+
+// deliver forwards one job and answers for it.
+func (l *listener) deliver(ctx context.Context, h *heldJob, j ClaimedJob) {
+	job := &queue.Job{
+		ID: j.ID, Source: j.Source, DeliveryID: j.DeliveryID, EventType: j.EventType, Target: j.Target,
+		Headers: j.Headers, Payload: j.Payload, Attempt: j.Attempt, Replays: j.Replays, Fence: j.Fence,
+	}
+	// What the http target does not return: the status of the app's
+	// answer, and whether a dial was refused (the transport dials on a
+	// goroutine of its own).
+	var status atomic.Int32
+	var refusedDial atomic.Bool
+	trace := &httptrace.ClientTrace{ConnectDone: func(_, _ string, err error) {
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			refusedDial.Store(true)
+		}
+	}}
+	dctx := httptrace.WithClientTrace(httptarget.WithStatus(ctx, func(s int) { status.Store(int32(s)) }), trace)
+	start := time.Now()
+	err := l.target.Deliver(dctx, job)
+	took := time.Since(start)
+	code, refused := int(status.Load()), refusedDial.Load()
+
+	l.mu.Lock()
+	lost, stopped := h.lost, h.stopped
+	l.mu.Unlock()
+	res := AckResult{ID: j.ID, Fence: j.Fence, Duration: took.String()}
+	word := ""
+	switch {
+	case lost:
+		l.forget(j.ID)
+		l.line(j, "lease lost", took, "not answered: the server may hand it to another consumer")
+		return
+	case stopped && err != nil:
+		return // cut short by the stop, which hands it back
+	case refused && code == 0:
+		// The app is not listening: not the event's fault. Hand it back
+		// uncharged and wait for the app.
+		res.Outcome, word = string(caddywebhook.OutcomeHandBack), "handed back"
+		l.mu.Lock()
+		first := !l.appDown
+		l.appDown = true
+		l.mu.Unlock()
+		if first {
+			l.logf("local app at %s refused the connection; holding deliveries until it listens", l.fwd.Host)
+		}
+	case err == nil:
+		res.Outcome, word = string(caddywebhook.OutcomeDone), "done"
+	case queue.IsPermanent(err):
+		res.Outcome, res.Error, word = string(caddywebhook.OutcomeDead), err.Error(), "dead"
+	default:
+		res.Outcome, res.Error, word = string(caddywebhook.OutcomeRetry), err.Error(), "retry"
+		if after, ok := queue.RetryAfterOf(err); ok && after > 0 {
+			res.RetryAfter = after.String()
+		}
+	}
+	answer, ok := l.answer(ctx, res)
+	l.forget(j.ID)
+	switch {
+	case !ok:
+		word = "not answered"
+	case !answer.Recorded:
+		word = "lease lost"
+	case answer.Status == queue.StatusPending && res.Outcome == string(caddywebhook.OutcomeRetry):
+		word = "retry at " + answer.RunAt.Local().Format(time.TimeOnly)
+	case answer.Status == queue.StatusDead:
+		word = "dead"
+	}
+	shown := "error"
+	if code != 0 {
+		shown = fmt.Sprint(code)
+	} else if refused {
+		shown = "refused"
+	}
+	note := ""
+	if res.Error != "" && code == 0 && !refused {
+		note = queue.SafeLine(res.Error, 200)
+	}
+	l.line(j, "["+shown+"] "+word, took, note)
+}
+
+// answer sends one result, again after network errors, until the lease
+// it answers for can have ended.
+func (l *listener) answer(ctx context.Context, res AckResult) (AckAnswer, bool) {
+	l.mu.Lock()
+	deadline := time.Now().Add(l.lease)
+	l.mu.Unlock()
+	retry := retryMin
+	for {
+		ans, err := l.acks.send(ctx, l.api, res)
+		if err == nil {
+			return ans, true
+		}
+		if isFatal(err) || time.Now().Add(retry).After(deadline) {
+			l.logf("cannot answer for job %d: %v", res.ID, redactURL(err))
+			return AckAnswer{}, false
+		}
+		if !sleep(ctx, jitter(retry)) {
+			return AckAnswer{}, false
+		}
+		retry = min(retry*2, retryMax)
+	}
+}
+
+// ackBatch sends the results of deliveries that end together in one ack
+// request: while one request is out, the results that arrive wait, and the
+// next request takes them all. With 32 deliveries at once that is one
+// request (and one transaction on the server) for many results, instead
+// of one each.
+type ackBatch struct {
+	mu       sync.Mutex
+	queue    []*pendingAck
+	flushing bool
+}
+
+type pendingAck struct {
+	res  AckResult
+	done chan ackReply // buffered 1
+}
+
+type ackReply struct {
+	ans AckAnswer
+	err error
+}
+
+// ackTimeout bounds one ack request, which is not cancelled with the
+// delivery that sends it: it carries other deliveries' results too.
+const ackTimeout = 30 * time.Second
+
+// send queues res and returns the server's answer for it.
+func (b *ackBatch) send(ctx context.Context, api *client, res AckResult) (AckAnswer, error) {
+	p := &pendingAck{res: res, done: make(chan ackReply, 1)}
+	b.mu.Lock()
+	b.queue = append(b.queue, p)
+	if b.flushing {
+		b.mu.Unlock()
+		select {
+		case r := <-p.done:
+			return r.ans, r.err
+		case <-ctx.Done():
+			return AckAnswer{}, ctx.Err()
+		}
+	}
+	b.flushing = true
+	b.mu.Unlock()
+	for {
+		b.mu.Lock()
+		n := min(len(b.queue), maxLeases)
+		batch := b.queue[:n:n]
+		b.queue = b.queue[n:]
+		if n == 0 {
+			b.flushing = false
+			b.mu.Unlock()
+			break
+		}
+		b.mu.Unlock()
+		results := make([]AckResult, n)
+		for i, q := range batch {
+			results[i] = q.res
+		}
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ackTimeout)
+		resp, err := api.ack(actx, results)
+		cancel()
+		if err == nil && len(resp.Results) != n {
+			err = fmt.Errorf("ack: %d answers for %d results", len(resp.Results), n)
+		}
+		for i, q := range batch {
+			if err != nil {
+				q.done <- ackReply{err: err}
+			} else {
+				q.done <- ackReply{ans: resp.Results[i]}
+			}
+		}
+	}
+	r := <-p.done
+	return r.ans, r.err
+}
+
+func (l *listener) forget(id int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if h, ok := l.held[id]; ok {
+		h.fence.Stop()
+		delete(l.held, id)
+	}
+}
+
+// line prints one delivery: time, source, event type, delivery id, the
+// local app's status and what became of the job, and the duration.
+func (l *listener) line(j ClaimedJob, outcome string, took time.Duration, note string) {
+	s := fmt.Sprintf("%s  %s  %s  %s  %s  %s", l.cfg.Now().Format(time.DateTime), j.Source, cmpOr(j.EventType, "-"),
+		j.DeliveryID, outcome, took.Round(time.Millisecond))
+	if note != "" {
+		s += "  " + note
+	}
+	fmt.Fprintln(l.cfg.Out, queue.SafeLine(s, 0))
+}
+
+// extendLoop extends the leases of the held jobs every third of the lease,
+// and moves each one's self-fence.
+func (l *listener) extendLoop(ctx context.Context) {
+	for {
+		l.mu.Lock()
+		every := l.lease / 3
+		l.mu.Unlock()
+		if !sleep(ctx, every) {
+			return
+		}
+		l.mu.Lock()
+		leases := make([]Lease, 0, len(l.held))
+		for _, h := range l.held {
+			if !h.lost && !h.stopped {
+				leases = append(leases, h.lease)
+			}
+		}
+		l.mu.Unlock()
+		if len(leases) == 0 {
+			continue
+		}
+		sent := time.Now()
+		resp, err := l.api.extend(ctx, leases)
+		if err != nil {
+			// The self-fences cancel the deliveries in time if this
+			// goes on.
+			continue
+		}
+		lost := make(map[int64]bool, len(resp.Lost))
+		for _, id := range resp.Lost {
+			lost[id] = true
+		}
+		l.mu.Lock()
+		if resp.LeaseMS > 0 {
+			l.lease = time.Duration(resp.LeaseMS) * time.Millisecond
+		}
+		for _, ls := range leases {
+			h, ok := l.held[ls.ID]
+			if !ok {
+				continue
+			}
+			if lost[ls.ID] {
+				h.lost = true
+				h.cancel()
+				continue
+			}
+			h.fence.Reset(time.Until(sent.Add(l.lease - l.lease/4)))
+		}
+		l.mu.Unlock()
+	}
+}
+
+// shutdown cancels the deliveries still running, waits for them, and
+// hands back, uncharged, the jobs they did not answer for.
+func (l *listener) shutdown(ctx context.Context) {
+	l.mu.Lock()
+	for _, h := range l.held {
+		h.stopped = true
+		h.cancel()
+	}
+	l.mu.Unlock()
+	l.wg.Wait()
+	l.mu.Lock()
+	var leases []Lease
+	for id, h := range l.held {
+		h.fence.Stop()
+		if !h.lost {
+			leases = append(leases, h.lease)
+		}
+		delete(l.held, id)
+	}
+	l.mu.Unlock()
+	if len(leases) > 0 {
+		results := make([]AckResult, len(leases))
+		for i, ls := range leases {
+			results[i] = AckResult{ID: ls.ID, Fence: ls.Fence, Outcome: string(caddywebhook.OutcomeHandBack)}
+		}
+		hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		if _, err := l.api.ack(hctx, results); err != nil {
+			l.logf("could not hand back %d jobs: %v; they go back when their leases end", len(leases), redactURL(err))
+		} else {
+			l.logf("handed back %d jobs", len(leases))
+		}
+		cancel()
+	}
+}
+
+// redactURL keeps a url.Error's message without its URL, whose query
+// could hold a credential.
+func redactURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return fmt.Errorf("%s: %w", ue.Op, ue.Err)
+	}
+	return err
+}
+
+// sleep waits d, or until ctx ends; it reports whether it waited d.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// jitter spreads d over [d/2, d), so listeners that lost the server
+// together do not come back together.
+func jitter(d time.Duration) time.Duration {
+	return d/2 + time.Duration(rand.Float64()*float64(d/2))
+}

@@ -1,0 +1,607 @@
+package caddywebhook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/caddywebhook/caddywebhook/queue"
+)
+
+// Pull targets. The jobs of a target that implements PullTarget are never
+// claimed by the app's pool: consumers claim them over HTTP, through a
+// webhook_consumer handler, with the pool's own semantics (a lease, a fence
+// per claim, the attempt counted at claim, hand-back uncharged, the
+// target's backoff and attempt budget, dead letters). Everything else a
+// route has holds for them unchanged: events, filters, ordering keys,
+// pauses, replay, resend, stats and notifications. The pool's claims never
+// name their routes, so while no consumer asks they cost the claim path
+// nothing, like the routes of a paused target.
+
+// PullTarget is a Target whose jobs consumers claim (webhook.targets.pull).
+// Its Deliver is never called by the pool.
+type PullTarget interface {
+	Target
+	// PulledByConsumers marks the target; it does nothing.
+	PulledByConsumers()
+}
+
+// PullOwner is the lease owner of the claims that consumers of target make:
+// the same in every process that shares the store, so that any of them can
+// extend or answer for a claim made through another. The fence token tells
+// one consumer's claim from another's.
+func PullOwner(target string) string { return "pull:" + target }
+
+// Errors of the pull side, for a consumer endpoint to answer with.
+var (
+	// ErrNoPullTarget: the running config has no pull target of that name.
+	ErrNoPullTarget = errors.New("no pull target of that name in the running config")
+	// ErrNotRunning: the webhook app is not running (it stopped, or a
+	// reload replaced it); the consumer should ask again.
+	ErrNotRunning = errors.New("webhook app not running")
+)
+
+// Pull hands out the jobs of one running config's pull targets to
+// consumers. Get it with App.Pull at request time: a reload replaces it.
+type Pull struct {
+	store    queue.Store
+	lease    time.Duration
+	poll     time.Duration
+	routes   map[string][]queue.Route // the routes of each pull target
+	deciders map[queue.Route]queue.Decider
+	shapers  map[queue.Route]jobShaper // the routes whose jobs a transform reshapes
+	paused   func(queue.Route) bool
+	obs      queue.Observer
+	wakers   *pullWakers
+	now      func() time.Time
+	stopped  chan struct{} // closed when the app stops
+	stopOnce sync.Once
+}
+
+// Pull returns the pull side of the running app, or ErrNotRunning.
+func (a *App) Pull() (*Pull, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.pull == nil {
+		return nil, ErrNotRunning
+	}
+	return a.pull, nil
+}
+
+// wrappedTarget is a Target that wraps another, as a content rule's
+// transform wraps the target it reshapes jobs for: a wrapped pull target
+// is still a pull target.
+type wrappedTarget interface {
+	Target
+	unwrapTarget() Target
+}
+
+// jobShaper is a wrapper that reshapes a job as its Deliver would before
+// the target it wraps sees it (a transform): a consumer is handed the job
+// so reshaped. An error is permanent: the same stored job fails the same
+// way every time.
+type jobShaper interface {
+	shapeJob(job *queue.Job) (*queue.Job, error)
+}
+
+// isPull reports whether t is a pull target, or wraps one.
+func isPull(t Target) bool {
+	for t != nil {
+		if _, ok := t.(PullTarget); ok {
+			return true
+		}
+		w, ok := t.(wrappedTarget)
+		if !ok {
+			return false
+		}
+		t = w.unwrapTarget()
+	}
+	return false
+}
+
+// pullRoutes splits routes into those of pull targets, by target, and the
+// rest, which the pool claims.
+func pullRoutes(routes []queue.Route, targets map[queue.Route]Target) (pulled map[string][]queue.Route, pooled []queue.Route) {
+	pulled = make(map[string][]queue.Route)
+	for _, r := range routes {
+		if isPull(targets[r]) {
+			pulled[r.Target] = append(pulled[r.Target], r)
+			continue
+		}
+		pooled = append(pooled, r)
+	}
+	return pulled, pooled
+}
+
+// newPull builds the pull side of a starting app over its pull routes.
+func (a *App) newPull(store queue.Store, routes map[string][]queue.Route, targets map[queue.Route]Target, policies map[queue.Route]retryPolicy, paused func(queue.Route) bool, obs queue.Observer) *Pull {
+	policyFor := a.policyFor(policies)
+	base := queue.Decider{MaxAttempts: a.MaxAttempts, MaxRetryAfter: time.Duration(a.MaxRetryAfter)}
+	if a.Backoff != nil {
+		base.Retry = queue.Backoff{Base: time.Duration(a.Backoff.Base), Max: time.Duration(a.Backoff.Max)}
+	}
+	deciders := make(map[queue.Route]queue.Decider)
+	shapers := make(map[queue.Route]jobShaper)
+	for _, rs := range routes {
+		for _, r := range rs {
+			if s, ok := targets[r].(jobShaper); ok {
+				shapers[r] = s
+			}
+			d := base
+			if policyFor != nil {
+				retry, maxAttempts := policyFor(&queue.Job{Source: r.Source, Target: r.Target})
+				if retry != nil {
+					d.Retry = retry
+				}
+				if maxAttempts != 0 {
+					d.MaxAttempts = maxAttempts
+				}
+			}
+			deciders[r] = d
+		}
+	}
+	p := &Pull{
+		store:    store,
+		lease:    time.Duration(a.Lease),
+		poll:     time.Duration(a.PollInterval),
+		routes:   routes,
+		deciders: deciders,
+		shapers:  shapers,
+		paused:   paused,
+		obs:      obs,
+		now:      time.Now,
+		stopped:  make(chan struct{}),
+	}
+	if p.lease == 0 {
+		p.lease = queue.DefaultLease
+	}
+	if p.poll == 0 {
+		p.poll = queue.DefaultPollInterval
+	}
+	if s, ok := store.(*sharedStore); ok {
+		p.wakers = &s.wakers
+	}
+	return p
+}
+
+// newPullSide builds the pull side over the pull routes, nil without any,
+// with the pool's pause set, or one of its own when no pool runs.
+func (a *App) newPullSide(store queue.Store, pulled map[string][]queue.Route, targets map[queue.Route]Target, pauses *pauseSet, obs queue.Observer) (*Pull, *pauseSet, error) {
+	if len(pulled) == 0 {
+		return nil, pauses, nil
+	}
+	if pauses == nil {
+		// Read before the first claim, as the pool's are.
+		pauses = newPauseSet(store, a.logger)
+		if err := pauses.refresh(a.ctx); err != nil {
+			return nil, nil, fmt.Errorf("webhook: %w", err)
+		}
+	}
+	return a.newPull(store, pulled, targets, a.policies, pauses.paused, obs), pauses, nil
+}
+
+// stop ends the pull side: waiting claims answer at once.
+func (p *Pull) stop() { p.stopOnce.Do(func() { close(p.stopped) }) }
+
+// Lease is how long a consumer's claim holds without an extension: the
+// app's lease.
+func (p *Pull) Lease() time.Duration { return p.lease }
+
+// PollInterval is how often a waiting claim asks the store again when
+// nothing in this process signalled new work: work enqueued by another
+// instance sharing the store, or a retry come due.
+func (p *Pull) PollInterval() time.Duration { return p.poll }
+
+// Targets returns the names of the pull targets of the running config.
+func (p *Pull) Targets() []string { return slices.Sorted(maps.Keys(p.routes)) }
+
+// Has reports whether target is a pull target of the running config.
+func (p *Pull) Has(target string) bool { _, ok := p.routes[target]; return ok }
+
+// Stopped is closed when the app stops or a reload replaces it.
+func (p *Pull) Stopped() <-chan struct{} { return p.stopped }
+
+// Ready returns a channel that is closed when jobs of target may have
+// become claimable in this process: an event enqueued for it, a replay, a
+// resend, a hand-back. Take it before a claim that finds nothing, then
+// wait on it, the poll interval, or Stopped.
+func (p *Pull) Ready(target string) <-chan struct{} {
+	if p.wakers == nil {
+		return nil
+	}
+	return p.wakers.wait(target)
+}
+
+// Claim leases up to limit claimable jobs of target to its consumers, for
+// the app's lease, counting an attempt on each. The routes of target that
+// are paused are left out.
+func (p *Pull) Claim(ctx context.Context, target string, limit int) ([]*queue.Job, error) {
+	routes, ok := p.routes[target]
+	if !ok {
+		return nil, ErrNoPullTarget
+	}
+	if p.paused != nil {
+		routes = slices.DeleteFunc(slices.Clone(routes), p.paused)
+	}
+	if len(routes) == 0 {
+		return nil, nil
+	}
+	// Not cancelled with the request: a claim that committed after the
+	// consumer went away is handed back below rather than left leased to
+	// nobody until its lease runs out.
+	wctx := context.WithoutCancel(ctx)
+	jobs, err := p.store.Claim(wctx, queue.ClaimParams{
+		Owner:  PullOwner(target),
+		Limit:  limit,
+		Lease:  p.lease,
+		Routes: routes,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim jobs: %w", err)
+	}
+	if ctx.Err() != nil && len(jobs) > 0 {
+		cs := make([]queue.Claimed, len(jobs))
+		for i, j := range jobs {
+			cs[i] = j.Claimed()
+		}
+		if err := p.store.HandBack(wctx, PullOwner(target), cs); err != nil {
+			p.obs.StoreError("hand back", err)
+		}
+		return nil, ctx.Err()
+	}
+	for _, j := range jobs {
+		p.obs.JobStarted(j)
+	}
+	if len(p.shapers) > 0 {
+		return p.shape(ctx, jobs)
+	}
+	return jobs, nil
+}
+
+// shape reshapes the claimed jobs of the routes with a transform. A job
+// whose transform fails goes dead at once with the error, as it would on
+// its way to any other target, and is not handed out.
+func (p *Pull) shape(ctx context.Context, jobs []*queue.Job) ([]*queue.Job, error) {
+	out := jobs[:0:0]
+	var failed []*queue.Job
+	var cs []queue.Completion
+	var errs []error
+	now := p.now()
+	for _, j := range jobs {
+		route := queue.Route{Source: j.Source, Target: j.Target}
+		s, ok := p.shapers[route]
+		if !ok {
+			out = append(out, j)
+			continue
+		}
+		shaped, err := s.shapeJob(j)
+		if err == nil {
+			out = append(out, shaped)
+			continue
+		}
+		err = queue.Permanent(err)
+		c := p.deciders[route].Decide(j, err, now)
+		c.Started = now
+		failed, cs, errs = append(failed, j), append(cs, c), append(errs, err)
+	}
+	if len(cs) > 0 {
+		recorded, err := p.store.Finish(context.WithoutCancel(ctx), cs)
+		if err != nil {
+			p.obs.StoreError("finish", err)
+			return out, nil // their leases run out; the next claim tries again
+		}
+		for i, j := range failed {
+			p.obs.JobFinished(j, cs[i], recorded[i], errs[i])
+		}
+	}
+	return out, nil
+}
+
+// held reads the claims still held of the pull targets in allowed, by id.
+// A claim of another target is left out as if it were not held: a
+// consumer learns nothing of the jobs it may not consume.
+func (p *Pull) held(ctx context.Context, allowed []string, claims []queue.Claimed) (map[int64]*queue.Job, error) {
+	jobs, err := p.store.Held(ctx, claims)
+	if err != nil {
+		return nil, fmt.Errorf("read claims: %w", err)
+	}
+	out := make(map[int64]*queue.Job, len(jobs))
+	for _, j := range jobs {
+		if p.Has(j.Target) && slices.Contains(allowed, j.Target) && j.LeaseOwner == PullOwner(j.Target) {
+			out[j.ID] = j
+		}
+	}
+	return out, nil
+}
+
+// Extend moves the leases of the claims still held, of the pull targets in
+// allowed, to the app's lease from now, and returns the ids it could not
+// extend: those claims are lost, and the consumer must stop working on
+// them.
+func (p *Pull) Extend(ctx context.Context, allowed []string, claims []queue.Claimed) (lost []int64, err error) {
+	held, err := p.held(ctx, allowed, claims)
+	if err != nil {
+		return nil, err
+	}
+	byTarget := make(map[string][]queue.Claimed)
+	for _, c := range claims {
+		j, ok := held[c.ID]
+		if !ok || j.Fence != c.Fence {
+			lost = append(lost, c.ID)
+			continue
+		}
+		byTarget[j.Target] = append(byTarget[j.Target], c)
+	}
+	for _, target := range slices.Sorted(maps.Keys(byTarget)) {
+		l, err := p.store.ExtendLeases(ctx, queue.ExtendParams{Owner: PullOwner(target), Claims: byTarget[target], Lease: p.lease})
+		if err != nil {
+			return nil, fmt.Errorf("extend leases: %w", err)
+		}
+		lost = append(lost, l...)
+	}
+	return lost, nil
+}
+
+// Outcome is a consumer's answer for one claim.
+type Outcome string
+
+// The outcomes a consumer may report.
+const (
+	// OutcomeDone: delivered; the job is done.
+	OutcomeDone Outcome = "done"
+	// OutcomeRetry: a transient failure; the job is retried after the
+	// target's backoff (or RetryAfter, if longer), or goes dead if that
+	// was its last attempt.
+	OutcomeRetry Outcome = "retry"
+	// OutcomeDead: a permanent failure; the job goes dead at once.
+	OutcomeDead Outcome = "dead"
+	// OutcomeHandBack: not attempted (the consumer stops, its app is not
+	// listening); the job is pending again at once, its attempt uncharged.
+	OutcomeHandBack Outcome = "handback"
+)
+
+// Valid reports whether o is one of the four outcomes.
+func (o Outcome) Valid() bool {
+	switch o {
+	case OutcomeDone, OutcomeRetry, OutcomeDead, OutcomeHandBack:
+		return true
+	}
+	return false
+}
+
+// Ack is a consumer's answer for one claim.
+type Ack struct {
+	Claim   queue.Claimed
+	Outcome Outcome
+	// Error is the attempt's error, kept as the job's last error for
+	// retry and dead (as queue.SafeText makes it).
+	Error string
+	// RetryAfter, for a retry, asks for the next attempt no sooner than
+	// this (capped by the app's max_retry_after, and never sooner than
+	// the backoff), as an HTTP target's Retry-After does.
+	RetryAfter time.Duration
+	// Duration is how long the attempt took, for the job's history.
+	Duration time.Duration
+}
+
+// AckResult says what became of one Ack.
+type AckResult struct {
+	ID int64
+	// Recorded is false when the claim was no longer held (the lease ran
+	// out and the job was claimed again, or it was answered already), or
+	// is not one the consumer may answer for: nothing was changed.
+	Recorded bool
+	// Status is the job's status after a recorded answer: done, pending
+	// (to be retried, or handed back), or dead.
+	Status queue.Status
+	// RunAt is when a retried job is due again.
+	RunAt time.Time
+}
+
+// Answer records the answers of a consumer allowed the pull targets in
+// allowed, each fenced as the pool's own Finish and HandBack are: an
+// answer for a claim no longer held changes nothing. Results are in the
+// order of acks.
+func (p *Pull) Answer(ctx context.Context, allowed []string, acks []Ack) ([]AckResult, error) {
+	claims := make([]queue.Claimed, len(acks))
+	for i, a := range acks {
+		claims[i] = a.Claim
+	}
+	held, err := p.held(ctx, allowed, claims)
+	if err != nil {
+		return nil, err
+	}
+	results := make([]AckResult, len(acks))
+	var cs []queue.Completion
+	var finished []int // indexes into acks of cs
+	var errs []error   // the attempts' errors, for the observer
+	handBack := make(map[string][]int)
+	now := p.now()
+	for i, a := range acks {
+		results[i].ID = a.Claim.ID
+		j, ok := held[a.Claim.ID]
+		if !ok || j.Fence != a.Claim.Fence {
+			continue
+		}
+		if a.Outcome == OutcomeHandBack {
+			handBack[j.Target] = append(handBack[j.Target], i)
+			continue
+		}
+		var attemptErr error
+		msg := cmpOr(a.Error, "consumer answered "+string(a.Outcome))
+		switch a.Outcome {
+		case OutcomeRetry:
+			attemptErr = errors.New(msg)
+			if a.RetryAfter > 0 {
+				attemptErr = queue.RetryAfter(attemptErr, a.RetryAfter)
+			}
+		case OutcomeDead:
+			attemptErr = queue.Permanent(errors.New(msg))
+		}
+		c := p.deciders[queue.Route{Source: j.Source, Target: j.Target}].Decide(j, attemptErr, now)
+		c.Started, c.Duration = now.Add(-max(a.Duration, 0)), max(a.Duration, 0)
+		cs = append(cs, c)
+		finished = append(finished, i)
+		errs = append(errs, attemptErr)
+	}
+	if len(cs) > 0 {
+		recorded, err := p.store.Finish(ctx, cs)
+		if err != nil {
+			p.obs.StoreError("finish", err)
+			return nil, fmt.Errorf("finish jobs: %w", err)
+		}
+		// A job done or dead may let the next of its ordering key go.
+		woken := make(map[string]bool)
+		for k, i := range finished {
+			j := held[acks[i].Claim.ID]
+			if recorded[k] && cs[k].Status != queue.StatusPending && !woken[j.Target] && p.wakers != nil {
+				woken[j.Target] = true
+				p.wakers.wake(j.Target)
+			}
+			p.obs.JobFinished(j, cs[k], recorded[k], errs[k])
+			if recorded[k] {
+				results[i].Recorded, results[i].Status = true, cs[k].Status
+				if cs[k].Status == queue.StatusPending {
+					results[i].RunAt = cs[k].RunAt
+				}
+			}
+		}
+	}
+	for _, target := range slices.Sorted(maps.Keys(handBack)) {
+		idx := handBack[target]
+		cs := make([]queue.Claimed, len(idx))
+		for k, i := range idx {
+			cs[k] = acks[i].Claim
+		}
+		if err := p.store.HandBack(ctx, PullOwner(target), cs); err != nil {
+			p.obs.StoreError("hand back", err)
+			return nil, fmt.Errorf("hand back jobs: %w", err)
+		}
+		for _, i := range idx {
+			p.obs.JobHandedBack(held[acks[i].Claim.ID])
+			results[i].Recorded, results[i].Status = true, queue.StatusPending
+		}
+	}
+	return results, nil
+}
+
+func cmpOr(s, fallback string) string {
+	if s != "" {
+		return s
+	}
+	return fallback
+}
+
+// pullWakers wake the consumers waiting for a pull target's jobs when this
+// process makes some claimable. It lives with the store, shared across
+// reloads, so an event enqueued through the new config wakes a consumer
+// still waiting on the old one's. With no consumer waiting, waking costs
+// one atomic load.
+type pullWakers struct {
+	waiting atomic.Int64 // channels handed out and not yet closed
+	mu      sync.Mutex
+	chans   map[string]chan struct{}
+}
+
+// wait returns the channel the next wake of target closes.
+func (w *pullWakers) wait(target string) <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if ch, ok := w.chans[target]; ok {
+		return ch
+	}
+	if w.chans == nil {
+		w.chans = make(map[string]chan struct{})
+	}
+	ch := make(chan struct{})
+	w.chans[target] = ch
+	w.waiting.Add(1)
+	return ch
+}
+
+// wake wakes the consumers of targets; none wakes every pull target's.
+func (w *pullWakers) wake(targets ...string) {
+	if w.waiting.Load() == 0 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(targets) == 0 {
+		for target, ch := range w.chans {
+			close(ch)
+			delete(w.chans, target)
+			w.waiting.Add(-1)
+		}
+		return
+	}
+	for _, target := range targets {
+		if ch, ok := w.chans[target]; ok {
+			close(ch)
+			delete(w.chans, target)
+			w.waiting.Add(-1)
+		}
+	}
+}
+
+// The writes of a shared store that make jobs claimable wake the
+// consumers waiting for them.
+
+// Enqueue implements queue.Store, and wakes the consumers of the event's
+// targets.
+func (s *sharedStore) Enqueue(ctx context.Context, ev queue.Event) (queue.EnqueueResult, error) {
+	res, err := s.Store.Enqueue(ctx, ev)
+	if err == nil && res.Jobs > 0 {
+		s.wakers.wake(ev.Targets...)
+	}
+	return res, err
+}
+
+// HandBack implements queue.Store, and wakes the consumers.
+func (s *sharedStore) HandBack(ctx context.Context, owner string, claims []queue.Claimed) error {
+	err := s.Store.HandBack(ctx, owner, claims)
+	if err == nil && len(claims) > 0 {
+		s.wakers.wake()
+	}
+	return err
+}
+
+// Replay implements queue.Store, and wakes the consumers.
+func (s *sharedStore) Replay(ctx context.Context, id int64) error {
+	err := s.Store.Replay(ctx, id)
+	if err == nil {
+		s.wakers.wake()
+	}
+	return err
+}
+
+// ReplayDead implements queue.Store, and wakes the consumers.
+func (s *sharedStore) ReplayDead(ctx context.Context, f queue.Filter) (int, error) {
+	n, err := s.Store.ReplayDead(ctx, f)
+	if n > 0 {
+		s.wakers.wake()
+	}
+	return n, err
+}
+
+// Resend implements queue.Store, and wakes the consumers.
+func (s *sharedStore) Resend(ctx context.Context, id int64) error {
+	err := s.Store.Resend(ctx, id)
+	if err == nil {
+		s.wakers.wake()
+	}
+	return err
+}
+
+// AddJob implements queue.Store, and wakes the consumers of target.
+func (s *sharedStore) AddJob(ctx context.Context, eventID int64, target string) (int64, error) {
+	id, err := s.Store.AddJob(ctx, eventID, target)
+	if err == nil {
+		s.wakers.wake(target)
+	}
+	return id, err
+}

@@ -1,0 +1,266 @@
+package rules
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"strconv"
+	"unicode/utf8"
+
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
+	"cel.dev/cel-go/common/types/traits"
+)
+
+// A JSON object is read lazily: `body.data.object.amount_total` scans the
+// bytes for the keys it names and decodes only the value it ends on,
+// skipping everything else without allocating. Decoding a 2 KB body into Go
+// maps cost about four times the validity check it needs anyway, and a
+// filter runs on every request, so the full decode happens only for what
+// needs the whole object (iteration, size, equality, a transform's output),
+// once per object, cached.
+
+// parseBody turns a JSON body into a CEL value; a body that is not JSON
+// (empty, form-encoded, truncated) is null, so `body == null` tells it
+// apart and `body.x` is an evaluation error rather than a panic.
+func parseBody(b []byte) ref.Val {
+	if len(b) == 0 || !json.Valid(b) {
+		return types.NullValue
+	}
+	return jsonValue(bytes.TrimSpace(b))
+}
+
+// jsonValue turns one valid JSON value into a CEL value: an object lazily,
+// anything else decoded at once.
+func jsonValue(b []byte) ref.Val {
+	switch b[0] {
+	case '{':
+		return &lazyObject{raw: b}
+	case '"':
+		if s, ok := plainString(b); ok {
+			return types.String(s)
+		}
+	case 't':
+		return types.True
+	case 'f':
+		return types.False
+	case 'n':
+		return types.NullValue
+	case '[':
+		// Lists are walked whole (exists, all, index) more often than
+		// not; decode them at once.
+	default:
+		if f, err := strconv.ParseFloat(string(b), 64); err == nil {
+			return types.Double(f)
+		}
+	}
+	return decodeJSON(b)
+}
+
+func decodeJSON(b []byte) ref.Val {
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return types.NewErrFromString("decode json: " + err.Error())
+	}
+	return types.DefaultTypeAdapter.NativeToValue(v)
+}
+
+// plainString returns the content of a quoted JSON string that has no
+// escapes and is valid UTF-8, the common case, without decoding.
+func plainString(b []byte) (string, bool) {
+	in := b[1 : len(b)-1]
+	if bytes.IndexByte(in, '\\') >= 0 || !utf8.Valid(in) {
+		return "", false
+	}
+	return string(in), true
+}
+
+// skipSpace returns the index of the first non-space byte of b at or after i.
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the index just past the valid JSON value starting at
+// b[i].
+func skipValue(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for i < len(b) {
+			switch b[i] {
+			case '"':
+				i = skipString(b, i)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return i
+	}
+	for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ' ' && b[i] != '\t' && b[i] != '\n' && b[i] != '\r' {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index just past the string starting at b[i]. It
+// jumps from quote to quote (IndexByte is vectorised) and counts the
+// backslashes before each to tell an escaped quote from the closing one.
+func skipString(b []byte, i int) int {
+	i++
+	for {
+		j := bytes.IndexByte(b[i:], '"')
+		if j < 0 {
+			return len(b)
+		}
+		q := i + j
+		n := 0
+		for k := q - 1; k >= i && b[k] == '\\'; k-- {
+			n++
+		}
+		if n%2 == 0 {
+			return q + 1
+		}
+		i = q + 1
+	}
+}
+
+// lazyObject is a JSON object known to be valid, read key by key.
+type lazyObject struct {
+	raw  []byte
+	full traits.Mapper // the whole object decoded, on first need
+	// memo keeps the last keys found, so that a rule reading several
+	// fields under body.data.object scans body and data once each.
+	memo  [4]memoEntry
+	memoN int
+}
+
+type memoEntry struct {
+	key string
+	val ref.Val
+}
+
+var _ traits.Mapper = (*lazyObject)(nil)
+
+// find returns the value of key, the last one when the object repeats it,
+// as encoding/json does.
+func (o *lazyObject) find(key string) (ref.Val, bool) {
+	for _, m := range o.memo[:min(o.memoN, len(o.memo))] {
+		if m.key == key {
+			return m.val, true
+		}
+	}
+	b := o.raw
+	var found []byte
+	i := skipSpace(b, 1)
+	for i < len(b) && b[i] != '}' {
+		ks := i
+		i = skipString(b, i)
+		k := b[ks:i]
+		i = skipSpace(b, i)
+		i = skipSpace(b, i+1) // the colon
+		vs := i
+		i = skipValue(b, i)
+		if keyIs(k, key) {
+			found = b[vs:i]
+		}
+		i = skipSpace(b, i)
+		if i < len(b) && b[i] == ',' {
+			i = skipSpace(b, i+1)
+		}
+	}
+	if found == nil {
+		return nil, false
+	}
+	v := jsonValue(found)
+	o.memo[o.memoN%len(o.memo)] = memoEntry{key: key, val: v}
+	o.memoN++
+	return v, true
+}
+
+// keyIs reports whether the quoted JSON string k is key.
+func keyIs(k []byte, key string) bool {
+	if s, ok := plainString(k); ok {
+		return s == key
+	}
+	var d string
+	return json.Unmarshal(k, &d) == nil && d == key
+}
+
+func (o *lazyObject) whole() traits.Mapper {
+	if o.full == nil {
+		m, ok := decodeJSON(o.raw).(traits.Mapper)
+		if !ok {
+			m = types.NewStringInterfaceMap(types.DefaultTypeAdapter, nil)
+		}
+		o.full = m
+	}
+	return o.full
+}
+
+// Find implements traits.Mapper.
+func (o *lazyObject) Find(key ref.Val) (ref.Val, bool) {
+	if k, ok := key.(types.String); ok {
+		return o.find(string(k))
+	}
+	return o.whole().Find(key)
+}
+
+// Get implements traits.Indexer.
+func (o *lazyObject) Get(key ref.Val) ref.Val {
+	v, found := o.Find(key)
+	if !found {
+		return types.NewErrFromString("no such key: " + key.(interface{ String() string }).String())
+	}
+	return v
+}
+
+// Contains implements traits.Container.
+func (o *lazyObject) Contains(key ref.Val) ref.Val {
+	_, found := o.Find(key)
+	return types.Bool(found)
+}
+
+// Iterator implements traits.Iterable.
+func (o *lazyObject) Iterator() traits.Iterator { return o.whole().Iterator() }
+
+// Size implements traits.Sizer.
+func (o *lazyObject) Size() ref.Val { return o.whole().Size() }
+
+// ConvertToNative implements ref.Val.
+func (o *lazyObject) ConvertToNative(t reflect.Type) (any, error) {
+	return o.whole().ConvertToNative(t)
+}
+
+// ConvertToType implements ref.Val.
+func (o *lazyObject) ConvertToType(t ref.Type) ref.Val {
+	if t == types.MapType {
+		return o
+	}
+	return o.whole().ConvertToType(t)
+}
+
+// Equal implements ref.Val.
+func (o *lazyObject) Equal(other ref.Val) ref.Val {
+	if _, isMap := other.(traits.Mapper); !isMap {
+		return types.False
+	}
+	return o.whole().Equal(other)
+}
+
+// Type implements ref.Val.
+func (o *lazyObject) Type() ref.Type { return types.MapType }
+
+// Value implements ref.Val.
+func (o *lazyObject) Value() any { return o.whole().Value() }
