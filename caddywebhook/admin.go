@@ -218,6 +218,9 @@ type statsResponse struct {
 	OldestPendingText string `json:"oldest_pending,omitempty"`
 	// Pauses are the paused sources and targets, also those with no job.
 	Pauses []queue.Pause `json:"pauses"`
+	// Lag is each route's delivery lag (acceptance to delivery) over the
+	// last 5 minutes in the instance that answers: p50 and p99.
+	Lag []RecentLag `json:"lag"`
 }
 
 // statsCount is one count of the stats; Unroutable marks a route the
@@ -246,7 +249,10 @@ func (a *adminAPI) handleStats(w http.ResponseWriter, r *http.Request, q *active
 		return storeError(0, err)
 	}
 	set := queue.NewPauses(pauses)
-	resp := statsResponse{Stats: st, Counts: make([]statsCount, len(st.Counts)), Pauses: pauses}
+	resp := statsResponse{Stats: st, Counts: make([]statsCount, len(st.Counts)), Pauses: pauses, Lag: recentLags.snapshot(a.clock())}
+	if resp.Lag == nil {
+		resp.Lag = []RecentLag{}
+	}
 	if resp.Pauses == nil {
 		resp.Pauses = []queue.Pause{}
 	}

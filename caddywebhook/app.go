@@ -102,6 +102,14 @@ type App struct {
 	// is stale; see NotifyConfig. Default: none, no notices.
 	Notify *NotifyConfig `json:"notify,omitempty"`
 
+	// Tracing exports a span per delivery attempt of an event that arrived
+	// in a trace, a child of the span it arrived in (Caddy's `tracing`
+	// handler's, or the sender's traceparent). The standard OTEL_*
+	// environment variables choose the exporter, as they do for Caddy's
+	// `tracing` handler (OTLP by default). The traceparent header sent on
+	// each attempt does not depend on it. Default: off.
+	Tracing bool `json:"tracing,omitempty"`
+
 	// MaxTails caps the live tails (GET /webhook/tail, the dashboard's
 	// live view) open at once; one more is answered 503. Each costs a
 	// goroutine and a buffer of lines, and a dashboard mounted without
@@ -138,10 +146,12 @@ type App struct {
 	started  bool
 	pool     *queue.Pool
 	keeper   *queue.Housekeeper
-	notify   *notifier   // nil without Notify
-	pauses   *pauseSet   // nil without a pool
-	flow     *queue.Flow // nil when no target has a rate, concurrency or circuit breaker
-	pull     *Pull       // nil without pull targets (pull.go)
+	notify   *notifier    // nil without Notify
+	pauses   *pauseSet    // nil without a pool
+	flow     *queue.Flow  // nil when no target has a rate, concurrency or circuit breaker
+	pull     *Pull        // nil without pull targets (pull.go)
+	traced   bool         // this app holds a spanExport reference (Tracing)
+	events   *caddyEvents // the config's `events` app; nil without one
 }
 
 // BackoffConfig is the retry backoff of failing jobs.
@@ -192,6 +202,11 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if err := registerMetrics(ctx.GetMetricsRegistry(), a); err != nil {
 		return fmt.Errorf("webhook: register metrics: %w", err)
 	}
+	events, err := loadCaddyEvents(ctx)
+	if err != nil {
+		return fmt.Errorf("webhook: load events app: %w", err)
+	}
+	a.events = events
 	sctx := WithSecrets(ctx, a.secrets)
 	raw, err := withBackend(a.StorageRaw)
 	if err != nil {
@@ -400,9 +415,10 @@ func (a *App) Start() error {
 			window:     time.Duration(a.Notify.Window),
 			pendingAge: time.Duration(a.Notify.PendingAge),
 			logger:     a.logger,
+			events:     a.events,
 		})
 	}
-	obs := &observer{logger: a.logger, notify: notify}
+	obs := &observer{logger: a.logger, notify: notify, events: a.events}
 	keeper, err := queue.NewHousekeeper(queue.HousekeeperConfig{
 		Store:     store,
 		Retention: a.retention(),
@@ -412,9 +428,15 @@ func (a *App) Start() error {
 		return fmt.Errorf("webhook: %w", err)
 	}
 
+	handler := attemptHandler{next: redactingHandler{next: router(handlers), r: redact}}
+	if a.Tracing {
+		if handler.tracer, err = a.acquireTracer(); err != nil {
+			return err
+		}
+	}
 	// The pool never claims a pull target's jobs: its consumers do.
 	pulled, pooled := pullRoutes(routes, handlers)
-	pool, pauses, flow, err := a.newPool(store, pooled, redactingHandler{next: router(handlers), r: redact}, policyFor, limits, notify, obs)
+	pool, pauses, flow, err := a.newPool(store, pooled, handler, policyFor, limits, notify, obs)
 	if err != nil {
 		return err
 	}
@@ -682,6 +704,17 @@ func stopDrains(ctx context.Context) {
 // Cleanup releases this app's reference to the store; the last reference
 // closes it. It is safe after a failed Provision.
 func (a *App) Cleanup() error {
+	a.mu.Lock()
+	traced := a.traced
+	a.traced = false
+	a.mu.Unlock()
+	if traced {
+		// The spans of this config's last deliveries are flushed here, after
+		// Stop, so a reload's draining pool keeps exporting until then.
+		if err := spanExport.release(context.WithoutCancel(a.ctx)); err != nil {
+			a.logger.Warn("flushing delivery spans", zap.Error(err))
+		}
+	}
 	a.storeMu.Lock()
 	key := a.storeKey
 	a.storeKey, a.released = "", true
@@ -754,7 +787,8 @@ const maxLoggedError = 512
 type observer struct {
 	queue.NopObserver
 	logger *zap.Logger
-	notify *notifier // nil without notifications
+	notify *notifier    // nil without notifications
+	events *caddyEvents // nil without Caddy's events app
 }
 
 func jobFields(job *queue.Job, extra ...zap.Field) []zap.Field {
@@ -781,11 +815,17 @@ func (o *observer) JobFinished(job *queue.Job, c queue.Completion, recorded bool
 	}
 	webhookMetrics.deliveries.WithLabelValues(job.Source, job.Target, word).Inc()
 	tails.publishDelivery(job, word, c.Duration, c.Error)
-	if recorded && c.Status == queue.StatusDead && o.notify != nil {
-		o.notify.JobDead(job, c)
+	if recorded && c.Status == queue.StatusDead {
+		if o.notify != nil {
+			o.notify.JobDead(job, c)
+		}
+		o.events.jobDead(job, c)
 	}
 	if recorded {
 		webhookMetrics.duration.WithLabelValues(job.Source, job.Target).Observe(c.Duration.Seconds())
+		if c.Status == queue.StatusDone {
+			observeDelivered(job, c)
+		}
 	}
 	ce := o.logger.Check(level, word)
 	if ce == nil {

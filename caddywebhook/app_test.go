@@ -44,6 +44,11 @@ type harness struct {
 	logPath string
 	addr    string // host:port of the HTTP listener
 	stopped bool
+	// apps are more apps for the config beside webhook and http, such as
+	// events; before are handlers put ahead of each receiver, such as
+	// tracing.
+	apps   map[string]any
+	before []any
 }
 
 // newHarness prepares directories, the secret in the environment and a
@@ -129,7 +134,7 @@ func (h *harness) load(t *testing.T, app map[string]any, receivers ...receiverCo
 	for _, rc := range receivers {
 		routes = append(routes, map[string]any{
 			"match":  []any{map[string]any{"path": []string{"/hooks/" + rc["source"].(string)}}},
-			"handle": []any{echoPlaceholders, rc},
+			"handle": append(append([]any{}, h.before...), echoPlaceholders, rc),
 		})
 	}
 	cfg := map[string]any{
@@ -164,6 +169,9 @@ func (h *harness) load(t *testing.T, app map[string]any, receivers ...receiverCo
 				"routes":          routes,
 			}}},
 		},
+	}
+	for name, app := range h.apps {
+		cfg["apps"].(map[string]any)[name] = app
 	}
 	raw, err := json.Marshal(cfg)
 	if err != nil {

@@ -60,6 +60,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 //		backoff <base> <max>           # default 2s 15m
 //		max_retry_after <duration>     # default 1h
 //		retention <duration>           # default 7d (Stripe retries for 3 days)
+//		tracing                        # a span per delivery attempt, exporter from OTEL_*; default off
 //		shutdown_grace <duration>      # default 10s
 //		max_tails <n>                  # live tails open at once; default 16
 //		tail_max_lag <duration>        # a tail's reader may lag this long; default 10s
@@ -148,6 +149,11 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 			a.Backoff = b
+		case "tracing":
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+			a.Tracing = true
 		case "notify":
 			if a.Notify != nil {
 				return d.Errf("webhook: notify is given twice")

@@ -205,7 +205,7 @@ func (a *App) newFlow(routes []queue.Route, limits map[queue.Route]queue.FlowLim
 	if !limited {
 		return nil
 	}
-	logger := a.logger
+	logger, events := a.logger, a.events
 	return queue.NewFlow(queue.FlowConfig{
 		Routes: routes,
 		Limits: limits,
@@ -220,8 +220,11 @@ func (a *App) newFlow(routes []queue.Route, limits map[queue.Route]queue.FlowLim
 			default:
 				logger.Info("circuit closed: deliveries to the target resumed", fields...)
 			}
-			if notify != nil && state != queue.CircuitHalfOpen {
-				notify.CircuitChanged(r, state == queue.CircuitOpen)
+			if state != queue.CircuitHalfOpen {
+				if notify != nil {
+					notify.CircuitChanged(r, state == queue.CircuitOpen)
+				}
+				events.circuitChanged(r, state == queue.CircuitOpen)
 			}
 		},
 	})

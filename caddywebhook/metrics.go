@@ -22,6 +22,8 @@ import (
 //	caddy_webhook_oldest_pending_seconds                        age of the oldest due pending job
 //	caddy_webhook_stored_events                                 events in the database
 //	caddy_webhook_circuit_state{source,target}                  0 closed, 1 open, 2 half open; routes with a circuit breaker
+//	caddy_webhook_delivery_lag_seconds{source,target}           acceptance to the attempt that delivered
+//	caddy_webhook_attempts_per_delivery{target}                 the attempt number that delivered
 //	caddy_webhook_filter_errors_total{source,target}            filters that failed to evaluate (the target did not take the event)
 //
 // The counters and the histogram live for the process, so their values
@@ -33,8 +35,14 @@ var webhookMetrics = struct {
 	received   *prometheus.CounterVec
 	deliveries *prometheus.CounterVec
 	duration   *prometheus.HistogramVec
+	lag        *prometheus.HistogramVec
+	attempts   *prometheus.HistogramVec
 	filterErrs *prometheus.CounterVec
 }{}
+
+// lagBuckets run from 10 ms (a delivery at once, in the same process) to
+// a day (a job retried through a long outage, or replayed from dead).
+var lagBuckets = []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 900, 1800, 3600, 7200, 14400, 43200, 86400}
 
 const metricsNamespace, metricsSubsystem = "caddy", "webhook"
 
@@ -59,6 +67,20 @@ func initMetrics() {
 			Help:      "Duration of delivery attempts by source and target.",
 			Buckets:   []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300},
 		}, []string{"source", "target"})
+		webhookMetrics.lag = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: metricsNamespace,
+			Subsystem: metricsSubsystem,
+			Name:      "delivery_lag_seconds",
+			Help:      "Time from a webhook's acceptance (its 202) to the end of the attempt that delivered it, by source and target.",
+			Buckets:   lagBuckets,
+		}, []string{"source", "target"})
+		webhookMetrics.attempts = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: metricsNamespace,
+			Subsystem: metricsSubsystem,
+			Name:      "attempts_per_delivery",
+			Help:      "Attempts a delivered job took, its delivering attempt's number, by target.",
+			Buckets:   []float64{1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 30, 50},
+		}, []string{"target"})
 		webhookMetrics.filterErrs = prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace,
 			Subsystem: metricsSubsystem,
@@ -66,6 +88,16 @@ func initMetrics() {
 			Help:      "Target filters that failed to evaluate, by source and target; the target did not take the event.",
 		}, []string{"source", "target"})
 	})
+}
+
+// observeDelivered records the lag and the attempts of a job the attempt c
+// delivered. The lag ends with the attempt, before the store recorded it,
+// which is when the upstream had it.
+func observeDelivered(job *queue.Job, c queue.Completion) {
+	lag := c.Started.Add(c.Duration).Sub(job.CreatedAt)
+	webhookMetrics.lag.WithLabelValues(job.Source, job.Target).Observe(max(lag, 0).Seconds())
+	webhookMetrics.attempts.WithLabelValues(job.Target).Observe(float64(job.Attempt))
+	recentLags.add(queue.Route{Source: job.Source, Target: job.Target}, c.Started.Add(c.Duration), lag)
 }
 
 // registerMetrics registers the process-wide metrics and app's job
@@ -79,6 +111,8 @@ func registerMetrics(registry *prometheus.Registry, app *App) error {
 		webhookMetrics.received,
 		webhookMetrics.deliveries,
 		webhookMetrics.duration,
+		webhookMetrics.lag,
+		webhookMetrics.attempts,
 		webhookMetrics.filterErrs,
 		&jobsCollector{app: app},
 	} {

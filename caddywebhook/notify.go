@@ -145,6 +145,7 @@ type notifierConfig struct {
 	pendingAge time.Duration // 0: no backlog checks
 	logger     *zap.Logger   // default: zap.NewNop()
 	now        func() time.Time
+	events     *caddyEvents // nil: no Caddy events
 }
 
 // notifier aggregates notices per (type, route) over a window and enqueues
@@ -157,6 +158,7 @@ type notifier struct {
 	pendingAge time.Duration
 	logger     *zap.Logger
 	now        func() time.Time
+	events     *caddyEvents // nil: no Caddy events
 
 	mu        sync.Mutex
 	open      map[noticeKey]*notice     // windows not yet closed
@@ -174,6 +176,7 @@ func newNotifier(cfg notifierConfig) *notifier {
 		pendingAge: cfg.pendingAge,
 		logger:     cfg.logger,
 		now:        cfg.now,
+		events:     cfg.events,
 		open:       make(map[noticeKey]*notice),
 		stale:      make(map[queue.Route]time.Time),
 	}
@@ -348,6 +351,7 @@ func (n *notifier) checkBacklog(ctx context.Context, now time.Time) error {
 	}
 	n.mu.Unlock()
 	for _, c := range report {
+		n.events.backlogStale(c)
 		n.add(noticeBacklogStale, queue.Route{Source: c.Source, Target: c.Target}, now, func(nt *notice) {
 			nt.Pending = c.Jobs
 			nt.OldestPendingSeconds = int64(c.OldestPending / time.Second)

@@ -121,6 +121,7 @@ func (rc *Receiver) store(r *http.Request, x *exchange, res signature.Result, bo
 			// The filters see what is stored, as a transform and the rule
 			// test do later.
 			Targets: rc.targetsFor(r, res.EventType, res.DeliveryID, payload),
+			Trace:   requestTrace(r),
 		}
 		if res.OrderingKey != "" {
 			ev.OrderingKey, ev.OrderingHold = orderingKey(res.OrderingKey), rc.orderingHold

@@ -67,7 +67,19 @@ type Event struct {
 	// dead job is replayed and done, or discarded; false releases it, and
 	// the next job goes ahead. Ignored without OrderingKey.
 	OrderingHold bool
+
+	// Trace is the W3C trace context the event arrived in, kept so that
+	// every attempt can continue the sender's trace: a traceparent, and
+	// after a newline its tracestate if there was one. A Store keeps it
+	// as given, in a column of its own, and hands it back on each Job;
+	// empty (the common case) stores nothing. At most MaxTraceLen bytes.
+	Trace string
 }
+
+// MaxTraceLen bounds Event.Trace, in bytes: a traceparent (55 bytes), a
+// newline and the 512 bytes the W3C Trace Context specification lets a
+// tracestate keep.
+const MaxTraceLen = 55 + 1 + 512
 
 // MaxOrderingKeyLen bounds Event.OrderingKey, in bytes.
 const MaxOrderingKeyLen = 256
@@ -89,6 +101,7 @@ type Job struct {
 	Target     string
 	Headers    []Header
 	Payload    []byte
+	Trace      string // the event's Event.Trace; empty without one
 	// Attempt numbers this delivery: attempts so far, this one included
 	// (counted at claim). It keeps counting across replays, so a handler
 	// can tell a resend from a first delivery; a hand-back uncharges it.

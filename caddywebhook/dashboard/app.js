@@ -336,6 +336,12 @@
 
   // ---- overview ----------------------------------------------------------
 
+  // lagText is a route's recent delivery lag from the stats, p50 / p99.
+  function lagText(lags, source, target) {
+    const l = (lags || []).find((x) => x.source === source && x.target === target);
+    return l ? fmtDur(l.p50_ns / 1e6) + ' / ' + fmtDur(l.p99_ns / 1e6) : '—';
+  }
+
   function overviewView() {
     const cards = el('div', { class: 'cards' });
     const table = el('div', { id: 'overview-table' });
@@ -387,6 +393,7 @@
             el('th', {}, 'Source'), el('th', {}, 'Target'),
             STATUSES.map((s) => el('th', { class: 'num' }, s[0].toUpperCase() + s.slice(1))),
             el('th', { class: 'num' }, 'Delivered / min'), el('th', {}, 'Last 5 min'),
+            el('th', { class: 'num', title: 'Acceptance to delivery over the last 5 minutes, in this instance' }, 'Lag p50 / p99'),
             hasFlow && el('th', {}, 'Flow'), !readOnly && el('th', {}, ''))),
           el('tbody', {}, rows.map((g) => {
             const r = rate(g.source + '\u0000' + g.target);
@@ -396,6 +403,7 @@
                 el('a', { href: '#/jobs?' + new URLSearchParams({ source: g.source, target: g.target, status: s }) }, g[s]))),
               el('td', { class: 'num c-rate' }, r.perMin === null ? '—' : r.perMin.toFixed(1)),
               el('td', {}, sparkline(r.buckets)),
+              el('td', { class: 'num c-lag' }, lagText(st.lag, g.source, g.target)),
               hasFlow && el('td', {}, flowBadges(g.flow)),
               !readOnly && el('td', {}, el('div', { class: 'row-actions' }, g.dead > 0 && el('button', {
                 type: 'button', class: 'small', 'data-action': 'replay-dead',

@@ -173,6 +173,9 @@ type caddyInstance struct {
 	WorkDir   string // Caddy's working directory; default: dir
 	logPath   string
 
+	// Env holds more NAME=value variables for the process, such as OTEL_*.
+	Env []string
+
 	mu   sync.Mutex
 	cmd  *exec.Cmd
 	done chan struct{} // closed when cmd has exited
@@ -262,7 +265,7 @@ func (c *caddyInstance) writeFile(t *testing.T, pattern, text string) string {
 // env isolates Caddy's data and config directories from the machine's and
 // hands Caddy the suite's secrets, which configs read as {env.E2E_*}.
 func (c *caddyInstance) env() []string {
-	return append(os.Environ(),
+	return append(append(os.Environ(),
 		"HOME="+c.dir,
 		"XDG_DATA_HOME="+filepath.Join(c.dir, "data"),
 		"XDG_CONFIG_HOME="+filepath.Join(c.dir, "config"),
@@ -271,7 +274,7 @@ func (c *caddyInstance) env() []string {
 		"E2E_STRIPE_SECRET="+stripeSecret,
 		"E2E_STANDARD_SECRET="+standardSecret,
 		"E2E_GITLAB_SECRET="+gitlabSecret,
-	)
+	), c.Env...)
 }
 
 // start runs `caddy run` on cfg and returns once the admin API and the site

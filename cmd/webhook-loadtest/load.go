@@ -27,7 +27,14 @@ type load struct {
 	duration time.Duration // the measured window
 	want     int           // the status that counts as a success
 	stripe   bool          // 2 KB Stripe-like bodies instead of fillBody's
+	// traced sends a traceparent and a tracestate with every request.
+	traced bool
 }
+
+// loadTraceparent is the trace context of a traced phase's requests, the
+// W3C specification's example: one per request would only cost the
+// generator.
+const loadTraceparent = "Traceparent: 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\r\nTracestate: rojo=00f067aa0ba902b7\r\n"
 
 // loadResult is what the connections of one phase saw.
 type loadResult struct {
@@ -252,6 +259,9 @@ func (l load) appendRequest(dst []byte, addr, id string, body []byte) ([]byte, e
 	dst = append(dst, " HTTP/1.1\r\nHost: "...)
 	dst = append(dst, addr...)
 	dst = append(dst, "\r\nUser-Agent: webhook-loadtest\r\nContent-Type: application/json\r\n"...)
+	if l.traced {
+		dst = append(dst, loadTraceparent...)
+	}
 	for name, values := range h {
 		for _, v := range values {
 			dst = append(dst, name...)

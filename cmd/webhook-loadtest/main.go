@@ -11,8 +11,11 @@
 //
 //	static          a respond route: Caddy's ceiling on this machine
 //	ingest          signed events to webhook_receiver, workers 0, synchronous=full
+//	ingest-traced   ingest with a W3C traceparent and tracestate on every request
 //	baseline        ingest with one commit per request (storage.max_batch 1)
 //	e2e             ingest with 32 workers delivering to a respond route
+//	e2e-traced      e2e with a traceparent on every request, so each delivery sends one:
+//	                the cost of the trace context, side by side with e2e
 //	slow1, slow32   1 and 32 workers delivering to an upstream that takes 5 ms
 //	rate            32 workers delivering to that upstream through a target
 //	                with rate 200/s: the delivered rate must be within 5 %
@@ -70,7 +73,7 @@ import (
 )
 
 // allPhases are the phases in the order they run.
-var allPhases = []string{"static", "ingest", "baseline", "e2e", "slow1", "slow32", "rate", "listen", "backlog", "orphans", "replay", "rules"}
+var allPhases = []string{"static", "ingest", "ingest-traced", "baseline", "e2e", "e2e-traced", "slow1", "slow32", "rate", "listen", "backlog", "orphans", "replay", "rules"}
 
 // options are the command's flags.
 type options struct {

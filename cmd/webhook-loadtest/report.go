@@ -264,6 +264,16 @@ func (rep *report) figures() []figure {
 	} else {
 		out = append(out, f)
 	}
+	// The trace context's cost: the same traffic with a traceparent on
+	// every request, side by side in the same rounds.
+	for _, tr := range []struct{ phase, name string }{{"ingest", "traceparent: ingest-traced / ingest"}, {"e2e", "traceparent: e2e-traced / e2e"}} {
+		if f, ok := need(tr.name, "≥ 0.97", tr.phase, tr.phase+"-traced"); ok {
+			plain, traced := rep.byName[tr.phase], rep.byName[tr.phase+"-traced"]
+			out = append(out, ge(tr.name, rate(traced.rate), rate(plain.rate), traced.rate/plain.rate, 0.97))
+		} else {
+			out = append(out, f)
+		}
+	}
 	for _, s := range []struct{ phase, name string }{{"slow1", "5 ms upstream, 1 worker"}, {"slow32", "5 ms upstream, 32 workers"}} {
 		if f, ok := need(s.name, "≥ 0.95", s.phase); ok {
 			pr := rep.byName[s.phase]

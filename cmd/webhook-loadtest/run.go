@@ -41,6 +41,7 @@ type runner struct {
 	caddies []*caddyProc // one, or -instances on one Postgres schema
 	up      *upstream
 	rep     *report
+	traced  bool // the phase running sends a traceparent with every request
 
 	adminAddrs, httpAddrs []string              // by instance
 	srv                   *serverWatch          // postgres: the server's counters
@@ -217,7 +218,7 @@ func (r *runner) startCaddies(ctx context.Context, bin string) error {
 func (r *runner) schemas() []string {
 	dbs := []string{"idle.db", "static.db", "slow1.db", "slow32.db", "rate.db", "listen.db", "backlog.db", "orphans.db", "replay.db"}
 	for round := 1; round <= r.o.rounds; round++ {
-		for _, p := range []string{"ingest", "baseline", "e2e"} {
+		for _, p := range []string{"ingest", "ingest-traced", "baseline", "e2e", "e2e-traced"} {
 			dbs = append(dbs, fmt.Sprintf("%s-%d.db", p, round))
 		}
 	}
@@ -417,10 +418,18 @@ func (r *runner) runPhase(ctx context.Context, p string) error {
 		return r.static(ctx)
 	case "ingest":
 		return r.ingest(ctx, "ingest", fresh("ingest"), 0, nil)
+	case "ingest-traced":
+		r.traced = true
+		defer func() { r.traced = false }()
+		return r.ingest(ctx, "ingest-traced", fresh("ingest-traced"), 0, nil)
 	case "baseline":
 		return r.ingest(ctx, "baseline", fresh("baseline"), 1, nil)
 	case "e2e":
 		return r.e2e(ctx, "e2e", fresh("e2e"))
+	case "e2e-traced":
+		r.traced = true
+		defer func() { r.traced = false }()
+		return r.e2e(ctx, "e2e-traced", fresh("e2e-traced"))
 	case "slow1":
 		return r.slow(ctx, "slow1", "slow1.db", 1, slowRef1)
 	case "slow32":
@@ -464,6 +473,7 @@ func (r *runner) newLoad(name, path string, want int) load {
 		duration: r.window,
 		want:     want,
 		stripe:   r.stripe,
+		traced:   r.traced,
 	}
 	if r.stripe {
 		l.bodySize = rulesBodySize

@@ -34,18 +34,20 @@ import (
 // their jobs, in one statement. $1-$7 are the events' columns, one row of
 // the arrays per event; $8/$9 are the jobs, each naming its event by its
 // position (1-based) in the arrays, events in order and each event's
-// targets in order. A duplicate of a stored event returns no row. Each
+// targets in order; $10 is the events' trace contexts (” stores NULL),
+// numbered last so the others kept their numbers. A duplicate of a stored
+// event returns no row. Each
 // new event returns its position and its id; it has all its jobs, since
 // PostgreSQL runs a data-modifying WITH query to completion whether or
 // not the rest of the statement reads it, and the statement commits whole
 // or not at all. The caller sends distinct (source, delivery_id) pairs
 // only.
 const sqlEnqueueBatch = `WITH input AS (
-	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::bytea[], $6::integer[], $7::timestamptz[])
-		WITH ORDINALITY AS i (source, delivery_id, event_type, headers, payload, targets, at, n)
+	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::bytea[], $6::integer[], $7::timestamptz[], $10::text[])
+		WITH ORDINALITY AS i (source, delivery_id, event_type, headers, payload, targets, at, trace, n)
 ), ev AS (
-	INSERT INTO events (source, delivery_id, event_type, headers, payload, targets, created_at)
-	SELECT source, delivery_id, event_type, headers, payload, targets, at FROM input ORDER BY n
+	INSERT INTO events (source, delivery_id, event_type, headers, payload, targets, created_at, trace)
+	SELECT source, delivery_id, event_type, headers, payload, targets, at, nullif(trace, '') FROM input ORDER BY n
 	ON CONFLICT (source, delivery_id) DO NOTHING
 	RETURNING id, source, delivery_id, created_at
 ), jb AS (
@@ -97,6 +99,7 @@ const (
 // enqueueArgs are one event as the statements take it.
 type enqueueArgs struct {
 	source, deliveryID, eventType string
+	trace                         string // queue.Event.Trace; '' stores NULL
 	headers, payload              []byte
 	targets                       []string
 	at                            time.Time
@@ -104,7 +107,7 @@ type enqueueArgs struct {
 
 // size is what the request adds to a batch's arrays, roughly.
 func (a *enqueueArgs) size() int {
-	n := len(a.source) + len(a.deliveryID) + len(a.eventType) + len(a.headers) + len(a.payload)
+	n := len(a.source) + len(a.deliveryID) + len(a.eventType) + len(a.trace) + len(a.headers) + len(a.payload)
 	for _, t := range a.targets {
 		n += len(t)
 	}
@@ -331,6 +334,7 @@ func (w *batchWriter) write(b *batcher) {
 // batchColumns holds a batch as the arrays sqlEnqueueBatch unnests.
 type batchColumns struct {
 	sources, deliveryIDs, eventTypes []string
+	traces                           []string
 	headers, payloads                [][]byte
 	targets                          []int32
 	ats                              []time.Time
@@ -344,10 +348,12 @@ func (c *batchColumns) reset() {
 	clear(c.sources)
 	clear(c.deliveryIDs)
 	clear(c.eventTypes)
+	clear(c.traces)
 	clear(c.headers)
 	clear(c.payloads)
 	clear(c.jobTargets)
 	c.sources, c.deliveryIDs, c.eventTypes = c.sources[:0], c.deliveryIDs[:0], c.eventTypes[:0]
+	c.traces = c.traces[:0]
 	c.headers, c.payloads = c.headers[:0], c.payloads[:0]
 	c.targets, c.ats = c.targets[:0], c.ats[:0]
 	c.jobEvents, c.jobTargets = c.jobEvents[:0], c.jobTargets[:0]
@@ -361,6 +367,7 @@ func (c *batchColumns) add(i int, a *enqueueArgs) {
 	c.sources = append(c.sources, a.source)
 	c.deliveryIDs = append(c.deliveryIDs, a.deliveryID)
 	c.eventTypes = append(c.eventTypes, a.eventType)
+	c.traces = append(c.traces, a.trace)
 	c.headers = append(c.headers, a.headers)
 	c.payloads = append(c.payloads, a.payload)
 	c.targets = append(c.targets, int32(len(a.targets)))
@@ -439,7 +446,7 @@ func (s *Store) enqueueBatch(ctx context.Context, reqs []*enqueueReq, c *batchCo
 
 	stored := make([]bool, len(reqs))
 	rows, err := conn.Query(ctx, sqlEnqueueBatch, c.sources, c.deliveryIDs, c.eventTypes,
-		c.headers, c.payloads, c.targets, c.ats, c.jobEvents, c.jobTargets)
+		c.headers, c.payloads, c.targets, c.ats, c.jobEvents, c.jobTargets, c.traces)
 	if err == nil {
 		var n, id int64
 		_, err = pgx.ForEachRow(rows, []any{&n, &id}, func() error {
@@ -543,7 +550,7 @@ func (s *Store) enqueueOne(ctx context.Context, q querier, a *enqueueArgs) (queu
 	for range 3 {
 		var res queue.EnqueueResult
 		var jobs int64
-		err := q.QueryRow(ctx, sqlEnqueue, a.source, a.deliveryID, a.eventType, a.headers, a.payload, a.targets, a.at).
+		err := q.QueryRow(ctx, sqlEnqueue, a.source, a.deliveryID, a.eventType, a.headers, a.payload, a.targets, a.at, a.trace).
 			Scan(&res.EventID, &jobs)
 		if err == nil {
 			res.Jobs = int(jobs)

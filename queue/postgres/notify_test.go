@@ -332,7 +332,7 @@ ANALYZE `+schema+`.jobs; ANALYZE `+schema+`.events;`)
 		{"extend", sqlExtend, []any{ids, []int64{1, 1, 1}, "o", nil, int64(60000)}, nil, []string{"Seq Scan on jobs"}},
 		{"hand back", sqlHandBack, []any{ids, "o", now, []int64{1, 1, 1}}, nil, []string{"Seq Scan on jobs", "Seq Scan on attempts"}},
 		{"enqueue batch", sqlEnqueueBatch, []any{[]string{"shop", "shop"}, []string{"d10", "new"}, []string{"", ""},
-			[][]byte{{}, {}}, [][]byte{{}, {}}, []int32{1, 2}, []time.Time{now, now}, []int32{1, 2, 2}, []string{"a", "a", "b"}},
+			[][]byte{{}, {}}, [][]byte{{}, {}}, []int32{1, 2}, []time.Time{now, now}, []int32{1, 2, 2}, []string{"a", "a", "b"}, []string{"", ""}},
 			[]string{"Conflict Arbiter Indexes: events_source_delivery_id_key"}, []string{"Seq Scan on events", "Seq Scan on jobs"}},
 		{"find duplicates", sqlEventIDs, []any{[]string{"shop", "shop"}, []string{"d10", "d20"}},
 			[]string{"events_source_delivery_id_key"}, []string{"Seq Scan on events"}},

@@ -229,6 +229,12 @@ CREATE INDEX ordering_heads_job ON ordering_heads (job_id);
 	`
 ALTER TABLE attempts ADD COLUMN status integer;
 `,
+	// Version 8: the W3C trace context an event arrived in
+	// (queue.Event.Trace), NULL when it had none. A nullable column
+	// without a default rewrites no row.
+	`
+ALTER TABLE events ADD COLUMN trace text;
+`,
 }
 
 // schemaVersion is the version this build writes.

@@ -19,10 +19,11 @@ import (
 // and reuses it, so nothing is re-parsed on the hot path.
 const (
 	// sqlEnqueue inserts the event and, only if it is new, one job per
-	// target. A duplicate returns no row. $6 is the targets in order.
+	// target. A duplicate returns no row. $6 is the targets in order, $8
+	// the trace context ('' stores NULL).
 	sqlEnqueue = `WITH ev AS (
-	INSERT INTO events (source, delivery_id, event_type, headers, payload, targets, created_at)
-	VALUES ($1, $2, $3, $4, $5, cardinality($6::text[]), $7)
+	INSERT INTO events (source, delivery_id, event_type, headers, payload, targets, created_at, trace)
+	VALUES ($1, $2, $3, $4, $5, cardinality($6::text[]), $7, nullif($8::text, ''))
 	ON CONFLICT (source, delivery_id) DO NOTHING
 	RETURNING id
 ), jb AS (
@@ -109,7 +110,7 @@ SELECT id, (SELECT count(*) FROM jb) FROM ev`
 		j.fence, j.replays, j.replay_base, j.lease_until
 )
 SELECT c.id, c.event_id, c.source, e.delivery_id, e.event_type, c.target, e.headers, e.payload, c.attempts, c.created_at,
-	c.fence, c.replays, c.replay_base, c.lease_until
+	c.fence, c.replays, c.replay_base, c.lease_until, coalesce(e.trace, '')
 FROM claimed AS c JOIN events AS e ON e.id = c.event_id
 ORDER BY c.run_at, c.id`
 
@@ -318,6 +319,7 @@ func (s *Store) Enqueue(ctx context.Context, ev queue.Event) (queue.EnqueueResul
 		payload: ev.Payload,
 		targets: ev.Targets,
 		at:      ms(s.cfg.Now()),
+		trace:   ev.Trace,
 	}
 	if a.payload == nil {
 		a.payload = []byte{} // the column is NOT NULL
@@ -376,7 +378,7 @@ func (s *Store) Claim(ctx context.Context, p queue.ClaimParams) ([]*queue.Job, e
 		j := &queue.Job{LeaseOwner: p.Owner}
 		var headers []byte
 		if err := rows.Scan(&j.ID, &j.EventID, &j.Source, &j.DeliveryID, &j.EventType, &j.Target,
-			&headers, &j.Payload, &j.Attempt, &j.CreatedAt, &j.Fence, &j.Replays, &j.ReplayBase, &j.LeaseUntil); err != nil {
+			&headers, &j.Payload, &j.Attempt, &j.CreatedAt, &j.Fence, &j.Replays, &j.ReplayBase, &j.LeaseUntil, &j.Trace); err != nil {
 			return nil, s.fail("claim", err)
 		}
 		if j.Headers, err = storekit.DecodeHeaders(headers); err != nil {

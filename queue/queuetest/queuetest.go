@@ -20,8 +20,9 @@
 // lifecycle.go (the ready signal, close), workers.go (many workers at
 // once), fifo.go (ordering keys), bulk.go (bulk replay and discard in
 // chunks), counts.go (Stats against a full count), pause.go (paused sources
-// and targets), quota.go (claims capped per route) and consumer.go (a
-// remote consumer's claims, answered later through Held).
+// and targets), quota.go (claims capped per route), consumer.go (a
+// remote consumer's claims, answered later through Held) and trace.go
+// (the trace context kept with an event).
 package queuetest
 
 import (
@@ -40,6 +41,7 @@ func Run(t *testing.T, open func(t *testing.T) queue.Store) {
 	}{
 		{"enqueue/fan-out", testFanOut},
 		{"enqueue/duplicate", testDuplicate},
+		{"enqueue/trace context", testTrace},
 		{"claim/order and limit", testClaimOrder},
 		{"claim/attempt counted at claim", testAttemptAtClaim},
 		{"claim/routes", testRoutes},

@@ -212,6 +212,11 @@ SELECT source, target, status, count(*) FROM jobs GROUP BY source, target, statu
 	`
 ALTER TABLE attempts ADD COLUMN status INTEGER;
 `,
+	// Version 9: the W3C trace context an event arrived in (queue.Event.Trace),
+	// NULL when it had none, so an event without one stores no byte more.
+	`
+ALTER TABLE events ADD COLUMN trace TEXT;
+`,
 }
 
 // schemaVersion is the version this build writes.

@@ -14,8 +14,8 @@ import (
 // anonymous parameters: the driver reads a numbered parameter's name into
 // a new Go string on every bind.
 const (
-	sqlInsertEvent = `INSERT INTO events (source, delivery_id, event_type, headers, payload, targets, created_at)
-VALUES (?, ?, ?, ?, ?, ?, ?)
+	sqlInsertEvent = `INSERT INTO events (source, delivery_id, event_type, headers, payload, targets, created_at, trace)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (source, delivery_id) DO NOTHING`
 
 	sqlEventID = `SELECT id FROM events WHERE source = ?1 AND delivery_id = ?2`
@@ -126,7 +126,7 @@ ON CONFLICT (id) DO UPDATE SET events = events + excluded.events`
 
 	// sqlClaimEvents reads the events of the claimed jobs, ?1 a JSON array
 	// of their ids: one statement however many jobs were claimed.
-	sqlClaimEvents = `SELECT id, delivery_id, event_type, headers, payload FROM events
+	sqlClaimEvents = `SELECT id, delivery_id, event_type, headers, payload, trace FROM events
 WHERE id IN (SELECT value FROM json_each(?1))`
 
 	// sqlExtend, sqlFinish and sqlHandBack match the claim, not only the

@@ -267,7 +267,12 @@ func (w *writer) enqueue(r *request, now time.Time) error {
 	if payload == nil {
 		payload = empty
 	}
-	res, err := w.st.insertEvent.Exec(ev.Source, ev.DeliveryID, ev.EventType, w.hbuf, payload, int64(len(ev.Targets)), nowMS)
+	// An event without a trace context binds NULL: no conversion, no byte stored.
+	var trace any
+	if ev.Trace != "" {
+		trace = ev.Trace
+	}
+	res, err := w.st.insertEvent.Exec(ev.Source, ev.DeliveryID, ev.EventType, w.hbuf, payload, int64(len(ev.Targets)), nowMS, trace)
 	if err != nil {
 		return fmt.Errorf("enqueue: insert event: %w", err)
 	}
@@ -455,18 +460,18 @@ func (w *writer) claim(r *request, now time.Time) error {
 	}
 	w.ids = append(w.ids, ']')
 	type event struct {
-		deliveryID, eventType string
-		headers               []queue.Header
-		payload               []byte
+		deliveryID, eventType, trace string
+		headers                      []queue.Header
+		payload                      []byte
 	}
 	events := make(map[int64]*event, len(got))
 	rows, err = w.st.claimEvents.Query(string(w.ids))
 	if err != nil {
 		return fmt.Errorf("claim: read events: %w", err)
 	}
-	err = each(rows, w.row[:5], func(row []driver.Value) error {
+	err = each(rows, w.row[:6], func(row []driver.Value) error {
 		id := asInt(row[0])
-		e := &event{deliveryID: asString(row[1]), eventType: asString(row[2])}
+		e := &event{deliveryID: asString(row[1]), eventType: asString(row[2]), trace: asString(row[5])}
 		var err error
 		if e.headers, err = storekit.DecodeHeaders(asBytes(row[3])); err != nil {
 			return fmt.Errorf("event %d: %w", id, err)
@@ -488,7 +493,7 @@ func (w *writer) claim(r *request, now time.Time) error {
 		if !ok {
 			return fmt.Errorf("claim: event %d of job %d is missing", j.EventID, j.ID)
 		}
-		j.DeliveryID, j.EventType, j.Headers, j.Payload = e.deliveryID, e.eventType, e.headers, e.payload
+		j.DeliveryID, j.EventType, j.Headers, j.Payload, j.Trace = e.deliveryID, e.eventType, e.headers, e.payload, e.trace
 		r.jobs[i] = j
 	}
 	return nil

@@ -24,6 +24,9 @@ func CheckEvent(ev queue.Event) error {
 	if len(ev.OrderingKey) > queue.MaxOrderingKeyLen {
 		return fmt.Errorf("enqueue: ordering key is %d bytes, more than %d", len(ev.OrderingKey), queue.MaxOrderingKeyLen)
 	}
+	if len(ev.Trace) > queue.MaxTraceLen {
+		return fmt.Errorf("enqueue: trace context is %d bytes, more than %d", len(ev.Trace), queue.MaxTraceLen)
+	}
 	return nil
 }
 

@@ -64,7 +64,10 @@ var jobPlaceholders = []string{
 // WEBHOOK_REPLAY, WEBHOOK_JOB_ID, WEBHOOK_TARGET, WEBHOOK_CONTENT_TYPE) and,
 // if the args ask for them, in its arguments. WEBHOOK_ATTEMPT keeps
 // counting across replays; WEBHOOK_REPLAY is the number of replays, 0 on a
-// first delivery.
+// first delivery. An event that arrived in a trace sets TRACEPARENT (the
+// event's trace id, a span id new for each attempt) and TRACESTATE, the
+// OpenTelemetry environment carrier; otherwise neither is set, not even
+// from Caddy's own environment.
 //
 // Exit status 0 means done; an exit status listed in permanent_exit_codes
 // parks the job as dead; any other status, a death by signal or a timeout is
@@ -163,7 +166,11 @@ func (t *Target) Provision(ctx caddy.Context) error {
 
 	var env []string
 	if t.InheritEnv {
-		env = os.Environ()
+		// Caddy's own trace context, if it was started inside one, is not
+		// the delivery's: metadataEnv sets the delivery's, or none.
+		env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
+			return strings.HasPrefix(kv, caddywebhook.EnvTraceparent+"=") || strings.HasPrefix(kv, caddywebhook.EnvTracestate+"=")
+		})
 	} else {
 		for _, name := range baseEnv {
 			if v, ok := os.LookupEnv(name); ok {
@@ -220,6 +227,9 @@ func (t *Target) Validate() error {
 		}
 		if strings.HasPrefix(name, "WEBHOOK_") {
 			return fmt.Errorf("env: %s: the WEBHOOK_ prefix is reserved for the delivery's metadata", name)
+		}
+		if name == caddywebhook.EnvTraceparent || name == caddywebhook.EnvTracestate {
+			return fmt.Errorf("env: %s is reserved for the delivery's trace context", name)
 		}
 		if strings.ContainsRune(t.Env[name], 0) {
 			return fmt.Errorf("env: %s: value contains a NUL byte", name)
@@ -284,7 +294,7 @@ func (t *Target) Deliver(ctx context.Context, job *queue.Job) error {
 
 	cmd := exec.CommandContext(runCtx, t.path, args...)
 	cmd.Dir = t.Dir
-	cmd.Env = append(slices.Clip(t.env), metadataEnv(job)...)
+	cmd.Env = append(slices.Clip(t.env), metadataEnv(ctx, job)...)
 	cmd.WaitDelay = waitDelay
 	isolate(cmd)
 
@@ -407,8 +417,9 @@ func (t *Target) failure(what string, out *outputTail) error {
 	return errors.New(what + ": " + tail)
 }
 
-// execEnv is the delivery's metadata as environment variables.
-func metadataEnv(job *queue.Job) []string {
+// metadataEnv is the delivery's metadata, and its trace context if it has
+// one, as environment variables.
+func metadataEnv(ctx context.Context, job *queue.Job) []string {
 	var contentType string
 	for _, h := range job.Headers {
 		if strings.EqualFold(h.Name, "Content-Type") {
@@ -416,7 +427,7 @@ func metadataEnv(job *queue.Job) []string {
 			break
 		}
 	}
-	return []string{
+	env := []string{
 		"WEBHOOK_DELIVERY_ID=" + job.DeliveryID,
 		"WEBHOOK_SOURCE=" + job.Source,
 		"WEBHOOK_EVENT_TYPE=" + job.EventType,
@@ -426,6 +437,13 @@ func metadataEnv(job *queue.Job) []string {
 		"WEBHOOK_TARGET=" + job.Target,
 		"WEBHOOK_CONTENT_TYPE=" + contentType,
 	}
+	if parent, state := caddywebhook.Traceparent(ctx); parent != "" {
+		env = append(env, caddywebhook.EnvTraceparent+"="+parent)
+		if state != "" {
+			env = append(env, caddywebhook.EnvTracestate+"="+state)
+		}
+	}
+	return env
 }
 
 // outputTail keeps the last tailLen bytes written to it, in a fixed ring,

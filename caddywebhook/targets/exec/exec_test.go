@@ -487,6 +487,7 @@ func TestTargetConfigErrors(t *testing.T) {
 	}{
 		{name: "negative timeout", target: Target{Command: "sh", Timeout: -1}, want: "timeout: must not be negative"},
 		{name: "reserved env", target: Target{Command: "sh", Env: map[string]string{"WEBHOOK_SOURCE": "x"}}, want: "env: WEBHOOK_SOURCE: the WEBHOOK_ prefix is reserved"},
+		{name: "trace context env", target: Target{Command: "sh", Env: map[string]string{"TRACEPARENT": "x"}}, want: "env: TRACEPARENT is reserved for the delivery's trace context"},
 		{name: "env name with =", target: Target{Command: "sh", Env: map[string]string{"A=B": "x"}}, want: `env: invalid variable name "A=B"`},
 		{name: "exit code 0", target: Target{Command: "sh", PermanentExitCodes: []int{0}}, want: "permanent_exit_codes: 0 is not"},
 		{name: "exit code 256", target: Target{Command: "sh", PermanentExitCodes: []int{256}}, want: "permanent_exit_codes: 256 is not"},

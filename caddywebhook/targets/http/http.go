@@ -255,6 +255,7 @@ func (t *Target) Deliver(ctx context.Context, job *queue.Job) error {
 		f(resp.StatusCode)
 	}
 
+	caddywebhook.SetAttemptStatus(ctx, resp.StatusCode)
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainLen))
 		return nil
@@ -310,6 +311,20 @@ func (t *Target) newRequest(ctx context.Context, job *queue.Job) (*http.Request,
 		req.Header.Del(caddywebhook.HeaderReplay) // not from a static header either
 	}
 	req.Header.Set(caddywebhook.HeaderJobID, strconv.FormatInt(job.ID, 10))
+	// The trace context is set last among the headers: neither a stored
+	// header, a static one nor a transform's can stand in for it, and an
+	// event that arrived in no trace sends none.
+	if parent, state := caddywebhook.Traceparent(ctx); parent != "" {
+		req.Header[caddywebhook.HeaderTraceparent] = []string{parent}
+		if state != "" {
+			req.Header[caddywebhook.HeaderTracestate] = []string{state}
+		} else {
+			delete(req.Header, caddywebhook.HeaderTracestate)
+		}
+	} else {
+		delete(req.Header, caddywebhook.HeaderTraceparent)
+		delete(req.Header, caddywebhook.HeaderTracestate)
+	}
 	if t.signSecret != "" {
 		signed, err := caddywebhook.SignForwarded(t.signSecret, caddywebhook.MessageID(job), t.now(), job.Payload)
 		if err != nil {

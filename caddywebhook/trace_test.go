@@ -1,0 +1,133 @@
+package caddywebhook
+
+import (
+	"context"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/caddywebhook/caddywebhook/queue"
+)
+
+// The cases follow the W3C Trace Context specification's rules for a
+// receiver: https://www.w3.org/TR/trace-context/#traceparent-header
+func TestRequestTrace(t *testing.T) {
+	const parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	tests := []struct {
+		name    string
+		headers map[string][]string
+		want    string
+	}{
+		{"none", nil, ""},
+		{"valid", map[string][]string{"Traceparent": {parent}}, parent},
+		{"with tracestate", map[string][]string{"Traceparent": {parent}, "Tracestate": {"rojo=00f067aa0ba902b7", "congo=t61rcWkgMzE"}},
+			parent + "\nrojo=00f067aa0ba902b7,congo=t61rcWkgMzE"},
+		{"invalid tracestate dropped alone", map[string][]string{"Traceparent": {parent}, "Tracestate": {"not a list\n"}}, parent},
+		{"tracestate with an upper-case key dropped", map[string][]string{"Traceparent": {parent}, "Tracestate": {"Rojo=1"}}, parent},
+		{"tracestate of 33 members dropped", map[string][]string{"Traceparent": {parent}, "Tracestate": {strings.Repeat("a=1,", 33)}}, parent},
+		{"long tracestate cut at a member", map[string][]string{"Traceparent": {parent}, "Tracestate": {strings.Repeat("k="+strings.Repeat("v", 98)+",", 6)}},
+			parent + "\n" + strings.TrimSuffix(strings.Repeat("k="+strings.Repeat("v", 98)+",", 5), ",")},
+		{"unknown flags cleared", map[string][]string{"Traceparent": {"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-ff"}}, parent},
+		{"future version with more fields", map[string][]string{"Traceparent": {"01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-what"}}, parent},
+		{"garbage", map[string][]string{"Traceparent": {"garbage"}}, ""},
+		{"uppercase hex", map[string][]string{"Traceparent": {"00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01"}}, ""},
+		{"zero trace id", map[string][]string{"Traceparent": {"00-00000000000000000000000000000000-00f067aa0ba902b7-01"}}, ""},
+		{"zero span id", map[string][]string{"Traceparent": {"00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01"}}, ""},
+		{"version ff", map[string][]string{"Traceparent": {"ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}}, ""},
+		{"version 00 too long", map[string][]string{"Traceparent": {parent + "-x"}}, ""},
+		{"repeated", map[string][]string{"Traceparent": {parent, parent}}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest("POST", "/", nil)
+			for k, v := range tt.headers {
+				r.Header[k] = v
+			}
+			got := requestTrace(r)
+			if got != tt.want {
+				t.Fatalf("requestTrace = %q, want %q", got, tt.want)
+			}
+			if len(got) > queue.MaxTraceLen {
+				t.Fatalf("requestTrace is %d bytes, more than MaxTraceLen", len(got))
+			}
+		})
+	}
+}
+
+func TestRequestTraceFromSpan(t *testing.T) {
+	tid, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
+	sid, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
+	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled})
+	r := httptest.NewRequest("POST", "/", nil)
+	// The span wins over a header, as Caddy's tracing handler's span is the
+	// request's (it injects the same context into the headers anyway).
+	r.Header.Set("Traceparent", "00-11111111111111111111111111111111-2222222222222222-01")
+	r = r.WithContext(trace.ContextWithSpanContext(r.Context(), sc))
+	if got, want := requestTrace(r), "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"; got != want {
+		t.Fatalf("requestTrace = %q, want %q", got, want)
+	}
+}
+
+func TestRequestTraceAllocs(t *testing.T) {
+	tests := []struct {
+		name    string
+		headers map[string][]string
+		allocs  float64
+	}{
+		{"none", nil, 0},
+		// The stored string only.
+		{"traceparent and tracestate", map[string][]string{
+			"Traceparent": {"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
+			"Tracestate":  {"rojo=00f067aa0ba902b7,congo=t61rcWkgMzE"}}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest("POST", "/", nil)
+			for k, v := range tt.headers {
+				r.Header[k] = v
+			}
+			if n := testing.AllocsPerRun(100, func() { _ = requestTrace(r) }); n != tt.allocs {
+				t.Fatalf("requestTrace allocates %v times, want %v", n, tt.allocs)
+			}
+		})
+	}
+}
+
+func TestAttemptTraceparent(t *testing.T) {
+	const stored = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\nrojo=00f067aa0ba902b7"
+	var seen []string
+	h := attemptHandler{next: handlerFunc(func(ctx context.Context, job *queue.Job) error {
+		p, s := Traceparent(ctx)
+		seen = append(seen, p+"|"+s)
+		return nil
+	})}
+	for range 2 {
+		if err := h.Handle(t.Context(), &queue.Job{Trace: stored}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := h.Handle(t.Context(), &queue.Job{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 3 {
+		t.Fatalf("handled %d, want 3", len(seen))
+	}
+	for i, s := range seen[:2] {
+		tid, sid, _, ok := parseTraceparent(s[:55])
+		if !ok || tid.String() != "4bf92f3577b34da6a3ce929d0e0e4736" || sid.String() == "00f067aa0ba902b7" || s[55:] != "|rojo=00f067aa0ba902b7" {
+			t.Errorf("attempt %d sent %q, want the stored trace id, a new span id and the tracestate", i+1, s)
+		}
+	}
+	if seen[0] == seen[1] {
+		t.Errorf("two attempts sent the same traceparent %q", seen[0])
+	}
+	if seen[2] != "|" {
+		t.Errorf("a job with no trace context sent %q, want none", seen[2])
+	}
+}
+
+type handlerFunc func(ctx context.Context, job *queue.Job) error
+
+func (f handlerFunc) Handle(ctx context.Context, job *queue.Job) error { return f(ctx, job) }

@@ -1,0 +1,147 @@
+package caddywebhook
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/caddyserver/caddy/v2"
+	"go.opentelemetry.io/contrib/exporters/autoexport"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.17.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/caddywebhook/caddywebhook/queue"
+)
+
+// The attributes of a delivery attempt's span. They name the route and the
+// attempt, never the payload, a header, a secret or a query string.
+var (
+	attrSource     = attribute.Key("webhook.source")
+	attrTarget     = attribute.Key("webhook.target")
+	attrAttempt    = attribute.Key("webhook.attempt")
+	attrOutcome    = attribute.Key("webhook.outcome")
+	attrStatusCode = attribute.Key("http.response.status_code")
+)
+
+// The outcome words of an attempt's span: the handler's view, before the
+// retry policy decides whether a failure retries or parks the job.
+const (
+	spanDelivered = "delivered"
+	spanFailed    = "failed"   // a transient error: the job retries unless out of attempts
+	spanRejected  = "rejected" // a permanent error: the job goes dead
+)
+
+// attemptSpanName names each delivery attempt's span.
+const attemptSpanName = "webhook delivery"
+
+// attemptHandler gives each delivery attempt of a job with a stored trace
+// context (queue.Job.Trace) a context of its own under it: a span when
+// tracer is set, else only a new span id, which Traceparent reads. A job
+// without one goes to next untouched.
+type attemptHandler struct {
+	next   queue.Handler
+	tracer trace.Tracer // nil: no span is exported
+}
+
+// Handle implements queue.Handler.
+func (h attemptHandler) Handle(ctx context.Context, job *queue.Job) error {
+	sc, ok := parseTrace(job.Trace)
+	if !ok {
+		return h.next.Handle(ctx, job)
+	}
+	if h.tracer == nil {
+		return h.next.Handle(trace.ContextWithSpanContext(ctx, sc.WithSpanID(newSpanID()).WithRemote(false)), job)
+	}
+	ctx, span := h.tracer.Start(trace.ContextWithRemoteSpanContext(ctx, sc), attemptSpanName,
+		trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attrSource.String(job.Source), attrTarget.String(job.Target), attrAttempt.Int(job.Attempt)))
+	err := h.next.Handle(ctx, job)
+	switch {
+	case err == nil:
+		span.SetAttributes(attrOutcome.String(spanDelivered))
+	case queue.IsPermanent(err):
+		span.SetAttributes(attrOutcome.String(spanRejected))
+		span.SetStatus(codes.Error, spanRejected)
+	default:
+		span.SetAttributes(attrOutcome.String(spanFailed))
+		span.SetStatus(codes.Error, spanFailed)
+	}
+	span.End()
+	return err
+}
+
+// spanExport is the tracer provider of the apps whose config turns
+// tracing on, shared as Caddy's tracing handler shares its own: built on
+// first use, with the exporter the OTEL_* environment variables choose
+// (autoexport: OTLP by default, OTEL_TRACES_EXPORTER, OTEL_EXPORTER_OTLP_*),
+// flushed and shut down when the last app lets go.
+var spanExport sharedTracer
+
+type sharedTracer struct {
+	mu       sync.Mutex
+	provider *sdktrace.TracerProvider
+	users    int
+}
+
+// acquire returns the shared tracer, building its provider if none is up.
+func (s *sharedTracer) acquire(ctx context.Context) (trace.Tracer, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.provider == nil {
+		exp, err := autoexport.NewSpanExporter(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("webhook: tracing: create span exporter: %w", err)
+		}
+		version, _ := caddy.Version()
+		res, err := resource.Merge(resource.Default(), resource.NewSchemaless(
+			semconv.WebEngineName("Caddy"), semconv.WebEngineVersion(version)))
+		if err != nil {
+			res = resource.Default()
+		}
+		s.provider = sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+	}
+	s.users++
+	return s.provider.Tracer("github.com/caddywebhook/caddywebhook"), nil
+}
+
+// release lets go of one acquire; the last one flushes what is buffered
+// and shuts the provider down.
+func (s *sharedTracer) release(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.users == 0 {
+		return nil
+	}
+	if s.users--; s.users > 0 || s.provider == nil {
+		return nil
+	}
+	p := s.provider
+	s.provider = nil
+	if err := p.ForceFlush(ctx); err != nil {
+		return fmt.Errorf("webhook: tracing: flush spans: %w", err)
+	}
+	if err := p.Shutdown(ctx); err != nil {
+		return fmt.Errorf("webhook: tracing: shut down: %w", err)
+	}
+	return nil
+}
+
+// acquireTracer takes this app's reference to the shared tracer, released
+// by Cleanup.
+func (a *App) acquireTracer() (trace.Tracer, error) {
+	tr, err := spanExport.acquire(a.ctx)
+	if err != nil {
+		return nil, err
+	}
+	a.mu.Lock()
+	a.traced = true
+	a.mu.Unlock()
+	return tr, nil
+}
+
+// Interface guards
+var _ queue.Handler = attemptHandler{}
