@@ -228,6 +228,20 @@ func intArg(d *caddyfile.Dispenser, opt string) (int, error) {
 	return n, nil
 }
 
+// CountArg reads the one argument of option opt, a number of at least 1
+// (0 would read as the default in JSON), for the module packages'
+// unmarshalers; the messages name opt.
+func CountArg(d *caddyfile.Dispenser, opt string) (int, error) {
+	n, err := intArg(d, opt)
+	if err != nil {
+		return 0, err
+	}
+	if n < 1 {
+		return 0, d.Errf("webhook: %s must be at least 1", opt)
+	}
+	return n, nil
+}
+
 // durationArg reads the one positive duration argument of option opt.
 func durationArg(d *caddyfile.Dispenser, opt string, dst *caddy.Duration) error {
 	var s string

@@ -9,7 +9,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strconv"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -153,7 +152,7 @@ func (s *Storage) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("webhook: synchronous needs one argument: full or normal")
 			}
 		case "max_batch":
-			n, err := countArg(d, opt)
+			n, err := caddywebhook.CountArg(d, opt)
 			if err != nil {
 				return err
 			}
@@ -175,23 +174,6 @@ func (s *Storage) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		}
 	}
 	return nil
-}
-
-// countArg reads the one argument of option opt, a number of at least 1:
-// 0 would read as the default in JSON.
-func countArg(d *caddyfile.Dispenser, opt string) (int, error) {
-	var v string
-	if !d.AllArgs(&v) {
-		return 0, d.Errf("webhook: %s needs one number", opt)
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 {
-		return 0, d.Errf("webhook: %s: %q is not a non-negative number", opt, v)
-	}
-	if n < 1 {
-		return 0, d.Errf("webhook: %s must be at least 1", opt)
-	}
-	return n, nil
 }
 
 // Interface guards
