@@ -403,6 +403,23 @@ type AckResult struct {
 	RunAt time.Time
 }
 
+// ackError is the attempt's error a consumer's answer stands for: nil
+// when done, transient (with the wait it asked for) for a retry, permanent
+// when dead.
+func ackError(a Ack) error {
+	msg := cmpOr(a.Error, "consumer answered "+string(a.Outcome))
+	switch a.Outcome {
+	case OutcomeRetry:
+		if a.RetryAfter > 0 {
+			return queue.RetryAfter(errors.New(msg), a.RetryAfter)
+		}
+		return errors.New(msg)
+	case OutcomeDead:
+		return queue.Permanent(errors.New(msg))
+	}
+	return nil
+}
+
 // Answer records the answers of a consumer allowed the pull targets in
 // allowed, each fenced as the pool's own Finish and HandBack are: an
 // answer for a claim no longer held changes nothing. Results are in the
@@ -432,17 +449,7 @@ func (p *Pull) Answer(ctx context.Context, allowed []string, acks []Ack) ([]AckR
 			handBack[j.Target] = append(handBack[j.Target], i)
 			continue
 		}
-		var attemptErr error
-		msg := cmpOr(a.Error, "consumer answered "+string(a.Outcome))
-		switch a.Outcome {
-		case OutcomeRetry:
-			attemptErr = errors.New(msg)
-			if a.RetryAfter > 0 {
-				attemptErr = queue.RetryAfter(attemptErr, a.RetryAfter)
-			}
-		case OutcomeDead:
-			attemptErr = queue.Permanent(errors.New(msg))
-		}
+		attemptErr := ackError(a)
 		c := p.deciders[queue.Route{Source: j.Source, Target: j.Target}].Decide(j, attemptErr, now)
 		c.Started, c.Duration = now.Add(-max(a.Duration, 0)), max(a.Duration, 0)
 		cs = append(cs, c)
