@@ -218,7 +218,7 @@ func (r *runner) startCaddies(ctx context.Context, bin string) error {
 func (r *runner) schemas() []string {
 	dbs := []string{"idle.db", "static.db", "slow1.db", "slow32.db", "rate.db", "listen.db", "backlog.db", "orphans.db", "replay.db"}
 	for round := 1; round <= r.o.rounds; round++ {
-		for _, p := range []string{"ingest", "ingest-traced", "baseline", "e2e", "e2e-traced"} {
+		for _, p := range []string{"ingest", "ingest-traced", "baseline", "e2e", "e2e-traced", rulesPlain, rulesFiltered} {
 			dbs = append(dbs, fmt.Sprintf("%s-%d.db", p, round))
 		}
 	}
