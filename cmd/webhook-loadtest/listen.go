@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 )
@@ -89,31 +88,10 @@ func (r *runner) listen(ctx context.Context) error {
 	r.logf("%s: %.0f delivered/s through the listeners; the upstream held each %s on average",
 		name, float64(a1-a0)/r.window.Seconds(), meanHold(a0, h0, a1, h1).Round(time.Microsecond))
 
-	q, err := r.openQueue(ctx, db)
+	done, mine, _, err := r.checkArrived(ctx, pr, name, db)
 	if err != nil {
 		return err
 	}
-	defer q.close()
-	seen, _ := r.up.snapshot()
-	var mine int64
-	for id := range seen {
-		if strings.HasPrefix(id, name+"-") {
-			mine++
-		}
-	}
-	var done, notArrived int64
-	if err := q.doneIDs(ctx, func(id string) {
-		done++
-		if seen[id] == 0 {
-			notArrived++
-		}
-	}); err != nil {
-		return err
-	}
-	seeded := int64(r.seeds[db].jobs)
-	pr.check(notArrived == 0, "%d of %d jobs done in the database never arrived at the upstream", notArrived, done)
-	pr.check(mine <= seeded, "the upstream saw %d ids, more than the %d jobs seeded", mine, seeded)
-	pr.check(done < seeded, "all %d seeded jobs were delivered: the queue ran dry, so the rate is a floor; raise the seed", seeded)
 	pr.counts = append(pr.counts, fmt.Sprintf("round %d: %d jobs done so far, all at the upstream: %d unique ids there", r.round, done, mine))
 	return nil
 }

@@ -811,35 +811,47 @@ func (r *runner) slow(ctx context.Context, name, db string, workers int, ref flo
 	r.logf("%s: %.0f delivered/s; the upstream held each %s on average; %d plain Go senders: %.0f/s",
 		name, float64(a1-a0)/r.window.Seconds(), meanHold(a0, h0, a1, h1).Round(time.Microsecond), senders, ceiling)
 
-	q, err := r.openQueue(ctx, db)
+	done, mine, repeats, err := r.checkArrived(ctx, pr, name, db)
 	if err != nil {
 		return err
+	}
+	pr.counts = append(pr.counts, fmt.Sprintf("round %d: %d jobs done so far, all at the upstream: %d unique ids there, %d repeated deliveries in the run", r.round, done, mine, repeats))
+	return nil
+}
+
+// checkArrived checks a slow phase's jobs against the recording upstream:
+// every job the database calls done arrived there, no more ids arrived
+// than were seeded, and the seed did not run dry. It returns the jobs done,
+// the phase's unique ids at the upstream and the repeated deliveries of
+// the run.
+func (r *runner) checkArrived(ctx context.Context, pr *phaseResult, name, db string) (done, mine int64, repeats int, err error) {
+	q, err := r.openQueue(ctx, db)
+	if err != nil {
+		return 0, 0, 0, err
 	}
 	defer q.close()
 	// The upstream keeps every id of the run; the seeded ids of each
 	// database start with its phase's name.
 	seen, repeats := r.up.snapshot()
-	var mine int64
 	for id := range seen {
 		if strings.HasPrefix(id, name+"-") {
 			mine++
 		}
 	}
-	var done, notArrived int64
+	var notArrived int64
 	if err := q.doneIDs(ctx, func(id string) {
 		done++
 		if seen[id] == 0 {
 			notArrived++
 		}
 	}); err != nil {
-		return err
+		return 0, 0, 0, err
 	}
 	seeded := int64(r.seeds[db].jobs)
 	pr.check(notArrived == 0, "%d of %d jobs done in the database never arrived at the upstream", notArrived, done)
 	pr.check(mine <= seeded, "the upstream saw %d ids, more than the %d jobs seeded", mine, seeded)
 	pr.check(done < seeded, "all %d seeded jobs were delivered: the queue ran dry, so the rate is a floor; raise the seed", seeded)
-	pr.counts = append(pr.counts, fmt.Sprintf("round %d: %d jobs done so far, all at the upstream: %d unique ids there, %d repeated deliveries in the run", r.round, done, mine, repeats))
-	return nil
+	return done, mine, repeats, nil
 }
 
 // rated delivers a seeded backlog with 32 workers to the 5 ms upstream
