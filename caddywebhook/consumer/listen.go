@@ -305,21 +305,21 @@ func (l *listener) deliver(ctx context.Context, h *heldJob, j ClaimedJob) {
 		ID: j.ID, Source: j.Source, DeliveryID: j.DeliveryID, EventType: j.EventType, Target: j.Target,
 		Headers: j.Headers, Payload: j.Payload, Attempt: j.Attempt, Replays: j.Replays, Fence: j.Fence,
 	}
-	// What the http target does not return: the status of the app's
-	// answer, and whether a dial was refused (the transport dials on a
-	// goroutine of its own).
-	var status atomic.Int32
+	// What the http target does not return: whether a dial was refused
+	// (the transport dials on a goroutine of its own). The status of the
+	// app's answer it records in job.Code.
 	var refusedDial atomic.Bool
 	trace := &httptrace.ClientTrace{ConnectDone: func(_, _ string, err error) {
 		if errors.Is(err, syscall.ECONNREFUSED) {
 			refusedDial.Store(true)
 		}
 	}}
-	dctx := httptrace.WithClientTrace(httptarget.WithStatus(ctx, func(s int) { status.Store(int32(s)) }), trace)
+	dctx := httptrace.WithClientTrace(ctx, trace)
 	start := time.Now()
 	err := l.target.Deliver(dctx, job)
 	took := time.Since(start)
-	code, refused := int(status.Load()), refusedDial.Load()
+	code, _ := job.Code.Value()
+	refused := refusedDial.Load()
 
 	l.mu.Lock()
 	lost, stopped := h.lost, h.stopped

@@ -251,9 +251,6 @@ func (t *Target) Deliver(ctx context.Context, job *queue.Job) error {
 	}
 	defer resp.Body.Close()
 	job.Code = queue.CodeOf(resp.StatusCode)
-	if f, ok := ctx.Value(statusKey{}).(func(int)); ok {
-		f(resp.StatusCode)
-	}
 
 	caddywebhook.SetAttemptStatus(ctx, resp.StatusCode)
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
@@ -340,17 +337,6 @@ func (t *Target) newRequest(ctx context.Context, job *queue.Job) (*http.Request,
 		req.SetBasicAuth(t.basicAuth.Username(), password)
 	}
 	return req, nil
-}
-
-// statusKey is the context key of WithStatus.
-type statusKey struct{}
-
-// WithStatus returns a context with which the target's Deliver calls
-// report with the status of the upstream's answer before it classifies it:
-// for a program that forwards jobs with the target and shows each answer
-// (`caddy webhook listen`).
-func WithStatus(ctx context.Context, report func(status int)) context.Context {
-	return context.WithValue(ctx, statusKey{}, report)
 }
 
 // networkError describes a failed round trip without the URL, whose query
