@@ -455,12 +455,13 @@ func TestAppDeliversThroughHTTPTarget(t *testing.T) {
 	}
 	waitStatus(t, s, js[0].ID, queue.StatusDone)
 
-	lines := h.logs(t)
-	if !hasLog(lines, func(m map[string]any) bool {
-		return m["msg"] == "delivered" && m["source"] == "gh" && m["target"] == "http" && m["delivery_id"] == "d-1"
-	}) {
-		t.Errorf("no delivered log line for d-1")
-	}
+	// The observer logs after the finish commits, so the line may follow
+	// the done status by a moment.
+	testutil.Eventually(t, func() bool {
+		return hasLog(h.logs(t), func(m map[string]any) bool {
+			return m["msg"] == "delivered" && m["source"] == "gh" && m["target"] == "http" && m["delivery_id"] == "d-1"
+		})
+	}, func() string { return "no delivered log line for d-1" })
 	assertNoCanaries(t, h.rawLogs(t))
 }
 
