@@ -105,8 +105,12 @@
   function timeCell(s) {
     const full = fmtTime(s);
     const today = fmtTime(new Date().toISOString()).slice(0, 10);
-    const short = full.startsWith(today) ? full.slice(11) : full.slice(0, 16);
-    return el('time', { datetime: s || '', title: full && `${full} (${fmtAgo(s)})` }, short);
+    const attrs = { datetime: s || '', title: full && `${full} (${fmtAgo(s)})` };
+    if (!full || full.startsWith(today)) return el('time', attrs, full.slice(11));
+    // Another day's time is its date and its clock, each kept whole; the
+    // line may break between them, so a table of yesterday's jobs still
+    // fits a laptop's window.
+    return el('time', { ...attrs, class: 'dated' }, el('span', {}, full.slice(0, 10)), ' ', el('span', {}, full.slice(11, 16)));
   }
 
   function flash(kind, ...text) {

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/caddywebhook/caddywebhook/internal/testutil"
@@ -339,13 +340,35 @@ func TestDashboard(t *testing.T) {
 }
 
 // TestDashboard's last step, the jobs table at the widths of a laptop and
-// a desktop.
+// a desktop, and on a laptop a day later, when every time in the table
+// carries its date (CI once crossed midnight here: the dates widened two
+// columns and pushed the table past a 1200 px window).
 func (b *browser) jobsAtWidths(t *testing.T, dash string) {
 	t.Helper()
-	for _, width := range []int64{1200, 1600} {
-		t.Run(fmt.Sprintf("jobs_at_%d_px", width), func(t *testing.T) {
-			b.do(t, chromedp.EmulateViewport(width, 760), chromedp.Navigate(dash+"#/jobs"))
+	for _, tc := range []struct {
+		name     string
+		width    int64
+		dayLater bool
+	}{
+		{name: "jobs_at_1200_px", width: 1200},
+		{name: "jobs_at_1600_px", width: 1600},
+		{name: "jobs_at_1200_px_a_day_later", width: 1200, dayLater: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.dayLater {
+				// A new document runs the script: the dashboard's own URL
+				// again would only change the page's hash.
+				b.clockAhead(t, 24*time.Hour)
+				b.do(t, chromedp.Navigate("about:blank"))
+			}
+			b.do(t, chromedp.EmulateViewport(tc.width, 760), chromedp.Navigate(dash+"#/jobs"))
 			b.waitJS(t, "the long delivery id is listed", `!!document.querySelector('#jobs-list tr[data-delivery="`+longID+`"]')`)
+			if tc.dayLater {
+				b.waitJS(t, "every time in the table shows its date", `(() => {
+					const times = [...document.querySelectorAll('#jobs-list time')];
+					return times.length > 0 && times.every((el) => el.classList.contains('dated') && /^\d{4}-\d\d-\d\d \d\d:\d\d$/.test(el.textContent));
+				})()`)
+			}
 			// The table fits its box: no column ends behind a scrollbar.
 			got := b.eval(t, `(() => {
 				const tb = document.getElementById('jobs-list');
@@ -354,12 +377,21 @@ func (b *browser) jobsAtWidths(t *testing.T, dash string) {
 					id.title === '`+longID+`', !!id.parentElement.querySelector('button.copy')].join(' ');
 			})()`)
 			if got != "true true true true" {
-				t.Errorf("at %d px (table fits its box, fits the window, full id on hover, copy button) = %s", width, got)
+				// The widths say which column pushed the table out.
+				widths := b.eval(t, `(() => {
+					const tb = document.getElementById('jobs-list');
+					const cols = [...tb.querySelectorAll('thead th')].map((th) => th.textContent + '=' + Math.round(th.getBoundingClientRect().width));
+					return 'table right ' + tb.getBoundingClientRect().right + ', window ' + document.documentElement.clientWidth + ', columns ' + cols.join(' ');
+				})()`)
+				t.Errorf("at %d px (table fits its box, fits the window, full id on hover, copy button) = %s; %s", tc.width, got, widths)
 			}
-			if width == 1200 {
+			switch {
+			case tc.dayLater:
+				b.look(t, "jobs-a-day-later")
+			case tc.width == 1200:
 				b.shot(t, "jobs")
-			} else {
-				b.look(t, fmt.Sprintf("jobs-%d", width))
+			default:
+				b.look(t, fmt.Sprintf("jobs-%d", tc.width))
 			}
 		})
 	}
@@ -431,6 +463,30 @@ func newBrowser(t *testing.T, path string) *browser {
 		t.Fatalf("set the credentials: %v", err)
 	}
 	return b
+}
+
+// clockAhead moves the page's clock (Date and Date.now) ahead by d for
+// every page loaded from now until the test ends; the server's clock and
+// the stored times stay as they are.
+func (b *browser) clockAhead(t *testing.T, d time.Duration) {
+	t.Helper()
+	src := fmt.Sprintf(`(() => {
+		const shift = %d, Real = Date;
+		class Shifted extends Real {
+			constructor(...args) { if (args.length === 0) super(Real.now() + shift); else super(...args); }
+			static now() { return Real.now() + shift; }
+		}
+		globalThis.Date = Shifted;
+	})();`, d.Milliseconds())
+	added, err := chromedp.Call(b.ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: src})
+	if err != nil {
+		t.Fatalf("move the page's clock: %v", err)
+	}
+	t.Cleanup(func() {
+		if _, err := chromedp.Call(b.ctx, page.RemoveScriptToEvaluateOnNewDocument, page.RemoveScriptToEvaluateOnNewDocumentParams{Identifier: added.Identifier}); err != nil {
+			t.Errorf("put the page's clock back: %v", err)
+		}
+	})
 }
 
 // do runs actions, bounded by the suite's wait timeout.
