@@ -30,12 +30,12 @@ ANALYZE;`); err != nil {
 		{"list events", sqlListEvents, []any{lo, hi, "", "", -1, 0, 0, 51}, "events_created (created_at>? AND created_at<?)"},
 		{"list events of a source", sqlListEvents, []any{lo, hi, "s1", "", 1, 1700, 1_700_000, 51}, "events_created (created_at>? AND created_at<?)"},
 		{"list bare events", sqlListBareEvents, []any{lo, hi, "", "", 0, 0, 0, 51}, "events_no_jobs (created_at>? AND created_at<?)"},
-		{"list event by delivery id", sqlListEventByKey, []any{lo, hi, "s1", "", -1, 0, 0, 51, "100"}, "sqlite_autoindex_events_1 (source=? AND delivery_id=?)"},
+		{"list event by delivery id", sqlListEventByKey, []any{lo, hi, "s1", "", -1, 0, 0, 51, "100", "[100]"}, "INTEGER PRIMARY KEY (rowid=?)"},
 		{"cursor time", sqlCursorTime, []any{100}, "INTEGER PRIMARY KEY (rowid<?)"},
 		{"jobs of events", sqlEventJobs, []any{"[1,3]"}, "jobs_event (event_id=?)"},
 		{"get event", sqlGetEvent, []any{1}, "INTEGER PRIMARY KEY (rowid=?)"},
-		{"find event", sqlFindEvent, []any{"s1", "100"}, "sqlite_autoindex_events_1 (source=? AND delivery_id=?)"},
-		{"jobs by delivery id", sqlListJobsByDelivery, []any{"", "s1", "", 0, "", lo, hi, 51, "100"}, "sqlite_autoindex_events_1 (source=? AND delivery_id=?)"},
+		{"find event", sqlFindEvent, []any{"s1", "100", "[100]"}, "INTEGER PRIMARY KEY (rowid=?)"},
+		{"jobs by delivery id", sqlListJobsByDelivery, []any{"", "s1", "", 0, "", lo, hi, 51, "100", "[100]"}, "INTEGER PRIMARY KEY (rowid=?)"},
 		{"jobs since", sqlListJobsSince, []any{"", "", "", 0, "", lo, hi, 51}, "events_created (created_at>? AND created_at<?)"},
 	}
 	for _, tt := range tests {

@@ -38,8 +38,11 @@ ORDER BY created_at DESC, id DESC LIMIT ?8`
 WHERE targets = 0 AND ` + eventFilter + `
 ORDER BY created_at DESC, id DESC LIMIT ?8`
 
+	// The reads by dedupe key find the event by id: ?10 (or ?3) is a JSON
+	// array of the ids the key set names for the key (keySet.lookup),
+	// usually one, and the key itself is checked on the row.
 	sqlListEventByKey = `SELECT ` + eventCols + ` FROM events
-WHERE source = ?3 AND delivery_id = ?9 AND ` + eventFilter + `
+WHERE id IN (SELECT value FROM json_each(?10)) AND source = ?3 AND delivery_id = ?9 AND ` + eventFilter + `
 ORDER BY created_at DESC, id DESC LIMIT ?8`
 
 	// sqlCursorTime is the time of the cursor's event, or of the nearest
@@ -53,7 +56,8 @@ WHERE event_id IN (SELECT value FROM json_each(?1)) ORDER BY event_id, id`
 
 	sqlGetEvent = `SELECT ` + eventCols + `, headers, payload FROM events WHERE id = ?1`
 
-	sqlFindEvent = `SELECT ` + eventCols + `, headers, payload FROM events WHERE source = ?1 AND delivery_id = ?2`
+	sqlFindEvent = `SELECT ` + eventCols + `, headers, payload FROM events
+WHERE id IN (SELECT value FROM json_each(?3)) AND source = ?1 AND delivery_id = ?2`
 
 	// jobCols are the columns of a queue.JobSummary, in scanSummary's order.
 	jobCols = `j.id, j.event_id, j.source, e.delivery_id, e.event_type, j.target, j.status,
@@ -69,7 +73,7 @@ WHERE event_id IN (SELECT value FROM json_each(?1)) ORDER BY event_id, id`
 	// dedupe key.
 	sqlListJobsByDelivery = `SELECT ` + jobCols + `
 FROM events AS e JOIN jobs AS j ON j.event_id = e.id
-WHERE e.source = ?2 AND e.delivery_id = ?9 AND ` + jobFilter + `
+WHERE e.id IN (SELECT value FROM json_each(?10)) AND e.source = ?2 AND e.delivery_id = ?9 AND ` + jobFilter + `
 ORDER BY j.id DESC LIMIT ?8`
 
 	// sqlListJobsSince reads the jobs of the events stored in the range,
@@ -130,7 +134,7 @@ func (s *Store) ListEvents(ctx context.Context, p queue.EventListParams) (queue.
 		}
 		args := []any{lo, hi, p.Source, p.EventType, storekit.HasTarget(p.HasTarget), p.Cursor, cursorAt, limit + 1}
 		if p.DeliveryID != "" {
-			args = append(args, p.DeliveryID)
+			args = append(args, p.DeliveryID, s.keyIDs(p.Source, p.DeliveryID))
 		}
 		rows, err := tx.QueryContext(ctx, query, args...)
 		if err != nil {
@@ -207,7 +211,7 @@ func (s *Store) GetEvent(ctx context.Context, id int64) (queue.EventDetail, erro
 
 // FindEvent returns the event source's sender delivered as deliveryID.
 func (s *Store) FindEvent(ctx context.Context, source, deliveryID string) (queue.EventDetail, error) {
-	d, err := s.readEvent(ctx, sqlFindEvent, source, deliveryID)
+	d, err := s.readEvent(ctx, sqlFindEvent, source, deliveryID, s.keyIDs(source, deliveryID))
 	if err != nil {
 		return queue.EventDetail{}, fmt.Errorf("find event %q of %s: %w", deliveryID, source, err)
 	}
@@ -249,7 +253,7 @@ func (s *Store) listJobsFiltered(ctx context.Context, p queue.ListParams, limit 
 	switch {
 	case p.DeliveryID != "":
 		query = sqlListJobsByDelivery
-		args = append(args, p.DeliveryID)
+		args = append(args, p.DeliveryID, s.keyIDs(p.Source, p.DeliveryID))
 	case !p.Since.IsZero():
 		query = sqlListJobsSince
 	}

@@ -217,6 +217,49 @@ ALTER TABLE attempts ADD COLUMN status INTEGER;
 	`
 ALTER TABLE events ADD COLUMN trace TEXT;
 `,
+	// Version 10: dedupe without a unique index (see dedupe.go). The
+	// UNIQUE (source, delivery_id) of events put each enqueue on a random
+	// leaf of its own; event_keys keeps each event's key hash instead, in
+	// id order, and the writer checks keys against the set it reads from
+	// it. SQLite cannot drop a table constraint, so events is built again
+	// without it (the procedure of lang_altertable.html, section 7, with
+	// foreign keys off: migrate turns them off around every migration and
+	// checks them before the commit). The rows and their ids are copied
+	// as they are; the jobs' references stay valid.
+	`
+CREATE TABLE event_keys (
+	id       INTEGER PRIMARY KEY, -- the event's id
+	key_hash INTEGER NOT NULL     -- caddywebhook_key_hash(source, delivery_id)
+);
+CREATE TABLE events_v10 (
+	id          INTEGER PRIMARY KEY,
+	source      TEXT    NOT NULL,
+	delivery_id TEXT    NOT NULL,
+	event_type  TEXT    NOT NULL DEFAULT '',
+	headers     BLOB    NOT NULL, -- storekit.AppendHeaders encoding
+	payload     BLOB    NOT NULL,
+	targets     INTEGER NOT NULL, -- jobs made at enqueue; 0: kept only as dedupe memory
+	created_at  INTEGER NOT NULL,
+	trace       TEXT
+);
+INSERT INTO events_v10 (id, source, delivery_id, event_type, headers, payload, targets, created_at, trace)
+SELECT id, source, delivery_id, event_type, headers, payload, targets, created_at, trace FROM events ORDER BY id;
+DROP TABLE events;
+ALTER TABLE events_v10 RENAME TO events;
+CREATE INDEX events_no_jobs ON events (created_at) WHERE targets = 0;
+CREATE INDEX events_created ON events (created_at);
+CREATE TRIGGER events_count_delete AFTER DELETE ON events BEGIN
+	UPDATE event_count SET events = events - 1 WHERE id = 1;
+	DELETE FROM event_keys WHERE id = old.id;
+END;
+-- Every insert keeps its key, the writer's and any tool's alike (a tool
+-- without the function fails to insert rather than hide an event's key).
+CREATE TRIGGER events_key AFTER INSERT ON events BEGIN
+	INSERT INTO event_keys (id, key_hash) VALUES (new.id, caddywebhook_key_hash(new.source, new.delivery_id));
+END;
+INSERT INTO event_keys (id, key_hash) SELECT id, caddywebhook_key_hash(source, delivery_id) FROM events ORDER BY id;
+UPDATE event_count SET events = (SELECT count(*) FROM events) WHERE id = 1;
+`,
 }
 
 // schemaVersion is the version this build writes.
@@ -228,7 +271,20 @@ var schemaVersion = len(migrations)
 // _txlock) takes the write lock before reading the version, so two
 // processes cannot both migrate.
 func migrate(ctx context.Context, db *sql.DB) error {
-	tx, err := db.BeginTx(ctx, nil)
+	// One connection (the write pool's only one), so the pragmas below
+	// apply to the transaction's. Foreign keys are off while a migration
+	// builds a table again (version 10), as SQLite's procedure asks; the
+	// pragma has no effect inside a transaction.
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("open db: %w", err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "PRAGMA foreign_keys = OFF"); err != nil {
+		return fmt.Errorf("open db: %w", err)
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), "PRAGMA foreign_keys = ON")
+	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("open db: %w", err)
 	}
@@ -247,6 +303,14 @@ func migrate(ctx context.Context, db *sql.DB) error {
 		if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
 			return fmt.Errorf("migrate schema to version %d: %w", v+1, err)
 		}
+	}
+	// What foreign keys would have refused, had they been on.
+	var violations int
+	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM pragma_foreign_key_check").Scan(&violations); err != nil {
+		return fmt.Errorf("check foreign keys: %w", err)
+	}
+	if violations > 0 {
+		return fmt.Errorf("migrate schema to version %d: %d rows break a foreign key", schemaVersion, violations)
 	}
 	// PRAGMA takes no bound parameters; the versions are our own integers.
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {

@@ -129,7 +129,8 @@ type Store struct {
 	quit   chan struct{}
 	done   chan struct{} // closed when the writer has exited
 
-	w writer // owned by the writer goroutine
+	w    writer  // owned by the writer goroutine
+	keys *keySet // the stored events' dedupe keys; the writer changes them
 }
 
 // Interface guard.
@@ -160,6 +161,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		ctl:   make(chan *ctlReq),
 		quit:  make(chan struct{}),
 		done:  make(chan struct{}),
+		keys:  newKeySet(0),
 	}
 	if s.wdb, err = sql.Open("sqlite", s.dsn(false)); err != nil {
 		return nil, fmt.Errorf("open db: %w", err)

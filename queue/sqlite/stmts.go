@@ -14,11 +14,10 @@ import (
 // anonymous parameters: the driver reads a numbered parameter's name into
 // a new Go string on every bind.
 const (
+	// sqlInsertEvent inserts an event the writer found no duplicate of
+	// (see dedupe.go): no index on its key, so no random page per event.
 	sqlInsertEvent = `INSERT INTO events (source, delivery_id, event_type, headers, payload, targets, created_at, trace)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (source, delivery_id) DO NOTHING`
-
-	sqlEventID = `SELECT id FROM events WHERE source = ?1 AND delivery_id = ?2`
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
 
 	sqlInsertJob = `INSERT INTO jobs (event_id, source, target, run_at, created_at) VALUES (?, ?, ?, ?, ?)`
 
@@ -226,7 +225,9 @@ FROM jobs WHERE id = ?1`
 type stmts struct {
 	begin, commit, rollback, savepoint, release, rollbackTo *stmt
 
-	insertEvent, eventID, insertJob        *stmt
+	insertEvent, insertJob                 *stmt
+	keyOwner, allKeys, newKeys             *stmt
+	goneKeys, clearGone, dataVersion       *stmt
 	claim, claimEvents, extend             *stmt
 	finish, insertAttempt                  *stmt
 	handBack, replay, jobState, replayDead *stmt
@@ -254,7 +255,12 @@ func (st *stmts) list() []struct {
 		{&st.release, "RELEASE request"},
 		{&st.rollbackTo, "ROLLBACK TO request"},
 		{&st.insertEvent, sqlInsertEvent},
-		{&st.eventID, sqlEventID},
+		{&st.keyOwner, sqlKeyOwner},
+		{&st.allKeys, sqlAllKeys},
+		{&st.newKeys, sqlNewKeys},
+		{&st.goneKeys, sqlGoneKeys},
+		{&st.clearGone, sqlClearGone},
+		{&st.dataVersion, sqlDataVersion},
 		{&st.insertJob, sqlInsertJob},
 		{&st.claim, sqlClaim},
 		{&st.claimEvents, sqlClaimEvents},

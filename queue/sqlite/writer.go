@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"modernc.org/sqlite"
 	"os"
 	"strconv"
 	"sync"
@@ -174,6 +175,15 @@ type writer struct {
 	blocked   map[queue.Route]int64 // jobs inserted blocked, behind an ordering key
 	newEvents int64
 
+	// The dedupe keys (dedupe.go): those this transaction added, the
+	// deleted events' keys it collected, a buffer for a key's candidate
+	// events, and the data version the set was read at.
+	txKeys      []eventKey
+	gone        []eventKey
+	idBuf       []int64
+	maxKeyID    int64 // the highest event id in the set
+	dataVersion int64
+
 	batches  int64 // committed batches, for the benchmarks' requests per commit
 	requests int64 // requests in committed batches
 
@@ -201,6 +211,14 @@ func (w *writer) connect(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("open write connection: %w", err)
 	}
+	// The temporary objects of the dedupe keys, before the statements
+	// that name them are prepared.
+	for _, q := range []string{sqlGoneKeysTable, sqlGoneKeysHook} {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			discard(conn, &w.st)
+			return fmt.Errorf("prepare statements: %w", err)
+		}
+	}
 	err = conn.Raw(func(dc any) error {
 		pc, ok := dc.(driver.ConnPrepareContext)
 		if !ok {
@@ -213,6 +231,12 @@ func (w *writer) connect(ctx context.Context) error {
 		return fmt.Errorf("prepare statements: %w", err)
 	}
 	w.conn = conn
+	// A new connection, after a failure too: the set is read again from
+	// what the database holds.
+	if err := conn.Raw(func(any) error { return w.loadKeys() }); err != nil {
+		w.disconnect()
+		return err
+	}
 	return nil
 }
 
@@ -382,6 +406,10 @@ func (w *writer) runTx() (reset bool, err error) {
 	if _, err := w.st.begin.Exec(); err != nil {
 		return true, fmt.Errorf("begin: %w", err)
 	}
+	if err := w.syncKeys(); err != nil {
+		w.st.rollback.Exec()
+		return true, err
+	}
 	failed := -1
 	for i, r := range w.live {
 		if r.err = w.exec(r, now); r.err != nil {
@@ -405,11 +433,19 @@ func (w *writer) runTx() (reset bool, err error) {
 			return true, fmt.Errorf("transaction aborted: %w", w.live[failed].err)
 		}
 		if len(w.live) == 1 {
-			return false, nil
+			// A full disk or an I/O error may have left the connection
+			// in a state we cannot see even when the ROLLBACK succeeds
+			// (SQLite rolls back the statement, and the transaction or
+			// not, as it chooses): renew it too.
+			return storageFault(w.live[failed].err), nil
 		}
 		return w.isolated(now)
 	}
 	if err := w.flushCounts(); err != nil {
+		w.st.rollback.Exec()
+		return true, err
+	}
+	if err := w.collectGone(); err != nil {
 		w.st.rollback.Exec()
 		return true, err
 	}
@@ -418,6 +454,7 @@ func (w *writer) runTx() (reset bool, err error) {
 		w.st.rollback.Exec()
 		return true, fmt.Errorf("commit: %w", err)
 	}
+	w.committed()
 	return false, nil
 }
 
@@ -429,6 +466,10 @@ func (w *writer) isolated(now time.Time) (reset bool, err error) {
 	if _, err := w.st.begin.Exec(); err != nil {
 		return true, fmt.Errorf("begin: %w", err)
 	}
+	if err := w.syncKeys(); err != nil {
+		w.st.rollback.Exec()
+		return true, err
+	}
 	for _, r := range w.live {
 		if r.err != nil {
 			continue // failed in the first run; keeps its error
@@ -438,8 +479,10 @@ func (w *writer) isolated(now time.Time) (reset bool, err error) {
 			w.st.rollback.Exec()
 			return true, fmt.Errorf("savepoint: %w", err)
 		}
+		keys := len(w.txKeys)
 		if r.err = w.exec(r, now); r.err != nil {
 			r.clearOutputs()
+			w.dropTxKeys(keys)
 			if _, err := w.st.rollbackTo.Exec(); err != nil {
 				// The error took the whole transaction with it
 				// (SQLite rolls back by itself after SQLITE_FULL,
@@ -458,10 +501,15 @@ func (w *writer) isolated(now time.Time) (reset bool, err error) {
 		w.st.rollback.Exec()
 		return true, err
 	}
+	if err := w.collectGone(); err != nil {
+		w.st.rollback.Exec()
+		return true, err
+	}
 	if _, err := w.st.commit.Exec(); err != nil {
 		w.st.rollback.Exec()
 		return true, fmt.Errorf("commit: %w", err)
 	}
+	w.committed()
 	return false, nil
 }
 
@@ -526,14 +574,21 @@ func (s *Store) onWriter(ctx context.Context, f func(w *writer) error) error {
 	return c.err
 }
 
-// control runs f with a connection.
+// control runs f with a connection, then brings the dedupe keys up to
+// date with what f wrote.
 func (w *writer) control(f func(w *writer) error) error {
 	if w.conn == nil {
 		if err := w.connect(context.Background()); err != nil {
 			return err
 		}
 	}
-	return f(w)
+	err := f(w)
+	if w.conn != nil {
+		if kerr := w.conn.Raw(func(any) error { return w.afterControl() }); kerr != nil && err == nil {
+			err = kerr
+		}
+	}
+	return err
 }
 
 // idle runs between batches when no request waits.
@@ -591,4 +646,16 @@ func (w *writer) walSize() int64 {
 		return 0
 	}
 	return fi.Size()
+}
+
+// storageFault reports whether err is SQLite's SQLITE_FULL or SQLITE_IOERR
+// (in any extended form): the disk, not the request, failed.
+func storageFault(err error) bool {
+	const sqliteIOErr, sqliteFull = 10, 13 // sqlite3.h's primary result codes
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	code := se.Code() & 0xff
+	return code == sqliteIOErr || code == sqliteFull
 }

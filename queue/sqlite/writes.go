@@ -272,25 +272,22 @@ func (w *writer) enqueue(r *request, now time.Time) error {
 	if ev.Trace != "" {
 		trace = ev.Trace
 	}
+	key := keyHash(ev.Source, ev.DeliveryID)
+	if id, dup, err := w.storedEvent(key, ev.Source, ev.DeliveryID); err != nil {
+		return fmt.Errorf("enqueue: %w", err)
+	} else if dup {
+		r.res.Duplicate, r.res.EventID = true, id
+		return nil
+	}
 	res, err := w.st.insertEvent.Exec(ev.Source, ev.DeliveryID, ev.EventType, w.hbuf, payload, int64(len(ev.Targets)), nowMS, trace)
 	if err != nil {
 		return fmt.Errorf("enqueue: insert event: %w", err)
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("enqueue: insert event: %w", err)
-	} else if n == 0 {
-		r.res.Duplicate = true
-		row := w.row[:1]
-		if err := queryRow(w.st.eventID, row, ev.Source, ev.DeliveryID); err != nil {
-			return fmt.Errorf("enqueue: find duplicate: %w", err)
-		}
-		r.res.EventID = asInt(row[0])
-		return nil
 	}
 	id, err := res.LastInsertId()
 	if err != nil {
 		return fmt.Errorf("enqueue: insert event: %w", err)
 	}
+	w.addKey(key, id)
 	if ev.OrderingKey != "" {
 		return w.enqueueKeyed(r, id, nowMS)
 	}

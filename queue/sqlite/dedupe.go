@@ -1,0 +1,355 @@
+package sqlite
+
+import (
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"modernc.org/sqlite"
+)
+
+// Dedupe without a random page per event. A unique index on (source,
+// delivery_id) put every enqueue on a leaf of its own: delivery ids are
+// random, so a batch of n events dirtied n leaves of a large B-tree, 60 %
+// of the WAL frames an enqueue wrote, and each of those pages was written
+// again by the checkpoint. Instead, the store keeps the dedupe key's hash
+// of every stored event in memory (keySet), and the database keeps, beside
+// each event, its hash in event_keys: a table keyed by the event's id,
+// which only grows at its right edge like the events themselves, and from
+// which the set is rebuilt when the writer connects.
+//
+// The set only says which events may have a key; the events table says
+// which one has it. A hash the set holds is checked against each event it
+// names (one read by id, for the rare redelivery), so two keys sharing a
+// hash are told apart and a stale entry (an event deleted by another
+// connection) only costs that read.
+//
+// The writer is the only connection of this process that writes, and
+// every write of the key set happens in it: it adds an event's hash as it
+// inserts the event, takes it out again if the transaction is rolled back,
+// and takes out the hashes of deleted events, which a temporary trigger on
+// its connection collects (gone_keys). A database written by another
+// connection (a second Store on the same file; SQLite's queue is meant for
+// one Caddy) is noticed through PRAGMA data_version at the start of each
+// transaction, under the write lock, and the set is read again.
+
+// keyHashFunc is the SQL name of keyHash, for the migration that fills
+// event_keys and for tools that seed a database.
+const keyHashFunc = "caddywebhook_key_hash"
+
+func init() {
+	sqlite.MustRegisterDeterministicScalarFunction(keyHashFunc, 2, func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
+		source, ok1 := args[0].(string)
+		id, ok2 := args[1].(string)
+		if !ok1 || !ok2 {
+			return nil, fmt.Errorf("%s: source and delivery id must be text", keyHashFunc)
+		}
+		return int64(keyHash(source, id)), nil
+	})
+}
+
+// keyHash is the 64-bit FNV-1a hash of an event's dedupe key: the source,
+// a 0xff byte (never part of UTF-8 text, so no two keys run together), and
+// the delivery id. It is stored, so it never changes.
+var keyHash = func(source, deliveryID string) uint64 {
+	const (
+		offset = 14695981039346656037
+		prime  = 1099511628211
+	)
+	h := uint64(offset)
+	for i := 0; i < len(source); i++ {
+		h = (h ^ uint64(source[i])) * prime
+	}
+	h = (h ^ 0xff) * prime
+	for i := 0; i < len(deliveryID); i++ {
+		h = (h ^ uint64(deliveryID[i])) * prime
+	}
+	return h
+}
+
+// KeyHash returns the value event_keys stores for an event with this
+// source and delivery id. A tool that writes events into a database
+// directly (the load test's seeding) must write it too, or the store
+// will not know those events' keys.
+func KeyHash(source, deliveryID string) int64 { return int64(keyHash(source, deliveryID)) }
+
+// keySet maps dedupe-key hashes to the ids of the events stored with them.
+// The writer changes it under mu; readers (a lookup by delivery id in the
+// read pool) hold mu for reading. About 20 bytes per stored event.
+type keySet struct {
+	mu   sync.RWMutex
+	one  map[uint64]int64   // a hash's first event
+	more map[uint64][]int64 // its further events, for hashes two keys share
+}
+
+func newKeySet(n int) *keySet {
+	return &keySet{one: make(map[uint64]int64, n), more: make(map[uint64][]int64)}
+}
+
+// candidates appends to buf the ids of the events that may have the key
+// whose hash is h.
+func (k *keySet) candidates(buf []int64, h uint64) []int64 {
+	id, ok := k.one[h]
+	if !ok {
+		return buf
+	}
+	return append(append(buf, id), k.more[h]...)
+}
+
+// lookup is candidates for a reader outside the writer.
+func (k *keySet) lookup(buf []int64, source, deliveryID string) []int64 {
+	h := keyHash(source, deliveryID)
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	return k.candidates(buf, h)
+}
+
+func (k *keySet) add(h uint64, id int64) {
+	if _, ok := k.one[h]; !ok {
+		k.one[h] = id
+		return
+	}
+	k.more[h] = append(k.more[h], id)
+}
+
+func (k *keySet) remove(h uint64, id int64) {
+	more := k.more[h]
+	if first, ok := k.one[h]; ok && first == id {
+		if len(more) == 0 {
+			delete(k.one, h)
+			return
+		}
+		k.one[h] = more[0]
+		more = more[1:]
+	} else {
+		for i, m := range more {
+			if m == id {
+				more = append(more[:i:i], more[i+1:]...)
+				break
+			}
+		}
+	}
+	if len(more) == 0 {
+		delete(k.more, h)
+	} else {
+		k.more[h] = more
+	}
+}
+
+func (k *keySet) len() int {
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	n := len(k.one)
+	for _, m := range k.more {
+		n += len(m)
+	}
+	return n
+}
+
+// eventKey is one event's key hash, as the writer added it in the
+// transaction running.
+type eventKey struct {
+	hash uint64
+	id   int64
+}
+
+// The statements of the key set. gone_keys and its trigger are temporary:
+// they belong to the write connection, collect only its own deletes, and
+// write nothing to the database file.
+const (
+	sqlGoneKeysTable = `CREATE TEMP TABLE IF NOT EXISTS gone_keys (key_hash INTEGER NOT NULL, id INTEGER NOT NULL)`
+	sqlGoneKeysHook  = `CREATE TEMP TRIGGER IF NOT EXISTS event_keys_gone AFTER DELETE ON main.event_keys BEGIN
+	INSERT INTO gone_keys (key_hash, id) VALUES (old.key_hash, old.id);
+END`
+	sqlInsertKey   = `INSERT INTO event_keys (id, key_hash) VALUES (?, ?)`
+	sqlKeyOwner    = `SELECT source, delivery_id FROM events WHERE id = ?1`
+	sqlAllKeys     = `SELECT key_hash, id FROM event_keys`
+	sqlNewKeys     = `SELECT key_hash, id FROM event_keys WHERE id > ?1`
+	sqlGoneKeys    = `SELECT key_hash, id FROM gone_keys`
+	sqlClearGone   = `DELETE FROM gone_keys`
+	sqlDataVersion = `PRAGMA data_version`
+)
+
+// loadKeys reads the key set from event_keys and notes the database's
+// data version it was read at. It runs on the write connection, inside
+// Raw, in a transaction or not.
+func (w *writer) loadKeys() error {
+	row := w.row[:2]
+	if err := queryRow(w.st.dataVersion, row[:1]); err != nil {
+		return fmt.Errorf("read data version: %w", err)
+	}
+	w.dataVersion = asInt(row[0])
+	rows, err := w.st.allKeys.Query()
+	if err != nil {
+		return fmt.Errorf("read event keys: %w", err)
+	}
+	set := newKeySet(w.s.keys.len())
+	w.maxKeyID = 0
+	if err := each(rows, row, func(row []driver.Value) error {
+		id := asInt(row[1])
+		set.add(uint64(asInt(row[0])), id)
+		w.maxKeyID = max(w.maxKeyID, id)
+		return nil
+	}); err != nil {
+		return fmt.Errorf("read event keys: %w", err)
+	}
+	if _, err := w.st.clearGone.Exec(); err != nil {
+		return fmt.Errorf("read event keys: %w", err)
+	}
+	w.s.keys.mu.Lock()
+	w.s.keys.one, w.s.keys.more = set.one, set.more
+	w.s.keys.mu.Unlock()
+	w.txKeys = w.txKeys[:0]
+	return nil
+}
+
+// syncKeys runs at the start of every transaction, under the write lock:
+// it takes back the keys a rolled-back attempt added, and reads the set
+// again if another connection wrote the database since the writer last
+// looked.
+func (w *writer) syncKeys() error {
+	w.dropTxKeys(0)
+	row := w.row[:1]
+	if err := queryRow(w.st.dataVersion, row); err != nil {
+		return fmt.Errorf("read data version: %w", err)
+	}
+	if asInt(row[0]) == w.dataVersion {
+		return nil
+	}
+	// Read it all: another connection may have deleted events and reused
+	// their ids, which no read of the ids past the last one known would
+	// see. Costly with many events, and only for a file two processes
+	// write, which the store does not support beyond a moment.
+	return w.loadKeys()
+}
+
+// dropTxKeys takes out of the set the keys this transaction added from
+// the from'th on: their inserts were rolled back.
+func (w *writer) dropTxKeys(from int) {
+	if len(w.txKeys) <= from {
+		return
+	}
+	w.s.keys.mu.Lock()
+	for _, k := range w.txKeys[from:] {
+		w.s.keys.remove(k.hash, k.id)
+	}
+	w.s.keys.mu.Unlock()
+	w.txKeys = w.txKeys[:from]
+}
+
+// collectGone reads, just before the commit, the keys of the events the
+// transaction deleted, which gone_keys collected, and empties it; the
+// rollback of a failed commit puts them back for the next one.
+func (w *writer) collectGone() error {
+	w.gone = w.gone[:0]
+	rows, err := w.st.goneKeys.Query()
+	if err != nil {
+		return fmt.Errorf("read deleted event keys: %w", err)
+	}
+	row := w.row[:2]
+	if err := each(rows, row, func(row []driver.Value) error {
+		w.gone = append(w.gone, eventKey{hash: uint64(asInt(row[0])), id: asInt(row[1])})
+		return nil
+	}); err != nil {
+		return fmt.Errorf("read deleted event keys: %w", err)
+	}
+	if len(w.gone) == 0 {
+		return nil
+	}
+	if _, err := w.st.clearGone.Exec(); err != nil {
+		return fmt.Errorf("read deleted event keys: %w", err)
+	}
+	return nil
+}
+
+// committed runs after a commit: the transaction's keys stay in the set,
+// and the keys of the events it deleted leave it.
+func (w *writer) committed() {
+	w.txKeys = w.txKeys[:0]
+	if len(w.gone) == 0 {
+		return
+	}
+	w.s.keys.mu.Lock()
+	for _, k := range w.gone {
+		w.s.keys.remove(k.hash, k.id)
+	}
+	w.s.keys.mu.Unlock()
+	w.gone = w.gone[:0]
+}
+
+// storedEvent returns the id of the stored event with this key, if any.
+func (w *writer) storedEvent(h uint64, source, deliveryID string) (int64, bool, error) {
+	w.idBuf = w.s.keys.candidates(w.idBuf[:0], h)
+	row := w.row[:2]
+	for _, id := range w.idBuf {
+		err := queryRow(w.st.keyOwner, row, id)
+		if errors.Is(err, errNoRows) {
+			continue // deleted by another connection
+		}
+		if err != nil {
+			return 0, false, fmt.Errorf("find duplicate: %w", err)
+		}
+		if asString(row[0]) == source && asString(row[1]) == deliveryID {
+			return id, true, nil
+		}
+	}
+	return 0, false, nil
+}
+
+// addKey records the key of event id, inserted in this transaction (the
+// events_key trigger stored it in event_keys).
+func (w *writer) addKey(h uint64, id int64) {
+	w.s.keys.mu.Lock()
+	w.s.keys.add(h, id)
+	w.s.keys.mu.Unlock()
+	w.txKeys = append(w.txKeys, eventKey{hash: h, id: id})
+	w.maxKeyID = max(w.maxKeyID, id)
+}
+
+// afterControl brings the set up to date after a function run on the
+// write connection outside the group commit (onWriter), which may have
+// inserted or deleted events on this connection, where data_version does
+// not see them: the keys past the last id known are added, and the keys
+// its deletes collected leave.
+func (w *writer) afterControl() error {
+	rows, err := w.st.newKeys.Query(w.maxKeyID)
+	if err != nil {
+		return fmt.Errorf("read event keys: %w", err)
+	}
+	row := w.row[:2]
+	w.s.keys.mu.Lock()
+	err = each(rows, row, func(row []driver.Value) error {
+		id := asInt(row[1])
+		w.s.keys.add(uint64(asInt(row[0])), id)
+		w.maxKeyID = max(w.maxKeyID, id)
+		return nil
+	})
+	w.s.keys.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("read event keys: %w", err)
+	}
+	if err := w.collectGone(); err != nil {
+		return err
+	}
+	w.committed()
+	return nil
+}
+
+// keyIDs is the JSON array of the ids of the events that may have this
+// key, for the reads by delivery id: the key set stands in for an index
+// on the key.
+func (s *Store) keyIDs(source, deliveryID string) string {
+	var buf [4]int64
+	ids := s.keys.lookup(buf[:0], source, deliveryID)
+	b := make([]byte, 0, 2+21*len(ids))
+	b = append(b, '[')
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, id, 10)
+	}
+	return string(append(b, ']'))
+}

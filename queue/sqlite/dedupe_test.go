@@ -1,0 +1,210 @@
+package sqlite
+
+import (
+	"database/sql"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/caddywebhook/caddywebhook/queue"
+)
+
+// enqueueWant enqueues ev and checks whether the store called it a
+// duplicate; it returns the event's id.
+func enqueueWant(t *testing.T, s *Store, ev queue.Event, dup bool) int64 {
+	t.Helper()
+	res, err := s.Enqueue(t.Context(), ev)
+	if err != nil {
+		t.Fatalf("Enqueue %s: %v", ev.DeliveryID, err)
+	}
+	if res.Duplicate != dup {
+		t.Fatalf("Enqueue %s: duplicate = %v, want %v", ev.DeliveryID, res.Duplicate, dup)
+	}
+	return res.EventID
+}
+
+// TestDedupeKeys: the dedupe keys live in memory and in event_keys, not
+// in an index; each way the set could go stale is covered.
+func TestDedupeKeys(t *testing.T) {
+	tests := []struct {
+		name string
+		run  func(t *testing.T, s *Store)
+	}{
+		{"duplicate in another batch", func(t *testing.T, s *Store) {
+			first := enqueueWant(t, s, testEvent("a", "mail"), false)
+			if again := enqueueWant(t, s, testEvent("a", "mail"), true); again != first {
+				t.Errorf("duplicate names event %d, want %d", again, first)
+			}
+			other := testEvent("a", "mail")
+			other.Source = "billing"
+			enqueueWant(t, s, other, false) // the key is the source and the id
+		}},
+		{"after a restart", func(t *testing.T, s *Store) {
+			first := enqueueWant(t, s, testEvent("a", "mail"), false)
+			path := s.path
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			s2 := setup(t, func(c *Config) { c.Path = path })
+			if again := enqueueWant(t, s2, testEvent("a", "mail"), true); again != first {
+				t.Errorf("duplicate names event %d, want %d", again, first)
+			}
+		}},
+		{"written by a second store on the file", func(t *testing.T, s *Store) {
+			s2 := setup(t, func(c *Config) { c.Path = s.path })
+			enqueueWant(t, s, testEvent("a", "mail"), false) // s2 read the keys before
+			enqueueWant(t, s2, testEvent("a", "mail"), true)
+			enqueueWant(t, s2, testEvent("b", "mail"), false)
+			enqueueWant(t, s, testEvent("b", "mail"), true)
+		}},
+		{"inserted outside the group commit", func(t *testing.T, s *Store) {
+			if err := s.onWriterNow(t, `INSERT INTO events (source, delivery_id, headers, payload, targets, created_at)
+VALUES ('shop', 'by-hand', x'', x'', 0, 0)`); err != nil {
+				t.Fatal(err)
+			}
+			enqueueWant(t, s, testEvent("by-hand", "mail"), true)
+		}},
+		{"rolled back with a failed neighbour", func(t *testing.T, s *Store) {
+			// The refused job fails its enqueue after the event row was
+			// inserted: its key must leave the set with the rollback.
+			if err := s.onWriterNow(t, `CREATE TEMP TRIGGER refuse BEFORE INSERT ON jobs WHEN NEW.target = 'refused'
+BEGIN SELECT RAISE(ABORT, 'refused'); END`); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Enqueue(t.Context(), testEvent("r", "refused")); err == nil {
+				t.Fatal("Enqueue with the refused target succeeded")
+			}
+			enqueueWant(t, s, testEvent("other", "mail"), false)
+			if n := s.keys.len(); n != 1 {
+				t.Errorf("key set holds %d keys, want 1 (the rolled-back event's left)", n)
+			}
+			enqueueWant(t, s, testEvent("r", "mail"), false)
+		}},
+		{"purged", func(t *testing.T, s *Store) {
+			// A bare event (no target) is kept only as dedupe memory and
+			// purged by age: then the id is new again.
+			enqueueWant(t, s, testEvent("bare"), false)
+			if _, err := s.Purge(t.Context(), time.Now().Add(time.Hour), 100); err != nil {
+				t.Fatal(err)
+			}
+			if n := s.keys.len(); n != 0 {
+				t.Errorf("key set holds %d keys after the purge, want 0", n)
+			}
+			enqueueWant(t, s, testEvent("bare"), false)
+		}},
+		{"hashes two keys share", func(t *testing.T, s *Store) {
+			// Every key hashes alike: the rows tell them apart.
+			old := keyHash
+			keyHash = func(string, string) uint64 { return 42 }
+			t.Cleanup(func() { keyHash = old })
+			ids := map[string]int64{}
+			for _, id := range []string{"x", "y", "z"} {
+				ids[id] = enqueueWant(t, s, testEvent(id, "mail"), false)
+			}
+			for _, id := range []string{"y", "x", "z"} {
+				if got := enqueueWant(t, s, testEvent(id, "mail"), true); got != ids[id] {
+					t.Errorf("duplicate of %s names event %d, want %d", id, got, ids[id])
+				}
+				d, err := s.FindEvent(t.Context(), "shop", id)
+				if err != nil || d.ID != ids[id] {
+					t.Errorf("FindEvent %s = %d, %v; want %d", id, d.ID, err, ids[id])
+				}
+			}
+			if err := s.Discard(t.Context(), jobOf(t, s, ids["x"])); err != nil {
+				t.Fatal(err)
+			}
+			enqueueWant(t, s, testEvent("x", "mail"), false)
+			enqueueWant(t, s, testEvent("z", "mail"), true)
+		}},
+		{"found by delivery id", func(t *testing.T, s *Store) {
+			id := enqueueWant(t, s, testEvent("look-me-up", "mail"), false)
+			d, err := s.FindEvent(t.Context(), "shop", "look-me-up")
+			if err != nil || d.ID != id {
+				t.Fatalf("FindEvent = %d, %v; want %d", d.ID, err, id)
+			}
+			if _, err := s.FindEvent(t.Context(), "shop", "never-sent"); !errors.Is(err, queue.ErrEventNotFound) {
+				t.Errorf("FindEvent of an unknown id = %v, want ErrEventNotFound", err)
+			}
+			page, err := s.ListJobs(t.Context(), queue.ListParams{Filter: queue.Filter{Source: "shop"}, DeliveryID: "look-me-up"})
+			if err != nil || len(page.Jobs) != 1 || page.Jobs[0].EventID != id {
+				t.Errorf("ListJobs by delivery id = %+v, %v; want the event's one job", page.Jobs, err)
+			}
+			events, err := s.ListEvents(t.Context(), queue.EventListParams{EventFilter: queue.EventFilter{Source: "shop", DeliveryID: "look-me-up"}})
+			if err != nil || len(events.Events) != 1 || events.Events[0].ID != id {
+				t.Errorf("ListEvents by delivery id = %+v, %v; want the event", events.Events, err)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.run(t, setup(t))
+		})
+	}
+}
+
+// jobOf returns the id of event's only job.
+func jobOf(t *testing.T, s *Store, event int64) int64 {
+	t.Helper()
+	d, err := s.GetEvent(t.Context(), event)
+	if err != nil || len(d.Jobs) != 1 {
+		t.Fatalf("GetEvent %d = %+v, %v; want one job", event, d.Jobs, err)
+	}
+	return d.Jobs[0].ID
+}
+
+// TestMigrateDedupeFromVersion9 opens a database of schema version 9,
+// whose events carry the unique index: the events are kept with their ids
+// and jobs, their keys still dedupe, and the index is gone.
+func TestMigrateDedupeFromVersion9(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "queue.db")
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=foreign_keys(1)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, q := range migrations[:9] {
+		if _, err := db.ExecContext(t.Context(), q); err != nil {
+			t.Fatalf("migration %d: %v", i+1, err)
+		}
+	}
+	for _, q := range []string{
+		"PRAGMA user_version = 9",
+		`INSERT INTO events (id, source, delivery_id, headers, payload, targets, created_at, trace) VALUES
+			(7, 'shop', 'd7', x'', x'7b7d', 1, 0, NULL),
+			(9, 'shop', 'd9', x'', x'7b7d', 1, 0, '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01')`,
+		`INSERT INTO jobs (id, event_id, source, target, status, run_at, created_at) VALUES
+			(1, 7, 'shop', 'mail', 'pending', 0, 0), (2, 9, 'shop', 'mail', 'pending', 0, 0)`,
+		`UPDATE event_count SET events = 2`,
+	} {
+		if _, err := db.ExecContext(t.Context(), q); err != nil {
+			t.Fatalf("%.40s: %v", q, err)
+		}
+	}
+	db.Close()
+
+	s := setup(t, func(c *Config) { c.Path = path })
+	if got := enqueueWant(t, s, testEvent("d9", "mail"), true); got != 9 {
+		t.Errorf("duplicate of d9 names event %d, want 9", got)
+	}
+	if got := enqueueWant(t, s, testEvent("d8", "mail"), false); got != 10 {
+		t.Errorf("new event got id %d, want 10 (after the copied ids)", got)
+	}
+	d, err := s.FindEvent(t.Context(), "shop", "d7")
+	if err != nil || d.ID != 7 || len(d.Jobs) != 1 || d.Jobs[0].ID != 1 {
+		t.Errorf("FindEvent d7 = %+v, %v; want event 7 with job 1", d, err)
+	}
+	st, err := s.Stats(t.Context(), time.Now())
+	if err != nil || st.Events != 3 {
+		t.Errorf("Stats = %+v, %v; want 3 events", st, err)
+	}
+	var indexes, broken int
+	if err := s.rdb.QueryRowContext(t.Context(), `SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'events' AND name LIKE 'sqlite_autoindex%'`).Scan(&indexes); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.rdb.QueryRowContext(t.Context(), `SELECT count(*) FROM pragma_foreign_key_check`).Scan(&broken); err != nil {
+		t.Fatal(err)
+	}
+	if indexes != 0 || broken != 0 {
+		t.Errorf("events has %d unique indexes and %d broken references, want none", indexes, broken)
+	}
+}
