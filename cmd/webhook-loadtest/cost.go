@@ -760,8 +760,8 @@ func (pr *phaseResult) writeCost(w io.Writer, o options) {
 	}
 	p := pc.prof
 	wall := float64(p.wallNanos) / 1e9
-	fmt.Fprintf(w, "  CPU profile: %.2f s on-CPU in %.2f s of profile (%d, one per window and instance): %.2f cores busy per instance; %.0f events in the profiles\n",
-		float64(p.totalNanos)/1e9, wall, pc.profiles, float64(p.totalNanos)/float64(p.wallNanos), pc.profEvents)
+	fmt.Fprintf(w, "  CPU profile: %.2f s on-CPU (%d samples) in %.2f s of profile (%d, one per window and instance): %.2f cores busy per instance; %.0f events in the profiles\n",
+		float64(p.totalNanos)/1e9, p.totalCount, wall, pc.profiles, float64(p.totalNanos)/float64(p.wallNanos), pc.profEvents)
 	stages := slices.Collect(maps.Keys(p.cpuNanos))
 	slices.SortFunc(stages, func(a, b string) int { return cmp.Or(cmp.Compare(p.cpuNanos[b], p.cpuNanos[a]), cmp.Compare(a, b)) })
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', tabwriter.AlignRight)
