@@ -737,13 +737,26 @@ func (pr *phaseResult) writeCost(w io.Writer, o options) {
 		if pc.writersEvents > 0 {
 			perEvent = per(pc.writers.WALPages, pc.writersEvents)
 		}
-		for _, n := range names {
-			share := float64(pc.walByTree[n]) / float64(pc.walFrames)
-			fmt.Fprintf(w, "    %-32s %5.1f %%", n, 100*share)
+		row := func(name string, frames int64) {
+			share := float64(frames) / float64(pc.walFrames)
+			fmt.Fprintf(w, "    %-32s %5.1f %%", name, 100*share)
 			if perEvent > 0 {
 				fmt.Fprintf(w, "  %.2f frames/event", share*perEvent)
 			}
 			fmt.Fprintln(w)
+		}
+		var rest int64
+		var restNames []string
+		for _, n := range names {
+			if f := pc.walByTree[n]; 200*f >= pc.walFrames {
+				row(n, f)
+			} else {
+				rest += f
+				restNames = append(restNames, n)
+			}
+		}
+		if rest > 0 {
+			row("under 0.5 % each: "+strings.Join(restNames, ", "), rest)
 		}
 	}
 	if len(pc.cores) > 0 {
