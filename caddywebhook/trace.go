@@ -213,6 +213,34 @@ func newSpanID() trace.SpanID {
 	return sid
 }
 
+// attemptTrace is the trace context an attempt sends when no span is
+// exported: the stored traceparent with a span id new for the attempt, and
+// the stored tracestate as it is (it was checked when the event was
+// accepted). Handing the strings on spares every attempt a parse of the
+// tracestate into a trace.TraceState and its writing out again.
+type attemptTrace struct{ parent, state string }
+
+type attemptTraceKey struct{}
+
+// withAttemptTrace returns ctx carrying the attempt's trace context, made
+// from queue.Job.Trace; ok is false when stored holds none (or nothing this
+// build wrote), and ctx is returned as it was.
+func withAttemptTrace(ctx context.Context, stored string) (_ context.Context, ok bool) {
+	parent, state, _ := strings.Cut(stored, "\n")
+	if _, _, _, ok := parseTraceparent(parent); !ok || len(parent) != 55 {
+		return ctx, false
+	}
+	sid := newSpanID()
+	var hexSID [16]byte
+	hex.Encode(hexSID[:], sid[:])
+	var b strings.Builder
+	b.Grow(55)
+	b.WriteString(parent[:36])
+	b.Write(hexSID[:])
+	b.WriteString(parent[52:])
+	return context.WithValue(ctx, attemptTraceKey{}, &attemptTrace{parent: b.String(), state: state}), true
+}
+
 // Traceparent returns the traceparent and tracestate a target sends with
 // the delivery attempt ctx belongs to: the trace id the event arrived in,
 // a span id new for each attempt, and the tracestate it arrived with.
@@ -220,6 +248,10 @@ func newSpanID() trace.SpanID {
 // sends none. A target sets them after every header of its own and of a
 // transform, so that nothing overrides them.
 func Traceparent(ctx context.Context) (traceparent, tracestate string) {
+	if at, ok := ctx.Value(attemptTraceKey{}).(*attemptTrace); ok {
+		return at.parent, at.state
+	}
+	// An exported attempt's span, or a caller's own span context.
 	sc := trace.SpanContextFromContext(ctx)
 	if !sc.IsValid() {
 		return "", ""

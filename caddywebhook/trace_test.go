@@ -131,3 +131,37 @@ func TestAttemptTraceparent(t *testing.T) {
 type handlerFunc func(ctx context.Context, job *queue.Job) error
 
 func (f handlerFunc) Handle(ctx context.Context, job *queue.Job) error { return f(ctx, job) }
+
+// TestAttemptTraceAllocs: with no span exported an attempt costs its new
+// traceparent, the value holding it and the context around it; the stored
+// tracestate is sent as stored, never parsed and written out again.
+func TestAttemptTraceAllocs(t *testing.T) {
+	tests := []struct {
+		name   string
+		stored string
+		allocs float64
+	}{
+		{"no trace context", "", 0},
+		{"traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", 3},
+		{"traceparent and tracestate", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\nrojo=00f067aa0ba902b7,congo=t61rcWkgMzE", 3},
+	}
+	var parent, state string
+	h := attemptHandler{next: handlerFunc(func(ctx context.Context, job *queue.Job) error {
+		parent, state = Traceparent(ctx)
+		return nil
+	})}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			job := &queue.Job{Trace: tt.stored}
+			if n := testing.AllocsPerRun(100, func() { _ = h.Handle(t.Context(), job) }); n != tt.allocs {
+				t.Errorf("an attempt allocates %v times, want %v", n, tt.allocs)
+			}
+			if want, _, _ := strings.Cut(tt.stored, "\n"); len(parent) != len(want) || parent != "" && parent[:36] != want[:36] {
+				t.Errorf("traceparent = %q, want the trace id of %q", parent, want)
+			}
+			if _, want, _ := strings.Cut(tt.stored, "\n"); state != want {
+				t.Errorf("tracestate = %q, want %q", state, want)
+			}
+		})
+	}
+}

@@ -49,12 +49,13 @@ type attemptHandler struct {
 
 // Handle implements queue.Handler.
 func (h attemptHandler) Handle(ctx context.Context, job *queue.Job) error {
+	if h.tracer == nil {
+		actx, _ := withAttemptTrace(ctx, job.Trace)
+		return h.next.Handle(actx, job)
+	}
 	sc, ok := parseTrace(job.Trace)
 	if !ok {
 		return h.next.Handle(ctx, job)
-	}
-	if h.tracer == nil {
-		return h.next.Handle(trace.ContextWithSpanContext(ctx, sc.WithSpanID(newSpanID()).WithRemote(false)), job)
 	}
 	ctx, span := h.tracer.Start(trace.ContextWithRemoteSpanContext(ctx, sc), attemptSpanName,
 		trace.WithSpanKind(trace.SpanKindClient),

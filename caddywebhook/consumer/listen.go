@@ -50,6 +50,9 @@ const (
 	// appProbe is how often a listener whose local app refused a
 	// connection tries it again before it claims more.
 	appProbe = 500 * time.Millisecond
+	// heldPerRunning is how many jobs a listener holds per delivery it
+	// runs at once: the rest wait at hand, their leases extended as any.
+	heldPerRunning = 2
 )
 
 // listener is one run of `caddy webhook listen`.
@@ -63,7 +66,8 @@ type listener struct {
 	held    map[int64]*heldJob
 	lease   time.Duration // from the server's last answer
 	appDown bool          // the local app refused a connection; waiting for it
-	slots   chan struct{} // one per delivery running
+	holds   chan struct{} // one per job held: waiting to run, running, or being answered for
+	running chan struct{} // one per delivery to the local app in progress
 	acks    ackBatch
 
 	wg sync.WaitGroup
@@ -143,11 +147,16 @@ func newListener(cfg ListenConfig) (*listener, error) {
 			// A claim waits up to cfg.Wait on the server; the rest is
 			// the network's.
 			Timeout:   cfg.Wait + 30*time.Second,
-			Transport: http.DefaultTransport.(*http.Transport).Clone(),
+			Transport: apiTransport(),
 		}},
 		held:  make(map[int64]*heldJob),
 		lease: queue.DefaultLease,
-		slots: make(chan struct{}, cfg.Concurrency),
+		// Twice as many jobs held as run: while one delivery's answer is
+		// on its way to the server and the next claim is out, the app
+		// has its next jobs at hand instead of waiting for two round
+		// trips with a slot idle.
+		holds:   make(chan struct{}, heldPerRunning*cfg.Concurrency),
+		running: make(chan struct{}, cfg.Concurrency),
 	}, nil
 }
 
@@ -170,23 +179,24 @@ func (l *listener) run(ctx context.Context) error {
 	return err
 }
 
-// claimLoop asks the server for as many jobs as there are free slots,
-// starts a delivery for each, and backs off after errors.
+// claimLoop asks the server for as many jobs as the listener may hold
+// more of, starts a delivery for each, and backs off after errors.
 func (l *listener) claimLoop(ctx context.Context) error {
 	retry := retryMin
 	connected, reported := false, ""
 	for ctx.Err() == nil {
-		// Wait for a free slot, then for the local app if it is down.
+		// Wait until a job more may be held, then for the local app if
+		// it is down.
 		select {
-		case l.slots <- struct{}{}:
-			<-l.slots
+		case l.holds <- struct{}{}:
+			<-l.holds
 		case <-ctx.Done():
 			return nil
 		}
 		if !l.waitForApp(ctx) {
 			return nil
 		}
-		free := cap(l.slots) - len(l.slots)
+		free := cap(l.holds) - len(l.holds)
 		resp, err := l.api.claim(ctx, l.cfg.Target, free, l.cfg.Wait)
 		if ctx.Err() != nil {
 			// A claim committed as we gave up is handed back by the
@@ -267,9 +277,10 @@ func (l *listener) appListening(ctx context.Context) bool {
 	return true
 }
 
-// start runs one job's delivery in a slot of its own.
+// start holds one job and runs its delivery when one of the
+// --concurrency slots is free.
 func (l *listener) start(ctx context.Context, j ClaimedJob) {
-	l.slots <- struct{}{}
+	l.holds <- struct{}{}
 	dctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	h := &heldJob{lease: Lease{ID: j.ID, Fence: j.Fence}, cancel: cancel}
 	l.mu.Lock()
@@ -282,8 +293,18 @@ func (l *listener) start(ctx context.Context, j ClaimedJob) {
 	l.held[j.ID] = h
 	l.mu.Unlock()
 	l.wg.Go(func() {
-		defer func() { <-l.slots }()
+		defer func() { <-l.holds }()
 		defer cancel()
+		select {
+		case l.running <- struct{}{}:
+		case <-dctx.Done():
+			// Stopped or lost before it ran: the stop hands it back; a
+			// lost lease is the server's to give again.
+			if l.dropLost(j.ID) {
+				l.line(j, "lease lost", 0, "not delivered: the server may hand it to another consumer")
+			}
+			return
+		}
 		l.deliver(dctx, h, j)
 	})
 }
@@ -318,6 +339,8 @@ func (l *listener) deliver(ctx context.Context, h *heldJob, j ClaimedJob) {
 	start := time.Now()
 	err := l.target.Deliver(dctx, job)
 	took := time.Since(start)
+	// The slot is the app's: the answer to the server does not hold it.
+	<-l.running
 	code, _ := job.Code.Value()
 	refused := refusedDial.Load()
 
@@ -476,6 +499,19 @@ func (b *ackBatch) send(ctx context.Context, api *client, res AckResult) (AckAns
 	return r.ans, r.err
 }
 
+// dropLost forgets a job whose lease was lost and reports whether it was;
+// a job the stop cut short stays held, for the stop to hand back.
+func (l *listener) dropLost(id int64) bool {
+	l.mu.Lock()
+	h, ok := l.held[id]
+	lost := ok && h.lost
+	l.mu.Unlock()
+	if lost {
+		l.forget(id)
+	}
+	return lost
+}
+
 func (l *listener) forget(id int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -581,6 +617,15 @@ func (l *listener) shutdown(ctx context.Context) {
 		}
 		cancel()
 	}
+}
+
+// apiTransport is the transport to the server: a claim waiting on the
+// server, an ack and an extension can be out at once, so it keeps more
+// idle connections than http.DefaultTransport's two per host.
+func apiTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 4
+	return t
 }
 
 // redactURL keeps a url.Error's message without its URL, whose query
