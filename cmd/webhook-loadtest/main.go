@@ -40,6 +40,36 @@
 //	go run ./cmd/webhook-loadtest -smoke       # seconds, small counts (CI)
 //	go run ./cmd/webhook-loadtest -phases ingest,e2e -d 20s -profile e2e -keep
 //
+// -profile names phases whose windows are CPU-profiled through Caddy's
+// /debug/pprof/profile; each of them also gets a cost table in the report,
+// per accepted event over the same windows:
+//
+//	go run ./cmd/webhook-loadtest -phases static,ingest,e2e -d 6s -profile static,ingest,e2e
+//
+// The table's rows:
+//
+//   - disk: write_bytes, read_bytes, syscw and syscr deltas of
+//     /proc/<caddy pid>/io (the syscalls count socket writes too);
+//
+//   - commits: the store's own counters, read between two batches through
+//     the admin API's /debug/vars (webhook_writers): events and writes
+//     per commit, and on SQLite the pages the writer sent to the WAL
+//     (SQLITE_DBSTATUS_CACHE_WRITE), one frame each; on Postgres the
+//     server's write transactions and WAL bytes per event;
+//
+//   - SQLite's WAL frames by table and index: the -wal file's frame
+//     headers, read every 50 ms during the window, their page numbers
+//     mapped through the dbstat table (a sample: a WAL generation that
+//     starts and ends between two reads is missed);
+//
+//   - the idle time of each core, from /proc/stat (the whole machine);
+//
+//   - CPU µs per event and % of samples by stage: Caddy's HTTP, socket
+//     syscalls, our handler, signature verify, the enqueue hand-off, the
+//     writer's SQL per statement (named by its call site), the commit's
+//     WAL writes and fsync, checkpoints, delivery, GC, scheduler
+//     wake-ups, logging (classify in cost.go says which frames make each).
+//
 // The queue is a SQLite file per phase in the work directory, or with
 // -storage postgres a schema per phase (lt_ingest_1, lt_backlog, …) on the
 // server of -dsn or $CADDYWEBHOOK_TEST_POSTGRES_DSN, seeded with
@@ -128,7 +158,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.workers, "workers", 32, "workers in the e2e and backlog phases")
 	fs.DurationVar(&o.delay, "delay", 5*time.Millisecond, "how long the slow upstream takes to answer")
 	fs.BoolVar(&o.smoke, "smoke", false, "CI mode: 1s windows, 8 connections, a 20,000-job backlog; fails when a count does not add up")
-	profile := fs.String("profile", "", "comma-separated phases to CPU-profile through Caddy's /debug/pprof (implies -keep); e.g. ingest,e2e,backlog-e2e")
+	profile := fs.String("profile", "", "comma-separated phases to CPU-profile through Caddy's /debug/pprof, each with a cost table per event in the report (implies -keep); e.g. ingest,e2e,backlog-e2e")
 	trace := fs.String("trace", "", "comma-separated phases to capture an execution trace of through /debug/pprof/trace (implies -keep)")
 	fs.StringVar(&o.logLevel, "log-level", "INFO", "Caddy's log level (its log goes to caddy.log in the work directory)")
 	fs.StringVar(&o.synchronous, "synchronous", "full", "storage.synchronous of the queue: full (the default, and the figures' condition) or normal, to see what fsync costs")

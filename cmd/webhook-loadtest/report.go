@@ -44,9 +44,11 @@ type phaseResult struct {
 	heldCount     int64
 
 	startRSS, endRSS, peakRSS int64
-	cores                     float64 // Caddy's CPU use in the windows, in cores
-	selfCores                 float64 // the load test's own
-	profile, trace            string  // files captured in the window
+	cores                     float64    // Caddy's CPU use in the windows, in cores
+	selfCores                 float64    // the load test's own
+	profile, trace            string     // files captured in the window
+	roundProfiles             []string   // the CPU profiles of the round running, for the cost table
+	cost                      *phaseCost // -profile: the cost per event
 
 	finished bool     // the phase ran to its end
 	counts   []string // what the checks counted, for the report
@@ -521,6 +523,9 @@ func (rep *report) write(w io.Writer) {
 		}
 		if pr.profile != "" {
 			fmt.Fprintf(w, "%s: CPU profile %s\n", pr.name, pr.profile)
+		}
+		if pr.cost != nil {
+			pr.writeCost(w, o)
 		}
 		if pr.trace != "" {
 			fmt.Fprintf(w, "%s: execution trace %s (go tool trace -pprof=syscall|sync|sched)\n", pr.name, pr.trace)

@@ -53,6 +53,7 @@ type runner struct {
 	filter string        // the target's filter in the phase running now; "" for none
 	stripe bool          // the phase running now sends 2 KB Stripe-like bodies
 	pull   bool          // the target is a pull target in the phase running now
+	db     string        // the database of the receiving phase running now, for its cost table
 	bin    string        // the Caddy binary, which also runs the listeners
 }
 
@@ -399,6 +400,7 @@ func (r *runner) openPhase(ctx context.Context, db string, workers, maxBatch int
 	if err := r.loadConfig(ctx, db, workers, "", maxBatch); err != nil {
 		return nil, 0, err
 	}
+	r.db = db
 	if q, err = r.openQueue(ctx, db); err != nil {
 		return nil, 0, err
 	}
@@ -485,6 +487,7 @@ func (r *runner) newLoad(name, path string, want int) load {
 // when asked.
 func (r *runner) drive(ctx context.Context, pr *phaseResult, l load, during func(windowStart time.Time)) (*loadResult, error) {
 	mon := startMonitor(r.caddies, r.srv)
+	probe := r.costProbe(pr.name)
 	start := time.Now()
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -492,6 +495,9 @@ func (r *runner) drive(ctx context.Context, pr *phaseResult, l load, during func
 		defer wg.Done()
 		if !sleepCtx(ctx, time.Until(start.Add(l.warmup))) {
 			return
+		}
+		if probe != nil {
+			probe.begin(ctx)
 		}
 		mon.windowStart()
 		wait := r.capture(ctx, pr, l.duration)
@@ -502,12 +508,18 @@ func (r *runner) drive(ctx context.Context, pr *phaseResult, l load, during func
 	}()
 	res, err := l.run(ctx)
 	mon.windowEnd()
+	if probe != nil {
+		probe.finish(ctx)
+	}
 	wg.Wait()
 	mon.stop(pr)
 	if err != nil {
 		return nil, err
 	}
 	pr.addLoad(res)
+	if probe != nil {
+		r.addCost(ctx, pr, probe, res.okRate())
+	}
 	pr.check(res.transport == 0, "round %d: %d requests got no answer; the last: %s", r.round, res.transport, res.lastErr)
 	for status, n := range res.statuses {
 		pr.check(status == l.want, "%d requests answered %d, want %d", n, status, l.want)
@@ -545,6 +557,13 @@ func (r *runner) capture(ctx context.Context, pr *phaseResult, d time.Duration) 
 				}
 				mu.Lock()
 				defer mu.Unlock()
+				if k.kind == "profile" {
+					pr.roundProfiles = append(pr.roundProfiles, path)
+				}
+				// Each round writes the same file again.
+				if slices.Contains(strings.Split(*k.dst, ", "), path) {
+					return
+				}
 				if *k.dst != "" {
 					*k.dst += ", "
 				}
@@ -572,6 +591,7 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 
 func (r *runner) static(ctx context.Context) error {
 	pr := r.rep.phase("static")
+	r.db = "" // a respond route: no store to count
 	if err := r.loadConfig(ctx, "static.db", 0, "", 0); err != nil {
 		return err
 	}

@@ -24,12 +24,37 @@ func TestSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := parseFlags([]string{"-smoke", "-caddy", bin, "-dir", dir, "-d", "700ms", "-backlog", "5000"}, &bytes.Buffer{})
+	o, err := parseFlags([]string{"-smoke", "-caddy", bin, "-dir", dir, "-d", "700ms", "-backlog", "5000", "-profile", "ingest"}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, _, _ := runSmoke(ctx, t, o)
+	rep, _, printed := runSmoke(ctx, t, o)
 	checkPhases(t, rep, []string{"static", "ingest", "baseline", "e2e", "slow1", "slow32", "rate", "backlog-ingest", "backlog-e2e"}, nil)
+	checkCost(t, rep.byName["ingest"], printed)
+}
+
+// checkCost checks that the cost table of a profiled phase read each of
+// its sources: /proc, the store's counters, the WAL and the CPU profile.
+func checkCost(t *testing.T, pr *phaseResult, printed string) {
+	t.Helper()
+	c := pr.cost
+	switch {
+	case c == nil:
+		t.Fatalf("%s: no cost table", pr.name)
+	case c.ioEvents <= 0 || c.io.syscw <= 0:
+		t.Errorf("%s: no /proc io reading: %+v", pr.name, c.io)
+	case len(c.cores) == 0:
+		t.Errorf("%s: no /proc/stat reading", pr.name)
+	case c.writers.Commits <= 0 || c.writers.WALPages <= 0:
+		t.Errorf("%s: no store counters: %+v", pr.name, c.writers)
+	case c.walFrames <= 0:
+		t.Errorf("%s: no WAL frame read", pr.name)
+	case c.profiles != 1 || c.prof.totalCount <= 0:
+		t.Errorf("%s: %d profiles read, %d samples", pr.name, c.profiles, c.prof.totalCount)
+	}
+	if !strings.Contains(printed, pr.name+": cost per accepted event") {
+		t.Errorf("the report has no cost table for %s", pr.name)
+	}
 }
 
 // runSmoke runs the load test with o, logs its progress lines and report,

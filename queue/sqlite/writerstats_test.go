@@ -1,0 +1,62 @@
+package sqlite
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/caddywebhook/caddywebhook/queue"
+)
+
+// TestWriterStats enqueues one event at a time, so each is its own commit,
+// and checks the counters the load test divides.
+func TestWriterStats(t *testing.T) {
+	tests := []struct {
+		name    string
+		targets []string
+		events  int
+	}{
+		{"events with a job", []string{"t"}, 5},
+		{"events with two jobs", []string{"a", "b"}, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := setup(t)
+			before, err := s.WriterStats(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range tt.events {
+				if _, err := s.Enqueue(t.Context(), testEvent(fmt.Sprint(i), tt.targets...)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			after, err := s.WriterStats(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := int64(tt.events)
+			if d := after.Commits - before.Commits; d != n {
+				t.Errorf("%d commits, want %d", d, n)
+			}
+			if d := after.Requests - before.Requests; d != n {
+				t.Errorf("%d requests, want %d", d, n)
+			}
+			// Each commit writes at least the events table's page.
+			if d := after.WALPages - before.WALPages; d < n {
+				t.Errorf("%d WAL pages for %d commits, want at least one each", d, n)
+			}
+		})
+	}
+}
+
+// TestWriterStatsClosed checks that a closed store reports its closing.
+func TestWriterStatsClosed(t *testing.T) {
+	s := setup(t)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.WriterStats(t.Context()); !errors.Is(err, queue.ErrClosed) {
+		t.Errorf("WriterStats on a closed store: %v, want queue.ErrClosed", err)
+	}
+}

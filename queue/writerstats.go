@@ -1,0 +1,18 @@
+package queue
+
+// WriterStats are a store's write counters since it opened, for the load
+// test's cost table (events per commit, WAL pages per commit). They are
+// read on demand and cost the write path nothing.
+type WriterStats struct {
+	// Commits is the write transactions committed: the SQLite writer's
+	// batches, or the PostgreSQL batcher's enqueue writes.
+	Commits int64 `json:"commits"`
+	// Requests is the writes those commits carried: on SQLite every kind
+	// (enqueues, claims, finishes, …), on PostgreSQL the events enqueued.
+	Requests int64 `json:"requests"`
+	// WALPages is the pages the SQLite write connection has written to
+	// the WAL (SQLITE_DBSTATUS_CACHE_WRITE) since it was opened: one WAL
+	// frame each. A connection renewed after a failure starts again from
+	// zero. Always 0 on PostgreSQL, whose WAL the server reports.
+	WALPages int64 `json:"wal_pages"`
+}
