@@ -29,6 +29,45 @@ type load struct {
 	stripe   bool          // 2 KB Stripe-like bodies instead of fillBody's
 	// traced sends a traceparent and a tracestate with every request.
 	traced bool
+	// traceEvery, when set, pairs the phase with itself: from the window's
+	// start, requests go without a trace context for traceEvery, then
+	// with one for traceEvery, and so on, and the two halves are counted
+	// apart (loadResult.pairRates). Both see the same machine at almost
+	// the same moments, so their ratio does not follow the machine's
+	// changing load as two phases' rates do.
+	traceEvery time.Duration
+	// tracedFirst starts a paired window with the traced half; rounds
+	// take turns, so neither half always has the window's first slice.
+	tracedFirst bool
+}
+
+// tracedAt reports whether a request sent at t carries a trace context.
+func (l load) tracedAt(t, measureFrom time.Time) bool {
+	if l.traceEvery <= 0 {
+		return l.traced
+	}
+	d := t.Sub(measureFrom)
+	return d >= 0 && l.tracedSlice(d/l.traceEvery)
+}
+
+// tracedSlice reports whether the window's k'th slice is traced.
+func (l load) tracedSlice(k time.Duration) bool {
+	return k%2 == 1 != l.tracedFirst
+}
+
+// tracedShare is how much of a window of length w a paired load spends
+// sending trace contexts: the odd slices of traceEvery.
+func (l load) tracedShare(w time.Duration) time.Duration {
+	if l.traceEvery <= 0 {
+		return 0
+	}
+	var traced time.Duration
+	for from := time.Duration(0); from < w; from += l.traceEvery {
+		if l.tracedSlice(from / l.traceEvery) {
+			traced += min(l.traceEvery, w-from)
+		}
+	}
+	return traced
 }
 
 // loadTraceparent is the trace context of a traced phase's requests, the
@@ -40,13 +79,17 @@ const loadTraceparent = "Traceparent: 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067
 type loadResult struct {
 	window time.Duration // the measured window, as it really ran
 
-	sent      int64         // requests answered, warmup included
-	ok        int64         // answered with the wanted status, warmup included
-	okWindow  int64         // the same, inside the window
-	statuses  map[int]int64 // every status, warmup included
-	transport int64         // requests that got no answer (connection errors)
-	lastErr   string        // the last connection error, for the report
-	lat       []time.Duration
+	sent     int64 // requests answered, warmup included
+	ok       int64 // answered with the wanted status, warmup included
+	okWindow int64 // the same, inside the window
+	// A paired load's traced half: its wanted answers in the window, and
+	// the part of the window it had.
+	okTraced     int64
+	windowTraced time.Duration
+	statuses     map[int]int64 // every status, warmup included
+	transport    int64         // requests that got no answer (connection errors)
+	lastErr      string        // the last connection error, for the report
+	lat          []time.Duration
 
 	// accepted[c] lists the sequence numbers that connection c sent and got
 	// the wanted status for; deliveryID(tag, c, seq) rebuilds the id.
@@ -59,6 +102,17 @@ func (r *loadResult) okRate() float64 {
 		return 0
 	}
 	return float64(r.okWindow) / r.window.Seconds()
+}
+
+// pairRates are a paired load's rates without and with a trace context,
+// each over its own share of the window.
+func (r *loadResult) pairRates() (plain, traced float64) {
+	if r.windowTraced <= 0 || r.window <= r.windowTraced {
+		return 0, 0
+	}
+	plain = float64(r.okWindow-r.okTraced) / (r.window - r.windowTraced).Seconds()
+	traced = float64(r.okTraced) / r.windowTraced.Seconds()
+	return plain, traced
 }
 
 // percentile returns the q-quantile (0 < q ≤ 1) of the window's latencies,
@@ -117,10 +171,12 @@ func (l load) run(ctx context.Context) (*loadResult, error) {
 		statuses: make(map[int]int64),
 		accepted: make([][]uint32, l.conns),
 	}
+	res.windowTraced = l.tracedShare(res.window)
 	for c, cs := range results {
 		res.sent += cs.sent
 		res.ok += int64(len(cs.accepted))
 		res.okWindow += cs.okWindow
+		res.okTraced += cs.okTraced
 		res.transport += cs.transport
 		if cs.lastErr != "" {
 			res.lastErr = cs.lastErr
@@ -138,6 +194,7 @@ func (l load) run(ctx context.Context) (*loadResult, error) {
 // connStats is one connection's share of a phase.
 type connStats struct {
 	sent, okWindow, transport int64
+	okTraced                  int64 // of okWindow, sent with a trace context
 	lastErr                   string
 	statuses                  map[int]int64
 	lat                       []time.Duration
@@ -188,7 +245,8 @@ func (l load) connLoop(ctx context.Context, c int, measureFrom, end time.Time) (
 			fillBody(body, id)
 		}
 		var err error
-		if req, err = l.appendRequest(req[:0], addr, id, body); err != nil {
+		traced := l.tracedAt(now, measureFrom)
+		if req, err = l.appendRequest(req[:0], addr, id, body, traced); err != nil {
 			return cs, err
 		}
 		t0 := time.Now()
@@ -222,6 +280,9 @@ func (l load) connLoop(ctx context.Context, c int, measureFrom, end time.Time) (
 			cs.accepted = append(cs.accepted, seq)
 			if inWindow {
 				cs.okWindow++
+				if traced {
+					cs.okTraced++
+				}
 			}
 		}
 		if closeAfter {
@@ -248,8 +309,9 @@ func fillBody(b []byte, id string) {
 const minBodySize = 96
 
 // appendRequest appends a complete HTTP/1.1 request for body to dst,
-// signed as GitHub signs it, for the server at addr.
-func (l load) appendRequest(dst []byte, addr, id string, body []byte) ([]byte, error) {
+// signed as GitHub signs it, for the server at addr, with the trace
+// context if traced.
+func (l load) appendRequest(dst []byte, addr, id string, body []byte, traced bool) ([]byte, error) {
 	h, err := signature.Sign(signature.SchemeGitHub, l.secret, body, signature.SignOptions{ID: id, EventType: "push"})
 	if err != nil {
 		return dst, fmt.Errorf("sign: %w", err)
@@ -259,7 +321,7 @@ func (l load) appendRequest(dst []byte, addr, id string, body []byte) ([]byte, e
 	dst = append(dst, " HTTP/1.1\r\nHost: "...)
 	dst = append(dst, addr...)
 	dst = append(dst, "\r\nUser-Agent: webhook-loadtest\r\nContent-Type: application/json\r\n"...)
-	if l.traced {
+	if traced {
 		dst = append(dst, loadTraceparent...)
 	}
 	for name, values := range h {

@@ -492,3 +492,50 @@ func TestPhaseRounds(t *testing.T) {
 		t.Error("finish did not mark the phase finished")
 	}
 }
+
+// TestPairedTrace: a paired load sends a trace context in every other
+// slice of the window, and its halves' rates are each over their own
+// share of it.
+func TestPairedTrace(t *testing.T) {
+	l := load{traceEvery: 250 * time.Millisecond}
+	from := time.Unix(1000, 0)
+	tests := []struct {
+		name   string
+		at     time.Duration
+		traced bool
+	}{
+		{"warmup", -100 * time.Millisecond, false},
+		{"first slice", 10 * time.Millisecond, false},
+		{"second slice", 260 * time.Millisecond, true},
+		{"third slice", 500 * time.Millisecond, false},
+		{"fourth slice", 999 * time.Millisecond, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := l.tracedAt(from.Add(tt.at), from); got != tt.traced {
+				t.Errorf("tracedAt(%v) = %v, want %v", tt.at, got, tt.traced)
+			}
+		})
+	}
+	for _, tt := range []struct {
+		window, traced time.Duration
+	}{{time.Second, 500 * time.Millisecond}, {1100 * time.Millisecond, 500 * time.Millisecond}, {1400 * time.Millisecond, 650 * time.Millisecond}} {
+		if got := l.tracedShare(tt.window); got != tt.traced {
+			t.Errorf("tracedShare(%v) = %v, want %v", tt.window, got, tt.traced)
+		}
+	}
+	first := load{traceEvery: 250 * time.Millisecond, tracedFirst: true}
+	if !first.tracedAt(from.Add(10*time.Millisecond), from) || first.tracedAt(from.Add(260*time.Millisecond), from) {
+		t.Error("a load that starts traced does not alternate from a traced first slice")
+	}
+	if got := first.tracedShare(1100 * time.Millisecond); got != 600*time.Millisecond {
+		t.Errorf("tracedShare of a load that starts traced = %v, want 600ms", got)
+	}
+	r := loadResult{window: time.Second, windowTraced: 500 * time.Millisecond, okWindow: 1900, okTraced: 900}
+	if plain, traced := r.pairRates(); plain != 2000 || traced != 1800 {
+		t.Errorf("pairRates = %v, %v; want 2000, 1800", plain, traced)
+	}
+	if plain, traced := (&loadResult{window: time.Second, okWindow: 5}).pairRates(); plain != 0 || traced != 0 {
+		t.Errorf("an unpaired load's pairRates = %v, %v; want none", plain, traced)
+	}
+}

@@ -11,11 +11,14 @@
 //
 //	static          a respond route: Caddy's ceiling on this machine
 //	ingest          signed events to webhook_receiver, workers 0, synchronous=full
-//	ingest-traced   ingest with a W3C traceparent and tracestate on every request
+//	ingest-traced   ingest paired with itself: the requests alternate every
+//	                100ms between a W3C traceparent and tracestate on every
+//	                request and none, and the two halves are counted apart
 //	baseline        ingest with one commit per request (storage.max_batch 1)
 //	e2e             ingest with 32 workers delivering to a respond route
-//	e2e-traced      e2e with a traceparent on every request, so each delivery sends one:
-//	                the cost of the trace context, side by side with e2e
+//	e2e-traced      e2e paired the same way, so each traced event's delivery
+//	                sends a traceparent: the trace context's cost is the
+//	                traced half's rate over the plain half's
 //	slow1, slow32   1 and 32 workers delivering to an upstream that takes 5 ms
 //	rate            32 workers delivering to that upstream through a target
 //	                with rate 200/s: the delivered rate must be within 5 %

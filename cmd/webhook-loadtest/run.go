@@ -26,6 +26,12 @@ const (
 	slowRef32 = 6400.0
 )
 
+// traceSlice is how long a traced phase sends with, then without, a trace
+// context, in turn: long against a request's few milliseconds, so few
+// straddle a switch, and short against the window, so both halves see the
+// same machine.
+const traceSlice = 100 * time.Millisecond
+
 // The rate phase's target rate: 32 workers could deliver far more, so the
 // delivered rate is the limiter's.
 const (
@@ -41,7 +47,9 @@ type runner struct {
 	caddies []*caddyProc // one, or -instances on one Postgres schema
 	up      *upstream
 	rep     *report
-	traced  bool // the phase running sends a traceparent with every request
+	// traceEvery: the phase running is paired, its requests alternating
+	// between no trace context and one every traceEvery (load.traceEvery).
+	traceEvery time.Duration
 
 	adminAddrs, httpAddrs []string              // by instance
 	srv                   *serverWatch          // postgres: the server's counters
@@ -421,16 +429,16 @@ func (r *runner) runPhase(ctx context.Context, p string) error {
 	case "ingest":
 		return r.ingest(ctx, "ingest", fresh("ingest"), 0, nil)
 	case "ingest-traced":
-		r.traced = true
-		defer func() { r.traced = false }()
+		r.traceEvery = traceSlice
+		defer func() { r.traceEvery = 0 }()
 		return r.ingest(ctx, "ingest-traced", fresh("ingest-traced"), 0, nil)
 	case "baseline":
 		return r.ingest(ctx, "baseline", fresh("baseline"), 1, nil)
 	case "e2e":
 		return r.e2e(ctx, "e2e", fresh("e2e"))
 	case "e2e-traced":
-		r.traced = true
-		defer func() { r.traced = false }()
+		r.traceEvery = traceSlice
+		defer func() { r.traceEvery = 0 }()
 		return r.e2e(ctx, "e2e-traced", fresh("e2e-traced"))
 	case "slow1":
 		return r.slow(ctx, "slow1", "slow1.db", 1, slowRef1)
@@ -465,17 +473,19 @@ func (r *runner) runPhase(ctx context.Context, p string) error {
 // the delivery ids.
 func (r *runner) newLoad(name, path string, want int) load {
 	l := load{
-		addrs:    slices.Clone(r.httpAddrs),
-		path:     path,
-		secret:   secret,
-		tag:      fmt.Sprintf("%s-%d", name, r.round),
-		bodySize: r.o.bodySize,
-		conns:    r.o.conns,
-		warmup:   r.o.warmup,
-		duration: r.window,
-		want:     want,
-		stripe:   r.stripe,
-		traced:   r.traced,
+		addrs:      slices.Clone(r.httpAddrs),
+		path:       path,
+		secret:     secret,
+		tag:        fmt.Sprintf("%s-%d", name, r.round),
+		bodySize:   r.o.bodySize,
+		conns:      r.o.conns,
+		warmup:     r.o.warmup,
+		duration:   r.window,
+		want:       want,
+		stripe:     r.stripe,
+		traceEvery: r.traceEvery,
+		// Odd rounds start with the plain half, even ones with the traced.
+		tracedFirst: r.round%2 == 0,
 	}
 	if r.stripe {
 		l.bodySize = rulesBodySize
