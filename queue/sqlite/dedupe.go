@@ -4,6 +4,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"math/bits"
 	"strconv"
 	"sync"
 
@@ -75,27 +76,58 @@ var keyHash = func(source, deliveryID string) uint64 {
 // will not know those events' keys.
 func KeyHash(source, deliveryID string) int64 { return int64(keyHash(source, deliveryID)) }
 
-// keySet maps dedupe-key hashes to the ids of the events stored with them.
+// keySet maps dedupe-key hashes to the ids of the events stored with them:
+// an open-addressing table with linear probing, 16 bytes a slot and at
+// most 4/5 full, sized to be 2/3 full when read and grown by half, so
+// about 24 bytes per stored event (a Go map took 42). The hashes are FNV
+// output, well mixed: a hash's slot is its high bits scaled to the table
+// (h × size / 2⁶⁴), which needs no power-of-two size.
 // The writer changes it under mu; readers (a lookup by delivery id in the
-// read pool) hold mu for reading. About 20 bytes per stored event.
+// read pool) hold mu for reading.
 type keySet struct {
-	mu   sync.RWMutex
-	one  map[uint64]int64   // a hash's first event
-	more map[uint64][]int64 // its further events, for hashes two keys share
+	mu     sync.RWMutex
+	hashes []uint64
+	ids    []int64 // 0: an empty slot
+	n      int     // slots in use
+	// more holds what a slot cannot: the further events of a hash two
+	// keys share, and events whose id is not positive (which SQLite
+	// only gives a row someone inserted with that id by hand).
+	more map[uint64][]int64
 }
 
 func newKeySet(n int) *keySet {
-	return &keySet{one: make(map[uint64]int64, n), more: make(map[uint64][]int64)}
+	size := max(1024, n/2*3)
+	return &keySet{hashes: make([]uint64, size), ids: make([]int64, size), more: make(map[uint64][]int64)}
+}
+
+// home is h's first slot in a table of size slots.
+func home(h uint64, size int) int {
+	hi, _ := bits.Mul64(h, uint64(size))
+	return int(hi)
+}
+
+// slot returns the index of h's slot, or of the empty slot where it
+// would go.
+func (k *keySet) slot(h uint64) int {
+	i := home(h, len(k.ids))
+	for k.ids[i] != 0 && k.hashes[i] != h {
+		if i++; i == len(k.ids) {
+			i = 0
+		}
+	}
+	return i
 }
 
 // candidates appends to buf the ids of the events that may have the key
 // whose hash is h.
 func (k *keySet) candidates(buf []int64, h uint64) []int64 {
-	id, ok := k.one[h]
-	if !ok {
-		return buf
+	if i := k.slot(h); k.ids[i] != 0 {
+		buf = append(buf, k.ids[i])
 	}
-	return append(append(buf, id), k.more[h]...)
+	if len(k.more) > 0 {
+		buf = append(buf, k.more[h]...)
+	}
+	return buf
 }
 
 // lookup is candidates for a reader outside the writer.
@@ -107,41 +139,85 @@ func (k *keySet) lookup(buf []int64, source, deliveryID string) []int64 {
 }
 
 func (k *keySet) add(h uint64, id int64) {
-	if _, ok := k.one[h]; !ok {
-		k.one[h] = id
+	i := k.slot(h)
+	if id <= 0 || k.ids[i] != 0 {
+		k.more[h] = append(k.more[h], id)
 		return
 	}
-	k.more[h] = append(k.more[h], id)
+	k.hashes[i], k.ids[i] = h, id
+	if k.n++; k.n > len(k.ids)/5*4 {
+		k.grow()
+	}
+}
+
+func (k *keySet) grow() {
+	hashes, ids := k.hashes, k.ids
+	k.hashes, k.ids = make([]uint64, len(hashes)/2*3), make([]int64, len(ids)/2*3)
+	for i, id := range ids {
+		if id != 0 {
+			j := k.slot(hashes[i])
+			k.hashes[j], k.ids[j] = hashes[i], id
+		}
+	}
 }
 
 func (k *keySet) remove(h uint64, id int64) {
-	more := k.more[h]
-	if first, ok := k.one[h]; ok && first == id {
-		if len(more) == 0 {
-			delete(k.one, h)
-			return
-		}
-		k.one[h] = more[0]
-		more = more[1:]
-	} else {
-		for i, m := range more {
+	if more := k.more[h]; len(more) > 0 {
+		for j, m := range more {
 			if m == id {
-				more = append(more[:i:i], more[i+1:]...)
-				break
+				if more = append(more[:j:j], more[j+1:]...); len(more) == 0 {
+					delete(k.more, h)
+				} else {
+					k.more[h] = more
+				}
+				return
 			}
 		}
 	}
-	if len(more) == 0 {
-		delete(k.more, h)
-	} else {
-		k.more[h] = more
+	i := k.slot(h)
+	if k.ids[i] != id {
+		return
+	}
+	// A further event of the hash takes the slot; else the slot empties,
+	// and the entries after it in its run move back (linear probing's
+	// deletion), so that no lookup stops short at the hole.
+	if more := k.more[h]; len(more) > 0 && more[0] > 0 {
+		k.ids[i] = more[0]
+		if len(more) == 1 {
+			delete(k.more, h)
+		} else {
+			k.more[h] = more[1:]
+		}
+		return
+	}
+	k.n--
+	size := len(k.ids)
+	for {
+		k.ids[i], k.hashes[i] = 0, 0
+		j := i
+		for {
+			if j++; j == size {
+				j = 0
+			}
+			if k.ids[j] == 0 {
+				return
+			}
+			// The entry at j may move to i if its home slot is not in
+			// the cyclic range (i, j].
+			hm := home(k.hashes[j], size)
+			if (j > i && (hm <= i || hm > j)) || (j < i && hm <= i && hm > j) {
+				break
+			}
+		}
+		k.hashes[i], k.ids[i] = k.hashes[j], k.ids[j]
+		i = j
 	}
 }
 
 func (k *keySet) len() int {
 	k.mu.RLock()
 	defer k.mu.RUnlock()
-	n := len(k.one)
+	n := k.n
 	for _, m := range k.more {
 		n += len(m)
 	}
@@ -163,9 +239,9 @@ const (
 	sqlGoneKeysHook  = `CREATE TEMP TRIGGER IF NOT EXISTS event_keys_gone AFTER DELETE ON main.event_keys BEGIN
 	INSERT INTO gone_keys (key_hash, id) VALUES (old.key_hash, old.id);
 END`
-	sqlInsertKey   = `INSERT INTO event_keys (id, key_hash) VALUES (?, ?)`
 	sqlKeyOwner    = `SELECT source, delivery_id FROM events WHERE id = ?1`
 	sqlAllKeys     = `SELECT key_hash, id FROM event_keys`
+	sqlCountKeys   = `SELECT count(*) FROM event_keys`
 	sqlNewKeys     = `SELECT key_hash, id FROM event_keys WHERE id > ?1`
 	sqlGoneKeys    = `SELECT key_hash, id FROM gone_keys`
 	sqlClearGone   = `DELETE FROM gone_keys`
@@ -181,11 +257,14 @@ func (w *writer) loadKeys() error {
 		return fmt.Errorf("read data version: %w", err)
 	}
 	w.dataVersion = asInt(row[0])
+	if err := queryRow(w.st.countKeys, row[:1]); err != nil {
+		return fmt.Errorf("read event keys: %w", err)
+	}
+	set := newKeySet(int(asInt(row[0])))
 	rows, err := w.st.allKeys.Query()
 	if err != nil {
 		return fmt.Errorf("read event keys: %w", err)
 	}
-	set := newKeySet(w.s.keys.len())
 	w.maxKeyID = 0
 	if err := each(rows, row, func(row []driver.Value) error {
 		id := asInt(row[1])
@@ -199,7 +278,7 @@ func (w *writer) loadKeys() error {
 		return fmt.Errorf("read event keys: %w", err)
 	}
 	w.s.keys.mu.Lock()
-	w.s.keys.one, w.s.keys.more = set.one, set.more
+	w.s.keys.hashes, w.s.keys.ids, w.s.keys.n, w.s.keys.more = set.hashes, set.ids, set.n, set.more
 	w.s.keys.mu.Unlock()
 	w.txKeys = w.txKeys[:0]
 	return nil

@@ -3,7 +3,9 @@ package sqlite
 import (
 	"database/sql"
 	"errors"
+	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -206,5 +208,65 @@ func TestMigrateDedupeFromVersion9(t *testing.T) {
 	}
 	if indexes != 0 || broken != 0 {
 		t.Errorf("events has %d unique indexes and %d broken references, want none", indexes, broken)
+	}
+}
+
+// TestKeySetAgainstMap drives the open-addressing key set and a map with
+// the same random adds and removes, and wants the same candidates for
+// every hash: hashes from a small space make long probe runs, runs that
+// wrap around the table's end, shared hashes and growth.
+func TestKeySetAgainstMap(t *testing.T) {
+	tests := []struct {
+		name   string
+		hashes uint64 // hashes are drawn from [0, hashes), spread over the table
+		spread uint64
+		ops    int
+	}{
+		{name: "distinct hashes", hashes: 1 << 40, spread: 1<<24 - 3, ops: 20000},
+		{name: "crowded home slots", hashes: 64, spread: 1, ops: 5000},
+		{name: "runs across the table's end", hashes: 16, spread: 1 << 60, ops: 5000},
+		{name: "growth", hashes: 1 << 20, spread: 1<<44 - 1, ops: 50000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(1, uint64(tt.ops)))
+			k := newKeySet(0)
+			model := map[uint64][]int64{}
+			var live []eventKey
+			next := int64(0)
+			for range tt.ops {
+				if len(live) > 0 && rng.IntN(3) == 0 {
+					i := rng.IntN(len(live))
+					e := live[i]
+					live[i] = live[len(live)-1]
+					live = live[:len(live)-1]
+					k.remove(e.hash, e.id)
+					ids := model[e.hash]
+					for j, id := range ids {
+						if id == e.id {
+							model[e.hash] = append(ids[:j:j], ids[j+1:]...)
+							break
+						}
+					}
+					continue
+				}
+				next++
+				e := eventKey{hash: rng.Uint64N(tt.hashes) * tt.spread, id: next}
+				k.add(e.hash, e.id)
+				model[e.hash] = append(model[e.hash], e.id)
+				live = append(live, e)
+			}
+			if k.len() != len(live) {
+				t.Errorf("len = %d, want %d", k.len(), len(live))
+			}
+			for h, want := range model {
+				got := k.candidates(nil, h)
+				slices.Sort(got)
+				want = slices.Sorted(slices.Values(want))
+				if !slices.Equal(got, want) {
+					t.Fatalf("candidates(%d) = %v, want %v", h, got, want)
+				}
+			}
+		})
 	}
 }

@@ -226,7 +226,7 @@ type stmts struct {
 	begin, commit, rollback, savepoint, release, rollbackTo *stmt
 
 	insertEvent, insertJob                 *stmt
-	keyOwner, allKeys, newKeys             *stmt
+	keyOwner, allKeys, newKeys, countKeys  *stmt
 	goneKeys, clearGone, dataVersion       *stmt
 	claim, claimEvents, extend             *stmt
 	finish, insertAttempt                  *stmt
@@ -258,6 +258,7 @@ func (st *stmts) list() []struct {
 		{&st.keyOwner, sqlKeyOwner},
 		{&st.allKeys, sqlAllKeys},
 		{&st.newKeys, sqlNewKeys},
+		{&st.countKeys, sqlCountKeys},
 		{&st.goneKeys, sqlGoneKeys},
 		{&st.clearGone, sqlClearGone},
 		{&st.dataVersion, sqlDataVersion},
