@@ -18,7 +18,7 @@ import (
 )
 
 // Context returns a Caddy context for provisioning a target in a test.
-func Context(t *testing.T) caddy.Context {
+func Context(t testing.TB) caddy.Context {
 	t.Helper()
 	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
 	t.Cleanup(cancel)
@@ -27,7 +27,7 @@ func Context(t *testing.T) caddy.Context {
 
 // Provision provisions and validates tgt as Caddy would, and
 // returns the first error, prefixed with the step that failed.
-func Provision(t *testing.T, tgt interface {
+func Provision(t testing.TB, tgt interface {
 	caddy.Provisioner
 	caddy.Validator
 }) error {
