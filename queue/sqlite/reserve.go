@@ -68,7 +68,19 @@ func (r *reserve) admit(size int) error {
 // that a sender may not retry.
 func (r *reserve) measure(now int64) {
 	free, ok := freeSpace(r.dir)
-	r.low.Store(ok && free < r.min)
+	r.low.Store(ok && lowAfter(r.low.Load(), free, r.min))
 	r.spent.Store(0)
 	r.due.Store(now + int64(reserveEvery))
+}
+
+// lowAfter decides the reserve's state from a measurement of free bytes:
+// it becomes low below min, and once low it stays low until an eighth
+// more than min is free. Without the margin, a disk at the edge, where a
+// checkpoint's truncated WAL frees what the next commits take again,
+// flipped between refusing and storing, and said so in the log each time.
+func lowAfter(wasLow bool, free, min uint64) bool {
+	if wasLow {
+		return free < min+min/8
+	}
+	return free < min
 }

@@ -57,7 +57,8 @@ type Config struct {
 	// MinFreeSpace is the free space, in bytes, to keep on the database's
 	// filesystem: while less is free, Enqueue refuses with
 	// queue.ErrDiskLow and writes nothing, so the claims, finishes and
-	// purges that drain the queue still have room to commit. Free space is
+	// purges that drain the queue still have room to commit; ingest
+	// resumes once an eighth more than MinFreeSpace is free. Free space is
 	// measured with statfs (at most every 100ms, or after a quarter of the
 	// reserve in payloads) on Linux, macOS and FreeBSD; elsewhere ingest
 	// is never refused. At least MinFreeSpaceFloor. Default: 64 MiB.

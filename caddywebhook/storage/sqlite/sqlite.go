@@ -48,7 +48,8 @@ type Storage struct {
 	// file's filesystem. While less is free, the receiver answers 503
 	// disk_low (with Retry-After) and stores nothing, so the claims,
 	// finishes and purges that drain the backlog still have room to
-	// commit; acceptance resumes by itself once space is freed. Free space
+	// commit; acceptance resumes by itself once an eighth more than
+	// MinFreeSpace is free, so a disk at the edge does not flap. Free space
 	// is measured with statfs at most every 100ms (sooner after a quarter
 	// of the reserve in payloads), on Linux, macOS and FreeBSD; elsewhere
 	// nothing is refused. At least 16 MiB, the WAL's size limit. Takes
