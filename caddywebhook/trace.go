@@ -223,12 +223,12 @@ type attemptTrace struct{ parent, state string }
 type attemptTraceKey struct{}
 
 // withAttemptTrace returns ctx carrying the attempt's trace context, made
-// from queue.Job.Trace; ok is false when stored holds none (or nothing this
-// build wrote), and ctx is returned as it was.
-func withAttemptTrace(ctx context.Context, stored string) (_ context.Context, ok bool) {
+// from queue.Job.Trace, or ctx as it was when stored holds none (or
+// nothing this build wrote).
+func withAttemptTrace(ctx context.Context, stored string) context.Context {
 	parent, state, _ := strings.Cut(stored, "\n")
 	if _, _, _, ok := parseTraceparent(parent); !ok || len(parent) != 55 {
-		return ctx, false
+		return ctx
 	}
 	sid := newSpanID()
 	var hexSID [16]byte
@@ -238,7 +238,7 @@ func withAttemptTrace(ctx context.Context, stored string) (_ context.Context, ok
 	b.WriteString(parent[:36])
 	b.Write(hexSID[:])
 	b.WriteString(parent[52:])
-	return context.WithValue(ctx, attemptTraceKey{}, &attemptTrace{parent: b.String(), state: state}), true
+	return context.WithValue(ctx, attemptTraceKey{}, &attemptTrace{parent: b.String(), state: state})
 }
 
 // Traceparent returns the traceparent and tracestate a target sends with

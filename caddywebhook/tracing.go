@@ -50,8 +50,7 @@ type attemptHandler struct {
 // Handle implements queue.Handler.
 func (h attemptHandler) Handle(ctx context.Context, job *queue.Job) error {
 	if h.tracer == nil {
-		actx, _ := withAttemptTrace(ctx, job.Trace)
-		return h.next.Handle(actx, job)
+		return h.next.Handle(withAttemptTrace(ctx, job.Trace), job)
 	}
 	sc, ok := parseTrace(job.Trace)
 	if !ok {

@@ -27,8 +27,6 @@ type load struct {
 	duration time.Duration // the measured window
 	want     int           // the status that counts as a success
 	stripe   bool          // 2 KB Stripe-like bodies instead of fillBody's
-	// traced sends a traceparent and a tracestate with every request.
-	traced bool
 	// traceEvery, when set, pairs the phase with itself: from the window's
 	// start, requests go without a trace context for traceEvery, then
 	// with one for traceEvery, and so on, and the two halves are counted
@@ -44,7 +42,7 @@ type load struct {
 // tracedAt reports whether a request sent at t carries a trace context.
 func (l load) tracedAt(t, measureFrom time.Time) bool {
 	if l.traceEvery <= 0 {
-		return l.traced
+		return false
 	}
 	d := t.Sub(measureFrom)
 	return d >= 0 && l.tracedSlice(d/l.traceEvery)

@@ -36,8 +36,9 @@ import (
 // one Caddy) is noticed through PRAGMA data_version at the start of each
 // transaction, under the write lock, and the set is read again.
 
-// keyHashFunc is the SQL name of keyHash, for the migration that fills
-// event_keys and for tools that seed a database.
+// keyHashFunc is the SQL name of keyHash, which the migration that fills
+// event_keys and the events_key trigger call: every insert into events,
+// the writer's or a tool's, stores its key's hash.
 const keyHashFunc = "caddywebhook_key_hash"
 
 func init() {
@@ -69,12 +70,6 @@ var keyHash = func(source, deliveryID string) uint64 {
 	}
 	return h
 }
-
-// KeyHash returns the value event_keys stores for an event with this
-// source and delivery id. A tool that writes events into a database
-// directly (the load test's seeding) must write it too, or the store
-// will not know those events' keys.
-func KeyHash(source, deliveryID string) int64 { return int64(keyHash(source, deliveryID)) }
 
 // keySet maps dedupe-key hashes to the ids of the events stored with them:
 // an open-addressing table with linear probing, 16 bytes a slot and at
