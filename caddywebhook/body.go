@@ -181,10 +181,23 @@ type bodyLimits struct {
 // while the promise holds. Each growth is charged to the budget first,
 // errBusy reporting one it refused. Once the buffer is larger than a
 // pooled one, the rest must arrive at lim.minRate (errTooSlow).
+//
+// A recycled buffer may be up to maxPooledBuffer large, but a body sees
+// only its first minBodyBuffer bytes, as with a new one: the rest is
+// handed out by fill's growth, charged like any other, so reusing memory
+// never lets a body hold more than the budget says.
 func (b *requestBody) read(w http.ResponseWriter, r *http.Request, lim bodyLimits) ([]byte, error) {
 	b.bp = bodyBuffers.Get().(*[]byte)
-	buf, err := b.fill(w, r, (*b.bp)[:0], lim)
-	*b.bp = buf[:0]
+	return b.readInto(w, r, lim)
+}
+
+// readInto is read into the buffer b.bp already holds.
+func (b *requestBody) readInto(w http.ResponseWriter, r *http.Request, lim bodyLimits) ([]byte, error) {
+	pooled := *b.bp
+	buf, err := b.fill(w, r, pooled[:0:min(cap(pooled), minBodyBuffer)], lim)
+	if cap(buf) > cap(pooled) {
+		*b.bp = buf[:0] // grown past the recycled buffer: keep the larger
+	}
 	b.whole = err == nil
 	return buf, err
 }
@@ -207,9 +220,16 @@ func (b *requestBody) fill(w http.ResponseWriter, r *http.Request, buf []byte, l
 				return buf, errBusy
 			}
 			b.held = next
-			grown := make([]byte, len(buf), next)
-			copy(grown, buf)
-			buf = grown
+			if b.bp != nil && int64(cap(*b.bp)) >= next {
+				pooled := *b.bp
+				// Still inside the recycled buffer, whose first bytes buf
+				// is: widen the view rather than allocate.
+				buf = pooled[:len(buf):next]
+			} else {
+				grown := make([]byte, len(buf), next)
+				copy(grown, buf)
+				buf = grown
+			}
 			if next > maxPooledBuffer && lim.minRate > 0 && !pace.on {
 				pace.start(w, lim.minRate, len(buf))
 			}

@@ -2,6 +2,7 @@ package caddywebhook
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -156,5 +157,48 @@ func TestReceiverCutsSlowBody(t *testing.T) {
 	}
 	if used := budgetUsed(&rc.inflight); used != 0 {
 		t.Errorf("%d bytes still charged after the cut", used)
+	}
+}
+
+// TestRecycledBufferCharged: a body read into a recycled buffer larger
+// than minBodyBuffer is charged for every byte past the first 4 KiB, as in
+// a new buffer, and the recycled memory is reused rather than copied. A
+// buffer handed out whole let a body fill 256 KiB uncharged, past the
+// budget and the client's share.
+func TestRecycledBufferCharged(t *testing.T) {
+	tests := []struct {
+		name     string
+		body     int
+		wantHeld int64
+		reused   bool // read into the recycled array
+	}{
+		{name: "fits the first 4 KiB", body: 1000, wantHeld: 0, reused: true},
+		{name: "grows inside the recycled buffer", body: 200 << 10, wantHeld: 256 << 10, reused: true},
+		{name: "grows past it", body: 300 << 10, wantHeld: 512 << 10, reused: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			recycled := make([]byte, 0, maxPooledBuffer)
+			first := &recycled[:1][0]
+			budget := &bodyBudget{limit: 64 << 20, perClient: 64 << 20}
+			b := requestBody{budget: budget, bp: &recycled}
+			r := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(bytes.Repeat([]byte("x"), tt.body)))
+			got, err := b.readInto(httptest.NewRecorder(), r, bodyLimits{max: 1 << 20, hint: -1})
+			if err != nil || len(got) != tt.body {
+				t.Fatalf("fill = %d bytes, %v; want %d", len(got), err, tt.body)
+			}
+			if b.held != tt.wantHeld {
+				t.Errorf("charged %d bytes, want %d", b.held, tt.wantHeld)
+			}
+			if all, _ := budget.inUse(testClient); all != tt.wantHeld {
+				t.Errorf("budget holds %d bytes, want %d", all, tt.wantHeld)
+			}
+			if same := &got[:1][0] == first; same != tt.reused {
+				t.Errorf("read into the recycled buffer = %v, want %v", same, tt.reused)
+			}
+			if tt.reused && cap(*b.bp) != maxPooledBuffer {
+				t.Errorf("the buffer goes back with capacity %d, want the recycled %d", cap(*b.bp), maxPooledBuffer)
+			}
+		})
 	}
 }
