@@ -441,7 +441,7 @@ func (a *App) Start() error {
 		return err
 	}
 
-	pull, pauses, err := a.newPullSide(store, pulled, handlers, pauses, obs)
+	pull, pauses, err := a.newPullSide(store, pulled, handlers, policyFor, redact, pauses, obs)
 	if err != nil {
 		return err
 	}

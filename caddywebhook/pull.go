@@ -57,6 +57,7 @@ type Pull struct {
 	shapers  map[queue.Route]jobShaper // the routes whose jobs a transform reshapes
 	paused   func(queue.Route) bool
 	obs      queue.Observer
+	redact   *redactor // takes the config's secrets out of attempts' errors, as the pool's handler does
 	wakers   *pullWakers
 	now      func() time.Time
 	stopped  chan struct{} // closed when the app stops
@@ -119,8 +120,7 @@ func pullRoutes(routes []queue.Route, targets map[queue.Route]Target) (pulled ma
 }
 
 // newPull builds the pull side of a starting app over its pull routes.
-func (a *App) newPull(store queue.Store, routes map[string][]queue.Route, targets map[queue.Route]Target, policies map[queue.Route]retryPolicy, paused func(queue.Route) bool, obs queue.Observer) *Pull {
-	policyFor := a.policyFor(policies)
+func (a *App) newPull(store queue.Store, routes map[string][]queue.Route, targets map[queue.Route]Target, policyFor func(*queue.Job) (queue.RetryPolicy, int), redact *redactor, paused func(queue.Route) bool, obs queue.Observer) *Pull {
 	base := queue.Decider{MaxAttempts: a.MaxAttempts, MaxRetryAfter: time.Duration(a.MaxRetryAfter)}
 	if a.Backoff != nil {
 		base.Retry = queue.Backoff{Base: time.Duration(a.Backoff.Base), Max: time.Duration(a.Backoff.Max)}
@@ -154,6 +154,7 @@ func (a *App) newPull(store queue.Store, routes map[string][]queue.Route, target
 		shapers:  shapers,
 		paused:   paused,
 		obs:      obs,
+		redact:   redact,
 		now:      time.Now,
 		stopped:  make(chan struct{}),
 	}
@@ -171,7 +172,7 @@ func (a *App) newPull(store queue.Store, routes map[string][]queue.Route, target
 
 // newPullSide builds the pull side over the pull routes, nil without any,
 // with the pool's pause set, or one of its own when no pool runs.
-func (a *App) newPullSide(store queue.Store, pulled map[string][]queue.Route, targets map[queue.Route]Target, pauses *pauseSet, obs queue.Observer) (*Pull, *pauseSet, error) {
+func (a *App) newPullSide(store queue.Store, pulled map[string][]queue.Route, targets map[queue.Route]Target, policyFor func(*queue.Job) (queue.RetryPolicy, int), redact *redactor, pauses *pauseSet, obs queue.Observer) (*Pull, *pauseSet, error) {
 	if len(pulled) == 0 {
 		return nil, pauses, nil
 	}
@@ -182,7 +183,7 @@ func (a *App) newPullSide(store queue.Store, pulled map[string][]queue.Route, ta
 			return nil, nil, fmt.Errorf("webhook: %w", err)
 		}
 	}
-	return a.newPull(store, pulled, targets, a.policies, pauses.paused, obs), pauses, nil
+	return a.newPull(store, pulled, targets, policyFor, redact, pauses.paused, obs), pauses, nil
 }
 
 // stop ends the pull side: waiting claims answer at once.
@@ -284,7 +285,7 @@ func (p *Pull) shape(ctx context.Context, jobs []*queue.Job) ([]*queue.Job, erro
 			out = append(out, shaped)
 			continue
 		}
-		err = queue.Permanent(err)
+		err = p.redact.error(queue.Permanent(err))
 		c := p.deciders[route].Decide(j, err, now)
 		c.Started = now
 		failed, cs, errs = append(failed, j), append(cs, c), append(errs, err)
@@ -449,7 +450,7 @@ func (p *Pull) Answer(ctx context.Context, allowed []string, acks []Ack) ([]AckR
 			handBack[j.Target] = append(handBack[j.Target], i)
 			continue
 		}
-		attemptErr := ackError(a)
+		attemptErr := p.redact.error(ackError(a))
 		c := p.deciders[queue.Route{Source: j.Source, Target: j.Target}].Decide(j, attemptErr, now)
 		c.Started, c.Duration = now.Add(-max(a.Duration, 0)), max(a.Duration, 0)
 		cs = append(cs, c)

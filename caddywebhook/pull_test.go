@@ -85,7 +85,7 @@ func TestPullShape(t *testing.T) {
 	route := queue.Route{Source: "github", Target: "laptop"}
 	app := &App{}
 	p := app.newPull(store, map[string][]queue.Route{"laptop": {route}},
-		map[queue.Route]Target{route: shapingTarget{next: fakePull{}}}, nil, nil, queue.NopObserver{})
+		map[queue.Route]Target{route: shapingTarget{next: fakePull{}}}, nil, nil, nil, queue.NopObserver{})
 	jobs, err := p.Claim(t.Context(), "laptop", 10)
 	if err != nil {
 		t.Fatal(err)
@@ -107,5 +107,52 @@ func TestPullShape(t *testing.T) {
 	}
 	if string(d.Payload) != "hello" {
 		t.Errorf("stored payload %q, want the original", d.Payload)
+	}
+}
+
+// TestPullRedactsErrors: what a consumer answers, and what a transform
+// fails with, is stored with the config's secrets taken out, as the
+// pool's own attempts are: a consumer may echo an upstream that echoed
+// the request's credentials.
+func TestPullRedactsErrors(t *testing.T) {
+	const secret = "target-token-0123456789"
+	store, err := sqlite.Open(t.Context(), sqlite.Config{Path: filepath.Join(t.TempDir(), "queue.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	route := queue.Route{Source: "github", Target: "laptop"}
+	p := (&App{}).newPull(store, map[string][]queue.Route{"laptop": {route}},
+		map[queue.Route]Target{route: fakePull{}}, nil, newRedactor([]string{secret}), nil, queue.NopObserver{})
+	tests := []struct {
+		name    string
+		outcome Outcome
+		status  queue.Status
+	}{
+		{"retry", OutcomeRetry, queue.StatusPending},
+		{"dead", OutcomeDead, queue.StatusDead},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := store.Enqueue(t.Context(), queue.Event{Source: "github", DeliveryID: tt.name, Payload: []byte("{}"), Targets: []string{"laptop"}}); err != nil {
+				t.Fatal(err)
+			}
+			jobs, err := p.Claim(t.Context(), "laptop", 1)
+			if err != nil || len(jobs) != 1 {
+				t.Fatalf("Claim = %d jobs, %v; want 1", len(jobs), err)
+			}
+			res, err := p.Answer(t.Context(), []string{"laptop"}, []Ack{{Claim: jobs[0].Claimed(), Outcome: tt.outcome,
+				Error: "upstream answered 401: bad token " + secret}})
+			if err != nil || len(res) != 1 || !res[0].Recorded || res[0].Status != tt.status {
+				t.Fatalf("Answer = %+v, %v; want recorded, %s", res, err, tt.status)
+			}
+			d, err := store.GetJob(t.Context(), jobs[0].ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := "upstream answered 401: bad token [redacted]"; d.LastError != want {
+				t.Errorf("stored error %q, want %q", d.LastError, want)
+			}
+		})
 	}
 }

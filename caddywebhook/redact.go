@@ -75,17 +75,13 @@ func (r *redactor) add(v string) {
 		return
 	}
 	cred = strings.TrimSpace(cred)
-	if len(cred) >= minSecretLen {
-		r.secrets = append(r.secrets, cred)
-	}
+	r.part(cred)
 	if strings.EqualFold(scheme, "basic") {
 		if dec, err := base64.StdEncoding.DecodeString(cred); err == nil {
 			pair := string(dec)
-			if len(pair) >= minSecretLen {
-				r.secrets = append(r.secrets, pair)
-			}
-			if _, pw, ok := strings.Cut(pair, ":"); ok && len(pw) >= minSecretLen {
-				r.secrets = append(r.secrets, pw)
+			r.part(pair)
+			if _, pw, ok := strings.Cut(pair, ":"); ok {
+				r.part(pw)
 			}
 		}
 	}
@@ -119,6 +115,19 @@ func (r *redactor) redact(s string) string {
 	return s
 }
 
+// error returns err with the secrets taken out of its text, or err itself
+// when its text holds none.
+func (r *redactor) error(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	if clean := r.redact(msg); clean != msg {
+		return redactedError{err: err, msg: clean}
+	}
+	return err
+}
+
 // redactingHandler is the pool's handler: next's errors with the
 // config's secrets taken out of their text.
 type redactingHandler struct {
@@ -128,15 +137,7 @@ type redactingHandler struct {
 
 // Handle implements queue.Handler.
 func (h redactingHandler) Handle(ctx context.Context, job *queue.Job) error {
-	err := h.next.Handle(ctx, job)
-	if err == nil {
-		return nil
-	}
-	msg := err.Error()
-	if clean := h.r.redact(msg); clean != msg {
-		return redactedError{err: err, msg: clean}
-	}
-	return err
+	return h.r.error(h.next.Handle(ctx, job))
 }
 
 // redactedError is an error whose text had secrets taken out. It unwraps
