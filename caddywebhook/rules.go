@@ -183,10 +183,20 @@ func (rc *Receiver) filterFailed(target string, err error) {
 // maxErrorText bounds a logged rule error, in bytes.
 const maxErrorText = 200
 
-// redactQuoted replaces what s quotes ("…" or '…') with an ellipsis and
-// cuts it to maxErrorText: cel's messages quote the values they failed on
-// (strconv's `parsing "abc"`), and those may come from the body.
+// noSuchKey starts cel's message for a missing map key, which it follows
+// with the key unquoted.
+const noSuchKey = "no such key: "
+
+// redactQuoted replaces what s quotes in double quotes with an ellipsis,
+// and the key after cel's "no such key: ", and cuts it to maxErrorText:
+// cel's messages name the values they failed on (strconv's
+// `parsing "abc"`, a map lookup's `no such key: abc`), and those may come
+// from the body (`headers[body.k]`). Single quotes stay: cel puts type
+// names in them.
 func redactQuoted(s string) string {
+	if i := strings.Index(s, noSuchKey); i >= 0 {
+		s = s[:i+len(noSuchKey)] + "…"
+	}
 	var b strings.Builder
 	var quote rune
 	for _, r := range s {

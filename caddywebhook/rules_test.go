@@ -348,6 +348,7 @@ func TestRedactQuoted(t *testing.T) {
 		{"strconv quotes the value", `strconv.ParseInt: parsing "canary": invalid syntax`, `strconv.ParseInt: parsing "…": invalid syntax`},
 		{"type names in single quotes stay", `type conversion error from 'string' to 'int'`, `type conversion error from 'string' to 'int'`},
 		{"unclosed quote", `bad "secret`, `bad "…`},
+		{"a missing key is named unquoted", `no such key: bodysecretvalue`, `no such key: …`},
 		{"long text is cut", strings.Repeat("x", 500), strings.Repeat("x", maxErrorText)},
 	}
 	for _, tt := range tests {

@@ -3,6 +3,7 @@ package rules
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strconv"
 	"unicode/utf8"
@@ -221,7 +222,7 @@ func (o *lazyObject) Find(key ref.Val) (ref.Val, bool) {
 func (o *lazyObject) Get(key ref.Val) ref.Val {
 	v, found := o.Find(key)
 	if !found {
-		return types.NewErrFromString("no such key: " + key.(interface{ String() string }).String())
+		return types.NewErrFromString(fmt.Sprintf("no such key: %v", key.Value()))
 	}
 	return v
 }

@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
 )
 
 // stripeBody is a checkout.session.completed event as Stripe sends it
@@ -382,4 +385,30 @@ func TestLazyJSON(t *testing.T) {
 			t.Errorf("body = %s, want %s", r.Body, want)
 		}
 	})
+}
+
+// TestLazyObjectGetMissing: Get of a missing key is an error value naming
+// the key, not a panic (cel's own paths use Find; traits.Indexer callers
+// use Get).
+func TestLazyObjectGetMissing(t *testing.T) {
+	tests := []struct {
+		name string
+		key  ref.Val
+		want string
+	}{
+		{"string key", types.String("nope"), "no such key: nope"},
+		{"int key", types.Int(3), "no such key: 3"},
+	}
+	obj := jsonValue([]byte(`{"a": 1}`)).(*lazyObject)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := obj.Get(tt.key)
+			if err, ok := got.(*types.Err); !ok || err.Error() != tt.want {
+				t.Errorf("Get(%v) = %v, want the error %q", tt.key, got, tt.want)
+			}
+		})
+	}
+	if got := obj.Get(types.String("a")); got.Equal(types.Int(1)) != types.True {
+		t.Errorf("Get(a) = %v, want 1", got)
+	}
 }
