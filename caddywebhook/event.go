@@ -112,7 +112,9 @@ func (rc *Receiver) takers(eventType string, event func() *rules.Event) []string
 
 // wants reports whether the filter accepts eventType.
 func (f targetFilter) wants(eventType string) bool {
-	if f.events == nil {
+	// An empty list is no list, as the JSON's omitempty and the
+	// receiver's own "is any target filtered" read it: every event.
+	if len(f.events) == 0 {
 		return true
 	}
 	for _, e := range f.events {

@@ -517,6 +517,7 @@ func TestTargetFilterWants(t *testing.T) {
 	}{
 		{"no filter takes all", nil, "anything", true},
 		{"no filter takes untyped", nil, "", true},
+		{"an empty list is no filter", []string{}, "anything", true},
 		{"exact", []string{"push", "release"}, "release", true},
 		{"exact miss", []string{"push"}, "pushed", false},
 		{"prefix", []string{"invoice.*"}, "invoice.paid", true},
