@@ -1,6 +1,7 @@
 package caddywebhook
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -408,7 +409,7 @@ type AckResult struct {
 // when done, transient (with the wait it asked for) for a retry, permanent
 // when dead.
 func ackError(a Ack) error {
-	msg := cmpOr(a.Error, "consumer answered "+string(a.Outcome))
+	msg := cmp.Or(a.Error, "consumer answered "+string(a.Outcome))
 	switch a.Outcome {
 	case OutcomeRetry:
 		if a.RetryAfter > 0 {
@@ -496,13 +497,6 @@ func (p *Pull) Answer(ctx context.Context, allowed []string, acks []Ack) ([]AckR
 		}
 	}
 	return results, nil
-}
-
-func cmpOr(s, fallback string) string {
-	if s != "" {
-		return s
-	}
-	return fallback
 }
 
 // pullWakers wake the consumers waiting for a pull target's jobs when this

@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -160,7 +161,7 @@ func (h *Handler) decode(w http.ResponseWriter, r *http.Request, v any) *badRequ
 	case errors.As(err, &syntaxErr), errors.Is(err, io.ErrUnexpectedEOF):
 		return fieldError("", "body is not valid JSON")
 	case errors.As(err, &typeErr):
-		return fieldError(typeErr.Field, "%s: must be a JSON %s", cmpOr(typeErr.Field, "body"), jsonKind(typeErr.Type.Kind().String()))
+		return fieldError(typeErr.Field, "%s: must be a JSON %s", cmp.Or(typeErr.Field, "body"), jsonKind(typeErr.Type.Kind().String()))
 	}
 	// The only other error of a decoder that refuses unknown fields
 	// names the field, as json: unknown field "name".
@@ -184,13 +185,6 @@ func jsonKind(kind string) string {
 		return "object"
 	}
 	return kind
-}
-
-func cmpOr(s, fallback string) string {
-	if s != "" {
-		return s
-	}
-	return fallback
 }
 
 // parseDuration reads a duration field; empty is 0.
@@ -249,7 +243,7 @@ func (h *Handler) serveClaim(w http.ResponseWriter, r *http.Request, tok int) {
 		writeError(w, http.StatusForbidden, fmt.Sprintf("target: this endpoint's tokens may not consume %q", req.Target), "target")
 		return
 	}
-	limit := min(cmpOrInt(req.Max, DefaultClaimMax), h.MaxClaim)
+	limit := min(cmp.Or(req.Max, DefaultClaimMax), h.MaxClaim)
 	wait = min(wait, time.Duration(h.MaxWait))
 	p := h.pull(w)
 	if p == nil {
@@ -289,13 +283,6 @@ func (h *Handler) serveClaim(w http.ResponseWriter, r *http.Request, tok int) {
 		}
 	}
 	writeJSON(w, http.StatusOK, resp)
-}
-
-func cmpOrInt(n, fallback int) int {
-	if n != 0 {
-		return n
-	}
-	return fallback
 }
 
 func cmpOrHeaders(h []queue.Header) []queue.Header {

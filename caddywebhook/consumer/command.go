@@ -20,7 +20,7 @@ func init() {
 // listenCommand is `caddy webhook listen`.
 func listenCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "listen --url <consumer endpoint> --token-env <variable> --target <pull target> --forward-to <local url> [--concurrency <n>] [--sign-secret-env <variable>] [--timeout <duration>]",
+		Use:   "listen --url <consumer endpoint> --token-env <variable> --target <pull target> --forward-to <local url> [--concurrency <n>] [--sign-secret-env <variable>] [--timeout <duration>] [--wait <duration>]",
 		Short: "Receives a pull target's events from a remote Caddy and forwards each to a local URL",
 		Long: `
 Consumes a pull target (to pull { name … }) of a Caddy that can be reached,

@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -524,7 +526,7 @@ func (l *listener) forget(id int64) {
 // line prints one delivery: time, source, event type, delivery id, the
 // local app's status and what became of the job, and the duration.
 func (l *listener) line(j ClaimedJob, outcome string, took time.Duration, note string) {
-	s := fmt.Sprintf("%s  %s  %s  %s  %s  %s", l.cfg.Now().Format(time.DateTime), j.Source, cmpOr(j.EventType, "-"),
+	s := fmt.Sprintf("%s  %s  %s  %s  %s  %s", l.cfg.Now().Format(time.DateTime), j.Source, cmp.Or(j.EventType, "-"),
 		j.DeliveryID, outcome, took.Round(time.Millisecond))
 	if note != "" {
 		s += "  " + note
@@ -554,21 +556,12 @@ func (l *listener) extendLoop(ctx context.Context) {
 			continue
 		}
 		sent := time.Now()
-		resp, err := l.api.extend(ctx, leases)
-		if err != nil {
-			// The self-fences cancel the deliveries in time if this
-			// goes on.
-			continue
-		}
-		lost := make(map[int64]bool, len(resp.Lost))
-		for _, id := range resp.Lost {
-			lost[id] = true
-		}
+		lost, leaseMS, extended := l.extend(ctx, leases)
 		l.mu.Lock()
-		if resp.LeaseMS > 0 {
-			l.lease = time.Duration(resp.LeaseMS) * time.Millisecond
+		if leaseMS > 0 {
+			l.lease = time.Duration(leaseMS) * time.Millisecond
 		}
-		for _, ls := range leases {
+		for _, ls := range extended {
 			h, ok := l.held[ls.ID]
 			if !ok {
 				continue
@@ -582,6 +575,26 @@ func (l *listener) extendLoop(ctx context.Context) {
 		}
 		l.mu.Unlock()
 	}
+}
+
+// extend extends leases in requests of at most maxLeases, the server's
+// cap, and returns the claims it lost, the lease the server gives, and
+// the leases of the requests it answered: a failed request's self-fences
+// cancel their deliveries in time if failures go on.
+func (l *listener) extend(ctx context.Context, leases []Lease) (lost map[int64]bool, leaseMS int64, extended []Lease) {
+	lost = make(map[int64]bool)
+	for chunk := range slices.Chunk(leases, maxLeases) {
+		resp, err := l.api.extend(ctx, chunk)
+		if err != nil {
+			continue
+		}
+		for _, id := range resp.Lost {
+			lost[id] = true
+		}
+		leaseMS = max(leaseMS, resp.LeaseMS)
+		extended = append(extended, chunk...)
+	}
+	return lost, leaseMS, extended
 }
 
 // shutdown cancels the deliveries still running, waits for them, and
@@ -610,10 +623,20 @@ func (l *listener) shutdown(ctx context.Context) {
 			results[i] = AckResult{ID: ls.ID, Fence: ls.Fence, Outcome: string(caddywebhook.OutcomeHandBack)}
 		}
 		hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		if _, err := l.api.ack(hctx, results); err != nil {
-			l.logf("could not hand back %d jobs: %v; they go back when their leases end", len(leases), redactURL(err))
-		} else {
-			l.logf("handed back %d jobs", len(leases))
+		handed := 0
+		var failed error
+		for chunk := range slices.Chunk(results, maxLeases) {
+			if _, err := l.api.ack(hctx, chunk); err != nil {
+				failed = err
+				continue
+			}
+			handed += len(chunk)
+		}
+		if failed != nil {
+			l.logf("could not hand back %d jobs: %v; they go back when their leases end", len(leases)-handed, redactURL(failed))
+		}
+		if handed > 0 {
+			l.logf("handed back %d jobs", handed)
 		}
 		cancel()
 	}

@@ -2,9 +2,11 @@ package consumer
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -108,4 +110,49 @@ func (h *harness) done(t *testing.T, target string) int64 {
 		}
 	}
 	return n
+}
+
+// TestListenExtendsInChunks: a listener holding more claims than one
+// extend may name (maxLeases) extends them in several requests, each
+// within the server's cap, and reads every answer's lost claims.
+func TestListenExtendsInChunks(t *testing.T) {
+	tests := []struct {
+		name   string
+		leases int
+		sizes  []int
+	}{
+		{name: "one request", leases: 10, sizes: []int{10}},
+		{name: "exactly the cap", leases: maxLeases, sizes: []int{maxLeases}},
+		{name: "past the cap", leases: 2*maxLeases + 5, sizes: []int{maxLeases, maxLeases, 5}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var sizes []int
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				var req ExtendRequest
+				if err := json.NewDecoder(r.Body).Decode(&req); err != nil || r.URL.Path != "/extend" {
+					t.Errorf("%s: %v", r.URL.Path, err)
+				}
+				sizes = append(sizes, len(req.Leases))
+				// The first claim of every request is lost.
+				json.NewEncoder(w).Encode(ExtendResponse{Lost: []int64{req.Leases[0].ID}, LeaseMS: 60000})
+			}))
+			defer srv.Close()
+			l, err := newListener(ListenConfig{URL: srv.URL, Token: laptopToken, Target: "laptop", ForwardTo: "http://127.0.0.1:9/"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			leases := make([]Lease, tt.leases)
+			for i := range leases {
+				leases[i] = Lease{ID: int64(i + 1), Fence: 1}
+			}
+			lost, leaseMS, extended := l.extend(t.Context(), leases)
+			if !slices.Equal(sizes, tt.sizes) {
+				t.Errorf("extend requests of %v leases, want %v", sizes, tt.sizes)
+			}
+			if len(lost) != len(tt.sizes) || leaseMS != 60000 || len(extended) != tt.leases {
+				t.Errorf("lost %d, lease %d ms, %d extended; want %d lost, 60000, %d", len(lost), leaseMS, len(extended), len(tt.sizes), tt.leases)
+			}
+		})
+	}
 }
