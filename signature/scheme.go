@@ -50,7 +50,8 @@ type Scheme struct {
 	// headers that carry a secret in the clear (Meta's hub.verify_token,
 	// Asana's X-Hook-Secret, also echoed in the response), canonical
 	// header names: the receiver keeps a request with one of them out of
-	// Caddy's access log (see CarriesSecret).
+	// Caddy's access log (receiverSecrets.carried in the caddywebhook
+	// package).
 	SecretQuery   []string
 	SecretHeaders []string
 }
