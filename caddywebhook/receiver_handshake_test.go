@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
 	"github.com/caddywebhook/caddywebhook/signature"
 )
 
@@ -417,3 +419,38 @@ const (
 	discordTestSeed = "8ebaec261791ed0f5432d81ad33b130c42c3f528d3951355c361e46c6f7e0771"
 	discordTestPub  = "92c81eb58dba9b996d0e9f0f59e32cf77b20b97f9d5becf52d4ec00b25ce604f"
 )
+
+// TestHideFromAccessLog: a request carrying a secret loses its access
+// line only on a server that writes access lines, where the receiver's
+// own line stands in for it; a server without an access log gets no line
+// in its stead, so a forged request costs no log line there.
+func TestHideFromAccessLog(t *testing.T) {
+	rc := &Receiver{keptSecret: receiverSecrets{headers: []string{"X-Hook-Secret"}}}
+	tests := []struct {
+		name   string
+		server *caddyhttp.Server // nil: not served by Caddy
+		secret bool
+		hidden bool
+	}{
+		{"access log, secret", &caddyhttp.Server{Logs: &caddyhttp.ServerLogConfig{}}, true, true},
+		{"access log, no secret", &caddyhttp.Server{Logs: &caddyhttp.ServerLogConfig{}}, false, false},
+		{"no access log, secret", &caddyhttp.Server{}, true, false},
+		{"outside Caddy, secret", nil, true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodPost, "/hook", nil)
+			ctx := context.WithValue(r.Context(), caddyhttp.VarsCtxKey, map[string]any{})
+			if tt.server != nil {
+				ctx = context.WithValue(ctx, caddyhttp.ServerCtxKey, tt.server)
+			}
+			r = r.WithContext(ctx)
+			if tt.secret {
+				r.Header.Set("X-Hook-Secret", "issued-secret-value")
+			}
+			if got := rc.hideFromAccessLog(r); got != tt.hidden {
+				t.Errorf("hideFromAccessLog = %v, want %v", got, tt.hidden)
+			}
+		})
+	}
+}

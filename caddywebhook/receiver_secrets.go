@@ -70,13 +70,22 @@ func (s *receiverSecrets) carried(r *http.Request) bool {
 
 // hideFromAccessLog drops the access line of a request that carries a
 // secret, and reports whether it did; the caller then logs the request
-// with logHidden once it is answered.
+// with logHidden once it is answered. A server without an access log has
+// no line to drop, and gets none in its stead: a line per request there
+// would be one per forged request too.
 func (rc *Receiver) hideFromAccessLog(r *http.Request) bool {
-	if !rc.keptSecret.carried(r) {
+	if !rc.keptSecret.carried(r) || !accessLogged(r) {
 		return false
 	}
 	caddyhttp.SetVar(r.Context(), caddyhttp.LogSkipVar, true)
 	return true
+}
+
+// accessLogged reports whether r's server writes access lines; outside a
+// Caddy server (a handler called directly) it says yes.
+func accessLogged(r *http.Request) bool {
+	srv, ok := r.Context().Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
+	return !ok || srv.Logs != nil
 }
 
 // logHidden writes the line that stands in for a dropped access line:
