@@ -52,6 +52,8 @@ const (
 	// appProbe is how often a listener whose local app refused a
 	// connection tries it again before it claims more.
 	appProbe = 500 * time.Millisecond
+	// extendLook is how often the extension loop looks at the lease.
+	extendLook = time.Second
 	// heldPerRunning is how many jobs a listener holds per delivery it
 	// runs at once: the rest wait at hand, their leases extended as any.
 	heldPerRunning = 2
@@ -536,14 +538,23 @@ func (l *listener) line(j ClaimedJob, outcome string, took time.Duration, note s
 
 // extendLoop extends the leases of the held jobs every third of the lease,
 // and moves each one's self-fence.
+//
+// The lease is the server's, learnt from the first claim's answer, after
+// this loop started with the default: it looks at least every second, so
+// a lease shorter than the default is extended in time from the start.
 func (l *listener) extendLoop(ctx context.Context) {
+	last := time.Now()
 	for {
 		l.mu.Lock()
 		every := l.lease / 3
 		l.mu.Unlock()
-		if !sleep(ctx, every) {
+		if !sleep(ctx, min(time.Until(last.Add(every)), extendLook)) {
 			return
 		}
+		if time.Since(last) < every {
+			continue
+		}
+		last = time.Now()
 		l.mu.Lock()
 		leases := make([]Lease, 0, len(l.held))
 		for _, h := range l.held {

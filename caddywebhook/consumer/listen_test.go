@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -152,6 +153,100 @@ func TestListenExtendsInChunks(t *testing.T) {
 			}
 			if len(lost) != len(tt.sizes) || leaseMS != 60000 || len(extended) != tt.leases {
 				t.Errorf("lost %d, lease %d ms, %d extended; want %d lost, 60000, %d", len(lost), leaseMS, len(extended), len(tt.sizes), tt.leases)
+			}
+		})
+	}
+}
+
+// TestListenLosesLease: a delivery whose lease the listener can no longer
+// prove, because extensions fail or the server says the claim is lost, is
+// cancelled before the lease can end, and no answer is sent for it: by
+// then the server may have given the job to another consumer.
+func TestListenLosesLease(t *testing.T) {
+	tests := []struct {
+		name   string
+		lease  time.Duration
+		before time.Duration // the delivery must be cancelled sooner
+		extend func(w http.ResponseWriter, req ExtendRequest)
+	}{
+		// The self-fence, at three quarters of the lease.
+		{"extensions fail", 400 * time.Millisecond, 400 * time.Millisecond, func(w http.ResponseWriter, _ ExtendRequest) {
+			http.Error(w, `{"error":"down"}`, http.StatusServiceUnavailable)
+		}},
+		// The first extension, a third of the server's lease in (the
+		// listener learns it from the claim's answer), ahead of the
+		// fence at 2.25 s.
+		{"the claim is lost", 3 * time.Second, 2 * time.Second, func(w http.ResponseWriter, req ExtendRequest) {
+			ids := make([]int64, len(req.Leases))
+			for i, l := range req.Leases {
+				ids[i] = l.ID
+			}
+			json.NewEncoder(w).Encode(ExtendResponse{Lost: ids, LeaseMS: 3000})
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var mu sync.Mutex
+			claimed, acks := false, 0
+			claimedAt := make(chan time.Time, 1)
+			api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				switch r.URL.Path {
+				case "/claim":
+					mu.Lock()
+					first := !claimed
+					claimed = true
+					mu.Unlock()
+					resp := ClaimResponse{LeaseMS: tt.lease.Milliseconds(), Jobs: []ClaimedJob{}}
+					if first {
+						resp.Jobs = []ClaimedJob{{ID: 7, Fence: 1, Attempt: 1, Source: "github", Target: "laptop", DeliveryID: "d7", Payload: []byte("{}")}}
+						claimedAt <- time.Now()
+					} else {
+						select { // a long poll with nothing to hand out
+						case <-r.Context().Done():
+						case <-time.After(200 * time.Millisecond):
+						}
+					}
+					json.NewEncoder(w).Encode(resp)
+				case "/extend":
+					var req ExtendRequest
+					json.NewDecoder(r.Body).Decode(&req)
+					tt.extend(w, req)
+				case "/ack":
+					mu.Lock()
+					acks++
+					mu.Unlock()
+					json.NewEncoder(w).Encode(AckResponse{Results: []AckAnswer{{ID: 7, Recorded: true}}})
+				}
+			}))
+			defer api.Close()
+			cancelled := make(chan time.Time, 1)
+			app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				// An app that reads the event and never answers (the
+				// server sees the client go only once the body is read).
+				io.Copy(io.Discard, r.Body)
+				<-r.Context().Done()
+				cancelled <- time.Now()
+			}))
+			defer app.Close()
+			ctx, stop := context.WithCancel(t.Context())
+			done := make(chan error, 1)
+			go func() {
+				done <- Listen(ctx, ListenConfig{URL: api.URL, Token: laptopToken, Target: "laptop", ForwardTo: app.URL,
+					Concurrency: 1, Wait: 100 * time.Millisecond, Timeout: time.Minute})
+			}()
+			from := testutil.Receive(t, claimedAt)
+			at := testutil.Receive(t, cancelled)
+			if took := at.Sub(from); took >= tt.before {
+				t.Errorf("the delivery was cancelled %v after the claim, want within %v (lease %v)", took, tt.before, tt.lease)
+			}
+			stop()
+			if err := testutil.Receive(t, done); err != nil {
+				t.Fatalf("Listen: %v", err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if acks != 0 {
+				t.Errorf("%d answers sent for a job whose lease was lost, want none", acks)
 			}
 		})
 	}
