@@ -122,6 +122,13 @@ command instead. The secret is read from the environment variable named by
 private key (discord, sendgrid, telnyx, standard v1a) the variable holds the
 private key. Every scheme and preset of the signature registry works.
 It needs no running Caddy.
+
+Without --id, it makes up the delivery id the provider would send: a UUID
+for GitHub and the other schemes whose senders use one, msg_… for Standard
+Webhooks and Svix, and an evt_… "id" for a Stripe body that has none. It
+also adds the headers the provider always sends (Shopify's shop domain,
+API version and webhook id, for instance). The curl command prints the
+answer's status line, HTTP 202 or HTTP 401, so "| sh" shows the outcome.
 `,
 		Example: `  export GITHUB_WEBHOOK_SECRET=…
   caddy webhook sign --scheme github --secret-env GITHUB_WEBHOOK_SECRET --body push.json --event push \
@@ -135,7 +142,7 @@ It needs no running Caddy.
 	sgf.String("body", "", "The payload: a file, or - for stdin (default {})")
 	sgf.String("url", "", "Print a curl command that posts the signed body to this URL")
 	sgf.String("event", "", "The event type, for schemes that send it in a header")
-	sgf.String("id", "", "The delivery id, for schemes that send one (default: the scheme's)")
+	sgf.String("id", "", "The delivery id, for schemes that send one (default: a new one, as the provider makes it)")
 
 	tail := &cobra.Command{
 		Use:   "tail [--source <name>] [--target <name>] [--outcome <word>]",

@@ -143,7 +143,7 @@
     try {
       resp = await fetch(apiURL(path), opts);
     } catch (e) {
-      throw new APIError(0, fetchFailure(e, path), path);
+      throw new APIError(0, fetchFailure(e, method, path), path);
     }
     let data = null;
     try { data = await resp.json(); } catch (_) { /* not JSON */ }
@@ -165,8 +165,8 @@
   // fetchFailure says why a request got no answer: fetch rejects with a
   // TypeError both when nothing answered and when the browser refused to
   // send the request, and only its message tells them apart.
-  function fetchFailure(e, path) {
-    const what = 'GET ' + path.split('?')[0];
+  function fetchFailure(e, method, path) {
+    const what = method + ' ' + path.split('?')[0];
     if (!navigator.onLine) return `${what}: the browser is offline`;
     if (/^(Failed to fetch|NetworkError|Load failed)/.test(e.message || '')) {
       return `${what}: no answer from the server (${e.message})`;

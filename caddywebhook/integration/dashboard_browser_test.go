@@ -266,6 +266,17 @@ func TestDashboard(t *testing.T) {
 		})()`); gap == "0" || strings.HasPrefix(gap, "-") {
 			t.Errorf("the Replay and Pause buttons are %s px apart, want a gap", gap)
 		}
+		// Every column, the lag's and the buttons included, fits a 1200 px
+		// window without a scrollbar.
+		b.do(t, chromedp.EmulateViewport(1200, 760))
+		if fit := b.eval(t, `(() => {
+			const box = document.getElementById('overview-table');
+			const w = document.documentElement.clientWidth;
+			const over = [box, ...box.querySelectorAll('table')].filter((e) => e.scrollWidth > e.clientWidth || e.getBoundingClientRect().right > w);
+			return over.length === 0 ? 'fits' : over.map((e) => e.tagName + ' right ' + e.getBoundingClientRect().right + ' scroll ' + e.scrollWidth + '/' + e.clientWidth).join(', ') + ', window ' + w;
+		})()`); fit != "fits" {
+			t.Errorf("the overview does not fit 1200 px: %s", fit)
+		}
 		b.shot(t, "overview")
 	})
 
