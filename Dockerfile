@@ -87,10 +87,10 @@ ENV XCADDY_SETCAP=1
 COPY . /src/caddywebhook
 RUN if [ -n "$CADDYWEBHOOK_VERSION" ]; then \
 		xcaddy build "$CADDY_RELEASE" --output /usr/bin/caddy \
-			--with "github.com/caddywebhook/caddywebhook/caddywebhook@$CADDYWEBHOOK_VERSION"; \
+			--with "github.com/caddywebhook/caddywebhook@$CADDYWEBHOOK_VERSION"; \
 	else \
 		xcaddy build "$CADDY_RELEASE" --output /usr/bin/caddy \
-			--with github.com/caddywebhook/caddywebhook/caddywebhook \
+			--with github.com/caddywebhook/caddywebhook \
 			--replace github.com/caddywebhook/caddywebhook=/src/caddywebhook; \
 	fi
 

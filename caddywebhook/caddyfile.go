@@ -730,7 +730,7 @@ func knownTargetKinds() string {
 		kinds = append(kinds, m.ID.Name())
 	}
 	if len(kinds) == 0 {
-		return "none"
+		return "none: build this Caddy with the module root, xcaddy build --with " + pluginModule
 	}
 	return strings.Join(kinds, ", ")
 }

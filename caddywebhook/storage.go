@@ -76,13 +76,27 @@ func withBackend(raw json.RawMessage) (json.RawMessage, error) {
 		obj["backend"], _ = json.Marshal(backend)
 	}
 	if _, err := caddy.GetModule(storageNamespace + "." + backend); err != nil {
-		return nil, fmt.Errorf("webhook: storage: unknown backend %q (want %s)", backend, knownBackends())
+		return nil, unknownBackend(backend)
 	}
 	return json.Marshal(obj)
 }
 
+// unknownBackend is the error for a storage backend no module registers.
+// A Caddy with none was built with the plugin's package alone, not with the
+// module root that imports the backends and target kinds: it says so.
+func unknownBackend(backend string) error {
+	known := knownBackends()
+	if known == "" {
+		return fmt.Errorf("webhook: storage: unknown backend %q: this Caddy has no storage backend; build it with the module root, xcaddy build --with %s", backend, pluginModule)
+	}
+	return fmt.Errorf("webhook: storage: unknown backend %q (want %s)", backend, known)
+}
+
+// pluginModule is the Go module that registers every module of the plugin.
+const pluginModule = "github.com/caddywebhook/caddywebhook"
+
 // knownBackends lists the registered storage backends, the default first,
-// for messages.
+// for messages; "" when there are none.
 func knownBackends() string {
 	var names []string
 	for _, m := range caddy.GetModules(storageNamespace) {
@@ -99,9 +113,6 @@ func knownBackends() string {
 		}
 		return strings.Compare(a, b)
 	})
-	if len(names) == 0 {
-		return "none registered"
-	}
 	return strings.Join(names, " or ")
 }
 
@@ -130,7 +141,7 @@ func (st *storageTokens) storageLine(d *caddyfile.Dispenser) error {
 		return d.Errf("webhook: storage needs a backend and its location: storage sqlite <path> or storage postgres <dsn>")
 	}
 	if _, err := caddy.GetModule(storageNamespace + "." + backend); err != nil {
-		return d.Errf("webhook: storage: unknown backend %q (want %s)", backend, knownBackends())
+		return d.Err(unknownBackend(backend).Error())
 	}
 	st.backend = backend
 	st.tokens = append(st.tokens, seg[1:]...)
@@ -153,7 +164,7 @@ func (st *storageTokens) json() (json.RawMessage, error) {
 	backend := cmp.Or(st.backend, defaultBackend)
 	mod, err := caddy.GetModule(storageNamespace + "." + backend)
 	if err != nil {
-		return nil, fmt.Errorf("webhook: storage: unknown backend %q (want %s)", backend, knownBackends())
+		return nil, unknownBackend(backend)
 	}
 	val := mod.New()
 	unm, ok := val.(caddyfile.Unmarshaler)

@@ -1,10 +1,12 @@
 package consumer
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 
+	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 )
 
@@ -96,6 +98,42 @@ func TestValidate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if err := tt.h.Validate(); err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("Validate: %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestProvisionTokenErrors checks that a token that cannot be resolved is a
+// config error naming the token's place and the unset variable, and never
+// quoting the token: a brace pair inside a literal token is part of the
+// secret.
+func TestProvisionTokenErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		token   string
+		want    []string
+		notWant string
+	}{
+		{"brace pair inside a literal token", "abcdefgh{s3cretpart}ijklmnop", []string{"webhook_consumer: token 1"}, "s3cretpart"},
+		{"unset variable", "{env.CADDYWEBHOOK_TEST_NO_SUCH_TOKEN}", []string{"webhook_consumer: token 1", "env.CADDYWEBHOOK_TEST_NO_SUCH_TOKEN"}, ""},
+		{"too short", "short", []string{"token 1 is 5 bytes, shorter than"}, "short,"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
+			defer cancel()
+			h := Handler{Tokens: []string{tt.token}, Targets: []string{"laptop"}}
+			err := h.Provision(ctx)
+			if err == nil {
+				t.Fatal("Provision: nil error")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Provision: %v, want it to contain %q", err, w)
+				}
+			}
+			if tt.notWant != "" && strings.Contains(err.Error(), tt.notWant) {
+				t.Errorf("Provision: %v quotes %q", err, tt.notWant)
 			}
 		})
 	}

@@ -103,13 +103,13 @@ func (Handler) CaddyModule() caddy.ModuleInfo {
 // webhook app.
 func (h *Handler) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Logger()
-	repl := caddy.NewReplacer()
 	h.tokens = make([][sha256.Size]byte, len(h.Tokens))
 	for i, tok := range h.Tokens {
-		v, err := repl.ReplaceOrErr(tok, true, true)
+		// The error names a global placeholder ({env.*}, {file.*}) that
+		// is unset, never the token nor a brace pair inside it.
+		v, err := caddywebhook.ResolveSecret(ctx, fmt.Sprintf("webhook_consumer: token %d", i+1), tok)
 		if err != nil {
-			// The error names the placeholder, never a value.
-			return fmt.Errorf("webhook_consumer: token %d: %w", i+1, err)
+			return err
 		}
 		if len(v) < minTokenLen {
 			return fmt.Errorf("webhook_consumer: token %d is %d bytes, shorter than %d", i+1, len(v), minTokenLen)
