@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"cmp"
+	"crypto/sha256"
 	"database/sql"
 	"encoding/base64"
 	"encoding/hex"
@@ -100,11 +101,12 @@ func testEnginePathsAndHandshakes(t *testing.T) {
 		return answer{resp.StatusCode, resp.Header.Get("Content-Type"), string(b), resp.Header}
 	}
 
-	// A Discord webhook event: the version/event envelope, typed by
-	// event.type, to be answered 204
-	// (https://discord.com/developers/docs/events/webhook-events). The
-	// upstream knows it by the id this test adds at the top.
-	discordEntitlement := `{"version":1,"application_id":"1234560123453231555","type":1,"id":"ev-entitlement","event":{"type":"ENTITLEMENT_CREATE","timestamp":"2024-10-18T18:41:21.109604","data":{"id":"1296925200000000000","sku_id":"1296920000000000000","type":8}}}`
+	// A Discord webhook event as Discord sends it: the version/event
+	// envelope, typed by event.type, with no id of its own, to be answered
+	// 204 (https://discord.com/developers/docs/events/webhook-events). The
+	// receiver knows it by its body hash, and so does the upstream.
+	discordEntitlement := `{"version":1,"application_id":"1234560123453231555","type":1,"event":{"type":"ENTITLEMENT_CREATE","timestamp":"2024-10-18T18:41:21.109604","data":{"id":"1296925200000000000","sku_id":"1296920000000000000","type":8}}}`
+	discordEntitlementID := fmt.Sprintf("sha256:%x", sha256.Sum256([]byte(discordEntitlement)))
 	events := []struct {
 		name, source, body string
 		header             http.Header
@@ -114,7 +116,7 @@ func testEnginePathsAndHandshakes(t *testing.T) {
 		{"template HMAC", "twitch", `{"id":"ev-twitch"}`, sign("twitch", e2eSecret, `{"id":"ev-twitch"}`, signature.SignOptions{ID: "tw-1", EventType: "channel.follow"}), "ev-twitch", 0},
 		{"URL-signed", "byurl", `{"id":"ev-byurl"}`, sign("hmac", e2eSecret, `{"id":"ev-byurl"}`, signature.SignOptions{SignatureHeader: "X-Sig", SignedContent: "{url}{body}", URL: c.URL("/hooks/byurl")}), "ev-byurl", 0},
 		{"ed25519", "discord", `{"type":2,"id":"ev-discord"}`, sign("discord", e2eEdSeed, `{"type":2,"id":"ev-discord"}`, signature.SignOptions{}), "ev-discord", http.StatusNoContent},
-		{"discord webhook event", "discord", discordEntitlement, sign("discord", e2eEdSeed, discordEntitlement, signature.SignOptions{}), "ev-entitlement", http.StatusNoContent},
+		{"discord webhook event", "discord", discordEntitlement, sign("discord", e2eEdSeed, discordEntitlement, signature.SignOptions{}), discordEntitlementID, http.StatusNoContent},
 		// A SendGrid batch is an array: the upstream knows it by no id.
 		{"ECDSA", "sendgrid", `[{"event":"delivered"}]`, sign("sendgrid", e2eP256Key, `[{"event":"delivered"}]`, signature.SignOptions{}), "", 0},
 	}

@@ -4,6 +4,7 @@ package integration
 // http target makes and answers as a test scripts it.
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -84,8 +85,10 @@ func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 		ID string `json:"id"`
 	}
 	json.Unmarshal(body, &p)
+	// A body without an id (a genuine Discord webhook event) is known by
+	// its delivery id, which is then the receiver's body hash.
 	d := &delivery{
-		Key:     p.ID,
+		Key:     cmp.Or(p.ID, r.Header.Get("X-Webhook-Delivery-Id")),
 		Path:    r.URL.Path,
 		Attempt: r.Header.Get("X-Webhook-Attempt"),
 		Header:  r.Header.Clone(),
