@@ -2,9 +2,11 @@ package rules
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 
@@ -25,18 +27,49 @@ import (
 // (empty, form-encoded, truncated) is null, so `body == null` tells it
 // apart and `body.x` is an evaluation error rather than a panic.
 func parseBody(b []byte) ref.Val {
-	if len(b) == 0 || !json.Valid(b) {
+	if len(b) == 0 {
 		return types.NullValue
 	}
-	return jsonValue(bytes.TrimSpace(b))
+	ends, ok := scanJSON(b)
+	if !ok {
+		return types.NullValue
+	}
+	d := &jsonDoc{b: b, ends: ends}
+	i := skipSpace(b, 0)
+	return d.value(i, d.skip(i))
 }
 
-// jsonValue turns one valid JSON value into a CEL value: an object lazily,
-// anything else decoded at once.
-func jsonValue(b []byte) ref.Val {
+// jsonDoc is a valid JSON body and where each of its containers ends, which
+// the validity check noted: stepping over a nested object is one lookup,
+// not a read of its bytes.
+type jsonDoc struct {
+	b    []byte
+	ends []containerEnd
+}
+
+// skip returns the index just past the value starting at b[i].
+func (d *jsonDoc) skip(i int) int {
+	b := d.b
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		n, found := slices.BinarySearchFunc(d.ends, int32(i), func(e containerEnd, at int32) int { return cmp.Compare(e.start, at) })
+		if found {
+			return int(d.ends[n].end)
+		}
+		return skipValue(b, i) // not reached: every container is noted
+	}
+	return skipValue(b, i)
+}
+
+// value turns the valid JSON value b[i:j] into a CEL value: an object
+// lazily, anything else decoded at once.
+func (d *jsonDoc) value(i, j int) ref.Val {
+	b := d.b[i:j]
 	switch b[0] {
 	case '{':
-		return &lazyObject{raw: b}
+		return &lazyObject{doc: d, at: i, end: j}
 	case '"':
 		if s, ok := plainString(b); ok {
 			return types.String(s)
@@ -93,6 +126,10 @@ func skipValue(b []byte, i int) int {
 	case '{', '[':
 		depth := 0
 		for i < len(b) {
+			if !structural[b[i]] {
+				i++
+				continue
+			}
 			switch b[i] {
 			case '"':
 				i = skipString(b, i)
@@ -114,6 +151,14 @@ func skipValue(b []byte, i int) int {
 	}
 	return i
 }
+
+// structural marks the bytes skipValue stops at inside a container.
+var structural = func() (t [256]bool) {
+	for _, c := range `"{}[]` {
+		t[c] = true
+	}
+	return t
+}()
 
 // skipString returns the index just past the string starting at b[i]. It
 // jumps from quote to quote (IndexByte is vectorised) and counts the
@@ -137,15 +182,27 @@ func skipString(b []byte, i int) int {
 	}
 }
 
-// lazyObject is a JSON object known to be valid, read key by key.
+// lazyObject is a JSON object known to be valid, read key by key. The
+// first lookup notes where each member is, in the pass it makes anyway, so
+// a rule reading several fields of one object (body.type, body.data)
+// scans it once: a Stripe event's type comes after its data, and each
+// lookup used to skip the whole data object again.
 type lazyObject struct {
-	raw  []byte
-	full traits.Mapper // the whole object decoded, on first need
-	// memo keeps the last keys found, so that a rule reading several
-	// fields under body.data.object scans body and data once each.
+	doc     *jsonDoc
+	at, end int          // the object is doc.b[at:end]
+	members []memberSpan // where each member is, once indexed
+	indexed bool
+	inline  [12]memberSpan // members' first storage: most objects need no more
+	full    traits.Mapper  // the whole object decoded, on first need
+	// memo keeps the values of the last keys found, so a nested object is
+	// made (and indexed) once however many rules read under it.
 	memo  [4]memoEntry
 	memoN int
 }
+
+// memberSpan is where one member is in the document's bytes: its key
+// between the quotes, and its value.
+type memberSpan struct{ key0, key1, val0, val1 int32 }
 
 type memoEntry struct {
 	key string
@@ -153,6 +210,29 @@ type memoEntry struct {
 }
 
 var _ traits.Mapper = (*lazyObject)(nil)
+
+// index notes where each member of the object is, in one pass over its
+// keys: a nested container's end is looked up, not read.
+func (o *lazyObject) index() {
+	o.indexed = true
+	o.members = o.inline[:0]
+	b := o.doc.b
+	i := skipSpace(b, o.at+1)
+	for i < o.end && b[i] != '}' {
+		ks := i
+		i = skipString(b, i)
+		ke := i
+		i = skipSpace(b, i)
+		i = skipSpace(b, i+1) // the colon
+		vs := i
+		i = o.doc.skip(i)
+		o.members = append(o.members, memberSpan{int32(ks + 1), int32(ke - 1), int32(vs), int32(i)})
+		i = skipSpace(b, i)
+		if i < o.end && b[i] == ',' {
+			i = skipSpace(b, i+1)
+		}
+	}
+}
 
 // find returns the value of key, the last one when the object repeats it,
 // as encoding/json does.
@@ -162,46 +242,42 @@ func (o *lazyObject) find(key string) (ref.Val, bool) {
 			return m.val, true
 		}
 	}
-	b := o.raw
-	var found []byte
-	i := skipSpace(b, 1)
-	for i < len(b) && b[i] != '}' {
-		ks := i
-		i = skipString(b, i)
-		k := b[ks:i]
-		i = skipSpace(b, i)
-		i = skipSpace(b, i+1) // the colon
-		vs := i
-		i = skipValue(b, i)
-		if keyIs(k, key) {
-			found = b[vs:i]
-		}
-		i = skipSpace(b, i)
-		if i < len(b) && b[i] == ',' {
-			i = skipSpace(b, i+1)
+	if !o.indexed {
+		o.index()
+	}
+	b := o.doc.b
+	n := -1
+	for i := len(o.members) - 1; i >= 0; i-- {
+		if k := b[o.members[i].key0:o.members[i].key1]; string(k) == key || keyIs(k, key) {
+			n = i
+			break
 		}
 	}
-	if found == nil {
+	if n < 0 {
 		return nil, false
 	}
-	v := jsonValue(found)
+	v := o.doc.value(int(o.members[n].val0), int(o.members[n].val1))
 	o.memo[o.memoN%len(o.memo)] = memoEntry{key: key, val: v}
 	o.memoN++
 	return v, true
 }
 
-// keyIs reports whether the quoted JSON string k is key.
+// keyIs reports whether k, the bytes between a JSON key's quotes that are
+// not key itself, decode to key: only a key with an escape, or with bytes
+// that are not UTF-8 (decoded as U+FFFD), can.
 func keyIs(k []byte, key string) bool {
-	if s, ok := plainString(k); ok {
-		return s == key
+	if bytes.IndexByte(k, '\\') < 0 && utf8.Valid(k) {
+		return false // k decodes to itself, which is not key
 	}
+	q := make([]byte, 0, len(k)+2)
+	q = append(append(append(q, '"'), k...), '"')
 	var d string
-	return json.Unmarshal(k, &d) == nil && d == key
+	return json.Unmarshal(q, &d) == nil && d == key
 }
 
 func (o *lazyObject) whole() traits.Mapper {
 	if o.full == nil {
-		m, ok := decodeJSON(o.raw).(traits.Mapper)
+		m, ok := decodeJSON(o.doc.b[o.at:o.end]).(traits.Mapper)
 		if !ok {
 			m = types.NewStringInterfaceMap(types.DefaultTypeAdapter, nil)
 		}

@@ -399,7 +399,7 @@ func TestLazyObjectGetMissing(t *testing.T) {
 		{"string key", types.String("nope"), "no such key: nope"},
 		{"int key", types.Int(3), "no such key: 3"},
 	}
-	obj := jsonValue([]byte(`{"a": 1}`)).(*lazyObject)
+	obj := parseBody([]byte(`{"a": 1}`)).(*lazyObject)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := obj.Get(tt.key)

@@ -21,8 +21,11 @@ import (
 
 // Names in the configs the load test writes.
 const (
-	source     = "lt"  // the receiver's source
-	targetName = "out" // its one target
+	source = "lt" // the receiver's source
+	// sourceFiltered is the rules phase's second receiver, whose target
+	// has the filter (phaseConfig.pairFilter).
+	sourceFiltered = "lt-filtered"
+	targetName     = "out" // its one target
 	// orphanTarget is a target no config of the run has: the orphans
 	// phase's seeded jobs are for it, so no worker may take them.
 	orphanTarget = "gone"
@@ -30,11 +33,13 @@ const (
 	// consumerToken is the token of the listen phase's webhook_consumer.
 	consumerToken = "load-test-consumer-token-not-for-production"
 
-	pathStatic = "/static"  // Caddy's ceiling: respond 200, nothing else
-	pathHook   = "/hook"    // the webhook_receiver
-	pathNoop   = "/noop"    // the no-op upstream: respond 200 on the same Caddy
-	pathPull   = "/consume" // the webhook_consumer of the listen phase
-	statusNoop = http.StatusOK
+	pathStatic = "/static" // Caddy's ceiling: respond 200, nothing else
+	pathHook   = "/hook"   // the webhook_receiver
+	// pathHookFiltered is the rules phase's receiver with a filter.
+	pathHookFiltered = "/hook-filtered"
+	pathNoop         = "/noop"    // the no-op upstream: respond 200 on the same Caddy
+	pathPull         = "/consume" // the webhook_consumer of the listen phase
+	statusNoop       = http.StatusOK
 )
 
 // buildCaddy builds ./cmd/caddy of the module that contains this program's
@@ -59,18 +64,22 @@ func buildCaddy(ctx context.Context, dir string) (string, error) {
 
 // phaseConfig is what changes between the configs of the phases.
 type phaseConfig struct {
-	db        string // queue database file (sqlite)
-	schema    string // queue schema (postgres); set: the backend is postgres
-	workers   int    // 0: receive only
-	upstream  string // the target's URL
-	maxBatch  int    // storage.max_batch, 0 to leave it out
-	rate      string // the target's rate, "" for none
-	filter    string // the target's filter, "" for none
-	pull      bool   // the target is a pull target, consumed on pathPull
-	sync      string // storage.synchronous (sqlite)
-	logLevel  string // Caddy's default log level
-	adminAddr string
-	httpAddr  string
+	db       string // queue database file (sqlite)
+	schema   string // queue schema (postgres); set: the backend is postgres
+	workers  int    // 0: receive only
+	upstream string // the target's URL
+	maxBatch int    // storage.max_batch, 0 to leave it out
+	rate     string // the target's rate, "" for none
+	filter   string // the target's filter, "" for none
+	// pairFilter, when set, adds a second receiver on pathHookFiltered,
+	// source sourceFiltered, whose target has this filter: the rules
+	// phase's paired half.
+	pairFilter string
+	pull       bool   // the target is a pull target, consumed on pathPull
+	sync       string // storage.synchronous (sqlite)
+	logLevel   string // Caddy's default log level
+	adminAddr  string
+	httpAddr   string
 }
 
 // target is the receiver's one target.
@@ -129,6 +138,17 @@ func caddyJSON(pc phaseConfig) ([]byte, error) {
 			"secrets": []string{secret},
 			"targets": []any{pc.target()},
 		}),
+	}
+	if pc.pairFilter != "" {
+		t := pc.target()
+		t["filter"] = pc.pairFilter
+		routes = append(routes, route(pathHookFiltered, map[string]any{
+			"handler": "webhook_receiver",
+			"source":  sourceFiltered,
+			"scheme":  "github",
+			"secrets": []string{secret},
+			"targets": []any{t},
+		}))
 	}
 	if pc.pull {
 		routes = append(routes, route(pathPull+"/*", map[string]any{

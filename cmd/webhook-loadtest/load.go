@@ -37,6 +37,10 @@ type load struct {
 	// tracedFirst starts a paired window with the traced half; rounds
 	// take turns, so neither half always has the window's first slice.
 	tracedFirst bool
+	// altPath makes a paired load's halves differ in where they go, not
+	// in a trace context: the second ("traced") half's requests go to
+	// altPath instead of path, and carry none.
+	altPath string
 }
 
 // tracedAt reports whether a request sent at t carries a trace context.
@@ -314,8 +318,12 @@ func (l load) appendRequest(dst []byte, addr, id string, body []byte, traced boo
 	if err != nil {
 		return dst, fmt.Errorf("sign: %w", err)
 	}
+	path := l.path
+	if traced && l.altPath != "" {
+		path, traced = l.altPath, false
+	}
 	dst = append(dst, "POST "...)
-	dst = append(dst, l.path...)
+	dst = append(dst, path...)
 	dst = append(dst, " HTTP/1.1\r\nHost: "...)
 	dst = append(dst, addr...)
 	dst = append(dst, "\r\nUser-Agent: webhook-loadtest\r\nContent-Type: application/json\r\n"...)

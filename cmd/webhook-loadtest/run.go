@@ -59,10 +59,13 @@ type runner struct {
 	window time.Duration // each phase's window in one round
 	rate   string        // the target's rate in the phase running now; "" for none
 	filter string        // the target's filter in the phase running now; "" for none
-	stripe bool          // the phase running now sends 2 KB Stripe-like bodies
-	pull   bool          // the target is a pull target in the phase running now
-	db     string        // the database of the receiving phase running now, for its cost table
-	bin    string        // the Caddy binary, which also runs the listeners
+	// pairFilter and altPath: the phase running is paired across two
+	// receivers, the second with this filter on altPath (the rules phase).
+	pairFilter, altPath string
+	stripe              bool   // the phase running now sends 2 KB Stripe-like bodies
+	pull                bool   // the target is a pull target in the phase running now
+	db                  string // the database of the receiving phase running now, for its cost table
+	bin                 string // the Caddy binary, which also runs the listeners
 }
 
 // run executes the selected phases and returns their report. An error
@@ -227,7 +230,7 @@ func (r *runner) startCaddies(ctx context.Context, bin string) error {
 func (r *runner) schemas() []string {
 	dbs := []string{"idle.db", "static.db", "slow1.db", "slow32.db", "rate.db", "listen.db", "backlog.db", "orphans.db", "replay.db"}
 	for round := 1; round <= r.o.rounds; round++ {
-		for _, p := range []string{"ingest", "ingest-traced", "baseline", "e2e", "e2e-traced", rulesPlain, rulesFiltered} {
+		for _, p := range []string{"ingest", "ingest-traced", "baseline", "e2e", "e2e-traced", rulesPhase} {
 			dbs = append(dbs, fmt.Sprintf("%s-%d.db", p, round))
 		}
 	}
@@ -329,15 +332,16 @@ func (r *runner) phaseConfig(i int, db string, workers int, upstream string, max
 		upstream = "http://" + r.httpAddrs[i] + pathNoop
 	}
 	pc := phaseConfig{
-		workers:   workers,
-		upstream:  upstream,
-		maxBatch:  maxBatch,
-		rate:      r.rate,
-		filter:    r.filter,
-		pull:      r.pull,
-		logLevel:  r.o.logLevel,
-		adminAddr: r.adminAddrs[i],
-		httpAddr:  r.httpAddrs[i],
+		workers:    workers,
+		upstream:   upstream,
+		maxBatch:   maxBatch,
+		rate:       r.rate,
+		filter:     r.filter,
+		pairFilter: r.pairFilter,
+		pull:       r.pull,
+		logLevel:   r.o.logLevel,
+		adminAddr:  r.adminAddrs[i],
+		httpAddr:   r.httpAddrs[i],
 	}
 	if r.o.storage == "postgres" {
 		pc.schema = schemaFor(r.o.schemaPrefix, db)
@@ -486,6 +490,7 @@ func (r *runner) newLoad(name, path string, want int) load {
 		traceEvery: r.traceEvery,
 		// Odd rounds start with the plain half, even ones with the traced.
 		tracedFirst: r.round%2 == 0,
+		altPath:     r.altPath,
 	}
 	if r.stripe {
 		l.bodySize = rulesBodySize
