@@ -30,9 +30,10 @@
 //	                not have (-orphans): no claim may read them
 //	replay          ingest while the admin API replays 500,000 dead jobs
 //	                (-dead), in chunks
-//	rules           ingest of 2 KB Stripe-like bodies, without and with a
-//	                filter that reads two body fields, side by side: the
-//	                filter must cost less than 5 %
+//	rules           ingest of 2 KB Stripe-like bodies paired as the traced
+//	                phases are: every 100ms the requests switch between a
+//	                receiver without a filter and one whose target's filter
+//	                reads two body fields; the filter must cost less than 5 %
 //
 // Every 202 is looked up in the database afterwards, and every job the
 // database calls done in the slow phases must have reached the recording
