@@ -66,68 +66,50 @@ func (v *validator) literal(i int, word string) (int, bool) {
 }
 
 func (v *validator) object(i, depth int) (int, bool) {
-	if depth > maxJSONDepth {
-		return i, false
-	}
-	at := v.open(i)
 	b := v.b
-	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return v.close(at, i+1), true
-	}
-	for {
+	return v.container(i, depth, '}', func(i int) (int, bool) {
 		if i >= len(b) || b[i] != '"' {
 			return i, false
 		}
-		var ok bool
-		if i, ok = v.str(i); !ok {
+		i, ok := v.str(i)
+		if !ok {
 			return i, false
 		}
-		i = skipSpace(b, i)
-		if i >= len(b) || b[i] != ':' {
+		if i = skipSpace(b, i); i >= len(b) || b[i] != ':' {
 			return i, false
 		}
-		if i, ok = v.value(skipSpace(b, i+1), depth); !ok {
-			return i, false
-		}
-		i = skipSpace(b, i)
-		if i >= len(b) {
-			return i, false
-		}
-		switch b[i] {
-		case ',':
-			i = skipSpace(b, i+1)
-		case '}':
-			return v.close(at, i+1), true
-		default:
-			return i, false
-		}
-	}
+		return v.value(skipSpace(b, i+1), depth)
+	})
 }
 
 func (v *validator) array(i, depth int) (int, bool) {
+	return v.container(i, depth, ']', func(i int) (int, bool) { return v.value(i, depth) })
+}
+
+// container checks the object or array at b[i]: members read by member,
+// separated by commas, up to the closing bracket.
+func (v *validator) container(i, depth int, closing byte, member func(i int) (int, bool)) (int, bool) {
 	if depth > maxJSONDepth {
 		return i, false
 	}
 	at := v.open(i)
 	b := v.b
 	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == ']' {
+	if i < len(b) && b[i] == closing {
 		return v.close(at, i+1), true
 	}
 	for {
 		var ok bool
-		if i, ok = v.value(i, depth); !ok {
+		if i, ok = member(i); !ok {
 			return i, false
 		}
-		i = skipSpace(b, i)
-		if i >= len(b) {
+		if i = skipSpace(b, i); i >= len(b) {
 			return i, false
 		}
 		switch b[i] {
 		case ',':
 			i = skipSpace(b, i+1)
-		case ']':
+		case closing:
 			return v.close(at, i+1), true
 		default:
 			return i, false
