@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"strconv"
@@ -29,6 +30,14 @@ import (
 func parseBody(b []byte) ref.Val {
 	if len(b) == 0 {
 		return types.NullValue
+	}
+	if len(b) > math.MaxInt32 {
+		// The offsets below are int32; max_body may allow a larger body,
+		// which is decoded whole instead.
+		if !json.Valid(b) {
+			return types.NullValue
+		}
+		return decodeJSON(bytes.TrimSpace(b))
 	}
 	ends, ok := scanJSON(b)
 	if !ok {
