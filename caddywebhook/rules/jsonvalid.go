@@ -14,7 +14,7 @@ func validJSON(b []byte) bool {
 // objects and arrays ends, in the order they start, so that a reader can
 // step over a container without reading it again.
 func scanJSON(b []byte) ([]containerEnd, bool) {
-	v := validator{b: b}
+	v := validator{b: b, maxEnds: len(b)/64 + 64}
 	i := skipSpace(b, 0)
 	i, ok := v.value(i, 0)
 	return v.ends, ok && skipSpace(b, i) == len(b)
@@ -31,6 +31,10 @@ const maxJSONDepth = 10000
 type validator struct {
 	b    []byte
 	ends []containerEnd
+	// maxEnds bounds the ends noted, so a body of tiny nested containers
+	// ([[],[],…]) costs at most an eighth of its size in notes; the
+	// containers past it are read byte by byte when skipped.
+	maxEnds int
 }
 
 // value checks the value at b[i] and returns the index just past it.
@@ -117,14 +121,20 @@ func (v *validator) container(i, depth int, closing byte, member func(i int) (in
 	}
 }
 
-// open notes a container starting at i; close notes where it ends.
+// open notes a container starting at i, unless maxEnds are noted
+// already; close notes where it ends.
 func (v *validator) open(i int) int {
+	if len(v.ends) >= v.maxEnds {
+		return -1
+	}
 	v.ends = append(v.ends, containerEnd{start: int32(i), end: -1})
 	return len(v.ends) - 1
 }
 
 func (v *validator) close(at, end int) int {
-	v.ends[at].end = int32(end)
+	if at >= 0 {
+		v.ends[at].end = int32(end)
+	}
 	return end
 }
 

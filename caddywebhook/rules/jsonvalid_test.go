@@ -60,6 +60,28 @@ func TestValidJSON(t *testing.T) {
 	}
 }
 
+// TestScanJSONBoundsNotes checks that a body of tiny containers gets at
+// most its bound of notes, and that objects past it still read right.
+func TestScanJSONBoundsNotes(t *testing.T) {
+	body := `{"list":[` + strings.Repeat(`[],`, 10000) + `[]],"after":{"x":1}}`
+	ends, ok := scanJSON([]byte(body))
+	if !ok {
+		t.Fatal("scanJSON: not valid")
+	}
+	if limit := len(body)/64 + 64; len(ends) > limit {
+		t.Errorf("%d ends noted, want at most %d", len(ends), limit)
+	}
+	obj := parseBody([]byte(body)).(*lazyObject)
+	after, found := obj.find("after")
+	if !found {
+		t.Fatal("after: not found")
+	}
+	x, found := after.(*lazyObject).find("x")
+	if !found || x.Equal(types.Double(1)) != types.True {
+		t.Errorf("after.x = %v, %v; want 1", x, found)
+	}
+}
+
 // FuzzValidJSON: validJSON and encoding/json's Valid agree on any input.
 func FuzzValidJSON(f *testing.F) {
 	for _, s := range []string{`{"a":[1,2,{"b":"c"}]}`, `"\u00e9"`, `-1.5e+3`, `[true,null]`, stripeBody, `{"a":1,}`, "\"\x01\""} {

@@ -67,7 +67,7 @@ func (d *jsonDoc) skip(i int) int {
 		if found {
 			return int(d.ends[n].end)
 		}
-		return skipValue(b, i) // not reached: every container is noted
+		return skipValue(b, i) // a container past the notes' bound
 	}
 	return skipValue(b, i)
 }
