@@ -212,7 +212,7 @@ func (l *listener) claimLoop(ctx context.Context) error {
 				return fmt.Errorf("listen: claim: %w", err)
 			}
 			if msg := err.Error(); reported != msg {
-				l.logf("cannot claim from %s: %v; retrying", l.cfg.URL, redactURL(err))
+				l.logf("cannot claim from %s: %v; retrying", loggedURL(l.cfg.URL), redactURL(err))
 				reported = msg
 			}
 			connected = false
@@ -223,7 +223,7 @@ func (l *listener) claimLoop(ctx context.Context) error {
 			continue
 		}
 		if !connected {
-			l.logf("Ready! Forwarding %s events from %s to %s (concurrency %d)", l.cfg.Target, l.cfg.URL, l.cfg.ForwardTo, l.cfg.Concurrency)
+			l.logf("Ready! Forwarding %s events from %s to %s (concurrency %d)", l.cfg.Target, loggedURL(l.cfg.URL), loggedURL(l.cfg.ForwardTo), l.cfg.Concurrency)
 			connected, reported, retry = true, "", retryMin
 		}
 		l.mu.Lock()
@@ -660,6 +660,22 @@ func apiTransport() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConnsPerHost = 4
 	return t
+}
+
+// loggedURL is a URL as the log shows it: without its user info and its
+// query, either of which could hold a credential ("?…" says there was a
+// query). A URL that does not parse is shown as "(the URL given)".
+func loggedURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(the URL given)"
+	}
+	q := u.RawQuery != "" || u.ForceQuery
+	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
+	if q {
+		return u.String() + "?…"
+	}
+	return u.String()
 }
 
 // redactURL keeps a url.Error's message without its URL, whose query

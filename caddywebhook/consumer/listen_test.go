@@ -251,3 +251,25 @@ func TestListenLosesLease(t *testing.T) {
 		})
 	}
 }
+
+// TestLoggedURL: the URLs listen logs keep no user info, query or
+// fragment, any of which could hold a credential.
+func TestLoggedURL(t *testing.T) {
+	tests := []struct {
+		name, in, want string
+	}{
+		{"plain", "https://hooks.example.com/consume", "https://hooks.example.com/consume"},
+		{"query", "https://hooks.example.com/consume?token=s3cret", "https://hooks.example.com/consume?…"},
+		{"user info", "https://me:s3cret@hooks.example.com/consume", "https://hooks.example.com/consume"},
+		{"fragment", "http://localhost:3000/hook#s3cret", "http://localhost:3000/hook"},
+		{"empty query", "http://localhost:3000/hook?", "http://localhost:3000/hook?…"},
+		{"does not parse", "http://[::1/s3cret", "(the URL given)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := loggedURL(tt.in); got != tt.want {
+				t.Errorf("loggedURL(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
