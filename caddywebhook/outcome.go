@@ -39,10 +39,12 @@ func (rc *Receiver) answer(w http.ResponseWriter, r *http.Request, x *exchange, 
 		}
 		h.Set("Allow", allow)
 	case outcomeHandshake:
+		x.info.status = x.handshake.Status
 		rc.record(r, &x.info, o)
 		writeHandshake(w, x.handshake)
 		return
 	}
+	x.info.status = status
 	rc.record(r, &x.info, o)
 	w.WriteHeader(status)
 }
@@ -134,6 +136,7 @@ type requestInfo struct {
 	deliveryID string
 	eventType  string
 	outcome    outcome
+	status     int // the answer's status code; 0: the outcome's usual one
 	// headers backs the event's Headers: at most three are forwarded
 	// (content type, the scheme's event header, an event_type header).
 	headers [3]queue.Header

@@ -202,9 +202,23 @@ func TestReceiverHandshakes(t *testing.T) {
 			if tt.body != "" {
 				body = bytes.NewReader([]byte(tt.body))
 			}
+			sub := tails.subscribe(tailFilter{source: tt.receiver["source"].(string)})
+			if sub == nil {
+				t.Fatal("no tail subscription")
+			}
+			defer tails.unsubscribe(sub)
 			got := h.do(t, tt.method, "/hooks/"+tt.receiver["source"].(string)+tt.path, tt.header, body)
 			if got.status != tt.wantStatus || string(got.body) != tt.wantBody {
 				t.Errorf("answer = %d %q, want %d %q", got.status, got.body, tt.wantStatus, tt.wantBody)
+			}
+			// The live tail shows the status that was sent.
+			select {
+			case l := <-sub.lines:
+				if l.Status != tt.wantStatus || l.Outcome != tt.wantOutcome {
+					t.Errorf("tail line: %s %d, want %s %d", l.Outcome, l.Status, tt.wantOutcome, tt.wantStatus)
+				}
+			default:
+				t.Error("no tail line for the request")
 			}
 			if tt.wantType != "" && got.header.Get("Content-Type") != tt.wantType {
 				t.Errorf("Content-Type = %q, want %q", got.header.Get("Content-Type"), tt.wantType)
@@ -452,5 +466,37 @@ func TestHideFromAccessLog(t *testing.T) {
 				t.Errorf("hideFromAccessLog = %v, want %v", got, tt.hidden)
 			}
 		})
+	}
+}
+
+// TestReceiverTailsTheStatusSent: a Discord webhook event is stored and
+// answered 204, and the live tail says 204, not accepted's usual 202.
+func TestReceiverTailsTheStatusSent(t *testing.T) {
+	// The envelope of https://discord.com/developers/docs/events/webhook-events.
+	const event = `{"version":1,"application_id":"1234560123453231555","type":1,"event":{"type":"ENTITLEMENT_CREATE","timestamp":"2024-10-18T18:41:21.109604","data":{"id":"1296925200000000000","sku_id":"1296920000000000000","type":8}}}`
+	h := newHarness(t)
+	h.load(t, map[string]any{"workers": 0}, receiverConfig{
+		"handler": "webhook_receiver", "source": "discord", "scheme": "discord", "public_keys": []string{discordTestPub},
+		"targets": []map[string]any{httpTarget("", "http://127.0.0.1:9/")},
+	})
+	header, err := signature.Sign("discord", discordTestSeed, []byte(event), signature.SignOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := tails.subscribe(tailFilter{source: "discord"})
+	if sub == nil {
+		t.Fatal("no tail subscription")
+	}
+	defer tails.unsubscribe(sub)
+	if got := h.do(t, http.MethodPost, "/hooks/discord", header, strings.NewReader(event)); got.status != http.StatusNoContent {
+		t.Fatalf("answer %d %q, want 204", got.status, got.body)
+	}
+	select {
+	case l := <-sub.lines:
+		if l.Outcome != "accepted" || l.Status != http.StatusNoContent || l.EventType != "ENTITLEMENT_CREATE" {
+			t.Errorf("tail line %+v, want accepted 204 ENTITLEMENT_CREATE", l)
+		}
+	default:
+		t.Error("no tail line for the event")
 	}
 }

@@ -174,7 +174,7 @@ func (h *tailHub) publishReceived(info *requestInfo) {
 		Kind:       tailReceived,
 		Source:     info.source,
 		Outcome:    info.outcome.String(),
-		Status:     outcomeStatus[info.outcome],
+		Status:     cmp.Or(info.status, outcomeStatus[info.outcome]),
 		DeliveryID: info.deliveryID,
 		EventType:  info.eventType,
 	})
