@@ -9,4 +9,5 @@ import (
 	_ "github.com/caddywebhook/caddywebhook/caddywebhook/storage/sqlite"
 	_ "github.com/caddywebhook/caddywebhook/caddywebhook/targets/exec"
 	_ "github.com/caddywebhook/caddywebhook/caddywebhook/targets/http"
+	_ "github.com/caddywebhook/caddywebhook/caddywebhook/targets/pull"
 )

@@ -251,15 +251,17 @@ func (o *onceAMinute) first(key string, now time.Time) bool {
 var activeRules atomic.Pointer[rulesOf]
 
 type rulesOf struct {
-	owner  any
+	owner  *App // the app whose config compiled them
 	routes map[queue.Route]routeRules
 }
 
-func setActiveRules(owner any, routes map[queue.Route]routeRules) {
+func setActiveRules(owner *App, routes map[queue.Route]routeRules) {
 	activeRules.Store(&rulesOf{owner: owner, routes: routes})
 }
 
-func clearActiveRules(owner any) {
+// clearActiveRules forgets the rules of owner, unless a newer app's
+// replaced them already.
+func clearActiveRules(owner *App) {
 	if cur := activeRules.Load(); cur != nil && cur.owner == owner {
 		activeRules.CompareAndSwap(cur, nil)
 	}
