@@ -8,13 +8,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
+	"net/url"
 	"time"
 )
 
 // client speaks the consumer API for `caddy webhook listen`.
 type client struct {
-	base  string // the endpoint's URL, without the trailing /claim…
+	base  *url.URL // the endpoint's URL, without the trailing /claim…
 	token string
 	http  *http.Client
 }
@@ -55,7 +55,8 @@ func (c *client) post(ctx context.Context, endpoint string, req, resp any) error
 	if err != nil {
 		return fmt.Errorf("encode %s request: %w", endpoint, err)
 	}
-	r, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(c.base, "/")+"/"+endpoint, bytes.NewReader(body))
+	// JoinPath keeps the base's query, if it has one.
+	r, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base.JoinPath(endpoint).String(), bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("build %s request: %w", endpoint, err)
 	}
@@ -77,7 +78,9 @@ func (c *client) post(ctx context.Context, endpoint string, req, resp any) error
 		return &apiStatusError{status: res.StatusCode, msg: e.Error, param: e.Param}
 	}
 	if err := json.Unmarshal(b, resp); err != nil {
-		return fmt.Errorf("decode %s answer: %w", endpoint, err)
+		// A 200 that is not JSON comes from a route that is not the
+		// consumer's, such as a site's catch-all.
+		return fmt.Errorf("decode %s answer (is --url the address of a webhook_consumer?): %w", endpoint, err)
 	}
 	return nil
 }

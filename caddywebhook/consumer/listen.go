@@ -143,11 +143,12 @@ func newListener(cfg ListenConfig) (*listener, error) {
 	if err := target.Validate(); err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
 	}
+	base, _ := url.Parse(cfg.URL) // checked above
 	return &listener{
 		cfg:    cfg,
 		target: target,
 		fwd:    fwd,
-		api: &client{base: cfg.URL, token: cfg.Token, http: &http.Client{
+		api: &client{base: base, token: cfg.Token, http: &http.Client{
 			// A claim waits up to cfg.Wait on the server; the rest is
 			// the network's.
 			Timeout:   cfg.Wait + 30*time.Second,
