@@ -603,7 +603,7 @@ func (c *cli) show(_ *cobra.Command, args []string) error {
 		fmt.Fprintln(tw, "  ATTEMPT\tSTARTED\tDURATION\tOUTCOME\tSTATUS\tERROR")
 		for _, a := range job.History {
 			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\n", a.Attempt.Attempt, a.Started.UTC().Format(time.RFC3339),
-				latency(a.Duration), a.Outcome, cell(a.Code.String(), 0), cell(a.Error, 80))
+				Latency(a.Duration), a.Outcome, cell(a.Code.String(), 0), cell(a.Error, 80))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -812,11 +812,12 @@ func humanDuration(d time.Duration) string {
 	return fmt.Sprintf("%dd%dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
 }
 
-// latency prints how long an attempt took, keeping what a short one
+// Latency prints how long an attempt took, keeping what a short one
 // would lose to rounding to whole milliseconds: 0.004 ms, 0.04 ms,
 // 0.4 ms, 4.2 ms, 180 ms, 1.5 s, 12 s, then as humanDuration from a
-// minute on. The dashboard's fmtLatency prints the same.
-func latency(d time.Duration) string {
+// minute on. The dashboard's fmtLatency prints the same, and so does
+// every command that prints a duration (show, tail, listen).
+func Latency(d time.Duration) string {
 	ms := float64(d) / float64(time.Millisecond)
 	switch {
 	case d <= 0:

@@ -580,7 +580,7 @@ func formatTailLine(l tailLine) string {
 		return s
 	}
 	s := fmt.Sprintf("%s  %-8s  %s → %s  job %d attempt %d  %s", at, l.Outcome, cell(l.Source, 0), cell(l.Target, 0),
-		l.JobID, l.Attempt, latency(time.Duration(l.DurationMS*float64(time.Millisecond))))
+		l.JobID, l.Attempt, Latency(time.Duration(l.DurationMS*float64(time.Millisecond))))
 	if l.DeliveryID != "" {
 		s += "  delivery " + cell(l.DeliveryID, 0)
 	}

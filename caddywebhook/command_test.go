@@ -851,8 +851,8 @@ func TestCLILatency(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := latency(tt.d); got != tt.want {
-				t.Errorf("latency(%v) = %q, want %q", tt.d, got, tt.want)
+			if got := Latency(tt.d); got != tt.want {
+				t.Errorf("Latency(%v) = %q, want %q", tt.d, got, tt.want)
 			}
 		})
 	}

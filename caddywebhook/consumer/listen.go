@@ -530,7 +530,7 @@ func (l *listener) forget(id int64) {
 // local app's status and what became of the job, and the duration.
 func (l *listener) line(j ClaimedJob, outcome string, took time.Duration, note string) {
 	s := fmt.Sprintf("%s  %s  %s  %s  %s  %s", l.cfg.Now().Format(time.DateTime), j.Source, cmp.Or(j.EventType, "-"),
-		j.DeliveryID, outcome, took.Round(time.Millisecond))
+		j.DeliveryID, outcome, caddywebhook.Latency(took))
 	if note != "" {
 		s += "  " + note
 	}
