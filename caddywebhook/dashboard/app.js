@@ -578,10 +578,14 @@
     return tr;
   }
 
-  function jobsTable(jobs) {
+  // jobsTable lists jobs. brief leaves out the next attempt and the last
+  // error, which an event's summary of its jobs does not carry: empty
+  // cells would read as "no error".
+  function jobsTable(jobs, brief) {
+    const heads = ['Job', 'Created', 'Source', 'Target', 'Event type', 'Delivery id', 'Status', 'Attempts'];
+    if (!brief) heads.push('Next / finished', 'Last error');
     return el('table', { class: 'grid', id: 'jobs-list' },
-      el('thead', {}, el('tr', {}, ['Job', 'Created', 'Source', 'Target', 'Event type', 'Delivery id', 'Status', 'Attempts', 'Next / finished', 'Last error']
-        .map((h) => el('th', {}, h)))),
+      el('thead', {}, el('tr', {}, heads.map((h) => el('th', {}, h)))),
       el('tbody', {}, jobs.map((j) => rowLink(el('tr', { 'data-id': j.id, 'data-delivery': j.delivery_id, 'data-status': j.status },
         el('td', {}, el('a', { href: '#/jobs/' + j.id }, '#' + j.id)),
         el('td', {}, timeCell(j.created_at)),
@@ -589,8 +593,8 @@
         idCell(j.delivery_id),
         el('td', { class: 'c-status' }, badge(j.status)),
         el('td', { class: 'num' }, j.attempts),
-        el('td', {}, j.status === 'done' || j.status === 'dead' ? timeCell(j.finished_at) : timeCell(j.run_at)),
-        el('td', { class: 'err', title: j.last_error || '' }, clip(j.last_error, 80))), '#/jobs/' + j.id))));
+        brief ? null : el('td', {}, j.status === 'done' || j.status === 'dead' ? timeCell(j.finished_at) : timeCell(j.run_at)),
+        brief ? null : el('td', { class: 'err', title: j.last_error || '' }, clip(j.last_error, 80))), '#/jobs/' + j.id))));
   }
 
   function eventsTable(events) {
@@ -819,7 +823,7 @@
               el('li', {}, el('strong', {}, t), ': ', el('span', { class: 'mono' }, ev.filters[t]))))],
           ]),
           el('section', {}, el('h3', {}, 'Jobs'), (ev.jobs || []).length === 0 ? el('p', { class: 'muted' }, 'No target: the event is stored without a job.') :
-            jobsTable(ev.jobs.map((j) => Object.assign({ source: ev.source, event_type: ev.event_type, delivery_id: ev.delivery_id, created_at: ev.created_at }, j)))),
+            jobsTable(ev.jobs.map((j) => Object.assign({ source: ev.source, event_type: ev.event_type, delivery_id: ev.delivery_id, created_at: ev.created_at }, j)), true)),
           sendForm(ev.id, ev.source),
           headersTable(ev.headers),
           payloadBox(ev));

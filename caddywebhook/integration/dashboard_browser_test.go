@@ -321,6 +321,14 @@ func TestDashboard(t *testing.T) {
 		if ds := up.forKey("dash-paused-1"); len(ds) != 0 {
 			t.Errorf("dash-paused-1 reached the upstream while paused: %s", summarize(ds))
 		}
+		// The lag stays on one line beside the Flow column.
+		if lines := b.eval(t, `(() => {
+			const r = document.createRange();
+			r.selectNodeContents(document.querySelector('`+row+` .c-lag'));
+			return String(new Set([...r.getClientRects()].map((x) => Math.round(x.top))).size);
+		})()`); lines != "1" {
+			t.Errorf("the lag cell takes %s lines, want 1", lines)
+		}
 		b.shot(t, "paused")
 		b.do(t, chromedp.Click(chromedp.CSS(row+` button[data-action="resume"]`)))
 		up.waitAnswered(t, "dash-paused-1", http.StatusOK, 1)
@@ -345,6 +353,11 @@ func TestDashboard(t *testing.T) {
 			const li = document.querySelector('#event-filters li');
 			return !!li && li.textContent === 'billing: ' + `+strconv.Quote(dashFilter)+` && !document.querySelector('#event-filters img');
 		})()`)
+		// The event's jobs carry no next attempt or last error: the table
+		// leaves those columns out rather than show them empty.
+		if heads := b.eval(t, `[...document.querySelectorAll('#jobs-list thead th')].map((th) => th.textContent).join(',')`); strings.Contains(heads, "Last error") || !strings.Contains(heads, "Attempts") {
+			t.Errorf("the event page's jobs table has the columns %s", heads)
+		}
 		b.shot(t, "event-filter")
 	})
 	b.jobsAtWidths(t, dash)
