@@ -70,7 +70,6 @@ type phaseConfig struct {
 	upstream string // the target's URL
 	maxBatch int    // storage.max_batch, 0 to leave it out
 	rate     string // the target's rate, "" for none
-	filter   string // the target's filter, "" for none
 	// pairFilter, when set, adds a second receiver on pathHookFiltered,
 	// source sourceFiltered, whose target has this filter: the rules
 	// phase's paired half.
@@ -93,9 +92,6 @@ func (pc phaseConfig) target() map[string]any {
 	}
 	if pc.rate != "" {
 		t["rate"] = pc.rate
-	}
-	if pc.filter != "" {
-		t["filter"] = pc.filter
 	}
 	return t
 }

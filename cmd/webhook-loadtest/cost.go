@@ -444,17 +444,22 @@ type costProbe struct {
 	start  costSample
 	end    costSample
 
-	// mu orders begin, on the goroutine that starts the window, before
-	// finish.
-	mu      sync.Mutex
-	stopWAL func() *walTail // SQLite: ends following the WAL
-	wal     *walTail        // what it counted in the window
+	// mu guards the fields below: begin runs on the goroutine that
+	// starts the window, finish on the one that ran the load.
+	mu       sync.Mutex
+	finished bool            // finish ran: a late begin does nothing
+	stopWAL  func() *walTail // SQLite: ends following the WAL
+	wal      *walTail        // what it counted in the window
 }
 
-// begin reads the window's first sample and starts following the WAL.
+// begin reads the window's first sample and starts following the WAL,
+// unless the load already ended (it failed before its window).
 func (p *costProbe) begin(ctx context.Context) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.finished {
+		return
+	}
 	p.start = p.sample(ctx)
 	if p.path != "" {
 		p.stopWAL = followWAL(p.path)
@@ -465,6 +470,7 @@ func (p *costProbe) begin(ctx context.Context) {
 func (p *costProbe) finish(ctx context.Context) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.finished = true
 	if p.start.at.IsZero() {
 		return // the window never started
 	}
@@ -568,7 +574,9 @@ func (pc *phaseCost) addWindow(p *costProbe, rate float64) {
 }
 
 // addProfile adds one round's CPU profile, at the round's accepted rate.
-func (pc *phaseCost) addProfile(c profileCost, rate float64) {
+// A profile lasts whole seconds, at least one, so it may outlast a shorter
+// window: its events are those of the part that overlaps the window.
+func (pc *phaseCost) addProfile(c profileCost, rate float64, window time.Duration) {
 	if pc.prof.cpuNanos == nil {
 		pc.prof = profileCost{cpuNanos: map[string]int64{}, samples: map[string]int64{}, sites: map[string]frame{}}
 	}
@@ -584,7 +592,7 @@ func (pc *phaseCost) addProfile(c profileCost, rate float64) {
 	pc.prof.totalNanos += c.totalNanos
 	pc.prof.totalCount += c.totalCount
 	pc.prof.wallNanos += c.wallNanos
-	pc.profEvents += rate * float64(c.wallNanos) / 1e9
+	pc.profEvents += rate * float64(min(c.wallNanos, window.Nanoseconds())) / 1e9
 	pc.profiles++
 }
 
@@ -667,7 +675,7 @@ func (r *runner) costProbe(phase string) *costProbe {
 // addCost adds a round's readings to the phase's cost: the probe's, the
 // round's CPU profiles and, on SQLite, the WAL file's frames. What cannot
 // be read is logged and left out; the throughput does not depend on it.
-func (r *runner) addCost(ctx context.Context, pr *phaseResult, p *costProbe, rate float64) {
+func (r *runner) addCost(ctx context.Context, pr *phaseResult, p *costProbe, rate float64, window time.Duration) {
 	if pr.cost == nil {
 		pr.cost = new(phaseCost)
 	}
@@ -680,7 +688,7 @@ func (r *runner) addCost(ctx context.Context, pr *phaseResult, p *costProbe, rat
 			r.logf("%s: cost table: %v", pr.name, err)
 			continue
 		}
-		pr.cost.addProfile(c, rate/float64(len(r.caddies)))
+		pr.cost.addProfile(c, rate/float64(len(r.caddies)), window)
 	}
 	pr.roundProfiles = nil
 	if p.path != "" {

@@ -33,8 +33,9 @@ type phaseResult struct {
 	server          serverFigures // postgres: the server's share
 
 	rate float64 // answers with the wanted status per second, in the windows
-	// A paired phase (ingest-traced, e2e-traced): the rates of its halves
-	// without and with a trace context; rate is the traced half's.
+	// A paired phase: the rates of its two halves, the first (plain) and
+	// the second (traced: with a trace context in ingest-traced and
+	// e2e-traced, to the filtered receiver in rules); rate is the second's.
 	plainRate, tracedRate float64
 	p50, p99              time.Duration
 	deliveredRate         float64

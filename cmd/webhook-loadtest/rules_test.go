@@ -14,7 +14,7 @@ func TestFillStripeBody(t *testing.T) {
 		id   string
 	}{
 		{name: "short id", id: "r-1-2-3"},
-		{name: "long id", id: deliveryID("rules-filter-3", 31, 4_000_000_000)},
+		{name: "long id", id: deliveryID("rules-3", 31, 4_000_000_000)},
 	}
 	f, err := rules.CompileFilter([]string{rulesFilter}, rules.Options{})
 	if err != nil {
@@ -38,5 +38,50 @@ func TestFillStripeBody(t *testing.T) {
 				t.Errorf("the phase's filter does not take the body: %v, %v", ok, err)
 			}
 		})
+	}
+}
+
+// TestRulesPairConfig: the rules phase's config has the plain receiver on
+// pathHook and, on pathHookFiltered, a receiver of its own source whose
+// target has the filter, so the two halves differ in the filter alone.
+func TestRulesPairConfig(t *testing.T) {
+	raw, err := caddyJSON(phaseConfig{db: "/tmp/x.db", upstream: "http://127.0.0.1:1/noop", pairFilter: rulesFilter,
+		adminAddr: "127.0.0.1:1", httpAddr: "127.0.0.1:2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		Apps struct {
+			HTTP struct {
+				Servers map[string]struct {
+					Routes []struct {
+						Match  []struct{ Path []string }
+						Handle []map[string]any
+					}
+				}
+			}
+		}
+	}
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	filters := map[string]any{} // by path: the target's filter
+	sources := map[string]any{}
+	for _, srv := range cfg.Apps.HTTP.Servers {
+		for _, r := range srv.Routes {
+			h := r.Handle[0]
+			if h["handler"] != "webhook_receiver" {
+				continue
+			}
+			path := r.Match[0].Path[0]
+			sources[path] = h["source"]
+			filters[path] = h["targets"].([]any)[0].(map[string]any)["filter"]
+		}
+	}
+	if filters[pathHook] != nil || filters[pathHookFiltered] != rulesFilter {
+		t.Errorf("filters by path %v, want none on %s and the phase's on %s", filters, pathHook, pathHookFiltered)
+	}
+	if sources[pathHook] != source || sources[pathHookFiltered] != sourceFiltered {
+		t.Errorf("sources by path %v", sources)
 	}
 }

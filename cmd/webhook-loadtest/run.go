@@ -58,7 +58,6 @@ type runner struct {
 	round  int           // 1-based, the round running now
 	window time.Duration // each phase's window in one round
 	rate   string        // the target's rate in the phase running now; "" for none
-	filter string        // the target's filter in the phase running now; "" for none
 	// pairFilter and altPath: the phase running is paired across two
 	// receivers, the second with this filter on altPath (the rules phase).
 	pairFilter, altPath string
@@ -336,7 +335,6 @@ func (r *runner) phaseConfig(i int, db string, workers int, upstream string, max
 		upstream:   upstream,
 		maxBatch:   maxBatch,
 		rate:       r.rate,
-		filter:     r.filter,
 		pairFilter: r.pairFilter,
 		pull:       r.pull,
 		logLevel:   r.o.logLevel,
@@ -511,11 +509,13 @@ func (r *runner) drive(ctx context.Context, pr *phaseResult, l load, during func
 		if !sleepCtx(ctx, time.Until(start.Add(l.warmup))) {
 			return
 		}
+		// The profile starts first: the probe's reads of the store's
+		// counters wait for the writer's batch.
+		wait := r.capture(ctx, pr, l.duration)
 		if probe != nil {
 			probe.begin(ctx)
 		}
 		mon.windowStart()
-		wait := r.capture(ctx, pr, l.duration)
 		if during != nil {
 			during(start.Add(l.warmup))
 		}
@@ -533,7 +533,7 @@ func (r *runner) drive(ctx context.Context, pr *phaseResult, l load, during func
 	}
 	pr.addLoad(res)
 	if probe != nil {
-		r.addCost(ctx, pr, probe, res.okRate())
+		r.addCost(ctx, pr, probe, res.okRate(), l.duration)
 	}
 	pr.check(res.transport == 0, "round %d: %d requests got no answer; the last: %s", r.round, res.transport, res.lastErr)
 	for status, n := range res.statuses {
@@ -628,7 +628,11 @@ func (r *runner) ingest(ctx context.Context, name, db string, maxBatch int, duri
 		return err
 	}
 	defer q.close()
-	r.logf("%s: POST %s, workers 0, %d connections", name, pathHook, r.o.conns)
+	paths := pathHook
+	if r.altPath != "" {
+		paths += " and " + r.altPath + ", in turn"
+	}
+	r.logf("%s: POST %s, workers 0, %d connections", name, paths, r.o.conns)
 	l := r.newLoad(name, pathHook, 202)
 	res, err := r.drive(ctx, pr, l, during)
 	if err != nil {
