@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strings"
 
 	"go.opentelemetry.io/otel/trace"
@@ -121,10 +122,12 @@ func lowerHex(s string) bool {
 }
 
 // validTracestate joins the tracestate header lines and returns them if
-// they form a list the specification allows (at most 32 members key=value,
-// keys of a-z, 0-9, _-*/@, values of printable ASCII but comma and equals),
-// cut to maxTracestate bytes at a member boundary; otherwise "". It checks
-// in place: a single line that passes is returned without a copy.
+// they form a list the specification allows (at most 32 members key=value
+// with distinct keys, as validListMember checks each), cut to maxTracestate
+// bytes at a member boundary; otherwise "". It is the list OpenTelemetry's
+// trace.ParseTraceState accepts, so an attempt that hands the stored string
+// on sends what an attempt with a span would. It checks in place: a single
+// line that passes is returned without a copy.
 func validTracestate(lines []string) string {
 	var state string
 	switch len(lines) {
@@ -135,6 +138,7 @@ func validTracestate(lines []string) string {
 	default:
 		state = strings.Join(lines, ",")
 	}
+	var keys [32]string
 	members, rest := 0, state
 	for rest != "" {
 		var m string
@@ -143,9 +147,15 @@ func validTracestate(lines []string) string {
 		if m == "" {
 			continue
 		}
-		if members++; members > 32 || !validListMember(m) {
+		if members == len(keys) || !validListMember(m) {
 			return ""
 		}
+		key, _, _ := strings.Cut(m, "=")
+		if slices.Contains(keys[:members], key) {
+			return "" // a key twice: the specification refuses the list
+		}
+		keys[members] = key
+		members++
 	}
 	for len(state) > maxTracestate {
 		i := strings.LastIndexByte(state, ',')
@@ -157,23 +167,43 @@ func validTracestate(lines []string) string {
 	return strings.TrimRight(state, " \t,")
 }
 
-// validListMember checks one tracestate list member, key=value.
+// validListMember checks one tracestate list member, key=value: a key
+// a-z first then a-z, 0-9, _-*/ (at most 256), or tenant@system (a tenant
+// of at most 241 starting a-z or 0-9, a system of at most 14 starting
+// a-z); a value of at most 256 printable ASCII but comma and equals, not
+// ending in a space.
 func validListMember(m string) bool {
 	key, value, ok := strings.Cut(m, "=")
-	if !ok || key == "" || len(key) > 256 || value == "" || len(value) > 256 || value[len(value)-1] == ' ' {
+	if !ok || value == "" || len(value) > 256 || value[len(value)-1] == ' ' {
 		return false
 	}
-	if c := key[0]; (c < 'a' || c > 'z') && (c < '0' || c > '9') {
-		return false
-	}
-	for i := 0; i < len(key); i++ {
-		c := key[i]
-		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' && c != '-' && c != '*' && c != '/' && c != '@' {
+	if tenant, system, multi := strings.Cut(key, "@"); multi {
+		if !validKeyPart(tenant, 241, true) || !validKeyPart(system, 14, false) {
 			return false
 		}
+	} else if !validKeyPart(key, 256, false) {
+		return false
 	}
 	for i := 0; i < len(value); i++ {
 		if c := value[i]; c < 0x20 || c > 0x7e || c == ',' || c == '=' {
+			return false
+		}
+	}
+	return true
+}
+
+// validKeyPart checks a key, or a tenant or system id, of at most max
+// bytes: a-z first (or 0-9 when digitFirst), then a-z, 0-9, _-*/.
+func validKeyPart(s string, max int, digitFirst bool) bool {
+	if s == "" || len(s) > max {
+		return false
+	}
+	if c := s[0]; (c < 'a' || c > 'z') && (!digitFirst || c < '0' || c > '9') {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		c := s[i]
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' && c != '-' && c != '*' && c != '/' {
 			return false
 		}
 	}
@@ -227,17 +257,13 @@ type attemptTraceKey struct{}
 // nothing this build wrote).
 func withAttemptTrace(ctx context.Context, stored string) context.Context {
 	parent, state, _ := strings.Cut(stored, "\n")
-	if _, _, _, ok := parseTraceparent(parent); !ok || len(parent) != 55 {
+	tid, _, flags, ok := parseTraceparent(parent)
+	if !ok {
 		return ctx
 	}
-	sid := newSpanID()
-	var hexSID [16]byte
-	hex.Encode(hexSID[:], sid[:])
 	var b strings.Builder
 	b.Grow(55)
-	b.WriteString(parent[:36])
-	b.Write(hexSID[:])
-	b.WriteString(parent[52:])
+	writeTraceparent(&b, tid, newSpanID(), flags)
 	return context.WithValue(ctx, attemptTraceKey{}, &attemptTrace{parent: b.String(), state: state})
 }
 

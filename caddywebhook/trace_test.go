@@ -3,6 +3,7 @@ package caddywebhook
 import (
 	"context"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -26,9 +27,16 @@ func TestRequestTrace(t *testing.T) {
 			parent + "\nrojo=00f067aa0ba902b7,congo=t61rcWkgMzE"},
 		{"invalid tracestate dropped alone", map[string][]string{"Traceparent": {parent}, "Tracestate": {"not a list\n"}}, parent},
 		{"tracestate with an upper-case key dropped", map[string][]string{"Traceparent": {parent}, "Tracestate": {"Rojo=1"}}, parent},
-		{"tracestate of 33 members dropped", map[string][]string{"Traceparent": {parent}, "Tracestate": {strings.Repeat("a=1,", 33)}}, parent},
-		{"long tracestate cut at a member", map[string][]string{"Traceparent": {parent}, "Tracestate": {strings.Repeat("k="+strings.Repeat("v", 98)+",", 6)}},
-			parent + "\n" + strings.TrimSuffix(strings.Repeat("k="+strings.Repeat("v", 98)+",", 5), ",")},
+		{"tracestate of 33 members dropped", map[string][]string{"Traceparent": {parent}, "Tracestate": {members(33)}}, parent},
+		{"tracestate of 32 members kept", map[string][]string{"Traceparent": {parent}, "Tracestate": {members(32)}}, parent + "\n" + members(32)},
+		{"tracestate with a key twice dropped", map[string][]string{"Traceparent": {parent}, "Tracestate": {"a=1,a=2"}}, parent},
+		{"tracestate with a key twice over two lines dropped", map[string][]string{"Traceparent": {parent}, "Tracestate": {"a=1", "a=2"}}, parent},
+		{"tracestate key starting with a digit dropped", map[string][]string{"Traceparent": {parent}, "Tracestate": {"1abc=x"}}, parent},
+		{"tracestate key with two @ dropped", map[string][]string{"Traceparent": {parent}, "Tracestate": {"a@b@c=1"}}, parent},
+		{"tracestate multi-tenant key kept", map[string][]string{"Traceparent": {parent}, "Tracestate": {"1tenant@sys=1,rojo=2"}}, parent + "\n1tenant@sys=1,rojo=2"},
+		{"tracestate system id starting with a digit dropped", map[string][]string{"Traceparent": {parent}, "Tracestate": {"t@1sys=1"}}, parent},
+		{"long tracestate cut at a member", map[string][]string{"Traceparent": {parent}, "Tracestate": {longMembers(6)}},
+			parent + "\n" + longMembers(5)},
 		{"unknown flags cleared", map[string][]string{"Traceparent": {"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-ff"}}, parent},
 		{"future version with more fields", map[string][]string{"Traceparent": {"01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-what"}}, parent},
 		{"garbage", map[string][]string{"Traceparent": {"garbage"}}, ""},
@@ -163,5 +171,39 @@ func TestAttemptTraceAllocs(t *testing.T) {
 				t.Errorf("tracestate = %q, want %q", state, want)
 			}
 		})
+	}
+}
+
+// longMembers is a tracestate of n members of 101 bytes each.
+func longMembers(n int) string {
+	m := make([]string, n)
+	for i := range m {
+		m[i] = "k" + strconv.Itoa(i) + "=" + strings.Repeat("v", 98)
+	}
+	return strings.Join(m, ",")
+}
+
+// members is a tracestate of n members with distinct keys.
+func members(n int) string {
+	m := make([]string, n)
+	for i := range m {
+		m[i] = "k" + strconv.Itoa(i) + "=v"
+	}
+	return strings.Join(m, ",")
+}
+
+// TestTracestateAgreesWithOTel: a tracestate is kept exactly when
+// OpenTelemetry's parser accepts it, so that an attempt handing the stored
+// string on and one sending its span's state send the same.
+func TestTracestateAgreesWithOTel(t *testing.T) {
+	for _, state := range []string{
+		"rojo=00f067aa0ba902b7,congo=t61rcWkgMzE", "a=1,a=2", "1abc=x", "a@b@c=1", "t@s=1", "1t@s=1", "t@1s=1",
+		"Rojo=1", "a=", "=1", "a=b c", "a=b ", "a=b=c", "a/b*c_d-e=1", members(32), members(33),
+		strings.Repeat("t", 241) + "@s=1", strings.Repeat("t", 242) + "@s=1", "t@" + strings.Repeat("s", 14) + "=1", "t@" + strings.Repeat("s", 15) + "=1",
+	} {
+		_, err := trace.ParseTraceState(state)
+		if kept := validTracestate([]string{state}) != ""; kept != (err == nil) {
+			t.Errorf("%q: kept %v, OpenTelemetry's parser says %v", state, kept, err)
+		}
 	}
 }
