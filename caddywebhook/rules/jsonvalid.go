@@ -1,27 +1,23 @@
 package rules
 
-// validJSON reports whether b is one JSON value with optional white space
+// scanJSON reports whether b is one JSON value with optional white space
 // around it, exactly as encoding/json's Valid does (which accepts bytes
-// that are not UTF-8 inside strings, as this does), but in a direct loop:
-// Valid steps a state machine through a function call per byte, and on a
-// 2 KB body that check was half of what a body filter cost.
-func validJSON(b []byte) bool {
-	_, ok := scanJSON(b)
-	return ok
-}
-
-// scanJSON checks b as validJSON does and returns where each of its
-// objects and arrays ends, in the order they start, so that a reader can
-// step over a container without reading it again.
+// that are not UTF-8 inside strings, as this does), and returns where each
+// of its objects and arrays ends, in the order they start, so that a
+// reader can step over a container without reading it again. It is a
+// direct loop with its own stack of open containers: Valid steps a state
+// machine through a function call per byte, and on a 2 KB body that check
+// was half of what a body filter cost; a recursive descent would grow the
+// goroutine's stack by megabytes on a body nested 10,000 deep.
 func scanJSON(b []byte) ([]containerEnd, bool) {
 	v := validator{b: b, maxEnds: len(b)/64 + 64}
-	i := skipSpace(b, 0)
-	i, ok := v.value(i, 0)
+	i, ok := v.run(skipSpace(b, 0))
 	return v.ends, ok && skipSpace(b, i) == len(b)
 }
 
 // containerEnd is where an object or array that starts at start ends:
-// just past its closing bracket.
+// just past its closing bracket. int32 holds any offset of a body, which
+// max_body caps at 64 MiB.
 type containerEnd struct{ start, end int32 }
 
 // maxJSONDepth is encoding/json's nesting limit, past which it refuses a
@@ -37,93 +33,117 @@ type validator struct {
 	maxEnds int
 }
 
-// value checks the value at b[i] and returns the index just past it.
-func (v *validator) value(i, depth int) (int, bool) {
+// open is a container the validator is inside: its closing bracket and
+// its note in ends (-1: not noted).
+type open struct {
+	closing byte
+	note    int
+}
+
+// run checks the value at b[i] and returns the index just past it.
+func (v *validator) run(i int) (int, bool) {
 	b := v.b
-	if i >= len(b) {
-		return i, false
-	}
-	switch c := b[i]; {
-	case c == '"':
-		return v.str(i)
-	case c == '{':
-		return v.object(i, depth+1)
-	case c == '[':
-		return v.array(i, depth+1)
-	case c == '-' || c >= '0' && c <= '9':
-		return v.number(i)
-	case c == 't':
-		return v.literal(i, "true")
-	case c == 'f':
-		return v.literal(i, "false")
-	case c == 'n':
-		return v.literal(i, "null")
-	}
-	return i, false
-}
-
-func (v *validator) literal(i int, word string) (int, bool) {
-	if len(v.b)-i < len(word) || string(v.b[i:i+len(word)]) != word {
-		return i, false
-	}
-	return i + len(word), true
-}
-
-func (v *validator) object(i, depth int) (int, bool) {
-	b := v.b
-	return v.container(i, depth, '}', func(i int) (int, bool) {
-		if i >= len(b) || b[i] != '"' {
-			return i, false
-		}
-		i, ok := v.str(i)
-		if !ok {
-			return i, false
-		}
-		if i = skipSpace(b, i); i >= len(b) || b[i] != ':' {
-			return i, false
-		}
-		return v.value(skipSpace(b, i+1), depth)
-	})
-}
-
-func (v *validator) array(i, depth int) (int, bool) {
-	return v.container(i, depth, ']', func(i int) (int, bool) { return v.value(i, depth) })
-}
-
-// container checks the object or array at b[i]: members read by member,
-// separated by commas, up to the closing bracket.
-func (v *validator) container(i, depth int, closing byte, member func(i int) (int, bool)) (int, bool) {
-	if depth > maxJSONDepth {
-		return i, false
-	}
-	at := v.open(i)
-	b := v.b
-	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == closing {
-		return v.close(at, i+1), true
-	}
+	var inline [32]open
+	stack := inline[:0]
 	for {
-		var ok bool
-		if i, ok = member(i); !ok {
+		// A value starts at b[i].
+		if i >= len(b) {
 			return i, false
 		}
-		if i = skipSpace(b, i); i >= len(b) {
-			return i, false
-		}
-		switch b[i] {
-		case ',':
-			i = skipSpace(b, i+1)
-		case closing:
-			return v.close(at, i+1), true
+		switch c := b[i]; {
+		case c == '{' || c == '[':
+			if len(stack) == maxJSONDepth {
+				return i, false
+			}
+			closing := byte('}')
+			if c == '[' {
+				closing = ']'
+			}
+			stack = append(stack, open{closing: closing, note: v.note(i)})
+			if i = skipSpace(b, i+1); i < len(b) && b[i] == closing {
+				stack, i = v.closeTop(stack, i)
+				break
+			}
+			if closing == '}' {
+				var ok bool
+				if i, ok = v.key(i); !ok {
+					return i, false
+				}
+			}
+			continue // the first member's value
+		case c == '"':
+			var ok bool
+			if i, ok = v.str(i); !ok {
+				return i, false
+			}
+		case c == '-' || c >= '0' && c <= '9':
+			var ok bool
+			if i, ok = v.number(i); !ok {
+				return i, false
+			}
+		case c == 't' || c == 'f' || c == 'n':
+			word := "null"
+			switch c {
+			case 't':
+				word = "true"
+			case 'f':
+				word = "false"
+			}
+			if len(b)-i < len(word) || string(b[i:i+len(word)]) != word {
+				return i, false
+			}
+			i += len(word)
 		default:
 			return i, false
 		}
+		// A value ended at i: a comma and the next member, or closing
+		// brackets, follow.
+		for {
+			if len(stack) == 0 {
+				return i, true
+			}
+			if i = skipSpace(b, i); i >= len(b) {
+				return i, false
+			}
+			top := stack[len(stack)-1]
+			if b[i] == top.closing {
+				stack, i = v.closeTop(stack, i)
+				continue
+			}
+			if b[i] != ',' {
+				return i, false
+			}
+			i = skipSpace(b, i+1)
+			if top.closing == '}' {
+				var ok bool
+				if i, ok = v.key(i); !ok {
+					return i, false
+				}
+			}
+			break
+		}
 	}
 }
 
-// open notes a container starting at i, unless maxEnds are noted
-// already; close notes where it ends.
-func (v *validator) open(i int) int {
+// key checks an object member's key and colon at b[i], and returns the
+// index of its value.
+func (v *validator) key(i int) (int, bool) {
+	b := v.b
+	if i >= len(b) || b[i] != '"' {
+		return i, false
+	}
+	i, ok := v.str(i)
+	if !ok {
+		return i, false
+	}
+	if i = skipSpace(b, i); i >= len(b) || b[i] != ':' {
+		return i, false
+	}
+	return skipSpace(b, i+1), true
+}
+
+// note notes a container starting at i, unless maxEnds are noted already.
+func (v *validator) note(i int) int {
 	if len(v.ends) >= v.maxEnds {
 		return -1
 	}
@@ -131,11 +151,13 @@ func (v *validator) open(i int) int {
 	return len(v.ends) - 1
 }
 
-func (v *validator) close(at, end int) int {
-	if at >= 0 {
-		v.ends[at].end = int32(end)
+// closeTop closes the innermost container at its bracket b[i] and returns
+// the stack without it and the index past the bracket.
+func (v *validator) closeTop(stack []open, i int) ([]open, int) {
+	if n := stack[len(stack)-1].note; n >= 0 {
+		v.ends[n].end = int32(i + 1)
 	}
-	return end
+	return stack[:len(stack)-1], i + 1
 }
 
 // plainByte marks the bytes a string may hold as they are: not a quote, a

@@ -2,13 +2,15 @@ package rules
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
 	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
 )
 
-// TestValidJSON holds validJSON to encoding/json's Valid, case by case.
+// TestValidJSON holds scanJSON to encoding/json's Valid, case by case.
 func TestValidJSON(t *testing.T) {
 	tests := []struct {
 		name string
@@ -53,8 +55,8 @@ func TestValidJSON(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got, want := validJSON([]byte(tt.in)), json.Valid([]byte(tt.in)); got != want {
-				t.Errorf("validJSON = %v, encoding/json says %v", got, want)
+			if _, got := scanJSON([]byte(tt.in)); got != json.Valid([]byte(tt.in)) {
+				t.Errorf("scanJSON says valid %v, encoding/json the opposite", got)
 			}
 		})
 	}
@@ -82,7 +84,30 @@ func TestScanJSONBoundsNotes(t *testing.T) {
 	}
 }
 
-// FuzzValidJSON: validJSON and encoding/json's Valid agree on any input.
+// TestLazyObjectManyMembers: an object of more members than an index
+// holds is still read right, member by member.
+func TestLazyObjectManyMembers(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("{")
+	for i := range maxIndexed + 10 {
+		fmt.Fprintf(&b, `"k%d":%d,`, i, i)
+	}
+	b.WriteString(`"k5":"last"}`)
+	obj := parseBody([]byte(b.String())).(*lazyObject)
+	for key, want := range map[string]ref.Val{"k0": types.Double(0), "k1030": types.Double(1030), "k5": types.String("last")} {
+		if got, found := obj.find(key); !found || got.Equal(want) != types.True {
+			t.Errorf("%s = %v, %v; want %v", key, got, found, want)
+		}
+	}
+	if _, found := obj.find("k9999"); found {
+		t.Error("k9999 found")
+	}
+	if obj.members != nil {
+		t.Errorf("an index of %d members kept", len(obj.members))
+	}
+}
+
+// FuzzValidJSON: scanJSON and encoding/json's Valid agree on any input.
 func FuzzValidJSON(f *testing.F) {
 	for _, s := range []string{`{"a":[1,2,{"b":"c"}]}`, `"\u00e9"`, `-1.5e+3`, `[true,null]`, stripeBody, `{"a":1,}`, "\"\x01\""} {
 		f.Add([]byte(s))
@@ -90,7 +115,7 @@ func FuzzValidJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		ends, ok := scanJSON(b)
 		if want := json.Valid(b); ok != want {
-			t.Fatalf("validJSON(%q) = %v, encoding/json says %v", b, ok, want)
+			t.Fatalf("scanJSON(%q) says valid %v, encoding/json says %v", b, ok, want)
 		}
 		if !ok {
 			return
@@ -107,7 +132,8 @@ func FuzzValidJSON(f *testing.F) {
 // FuzzLazyObject: every member a lazily read object finds is the one
 // encoding/json decodes (the last of a repeated key, escapes decoded).
 func FuzzLazyObject(f *testing.F) {
-	for _, s := range []string{`{"a":1,"b":{"c":[1,2]},"a":"x"}`, `{"e\u0066":"escaped","d":{"e":{"f":null}}}`, stripeBody, `{"":true," k ":false}`} {
+	for _, s := range []string{`{"a":1,"b":{"c":[1,2]},"a":"x"}`, `{"e\u0066":"escaped","d":{"e":{"f":null}}}`, stripeBody, `{"":true," k ":false}`,
+		`{"a\\b":1}`, `{"\u0061":1}`, "{\"\xff\":1}"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -128,5 +154,15 @@ func FuzzLazyObject(f *testing.F) {
 				t.Fatalf("%q: key %q = %v, encoding/json decodes %v", b, k, got, v)
 			}
 		}
+		// A key's raw text (escapes, bytes not UTF-8) is found only when
+		// it is also what the key decodes to.
+		obj.each(func(m memberSpan) bool {
+			raw := string(b[m.key0:m.key1])
+			_, inJSON := want[raw]
+			if _, found := obj.find(raw); found != inJSON {
+				t.Fatalf("%q: the raw key %q found %v, encoding/json has it %v", b, raw, found, inJSON)
+			}
+			return true
+		})
 	})
 }

@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"math"
 	"reflect"
 	"slices"
 	"strconv"
@@ -16,9 +15,9 @@ import (
 	"cel.dev/cel-go/common/types/traits"
 )
 
-// A JSON object is read lazily: `body.data.object.amount_total` scans the
-// bytes for the keys it names and decodes only the value it ends on,
-// skipping everything else without allocating. Decoding a 2 KB body into Go
+// A JSON object is read lazily: `body.data.object.amount_total` reads the
+// keys of body, data and object (stepping over nested containers by the
+// validity check's notes) and decodes only the value it ends on. Decoding a 2 KB body into Go
 // maps cost about four times the validity check it needs anyway, and a
 // filter runs on every request, so the full decode happens only for what
 // needs the whole object (iteration, size, equality, a transform's output),
@@ -30,14 +29,6 @@ import (
 func parseBody(b []byte) ref.Val {
 	if len(b) == 0 {
 		return types.NullValue
-	}
-	if len(b) > math.MaxInt32 {
-		// The offsets below are int32; max_body may allow a larger body,
-		// which is decoded whole instead.
-		if !json.Valid(b) {
-			return types.NullValue
-		}
-		return decodeJSON(bytes.TrimSpace(b))
 	}
 	ends, ok := scanJSON(b)
 	if !ok {
@@ -213,6 +204,11 @@ type lazyObject struct {
 // between the quotes, and its value.
 type memberSpan struct{ key0, key1, val0, val1 int32 }
 
+// maxIndexed bounds the members an object's index holds (20 bytes each):
+// a larger object, which only a hostile body sends, is read member by
+// member on each lookup instead.
+const maxIndexed = 1024
+
 type memoEntry struct {
 	key string
 	val ref.Val
@@ -220,11 +216,9 @@ type memoEntry struct {
 
 var _ traits.Mapper = (*lazyObject)(nil)
 
-// index notes where each member of the object is, in one pass over its
-// keys: a nested container's end is looked up, not read.
-func (o *lazyObject) index() {
-	o.indexed = true
-	o.members = o.inline[:0]
+// each calls f with each member of the object, in order, until f says
+// stop.
+func (o *lazyObject) each(f func(m memberSpan) (more bool)) {
 	b := o.doc.b
 	i := skipSpace(b, o.at+1)
 	for i < o.end && b[i] != '}' {
@@ -235,12 +229,39 @@ func (o *lazyObject) index() {
 		i = skipSpace(b, i+1) // the colon
 		vs := i
 		i = o.doc.skip(i)
-		o.members = append(o.members, memberSpan{int32(ks + 1), int32(ke - 1), int32(vs), int32(i)})
+		if !f(memberSpan{int32(ks + 1), int32(ke - 1), int32(vs), int32(i)}) {
+			return
+		}
 		i = skipSpace(b, i)
 		if i < o.end && b[i] == ',' {
 			i = skipSpace(b, i+1)
 		}
 	}
+}
+
+// index notes where each member of the object is, in one pass over its
+// keys, unless it has more than maxIndexed.
+func (o *lazyObject) index() {
+	o.indexed = true
+	o.members = o.inline[:0]
+	o.each(func(m memberSpan) bool {
+		if len(o.members) == maxIndexed {
+			o.members = nil
+			return false
+		}
+		o.members = append(o.members, m)
+		return true
+	})
+}
+
+// is reports whether member m's key is key. A key without an escape and
+// valid as UTF-8 is what its bytes say; any other is decoded.
+func (o *lazyObject) is(m memberSpan, key string) bool {
+	k := o.doc.b[m.key0:m.key1]
+	if bytes.IndexByte(k, '\\') < 0 && utf8.Valid(k) {
+		return string(k) == key
+	}
+	return keyIs(k, key)
 }
 
 // find returns the value of key, the last one when the object repeats it,
@@ -254,30 +275,33 @@ func (o *lazyObject) find(key string) (ref.Val, bool) {
 	if !o.indexed {
 		o.index()
 	}
-	b := o.doc.b
-	n := -1
-	for i := len(o.members) - 1; i >= 0; i-- {
-		if k := b[o.members[i].key0:o.members[i].key1]; string(k) == key || keyIs(k, key) {
-			n = i
-			break
+	var found memberSpan
+	ok := false
+	if o.members != nil {
+		for i := len(o.members) - 1; i >= 0 && !ok; i-- {
+			found, ok = o.members[i], o.is(o.members[i], key)
 		}
+	} else {
+		o.each(func(m memberSpan) bool {
+			if o.is(m, key) {
+				found, ok = m, true
+			}
+			return true
+		})
 	}
-	if n < 0 {
+	if !ok {
 		return nil, false
 	}
-	v := o.doc.value(int(o.members[n].val0), int(o.members[n].val1))
+	v := o.doc.value(int(found.val0), int(found.val1))
 	o.memo[o.memoN%len(o.memo)] = memoEntry{key: key, val: v}
 	o.memoN++
 	return v, true
 }
 
-// keyIs reports whether k, the bytes between a JSON key's quotes that are
-// not key itself, decode to key: only a key with an escape, or with bytes
-// that are not UTF-8 (decoded as U+FFFD), can.
+// keyIs reports whether k, the bytes between the quotes of a JSON key
+// with an escape or bytes that are not UTF-8, decodes to key (bytes that
+// are not UTF-8 decode to U+FFFD, as encoding/json does).
 func keyIs(k []byte, key string) bool {
-	if bytes.IndexByte(k, '\\') < 0 && utf8.Valid(k) {
-		return false // k decodes to itself, which is not key
-	}
 	q := make([]byte, 0, len(k)+2)
 	q = append(append(append(q, '"'), k...), '"')
 	var d string
