@@ -730,7 +730,7 @@ func knownTargetKinds() string {
 		kinds = append(kinds, m.ID.Name())
 	}
 	if len(kinds) == 0 {
-		return "none: build this Caddy with the module root, xcaddy build --with " + pluginModule
+		return "none: " + buildHint
 	}
 	return strings.Join(kinds, ", ")
 }

@@ -31,8 +31,9 @@ import (
 type Storage interface {
 	// StoreKey is the store's key in the pool of stores shared across
 	// reloads: the backend's name and where it is, such as
-	// "sqlite:" + absolute path. It is never logged, and must reveal no
-	// secret (a DSN goes in as a keyed fingerprint).
+	// "sqlite:" + absolute path. It names the store's write counters in
+	// /debug/vars (webhook_writers), so it must reveal no secret (a DSN
+	// goes in as a keyed fingerprint).
 	StoreKey() string
 	// StoreName describes the store in logs and errors without a secret:
 	// the SQLite path, or the Postgres schema.
@@ -87,13 +88,17 @@ func withBackend(raw json.RawMessage) (json.RawMessage, error) {
 func unknownBackend(backend string) error {
 	known := knownBackends()
 	if known == "" {
-		return fmt.Errorf("webhook: storage: unknown backend %q: this Caddy has no storage backend; build it with the module root, xcaddy build --with %s", backend, pluginModule)
+		return fmt.Errorf("webhook: storage: unknown backend %q: this Caddy has no storage backend; %s", backend, buildHint)
 	}
 	return fmt.Errorf("webhook: storage: unknown backend %q (want %s)", backend, known)
 }
 
 // pluginModule is the Go module that registers every module of the plugin.
 const pluginModule = "github.com/caddywebhook/caddywebhook"
+
+// buildHint says how to build a Caddy that has the plugin's storage
+// backends and target kinds, for the errors of one that lacks them.
+const buildHint = "build this Caddy with the module root, xcaddy build --with " + pluginModule
 
 // knownBackends lists the registered storage backends, the default first,
 // for messages; "" when there are none.

@@ -28,17 +28,14 @@ func init() {
 	expvar.Publish(writerStatsVar, expvar.Func(writerStats))
 }
 
-// writerStats reads every open store's counters. The stores are listed
-// first and asked after, so no config load waits on the pool's lock while
-// a writer finishes its batch.
+// writerStats reads every open store's counters, from openStores, never
+// through the usage pool's locks, so no config load waits while a writer
+// finishes its batch or a store opens.
 func writerStats() any {
 	open := map[string]writerStatser{}
-	stores.Range(func(key, value any) bool {
-		k, _ := key.(string)
-		if s, ok := value.(*sharedStore); ok {
-			if ws, ok := s.Store.(writerStatser); ok {
-				open[k] = ws
-			}
+	openStores.Range(func(key, value any) bool {
+		if ws, ok := value.(*sharedStore).Store.(writerStatser); ok {
+			open[key.(string)] = ws
 		}
 		return true
 	})

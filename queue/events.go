@@ -20,7 +20,8 @@ type EventStore interface {
 	GetEvent(ctx context.Context, id int64) (EventDetail, error)
 
 	// FindEvent returns the event the sender of source delivered as
-	// deliveryID, through the dedupe key's unique index.
+	// deliveryID, through the store's dedupe lookup (an index, or
+	// SQLite's key set), never a scan.
 	// ErrEventNotFound if there is none.
 	FindEvent(ctx context.Context, source, deliveryID string) (EventDetail, error)
 

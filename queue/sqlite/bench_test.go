@@ -299,9 +299,9 @@ func BenchmarkEnqueueBacklog(b *testing.B) {
 }
 
 // BenchmarkEnqueueUUID is the load test's ingest phase without HTTP: 32
-// producers, delivery ids shaped like GitHub's (random UUIDs), so each
-// event lands on its own leaf of the dedupe index, as in production, where
-// BenchmarkEnqueue's counter ids mostly append.
+// producers, delivery ids shaped like GitHub's (random UUIDs), which land
+// anywhere in the key set, as in production, where BenchmarkEnqueue's
+// counter ids are sequential.
 func BenchmarkEnqueueUUID(b *testing.B) {
 	for _, mode := range []string{"full", "normal"} {
 		b.Run("sync="+mode, func(b *testing.B) {

@@ -43,13 +43,22 @@ import (
 const keyHashFunc = "caddywebhook_key_hash"
 
 func init() {
-	sqlite.MustRegisterDeterministicScalarFunction(keyHashFunc, 2, func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
-		source, ok1 := args[0].(string)
-		id, ok2 := args[1].(string)
-		if !ok1 || !ok2 {
-			return nil, fmt.Errorf("%s: source and delivery id must be text", keyHashFunc)
-		}
-		return int64(keyHash(source, id)), nil
+	// VolatileArgs hands the text over by its length: the default copy
+	// reads it as a C string, which ends at a NUL, and a delivery id
+	// holding one would be stored under the hash of its first part.
+	// keyHash keeps nothing of its arguments, as VolatileArgs asks.
+	sqlite.MustRegisterFunction(keyHashFunc, &sqlite.FunctionImpl{
+		NArgs:         2,
+		Deterministic: true,
+		VolatileArgs:  true,
+		Scalar: func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
+			source, ok1 := args[0].(string)
+			id, ok2 := args[1].(string)
+			if !ok1 || !ok2 {
+				return nil, fmt.Errorf("%s: source and delivery id must be text", keyHashFunc)
+			}
+			return int64(keyHash(source, id)), nil
+		},
 	})
 }
 
@@ -251,9 +260,11 @@ const (
 	sqlGoneKeysHook  = `CREATE TEMP TRIGGER IF NOT EXISTS event_keys_gone AFTER DELETE ON main.event_keys BEGIN
 	INSERT INTO gone_keys (key_hash, id) VALUES (old.key_hash, old.id);
 END`
-	sqlKeyOwner    = `SELECT source, delivery_id FROM events WHERE id = ?1`
-	sqlAllKeys     = `SELECT key_hash, id FROM event_keys`
-	sqlCountKeys   = `SELECT count(*) FROM event_keys`
+	sqlKeyOwner = `SELECT source, delivery_id FROM events WHERE id = ?1`
+	sqlAllKeys  = `SELECT key_hash, id FROM event_keys`
+	// sqlCountKeys sizes the set before it is read: the events the
+	// schema keeps counted (one key each), not a scan of event_keys.
+	sqlCountKeys   = sqlEventCount
 	sqlNewKeys     = `SELECT key_hash, id FROM event_keys WHERE id > ?1`
 	sqlGoneKeys    = `SELECT key_hash, id FROM gone_keys`
 	sqlClearGone   = `DELETE FROM gone_keys`
@@ -405,6 +416,9 @@ func (w *writer) addKey(h uint64, id int64) {
 // not see them: the keys past the last id known are added, and the keys
 // its deletes collected leave.
 func (w *writer) afterControl() error {
+	// Keys still noted from a transaction are a rolled-back one's: every
+	// commit clears them.
+	w.dropTxKeys(0)
 	rows, err := w.st.newKeys.Query(w.maxKeyID)
 	if err != nil {
 		return fmt.Errorf("read event keys: %w", err)

@@ -54,6 +54,20 @@ func TestDedupeKeys(t *testing.T) {
 				t.Errorf("duplicate names event %d, want %d", again, first)
 			}
 		}},
+		{"a NUL in the delivery id, after a restart", func(t *testing.T, s *Store) {
+			// The stored hash must be of the whole id: SQL text handed
+			// to a Go function as a C string would end at the NUL.
+			first := enqueueWant(t, s, testEvent("abc\x00x", "mail"), false)
+			enqueueWant(t, s, testEvent("abc", "mail"), false)
+			path := s.path
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			s2 := setup(t, func(c *Config) { c.Path = path })
+			if again := enqueueWant(t, s2, testEvent("abc\x00x", "mail"), true); again != first {
+				t.Errorf("duplicate names event %d, want %d", again, first)
+			}
+		}},
 		{"written by a second store on the file", func(t *testing.T, s *Store) {
 			s2 := setup(t, func(c *Config) { c.Path = s.path })
 			enqueueWant(t, s, testEvent("a", "mail"), false) // s2 read the keys before
@@ -83,6 +97,25 @@ BEGIN SELECT RAISE(ABORT, 'refused'); END`); err != nil {
 				t.Errorf("key set holds %d keys, want 1 (the rolled-back event's left)", n)
 			}
 			enqueueWant(t, s, testEvent("r", "mail"), false)
+		}},
+		{"rolled back, then a call on the write connection", func(t *testing.T, s *Store) {
+			// Between the failed batch and the next one, a call outside
+			// the group commit (the writer's counters) must not keep the
+			// rolled-back key.
+			if err := s.onWriterNow(t, `CREATE TEMP TRIGGER refuse BEFORE INSERT ON jobs WHEN NEW.target = 'refused'
+BEGIN SELECT RAISE(ABORT, 'refused'); END`); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Enqueue(t.Context(), testEvent("r", "refused")); err == nil {
+				t.Fatal("Enqueue with the refused target succeeded")
+			}
+			if _, err := s.WriterStats(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			enqueueWant(t, s, testEvent("other", "mail"), false)
+			if n := s.keys.len(); n != 1 {
+				t.Errorf("key set holds %d keys, want 1 (the rolled-back event's left)", n)
+			}
 		}},
 		{"purged", func(t *testing.T, s *Store) {
 			// A bare event (no target) is kept only as dedupe memory and

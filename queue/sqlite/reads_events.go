@@ -14,8 +14,8 @@ import (
 )
 
 // The operators' reads of events, and the jobs listing's filters beyond
-// status, source and target. Each statement walks an index: the dedupe
-// key's unique index for a delivery id, events_created for time order
+// status, source and target. Each statement walks an index: the rowids
+// the key set names for a delivery id (dedupe.go), events_created for time order
 // and ranges, events_no_jobs for events without a job. The other filters
 // (source, event type, status, target) narrow the walk.
 const (

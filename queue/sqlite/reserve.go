@@ -38,7 +38,7 @@ type reserve struct {
 	mu    sync.Mutex   // held by the caller measuring
 	due   atomic.Int64 // unix nanoseconds after which a measurement is due
 	spent atomic.Int64 // payload bytes enqueued since the last measurement
-	low   atomic.Bool  // the last measurement found less than min free
+	low   atomic.Bool  // below min free, until the margin above it is free again (lowAfter)
 }
 
 func (r *reserve) init(dir string, min int64) {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 	"os"
 	"strconv"
 	"sync"
@@ -651,11 +652,10 @@ func (w *writer) walSize() int64 {
 // storageFault reports whether err is SQLite's SQLITE_FULL or SQLITE_IOERR
 // (in any extended form): the disk, not the request, failed.
 func storageFault(err error) bool {
-	const sqliteIOErr, sqliteFull = 10, 13 // sqlite3.h's primary result codes
 	var se *sqlite.Error
 	if !errors.As(err, &se) {
 		return false
 	}
-	code := se.Code() & 0xff
-	return code == sqliteIOErr || code == sqliteFull
+	code := se.Code() & 0xff // the primary code of an extended one
+	return code == sqlite3.SQLITE_IOERR || code == sqlite3.SQLITE_FULL
 }
