@@ -449,6 +449,13 @@ func TestHideFromAccessLog(t *testing.T) {
 		{"access log, secret", &caddyhttp.Server{Logs: &caddyhttp.ServerLogConfig{}}, true, true},
 		{"access log, no secret", &caddyhttp.Server{Logs: &caddyhttp.ServerLogConfig{}}, false, false},
 		{"no access log, secret", &caddyhttp.Server{}, true, false},
+		// The Caddyfile adapter skips the sites without a log directive
+		// once another site of the server logs.
+		{"site skipped, secret", &caddyhttp.Server{Logs: &caddyhttp.ServerLogConfig{SkipHosts: []string{"example.com"}}}, true, false},
+		{"another site skipped, secret", &caddyhttp.Server{Logs: &caddyhttp.ServerLogConfig{SkipHosts: []string{"other.example"}}}, true, true},
+		{"unmapped hosts skipped, secret", &caddyhttp.Server{Logs: &caddyhttp.ServerLogConfig{SkipUnmappedHosts: true}}, true, false},
+		{"host mapped to a logger, secret", &caddyhttp.Server{Logs: &caddyhttp.ServerLogConfig{SkipUnmappedHosts: true,
+			LoggerNames: map[string]caddyhttp.StringArray{"*.com": {"hooks"}}}}, true, true},
 		{"outside Caddy, secret", nil, true, true},
 	}
 	for _, tt := range tests {
