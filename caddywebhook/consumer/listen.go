@@ -294,7 +294,7 @@ func (l *listener) start(ctx context.Context, j ClaimedJob) {
 	// can end unless an extension moves it, so no other consumer starts
 	// the job while this one still runs it. The quarter also covers the
 	// time between the claim's commit and its answer's arrival.
-	h.fence = time.AfterFunc(lease-lease/4, func() { l.loseLease(j.ID) })
+	h.fence = time.AfterFunc(lease-lease/4, func() { l.loseLease(h) })
 	l.held[j.ID] = h
 	l.mu.Unlock()
 	l.wg.Go(func() {
@@ -305,7 +305,7 @@ func (l *listener) start(ctx context.Context, j ClaimedJob) {
 		case <-dctx.Done():
 			// Stopped or lost before it ran: the stop hands it back; a
 			// lost lease is the server's to give again.
-			if l.dropLost(j.ID) {
+			if l.dropLost(h) {
 				l.line(j, "lease lost", 0, "not delivered: the server may hand it to another consumer")
 			}
 			return
@@ -316,10 +316,10 @@ func (l *listener) start(ctx context.Context, j ClaimedJob) {
 
 // loseLease gives up a job whose lease can no longer be proven: another
 // consumer may have it now.
-func (l *listener) loseLease(id int64) {
+func (l *listener) loseLease(h *heldJob) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if h, ok := l.held[id]; ok && !h.stopped {
+	if l.held[h.lease.ID] == h && !h.stopped {
 		h.lost = true
 		h.cancel()
 	}
@@ -356,7 +356,7 @@ func (l *listener) deliver(ctx context.Context, h *heldJob, j ClaimedJob) {
 	word := ""
 	switch {
 	case lost:
-		l.forget(j.ID)
+		l.forget(h)
 		l.line(j, "lease lost", took, "not answered: the server may hand it to another consumer")
 		return
 	case stopped && err != nil:
@@ -383,7 +383,7 @@ func (l *listener) deliver(ctx context.Context, h *heldJob, j ClaimedJob) {
 		}
 	}
 	answer, ok := l.answer(ctx, res)
-	l.forget(j.ID)
+	l.forget(h)
 	switch {
 	case !ok:
 		word = "not answered"
@@ -506,23 +506,25 @@ func (b *ackBatch) send(ctx context.Context, api *client, res AckResult) (AckAns
 
 // dropLost forgets a job whose lease was lost and reports whether it was;
 // a job the stop cut short stays held, for the stop to hand back.
-func (l *listener) dropLost(id int64) bool {
+func (l *listener) dropLost(h *heldJob) bool {
 	l.mu.Lock()
-	h, ok := l.held[id]
-	lost := ok && h.lost
+	lost := h.lost
 	l.mu.Unlock()
 	if lost {
-		l.forget(id)
+		l.forget(h)
 	}
 	return lost
 }
 
-func (l *listener) forget(id int64) {
+// forget stops holding h's claim. The map is by job id, and the server
+// may have handed the job to this listener again, in a claim of its own,
+// while h's run still ended: that claim stays held.
+func (l *listener) forget(h *heldJob) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if h, ok := l.held[id]; ok {
-		h.fence.Stop()
-		delete(l.held, id)
+	h.fence.Stop()
+	if l.held[h.lease.ID] == h {
+		delete(l.held, h.lease.ID)
 	}
 }
 
@@ -575,8 +577,8 @@ func (l *listener) extendLoop(ctx context.Context) {
 		}
 		for _, ls := range extended {
 			h, ok := l.held[ls.ID]
-			if !ok {
-				continue
+			if !ok || h.lease.Fence != ls.Fence {
+				continue // answered meanwhile, or claimed again since
 			}
 			if lost[ls.ID] {
 				h.lost = true

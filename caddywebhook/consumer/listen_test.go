@@ -273,3 +273,105 @@ func TestLoggedURL(t *testing.T) {
 		})
 	}
 }
+
+// TestListenForgetsOnlyItsClaim: a job claimed again by this listener
+// while the run of its earlier claim still ends is held by the new claim:
+// the old run's end, or its lost lease, neither forgets nor cancels it
+// (each claim has its own fence).
+func TestListenForgetsOnlyItsClaim(t *testing.T) {
+	l := &listener{held: map[int64]*heldJob{}}
+	claim := func(fence int64) (*heldJob, *bool) {
+		cancelled := new(bool)
+		h := &heldJob{lease: Lease{ID: 7, Fence: fence}, cancel: func() { *cancelled = true }, fence: time.AfterFunc(time.Hour, func() {})}
+		t.Cleanup(func() { h.fence.Stop() })
+		return h, cancelled
+	}
+	old, _ := claim(1)
+	l.held[7] = old
+	again, againCancelled := claim(2)
+	l.held[7] = again // the server handed the job out again
+
+	l.loseLease(old)
+	l.forget(old)
+	if l.held[7] != again || again.lost || *againCancelled {
+		t.Fatalf("after the old claim ended: held %+v, lost %v, cancelled %v; want the new claim held and running", l.held[7], again.lost, *againCancelled)
+	}
+	if !again.fence.Stop() {
+		t.Error("the new claim's fence was stopped by the old claim's end")
+	}
+	l.forget(again)
+	if _, ok := l.held[7]; ok {
+		t.Error("the new claim is still held after its own end")
+	}
+}
+
+// TestListenStopHandsBackWaiting: with --concurrency 1 a listener holds a
+// second job while the first runs; a stop hands back both, and the one
+// that waited never reached the app.
+func TestListenStopHandsBackWaiting(t *testing.T) {
+	h := setup(t, "")
+	var (
+		mu       sync.Mutex
+		requests int
+		started  = make(chan struct{}, 2)
+	)
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		requests++
+		mu.Unlock()
+		started <- struct{}{}
+		// The app hangs until the listener gives up. (Go's server sees
+		// the client leave only once the body has been read.)
+		io.Copy(io.Discard, r.Body)
+		<-r.Context().Done()
+	}))
+	defer app.Close()
+	h.send(t, "wait-1")
+	h.send(t, "wait-2")
+	ctx, stop := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		done <- Listen(ctx, ListenConfig{URL: h.base + "/consume", Token: laptopToken, Target: "laptop",
+			ForwardTo: app.URL, Concurrency: 1, Wait: time.Second})
+	}()
+	testutil.Receive(t, started)
+	// Both claimed: the second waits for the slot.
+	testutil.Eventually(t, func() bool { return h.count(t, "laptop", queue.StatusRunning) == 2 },
+		func() string {
+			return fmt.Sprintf("%d of laptop's jobs running", h.count(t, "laptop", queue.StatusRunning))
+		})
+	stop()
+	if err := testutil.Receive(t, done); err != nil {
+		t.Fatalf("Listen: %v", err)
+	}
+	if n := h.count(t, "laptop", queue.StatusPending); n != 2 {
+		t.Errorf("%d of laptop's jobs pending after the stop, want both handed back", n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if requests != 1 {
+		t.Errorf("the app got %d requests, want 1: the waiting job must not be delivered", requests)
+	}
+}
+
+// count counts target's jobs of a status in the database file, through a
+// second store.
+func (h *harness) count(t *testing.T, target string, status queue.Status) int64 {
+	t.Helper()
+	s, err := sqlite.Open(t.Context(), sqlite.Config{Path: h.dbPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	st, err := s.Stats(t.Context(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, c := range st.Counts {
+		if c.Target == target && c.Status == status {
+			n += c.Jobs
+		}
+	}
+	return n
+}
