@@ -183,20 +183,15 @@ func (rc *Receiver) filterFailed(target string, err error) {
 // maxErrorText bounds a logged rule error, in bytes.
 const maxErrorText = 200
 
-// noSuchKey starts cel's message for a missing map key, which it follows
-// with the key unquoted.
-const noSuchKey = "no such key: "
-
 // redactQuoted replaces what s quotes in double quotes with an ellipsis,
-// and the key after cel's "no such key: ", and cuts it to maxErrorText:
-// cel's messages name the values they failed on (strconv's
-// `parsing "abc"`, a map lookup's `no such key: abc`), and those may come
-// from the body (`headers[body.k]`). Single quotes stay: cel puts type
-// names in them.
+// drops what follows the word "key" or "value", and cuts it to
+// maxErrorText: cel's messages name the values they failed on, quoted
+// (strconv's `parsing "abc"`) or not, after those words (`no such key:
+// abc`, `insert failed: key abc already exists`, `unsupported index value
+// abc in list`), and those may come from the body (`headers[body.k]`).
+// Single quotes stay: cel puts type names in them.
 func redactQuoted(s string) string {
-	if i := strings.Index(s, noSuchKey); i >= 0 {
-		s = s[:i+len(noSuchKey)] + "…"
-	}
+	s = cutAfterNamedValue(s)
 	var b strings.Builder
 	var quote rune
 	for _, r := range s {
@@ -220,6 +215,26 @@ func redactQuoted(s string) string {
 		b.WriteString("…")
 	}
 	return b.String()
+}
+
+// cutAfterNamedValue cuts s after the first whole word "key" or "value"
+// (with its colon, if any) and ends it with an ellipsis.
+func cutAfterNamedValue(s string) string {
+	for i := 0; i < len(s); {
+		j := strings.IndexAny(s[i:], " ")
+		word := s[i:]
+		if j >= 0 {
+			word = s[i : i+j]
+		}
+		if w := strings.TrimSuffix(word, ":"); (w == "key" || w == "value") && j >= 0 {
+			return s[:i+j+1] + "…"
+		}
+		if j < 0 {
+			break
+		}
+		i += j + 1
+	}
+	return s
 }
 
 // onceAMinute says yes to the first of each key per minute. It remembers

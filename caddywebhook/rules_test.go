@@ -349,6 +349,10 @@ func TestRedactQuoted(t *testing.T) {
 		{"type names in single quotes stay", `type conversion error from 'string' to 'int'`, `type conversion error from 'string' to 'int'`},
 		{"unclosed quote", `bad "secret`, `bad "…`},
 		{"a missing key is named unquoted", `no such key: bodysecretvalue`, `no such key: …`},
+		{"a key inserted twice", `insert failed: key bodysecretvalue already exists`, `insert failed: key …`},
+		{"an index value", `unsupported index value bodysecretvalue in list`, `unsupported index value …`},
+		{"an optional's value", `cannot convert from non-optional value bodysecretvalue`, `cannot convert from non-optional value …`},
+		{"words that only contain key or value stay", `monkey valueless keys`, `monkey valueless keys`},
 		{"long text is cut", strings.Repeat("x", 500), strings.Repeat("x", maxErrorText)},
 	}
 	for _, tt := range tests {
