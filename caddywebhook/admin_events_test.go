@@ -400,7 +400,7 @@ func TestAdminTail(t *testing.T) {
 	}
 	info := &requestInfo{source: "forge", outcome: outcomeAccepted}
 	tails.publishReceived(info) // another source: filtered out
-	info = &requestInfo{source: "shop", outcome: outcomeAccepted, deliveryID: "d1", eventType: "order.paid"}
+	info = &requestInfo{source: "shop", outcome: outcomeAccepted, status: 202, deliveryID: "d1", eventType: "order.paid"}
 	tails.publishReceived(info)
 	initMetrics()
 	obs := &observer{logger: zap.NewNop()}

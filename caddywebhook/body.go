@@ -63,8 +63,8 @@ func putBuffer(bp *[]byte) {
 // verifying, beyond their pooled buffers: limit for all its requests
 // together, perClient for those of one client address, so that one sender
 // holding many slow requests leaves room for the others. It is consulted
-// only when a body outgrows its pooled buffer, so small webhooks never
-// take its lock.
+// only when a body outgrows the first 4 KiB (minBodyBuffer) of its pooled
+// buffer, so small webhooks never take its lock.
 type bodyBudget struct {
 	limit     int64
 	perClient int64

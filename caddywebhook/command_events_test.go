@@ -210,8 +210,8 @@ func TestCLITail(t *testing.T) {
 		t.Fatalf("stderr %q, %v", s, err)
 	}
 	go io.Copy(io.Discard, errR)
-	tails.publishReceived(&requestInfo{source: "shop", outcome: outcomeAccepted, deliveryID: "d1", eventType: "order.paid"})
-	tails.publishReceived(&requestInfo{source: "forge", outcome: outcomeAccepted, deliveryID: "d2"})
+	tails.publishReceived(&requestInfo{source: "shop", outcome: outcomeAccepted, status: 202, deliveryID: "d1", eventType: "order.paid"})
+	tails.publishReceived(&requestInfo{source: "forge", outcome: outcomeAccepted, status: 202, deliveryID: "d2"})
 	obs := &observer{logger: zap.NewNop()}
 	obs.JobFinished(&queue.Job{ID: 7, Source: "shop", Target: "mail", DeliveryID: "d1", Attempt: 1},
 		queue.Completion{Status: queue.StatusDead, Error: "upstream answered 400", Duration: 12 * time.Millisecond}, true, nil)

@@ -39,20 +39,18 @@ func (rc *Receiver) answer(w http.ResponseWriter, r *http.Request, x *exchange, 
 		}
 		h.Set("Allow", allow)
 	case outcomeHandshake:
-		x.info.status = x.handshake.Status
-		rc.record(r, &x.info, o)
+		rc.record(r, &x.info, o, x.handshake.Status)
 		writeHandshake(w, x.handshake)
 		return
 	}
-	x.info.status = status
-	rc.record(r, &x.info, o)
+	rc.record(r, &x.info, o, status)
 	w.WriteHeader(status)
 }
 
 // record records the outcome in the access log, the placeholders and the
 // metrics.
-func (rc *Receiver) record(r *http.Request, info *requestInfo, o outcome) {
-	info.outcome = o
+func (rc *Receiver) record(r *http.Request, info *requestInfo, o outcome, status int) {
+	info.outcome, info.status = o, status
 	ctx := r.Context()
 	if extra, ok := ctx.Value(caddyhttp.ExtraLogFieldsCtxKey).(*caddyhttp.ExtraLogFields); ok {
 		extra.Add(zap.Object("webhook", info))
@@ -136,7 +134,7 @@ type requestInfo struct {
 	deliveryID string
 	eventType  string
 	outcome    outcome
-	status     int // the answer's status code; 0: the outcome's usual one
+	status     int // the answer's status code
 	// headers backs the event's Headers: at most three are forwarded
 	// (content type, the scheme's event header, an event_type header).
 	headers [3]queue.Header

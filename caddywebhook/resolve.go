@@ -14,7 +14,8 @@ import (
 // Every config field that may hold a secret, or a placeholder standing for
 // one, is resolved here and nowhere else: the receiver's secrets, public
 // keys and verify token, the http target's URL, headers and sign_secret,
-// the exec target's env, the SQLite path and the Postgres DSN. The one
+// the exec target's env, the SQLite path, the Postgres DSN and the
+// webhook_consumer's tokens. The one
 // resolver keeps one promise for all of them: an error names the field
 // and the placeholder to fix, never a value, and every value it resolves
 // is recorded in the Secrets of the config load that asked.

@@ -174,7 +174,7 @@ func (h *tailHub) publishReceived(info *requestInfo) {
 		Kind:       tailReceived,
 		Source:     info.source,
 		Outcome:    info.outcome.String(),
-		Status:     cmp.Or(info.status, outcomeStatus[info.outcome]),
+		Status:     info.status,
 		DeliveryID: info.deliveryID,
 		EventType:  info.eventType,
 	})

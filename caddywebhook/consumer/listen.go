@@ -665,9 +665,9 @@ func apiTransport() *http.Transport {
 	return t
 }
 
-// loggedURL is a URL as the log shows it: without its user info and its
-// query, either of which could hold a credential ("?…" says there was a
-// query). A URL that does not parse is shown as "(the URL given)".
+// loggedURL is a URL as the log shows it: without its user info, query
+// and fragment, any of which could hold a credential ("?…" says there was
+// a query). A URL that does not parse is shown as "(the URL given)".
 func loggedURL(s string) string {
 	u, err := url.Parse(s)
 	if err != nil {
