@@ -27,49 +27,50 @@ type load struct {
 	duration time.Duration // the measured window
 	want     int           // the status that counts as a success
 	stripe   bool          // 2 KB Stripe-like bodies instead of fillBody's
-	// traceEvery, when set, pairs the phase with itself: from the window's
-	// start, requests go without a trace context for traceEvery, then
-	// with one for traceEvery, and so on, and the two halves are counted
+	// pairEvery, when set, pairs the phase with itself: from the window's
+	// start, requests go as the first half for pairEvery, then as the
+	// second half for pairEvery, and so on, and the two halves are counted
 	// apart (loadResult.pairRates). Both see the same machine at almost
 	// the same moments, so their ratio does not follow the machine's
 	// changing load as two phases' rates do.
-	traceEvery time.Duration
-	// tracedFirst starts a paired window with the traced half; rounds
+	pairEvery time.Duration
+	// secondFirst starts a paired window with the second half; rounds
 	// take turns, so neither half always has the window's first slice.
-	tracedFirst bool
-	// altPath makes a paired load's halves differ in where they go, not
-	// in a trace context: the second ("traced") half's requests go to
-	// altPath instead of path, and carry none.
-	altPath string
+	secondFirst bool
+	// What the second half's requests do differently: carry a trace
+	// context (secondTraced: the traced phases), or go to secondPath
+	// instead of path (the rules phase's filtered receiver).
+	secondTraced bool
+	secondPath   string
 }
 
-// tracedAt reports whether a request sent at t carries a trace context.
-func (l load) tracedAt(t, measureFrom time.Time) bool {
-	if l.traceEvery <= 0 {
+// secondAt reports whether a request sent at t carries a trace context.
+func (l load) secondAt(t, measureFrom time.Time) bool {
+	if l.pairEvery <= 0 {
 		return false
 	}
 	d := t.Sub(measureFrom)
-	return d >= 0 && l.tracedSlice(d/l.traceEvery)
+	return d >= 0 && l.secondSlice(d/l.pairEvery)
 }
 
-// tracedSlice reports whether the window's k'th slice is traced.
-func (l load) tracedSlice(k time.Duration) bool {
-	return k%2 == 1 != l.tracedFirst
+// secondSlice reports whether the window's k'th slice is the second half's.
+func (l load) secondSlice(k time.Duration) bool {
+	return k%2 == 1 != l.secondFirst
 }
 
-// tracedShare is how much of a window of length w a paired load spends
-// sending trace contexts: the odd slices of traceEvery.
-func (l load) tracedShare(w time.Duration) time.Duration {
-	if l.traceEvery <= 0 {
+// secondShare is how much of a window of length w a paired load spends
+// sending its second half: the odd slices of pairEvery.
+func (l load) secondShare(w time.Duration) time.Duration {
+	if l.pairEvery <= 0 {
 		return 0
 	}
-	var traced time.Duration
-	for from := time.Duration(0); from < w; from += l.traceEvery {
-		if l.tracedSlice(from / l.traceEvery) {
-			traced += min(l.traceEvery, w-from)
+	var second time.Duration
+	for from := time.Duration(0); from < w; from += l.pairEvery {
+		if l.secondSlice(from / l.pairEvery) {
+			second += min(l.pairEvery, w-from)
 		}
 	}
-	return traced
+	return second
 }
 
 // loadTraceparent is the trace context of a traced phase's requests, the
@@ -84,10 +85,10 @@ type loadResult struct {
 	sent     int64 // requests answered, warmup included
 	ok       int64 // answered with the wanted status, warmup included
 	okWindow int64 // the same, inside the window
-	// A paired load's traced half: its wanted answers in the window, and
+	// A paired load's second half: its wanted answers in the window, and
 	// the part of the window it had.
-	okTraced     int64
-	windowTraced time.Duration
+	okSecond     int64
+	windowSecond time.Duration
 	statuses     map[int]int64 // every status, warmup included
 	transport    int64         // requests that got no answer (connection errors)
 	lastErr      string        // the last connection error, for the report
@@ -106,15 +107,15 @@ func (r *loadResult) okRate() float64 {
 	return float64(r.okWindow) / r.window.Seconds()
 }
 
-// pairRates are a paired load's rates without and with a trace context,
+// pairRates are a paired load's rates of its first and second halves,
 // each over its own share of the window.
-func (r *loadResult) pairRates() (plain, traced float64) {
-	if r.windowTraced <= 0 || r.window <= r.windowTraced {
+func (r *loadResult) pairRates() (first, second float64) {
+	if r.windowSecond <= 0 || r.window <= r.windowSecond {
 		return 0, 0
 	}
-	plain = float64(r.okWindow-r.okTraced) / (r.window - r.windowTraced).Seconds()
-	traced = float64(r.okTraced) / r.windowTraced.Seconds()
-	return plain, traced
+	first = float64(r.okWindow-r.okSecond) / (r.window - r.windowSecond).Seconds()
+	second = float64(r.okSecond) / r.windowSecond.Seconds()
+	return first, second
 }
 
 // percentile returns the q-quantile (0 < q ≤ 1) of the window's latencies,
@@ -173,12 +174,12 @@ func (l load) run(ctx context.Context) (*loadResult, error) {
 		statuses: make(map[int]int64),
 		accepted: make([][]uint32, l.conns),
 	}
-	res.windowTraced = l.tracedShare(res.window)
+	res.windowSecond = l.secondShare(res.window)
 	for c, cs := range results {
 		res.sent += cs.sent
 		res.ok += int64(len(cs.accepted))
 		res.okWindow += cs.okWindow
-		res.okTraced += cs.okTraced
+		res.okSecond += cs.okSecond
 		res.transport += cs.transport
 		if cs.lastErr != "" {
 			res.lastErr = cs.lastErr
@@ -196,7 +197,7 @@ func (l load) run(ctx context.Context) (*loadResult, error) {
 // connStats is one connection's share of a phase.
 type connStats struct {
 	sent, okWindow, transport int64
-	okTraced                  int64 // of okWindow, sent with a trace context
+	okSecond                  int64 // of okWindow, sent with a trace context
 	lastErr                   string
 	statuses                  map[int]int64
 	lat                       []time.Duration
@@ -247,8 +248,8 @@ func (l load) connLoop(ctx context.Context, c int, measureFrom, end time.Time) (
 			fillBody(body, id)
 		}
 		var err error
-		traced := l.tracedAt(now, measureFrom)
-		if req, err = l.appendRequest(req[:0], addr, id, body, traced); err != nil {
+		second := l.secondAt(now, measureFrom)
+		if req, err = l.appendRequest(req[:0], addr, id, body, second); err != nil {
 			return cs, err
 		}
 		t0 := time.Now()
@@ -282,8 +283,8 @@ func (l load) connLoop(ctx context.Context, c int, measureFrom, end time.Time) (
 			cs.accepted = append(cs.accepted, seq)
 			if inWindow {
 				cs.okWindow++
-				if traced {
-					cs.okTraced++
+				if second {
+					cs.okSecond++
 				}
 			}
 		}
@@ -311,16 +312,17 @@ func fillBody(b []byte, id string) {
 const minBodySize = 96
 
 // appendRequest appends a complete HTTP/1.1 request for body to dst,
-// signed as GitHub signs it, for the server at addr, with the trace
-// context if traced.
-func (l load) appendRequest(dst []byte, addr, id string, body []byte, traced bool) ([]byte, error) {
+// signed as GitHub signs it, for the server at addr, as a paired load's
+// second half sends it if second.
+func (l load) appendRequest(dst []byte, addr, id string, body []byte, second bool) ([]byte, error) {
 	h, err := signature.Sign(signature.SchemeGitHub, l.secret, body, signature.SignOptions{ID: id, EventType: "push"})
 	if err != nil {
 		return dst, fmt.Errorf("sign: %w", err)
 	}
 	path := l.path
-	if traced && l.altPath != "" {
-		path, traced = l.altPath, false
+	traced := second && l.secondTraced
+	if second && l.secondPath != "" {
+		path = l.secondPath
 	}
 	dst = append(dst, "POST "...)
 	dst = append(dst, path...)

@@ -411,6 +411,8 @@ func TestFigures(t *testing.T) {
 	add("slow1", func(pr *phaseResult) { pr.load, pr.ref, pr.deliveredRate = nil, slowRef1, 195 })
 	add("backlog-ingest", func(pr *phaseResult) { pr.rate = 9000; pr.peakRSS = 140 << 20 })
 	add("backlog-e2e", func(pr *phaseResult) { pr.rate, pr.deliveredRate, pr.peakRSS = 9000, 8000, 120<<20 })
+	add("ingest-traced", func(pr *phaseResult) { pr.firstRate, pr.secondRate = 10000, 9800 })
+	add(rulesPhase, func(pr *phaseResult) { pr.firstRate, pr.secondRate = 8000, 7200 })
 
 	got := map[string]figure{}
 	for _, f := range rep.figures() {
@@ -431,6 +433,9 @@ func TestFigures(t *testing.T) {
 		{"backlog 1M: ingest / empty", 0.75, false, ""},
 		{"backlog 1M: delivered / empty", 8000.0 / 9000, true, ""},
 		{"backlog 1M: RSS growth", 40.0 / 32, false, ""},
+		{"traceparent: ingest, traced / plain", 0.98, true, ""},
+		{"traceparent: e2e, traced / plain", 0, false, "e2e-traced not run"},
+		{"2 KB ingest with a filter / without", 0.9, false, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -449,8 +454,8 @@ func TestFigures(t *testing.T) {
 			}
 		})
 	}
-	if missed := rep.missedTargets(); len(missed) != 4 {
-		t.Errorf("missed targets %q, want 4", missed)
+	if missed := rep.missedTargets(); len(missed) != 5 {
+		t.Errorf("missed targets %q, want 5", missed)
 	}
 }
 
@@ -497,7 +502,7 @@ func TestPhaseRounds(t *testing.T) {
 // slice of the window, and its halves' rates are each over their own
 // share of it.
 func TestPairedTrace(t *testing.T) {
-	l := load{traceEvery: 250 * time.Millisecond}
+	l := load{pairEvery: 250 * time.Millisecond}
 	from := time.Unix(1000, 0)
 	tests := []struct {
 		name   string
@@ -512,26 +517,26 @@ func TestPairedTrace(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := l.tracedAt(from.Add(tt.at), from); got != tt.traced {
-				t.Errorf("tracedAt(%v) = %v, want %v", tt.at, got, tt.traced)
+			if got := l.secondAt(from.Add(tt.at), from); got != tt.traced {
+				t.Errorf("secondAt(%v) = %v, want %v", tt.at, got, tt.traced)
 			}
 		})
 	}
 	for _, tt := range []struct {
 		window, traced time.Duration
 	}{{time.Second, 500 * time.Millisecond}, {1100 * time.Millisecond, 500 * time.Millisecond}, {1400 * time.Millisecond, 650 * time.Millisecond}} {
-		if got := l.tracedShare(tt.window); got != tt.traced {
-			t.Errorf("tracedShare(%v) = %v, want %v", tt.window, got, tt.traced)
+		if got := l.secondShare(tt.window); got != tt.traced {
+			t.Errorf("secondShare(%v) = %v, want %v", tt.window, got, tt.traced)
 		}
 	}
-	first := load{traceEvery: 250 * time.Millisecond, tracedFirst: true}
-	if !first.tracedAt(from.Add(10*time.Millisecond), from) || first.tracedAt(from.Add(260*time.Millisecond), from) {
+	first := load{pairEvery: 250 * time.Millisecond, secondFirst: true}
+	if !first.secondAt(from.Add(10*time.Millisecond), from) || first.secondAt(from.Add(260*time.Millisecond), from) {
 		t.Error("a load that starts traced does not alternate from a traced first slice")
 	}
-	if got := first.tracedShare(1100 * time.Millisecond); got != 600*time.Millisecond {
-		t.Errorf("tracedShare of a load that starts traced = %v, want 600ms", got)
+	if got := first.secondShare(1100 * time.Millisecond); got != 600*time.Millisecond {
+		t.Errorf("secondShare of a load that starts traced = %v, want 600ms", got)
 	}
-	r := loadResult{window: time.Second, windowTraced: 500 * time.Millisecond, okWindow: 1900, okTraced: 900}
+	r := loadResult{window: time.Second, windowSecond: 500 * time.Millisecond, okWindow: 1900, okSecond: 900}
 	if plain, traced := r.pairRates(); plain != 2000 || traced != 1800 {
 		t.Errorf("pairRates = %v, %v; want 2000, 1800", plain, traced)
 	}

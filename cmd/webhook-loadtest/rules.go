@@ -6,7 +6,7 @@ import (
 )
 
 // The rules phase: ingest of 2 KB Stripe-like bodies on one target,
-// paired with itself as the traced phases are: every traceSlice the
+// paired with itself as the traced phases are: every pairSlice the
 // requests switch between a receiver whose target has no filter and one
 // whose target has a filter that reads two fields of the body, on the same
 // Caddy and database. Both halves see the same machine at almost the same
@@ -26,8 +26,8 @@ const rulesPhase = "rules"
 
 // rules runs one round of the rules phase.
 func (r *runner) rules(ctx context.Context) error {
-	r.stripe, r.traceEvery, r.pairFilter, r.altPath = true, traceSlice, rulesFilter, pathHookFiltered
-	defer func() { r.stripe, r.traceEvery, r.pairFilter, r.altPath = false, 0, "", "" }()
+	r.stripe, r.pairEvery, r.pairFilter, r.secondPath = true, pairSlice, rulesFilter, pathHookFiltered
+	defer func() { r.stripe, r.pairEvery, r.pairFilter, r.secondPath = false, 0, "", "" }()
 	return r.ingest(ctx, rulesPhase, fmt.Sprintf("%s-%d.db", rulesPhase, r.round), 0, nil)
 }
 

@@ -26,11 +26,11 @@ const (
 	slowRef32 = 6400.0
 )
 
-// traceSlice is how long a traced phase sends with, then without, a trace
-// context, in turn: long against a request's few milliseconds, so few
+// pairSlice is how long a paired phase sends as one half, then as the
+// other, in turn: long against a request's few milliseconds, so few
 // straddle a switch, and short against the window, so both halves see the
 // same machine.
-const traceSlice = 100 * time.Millisecond
+const pairSlice = 100 * time.Millisecond
 
 // The rate phase's target rate: 32 workers could deliver far more, so the
 // delivered rate is the limiter's.
@@ -47,9 +47,11 @@ type runner struct {
 	caddies []*caddyProc // one, or -instances on one Postgres schema
 	up      *upstream
 	rep     *report
-	// traceEvery: the phase running is paired, its requests alternating
-	// between no trace context and one every traceEvery (load.traceEvery).
-	traceEvery time.Duration
+	// pairEvery: the phase running is paired, its requests alternating
+	// between its two halves every pairEvery (load.pairEvery); the second
+	// half carries a trace context (secondTraced) or goes to secondPath.
+	pairEvery    time.Duration
+	secondTraced bool
 
 	adminAddrs, httpAddrs []string              // by instance
 	srv                   *serverWatch          // postgres: the server's counters
@@ -58,13 +60,13 @@ type runner struct {
 	round  int           // 1-based, the round running now
 	window time.Duration // each phase's window in one round
 	rate   string        // the target's rate in the phase running now; "" for none
-	// pairFilter and altPath: the phase running is paired across two
-	// receivers, the second with this filter on altPath (the rules phase).
-	pairFilter, altPath string
-	stripe              bool   // the phase running now sends 2 KB Stripe-like bodies
-	pull                bool   // the target is a pull target in the phase running now
-	db                  string // the database of the receiving phase running now, for its cost table
-	bin                 string // the Caddy binary, which also runs the listeners
+	// pairFilter and secondPath: the rules phase's second half goes to a
+	// receiver of its own on secondPath whose target has this filter.
+	pairFilter, secondPath string
+	stripe                 bool   // the phase running now sends 2 KB Stripe-like bodies
+	pull                   bool   // the target is a pull target in the phase running now
+	db                     string // the database of the receiving phase running now, for its cost table
+	bin                    string // the Caddy binary, which also runs the listeners
 }
 
 // run executes the selected phases and returns their report. An error
@@ -431,16 +433,16 @@ func (r *runner) runPhase(ctx context.Context, p string) error {
 	case "ingest":
 		return r.ingest(ctx, "ingest", fresh("ingest"), 0, nil)
 	case "ingest-traced":
-		r.traceEvery = traceSlice
-		defer func() { r.traceEvery = 0 }()
+		r.pairEvery, r.secondTraced = pairSlice, true
+		defer func() { r.pairEvery, r.secondTraced = 0, false }()
 		return r.ingest(ctx, "ingest-traced", fresh("ingest-traced"), 0, nil)
 	case "baseline":
 		return r.ingest(ctx, "baseline", fresh("baseline"), 1, nil)
 	case "e2e":
 		return r.e2e(ctx, "e2e", fresh("e2e"))
 	case "e2e-traced":
-		r.traceEvery = traceSlice
-		defer func() { r.traceEvery = 0 }()
+		r.pairEvery, r.secondTraced = pairSlice, true
+		defer func() { r.pairEvery, r.secondTraced = 0, false }()
 		return r.e2e(ctx, "e2e-traced", fresh("e2e-traced"))
 	case "slow1":
 		return r.slow(ctx, "slow1", "slow1.db", 1, slowRef1)
@@ -475,20 +477,21 @@ func (r *runner) runPhase(ctx context.Context, p string) error {
 // the delivery ids.
 func (r *runner) newLoad(name, path string, want int) load {
 	l := load{
-		addrs:      slices.Clone(r.httpAddrs),
-		path:       path,
-		secret:     secret,
-		tag:        fmt.Sprintf("%s-%d", name, r.round),
-		bodySize:   r.o.bodySize,
-		conns:      r.o.conns,
-		warmup:     r.o.warmup,
-		duration:   r.window,
-		want:       want,
-		stripe:     r.stripe,
-		traceEvery: r.traceEvery,
-		// Odd rounds start with the plain half, even ones with the traced.
-		tracedFirst: r.round%2 == 0,
-		altPath:     r.altPath,
+		addrs:     slices.Clone(r.httpAddrs),
+		path:      path,
+		secret:    secret,
+		tag:       fmt.Sprintf("%s-%d", name, r.round),
+		bodySize:  r.o.bodySize,
+		conns:     r.o.conns,
+		warmup:    r.o.warmup,
+		duration:  r.window,
+		want:      want,
+		stripe:    r.stripe,
+		pairEvery: r.pairEvery,
+		// Odd rounds start with the first half, even ones with the second.
+		secondFirst:  r.round%2 == 0,
+		secondTraced: r.secondTraced,
+		secondPath:   r.secondPath,
 	}
 	if r.stripe {
 		l.bodySize = rulesBodySize
@@ -629,8 +632,8 @@ func (r *runner) ingest(ctx context.Context, name, db string, maxBatch int, duri
 	}
 	defer q.close()
 	paths := pathHook
-	if r.altPath != "" {
-		paths += " and " + r.altPath + ", in turn"
+	if r.secondPath != "" {
+		paths += " and " + r.secondPath + ", in turn"
 	}
 	r.logf("%s: POST %s, workers 0, %d connections", name, paths, r.o.conns)
 	l := r.newLoad(name, pathHook, 202)
