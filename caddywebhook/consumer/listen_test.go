@@ -91,26 +91,10 @@ func TestListenConcurrency(t *testing.T) {
 	}
 }
 
-// done counts target's done jobs in the database file, through a second
-// store.
+// done counts target's done jobs in the database file.
 func (h *harness) done(t *testing.T, target string) int64 {
 	t.Helper()
-	s, err := sqlite.Open(t.Context(), sqlite.Config{Path: h.dbPath})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	st, err := s.Stats(t.Context(), time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n int64
-	for _, c := range st.Counts {
-		if c.Target == target && c.Status == queue.StatusDone {
-			n += c.Jobs
-		}
-	}
-	return n
+	return h.count(t, target, queue.StatusDone)
 }
 
 // TestListenExtendsInChunks: a listener holding more claims than one
