@@ -21,6 +21,7 @@ import (
 
 	_ "github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile" // the caddyfile adapter, for --adapter caddyfile
 
+	"github.com/caddywebhook/caddywebhook/internal/testutil"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
@@ -606,12 +607,7 @@ func TestCLIUnreachable(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var addr string
 			if tt.handler == nil {
-				ln, err := net.Listen("tcp", "127.0.0.1:0")
-				if err != nil {
-					t.Fatal(err)
-				}
-				addr = ln.Addr().String()
-				ln.Close()
+				addr = testutil.FreeAddr(t) // nothing listens there
 			} else {
 				srv := httptest.NewServer(tt.handler)
 				t.Cleanup(srv.Close)

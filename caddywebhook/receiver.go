@@ -233,7 +233,8 @@ type Receiver struct {
 	logger       *zap.Logger
 	received     [numOutcomes]prometheus.Counter
 	// diskLow is set from the first disk_low refusal to the next event
-	// stored, so each episode is logged once, not per request.
+	// stored that was sent to the store after it was set, so each episode
+	// is logged once, not per request (serve.go, store).
 	diskLow atomic.Bool
 }
 

@@ -126,9 +126,13 @@ func (rc *Receiver) store(r *http.Request, x *exchange, res signature.Result, bo
 		if res.OrderingKey != "" {
 			ev.OrderingKey, ev.OrderingHold = orderingKey(res.OrderingKey), rc.orderingHold
 		}
+		// An event the store admitted before the refusal that began the
+		// episode can finish after it: only one sent once the episode was
+		// known says the space is back.
+		lowBefore := rc.diskLow.Load()
 		var out queue.EnqueueResult
 		if out, err = store.Enqueue(r.Context(), ev); err == nil {
-			if rc.diskLow.Load() && rc.diskLow.CompareAndSwap(true, false) {
+			if lowBefore && rc.diskLow.CompareAndSwap(true, false) {
 				rc.logger.Info("free disk space is back above min_free_space; storing events again", zap.String("source", rc.Source))
 			}
 			switch {

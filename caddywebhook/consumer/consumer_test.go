@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -20,6 +19,7 @@ import (
 
 	_ "github.com/caddywebhook/caddywebhook/caddywebhook/storage/sqlite"
 	_ "github.com/caddywebhook/caddywebhook/caddywebhook/targets/pull"
+	"github.com/caddywebhook/caddywebhook/internal/testutil"
 	"github.com/caddywebhook/caddywebhook/queue"
 	"github.com/caddywebhook/caddywebhook/queue/sqlite"
 	"github.com/caddywebhook/caddywebhook/signature"
@@ -50,12 +50,7 @@ type harness struct {
 func setup(t *testing.T, extra string) *harness {
 	t.Helper()
 	dir := t.TempDir()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := testutil.FreeAddr(t)
 	t.Setenv("CONSUMER_TEST_LAPTOP", laptopToken)
 	t.Setenv("CONSUMER_TEST_SPARE", spareToken)
 	t.Setenv("CONSUMER_TEST_OTHER", otherToken)

@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -117,15 +118,19 @@ func buildCaddy() (string, error) {
 	return bin, nil
 }
 
-// freePort returns a loopback TCP port nobody listens on right now.
+// freePort returns a loopback TCP port nobody listens on right now, from
+// testutil.FreeAddr, which keeps out of the range the kernel gives clients.
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	_, port, err := net.SplitHostPort(testutil.FreeAddr(t))
 	if err != nil {
-		t.Fatalf("listen: %v", err)
+		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	n, err := strconv.Atoi(port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // caddyConfig is the variable part of a test's Caddyfile. The harness adds

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -178,17 +177,6 @@ func caddyJSON(pc phaseConfig) ([]byte, error) {
 		},
 	}
 	return json.MarshalIndent(cfg, "", "\t")
-}
-
-// freeAddr returns a loopback address with a port that was free a moment
-// ago.
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("find a free port: %w", err)
-	}
-	addr := ln.Addr().String()
-	return addr, ln.Close()
 }
 
 // caddyProc is the Caddy under test.

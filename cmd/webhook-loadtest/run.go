@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/caddywebhook/caddywebhook/internal/loopback"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
@@ -207,10 +208,10 @@ func (r *runner) startCaddies(ctx context.Context, bin string) error {
 	}
 	for i := range n {
 		var err error
-		if r.adminAddrs[i], err = freeAddr(); err != nil {
+		if r.adminAddrs[i], err = loopback.FreeAddr(); err != nil {
 			return err
 		}
-		if r.httpAddrs[i], err = freeAddr(); err != nil {
+		if r.httpAddrs[i], err = loopback.FreeAddr(); err != nil {
 			return err
 		}
 		cfg, err := caddyJSON(r.phaseConfig(i, "idle.db", 0, "", 0))
@@ -392,7 +393,7 @@ func (r *runner) eachCaddy(f func(i int, c *caddyProc) error) error {
 func (r *runner) loadConfig(ctx context.Context, db string, workers int, upstream string, maxBatch int) error {
 	cfgs := make([][]byte, len(r.caddies))
 	for i := range r.caddies {
-		addr, err := freeAddr()
+		addr, err := loopback.FreeAddr()
 		if err != nil {
 			return err
 		}
