@@ -626,6 +626,8 @@ func TestAppConfigErrors(t *testing.T) {
 		{"notify bad url", map[string]any{"notify": map[string]any{"deliver": map[string]any{"kind": "http", "url": "ftp://h/"}}}, nil, "webhook: notify: "},
 		{"negative target max_attempts", map[string]any{}, []receiverConfig{githubReceiver("s", map[string]any{"name": "t", "max_attempts": -1, "deliver": map[string]any{"kind": "http", "url": "http://127.0.0.1:9/"}})}, `target "t": max_attempts must not be negative`},
 		{"negative target backoff", map[string]any{}, []receiverConfig{githubReceiver("s", map[string]any{"name": "t", "backoff": map[string]any{"base": -1}, "deliver": map[string]any{"kind": "http", "url": "http://127.0.0.1:9/"}})}, `target "t": backoff durations must not be negative`},
+		{"pull target with a rate", map[string]any{}, []receiverConfig{githubReceiver("s", map[string]any{"name": "laptop", "rate": "5/s", "deliver": map[string]any{"kind": "pull"}})}, `target "laptop": rate does not apply to a pull target: its consumers decide how fast they take jobs (docs/CONSUMER.md); remove it`},
+		{"pull target with a concurrency and a breaker", map[string]any{}, []receiverConfig{githubReceiver("s", map[string]any{"name": "laptop", "concurrency": 2, "circuit_breaker": map[string]any{"failures": 3}, "deliver": map[string]any{"kind": "pull"}})}, `target "laptop": concurrency and circuit_breaker do not apply to a pull target`},
 		{"two unnamed targets clash with a named one", map[string]any{}, []receiverConfig{githubReceiver("s", httpTarget("http-2", "http://127.0.0.1:9/"), httpTarget("", "http://127.0.0.1:9/"), httpTarget("", "http://127.0.0.1:9/"))}, `name "http-2" is used twice`},
 	}
 	for _, tt := range tests {

@@ -47,6 +47,30 @@ type DeliverySettings struct {
 	CircuitBreaker *CircuitBreakerConfig `json:"circuit_breaker,omitempty"`
 }
 
+// checkPulled refuses the flow-control settings on a pull target: its
+// consumers claim its jobs, never the app's pool, so a rate, a concurrency
+// cap or a circuit breaker would be accepted and then do nothing.
+func (s DeliverySettings) checkPulled() error {
+	var set []string
+	if s.Rate != "" {
+		set = append(set, "rate")
+	}
+	if s.Concurrency != 0 {
+		set = append(set, "concurrency")
+	}
+	if s.CircuitBreaker != nil {
+		set = append(set, "circuit_breaker")
+	}
+	if len(set) == 0 {
+		return nil
+	}
+	verb, it := "does", "it"
+	if len(set) > 1 {
+		verb, it = "do", "them"
+	}
+	return fmt.Errorf("%s %s not apply to a pull target: its consumers decide how fast they take jobs (docs/CONSUMER.md); remove %s", strings.Join(set, " and "), verb, it)
+}
+
 // CircuitBreakerConfig is a target's circuit breaker: after Failures
 // transient failures in a row, deliveries to the target stop for Cooldown;
 // then one probe goes through, whose success closes the circuit and whose

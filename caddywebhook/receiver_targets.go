@@ -115,6 +115,11 @@ func (rc *Receiver) provisionTargets(ctx caddy.Context) ([]namedTarget, error) {
 		if !ok {
 			return nil, fmt.Errorf("target %q: module %T is not a webhook target", name, mod)
 		}
+		if _, pulled := t.(PullTarget); pulled {
+			if err := tc.DeliverySettings.checkPulled(); err != nil {
+				return nil, fmt.Errorf("target %q: %w", name, err)
+			}
+		}
 		targets = append(targets, namedTarget{
 			name: name, target: withTransform(t, rr.transform),
 			retry: retry,
