@@ -642,3 +642,56 @@ func TestRouteRulesTest(t *testing.T) {
 		})
 	}
 }
+
+// TestOnceAMinute: the filter-error log says each key once a minute, a new
+// minute starts over, and a flood of distinct keys stops at
+// onceAMinuteMaxKeys rather than growing the set.
+func TestOnceAMinute(t *testing.T) {
+	t0 := time.Date(2026, 12, 2, 6, 0, 0, 0, time.UTC)
+	type call struct {
+		key  string
+		at   time.Duration // after t0
+		want bool
+	}
+	tests := []struct {
+		name  string
+		calls []call
+	}{
+		{"first of a key", []call{{"a", 0, true}}},
+		{"same key within the minute", []call{{"a", 0, true}, {"a", 59 * time.Second, false}}},
+		{"other keys within the minute", []call{{"a", 0, true}, {"b", time.Second, true}, {"b", 2 * time.Second, false}}},
+		{"a new minute starts over", []call{{"a", 0, true}, {"a", 30 * time.Second, false}, {"a", time.Minute, true}, {"a", time.Minute + time.Second, false}}},
+		{"the minute runs from its first call", []call{{"a", 10 * time.Second, true}, {"a", 69 * time.Second, false}, {"a", 70 * time.Second, true}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var o onceAMinute
+			for i, c := range tt.calls {
+				if got := o.first(c.key, t0.Add(c.at)); got != c.want {
+					t.Errorf("call %d (%q at +%s): got %v, want %v", i+1, c.key, c.at, got, c.want)
+				}
+			}
+		})
+	}
+
+	t.Run("a flood of keys is capped", func(t *testing.T) {
+		var o onceAMinute
+		for i := range onceAMinuteMaxKeys {
+			if !o.first("key-"+strconv.Itoa(i), t0) {
+				t.Fatalf("key %d of %d refused", i+1, onceAMinuteMaxKeys)
+			}
+		}
+		if o.first("one too many", t0.Add(time.Second)) {
+			t.Errorf("key %d taken: want the set capped at %d", onceAMinuteMaxKeys+1, onceAMinuteMaxKeys)
+		}
+		if len(o.seen) != onceAMinuteMaxKeys {
+			t.Errorf("%d keys remembered, want %d", len(o.seen), onceAMinuteMaxKeys)
+		}
+		if !o.first("one too many", t0.Add(time.Minute)) {
+			t.Error("the next minute still refuses: want the cap lifted")
+		}
+		if len(o.seen) != 1 {
+			t.Errorf("%d keys remembered after the minute ended, want 1", len(o.seen))
+		}
+	})
+}
