@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -865,6 +866,64 @@ func TestReceiverOrderingKeyValidate(t *testing.T) {
 				t.Fatalf("Validate = %v, want an error with %q", err, tt.want)
 			case tt.want == "" && rc.orderingHold != (tt.key.OnDead != "release"):
 				t.Errorf("orderingHold = %v for on_dead %q", rc.orderingHold, tt.key.OnDead)
+			}
+		})
+	}
+}
+
+// TestReceiverRedactsSlackForms: Slack's slash commands and interactivity
+// requests are forms that carry the app's verification token
+// (https://api.slack.com/slash-commands,
+// https://docs.slack.dev/reference/interaction-payloads/block_actions-payload).
+// They are accepted as sent, signature and all, and stored with the token
+// replaced, the other fields as they were.
+func TestReceiverRedactsSlackForms(t *testing.T) {
+	const token = "gIkuvaNzQIHg97ATvDxqgjtO"
+	tests := []struct {
+		name, body, want string
+	}{
+		{
+			name: "slash command",
+			body: "token=" + token + "&team_id=T0001&command=%2Fweather&text=94070",
+			want: "token=%5Bredacted%5D&team_id=T0001&command=%2Fweather&text=94070",
+		},
+		{
+			name: "interactivity payload",
+			body: "payload=" + url.QueryEscape(`{"type":"block_actions","token":"`+token+`","actions":[{"value":"click_me_123"}]}`),
+			want: "payload=" + url.QueryEscape(`{"type":"block_actions","token":"[redacted]","actions":[{"value":"click_me_123"}]}`),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.load(t, map[string]any{"workers": 0}, receiverConfig{
+				"handler": "webhook_receiver", "source": "slack", "scheme": "slack",
+				"secrets": []string{"{env." + testSecretEnv + "}"},
+				"targets": []map[string]any{httpTarget("", "http://127.0.0.1:9/")},
+			})
+			hdr, err := signature.Sign("slack", testSecret, []byte(tt.body), signature.SignOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			hdr.Set("Content-Type", "application/x-www-form-urlencoded")
+			if got := h.do(t, http.MethodPost, "/hooks/slack", hdr, strings.NewReader(tt.body)); got.status != http.StatusAccepted {
+				t.Fatalf("status %d %s, want 202", got.status, got.body)
+			}
+			s := h.store(t)
+			js := jobs(t, s)
+			if len(js) != 1 {
+				t.Fatalf("%d jobs, want 1", len(js))
+			}
+			j, err := s.GetJob(context.Background(), js[0].ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(j.Payload) != tt.want {
+				t.Errorf("stored payload\n%s\nwant\n%s", j.Payload, tt.want)
+			}
+			h.stop(t)
+			if bytes.Contains(h.rawLogs(t), []byte(token)) {
+				t.Error("the logs hold the verification token")
 			}
 		})
 	}

@@ -2,6 +2,7 @@ package signature
 
 import (
 	"bytes"
+	"net/url"
 	"slices"
 	"strings"
 )
@@ -16,18 +17,33 @@ var redactedJSON = []byte(`"` + RedactedMarker + `"`)
 
 // RedactSecrets returns body with the value of every field the scheme
 // declares in Scheme.SecretFields replaced by the JSON string
-// RedactedMarker, the rest of the bytes as they were. It returns body
-// itself when the scheme declares none or the body holds none, and when
-// body is not a JSON object (nothing there can be found). Call it on a
-// verified body, after Verify: the secret is what verified it.
+// RedactedMarker, the rest of the bytes as they were. A body that is not a
+// JSON object is read as a form (application/x-www-form-urlencoded): its
+// SecretFormFields are replaced by the marker, URL-encoded, and the JSON
+// documents of its FormJSONFields have their SecretFields replaced. It
+// returns body itself when the scheme declares none or the body holds
+// none. Call it on a verified body, after Verify: the secret is what
+// verified it.
 func RedactSecrets(scheme string, body []byte) []byte {
 	s, ok := registry[scheme]
-	if !ok || len(s.SecretFields) == 0 {
+	if !ok || len(s.SecretFields)+len(s.SecretFormFields)+len(s.FormJSONFields) == 0 {
 		return body
 	}
+	if i := skipJSONSpace(body, 0); i < len(body) && body[i] == '{' {
+		return redactJSON(s, body)
+	}
+	if len(s.SecretFormFields)+len(s.FormJSONFields) == 0 {
+		return body
+	}
+	return redactForm(s, body)
+}
+
+// redactJSON is RedactSecrets for a body that holds a JSON object.
+func redactJSON(s *scheme, body []byte) []byte {
 	var spans [][2]int
+	v := body[skipJSONSpace(body, 0):]
 	for _, path := range s.SecretFields {
-		secretSpans(body, body, strings.Split(path, "."), &spans)
+		secretSpans(body, v, strings.Split(path, "."), &spans)
 	}
 	if len(spans) == 0 {
 		return body
@@ -41,6 +57,50 @@ func RedactSecrets(scheme string, body []byte) []byte {
 		}
 		out = append(append(out, body[at:sp[0]]...), redactedJSON...)
 		at = sp[1]
+	}
+	return append(out, body[at:]...)
+}
+
+// redactedForm is RedactedMarker as a form value.
+var redactedForm = []byte(url.QueryEscape(RedactedMarker))
+
+// redactForm is RedactSecrets for a form-encoded body: name=value pairs
+// joined by '&'. Only the values it replaces change; every other byte,
+// the pairs' order and their encoding stay as they were. A name or value
+// that does not decode is left alone: nothing reads it as that field.
+func redactForm(s *scheme, body []byte) []byte {
+	var out []byte // nil until a value is replaced
+	at := 0        // body[:at] is in out
+	for start := 0; start < len(body); {
+		end := bytes.IndexByte(body[start:], '&')
+		if end < 0 {
+			end = len(body)
+		} else {
+			end += start
+		}
+		rawName, rawValue, hasValue := bytes.Cut(body[start:end], []byte("="))
+		name, err := url.QueryUnescape(string(rawName))
+		var repl []byte
+		switch {
+		case err != nil || !hasValue:
+		case slices.Contains(s.SecretFormFields, name):
+			repl = redactedForm
+		case slices.Contains(s.FormJSONFields, name):
+			if doc, err := url.QueryUnescape(string(rawValue)); err == nil {
+				if red := redactJSON(s, []byte(doc)); string(red) != doc {
+					repl = []byte(url.QueryEscape(string(red)))
+				}
+			}
+		}
+		if repl != nil {
+			valueAt := start + len(rawName) + 1
+			out = append(append(out, body[at:valueAt]...), repl...)
+			at = end
+		}
+		start = end + 1
+	}
+	if out == nil {
+		return body
 	}
 	return append(out, body[at:]...)
 }

@@ -2,6 +2,7 @@ package signature
 
 import (
 	"bytes"
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -11,6 +12,11 @@ import (
 // were. The shapes are Graph's change notifications
 // (https://learn.microsoft.com/en-us/graph/change-notifications-delivery-webhooks)
 // and Slack's Events API wrapper (https://api.slack.com/types/event).
+//
+// The slash command is the POST data of https://api.slack.com/slash-commands,
+// form-encoded; the interactivity payload is a block_actions payload
+// (https://docs.slack.dev/reference/interaction-payloads/block_actions-payload),
+// which Slack posts as the JSON value of the form field payload.
 func TestRedactSecrets(t *testing.T) {
 	const m = `"` + RedactedMarker + `"`
 	slackEvent := `{"token":"XXYYZZverification","team_id":"T061EG9R6","api_app_id":"A0PNCHHK2","event":{"type":"app_mention","token":"inner-is-no-secret"},"type":"event_callback","event_id":"Ev0PV52K21"}`
@@ -33,7 +39,23 @@ func TestRedactSecrets(t *testing.T) {
 			want: `{"clientState":"not-in-a-notification","value":[{"clientState":` + m + `}]}`},
 		{name: "slack wrapper token, the inner one kept", scheme: SchemeSlack, body: slackEvent,
 			want: strings.Replace(slackEvent, `"XXYYZZverification"`, m, 1)},
-		{name: "slack form body untouched", scheme: SchemeSlack, body: "payload=%7B%22token%22%3A%22x%22%7D", want: "payload=%7B%22token%22%3A%22x%22%7D"},
+		{name: "slack wrapper after leading space", scheme: SchemeSlack, body: " \n" + slackEvent,
+			want: " \n" + strings.Replace(slackEvent, `"XXYYZZverification"`, m, 1)},
+		{name: "slack slash command, the docs' body", scheme: SchemeSlack, body: slackSlashCommand,
+			want: strings.Replace(slackSlashCommand, "token=gIkuvaNzQIHg97ATvDxqgjtO", "token=%5Bredacted%5D", 1)},
+		{name: "slack slash command, token last", scheme: SchemeSlack, body: "command=%2Fweather&text=94070&token=gIkuvaNzQIHg97ATvDxqgjtO",
+			want: "command=%2Fweather&text=94070&token=%5Bredacted%5D"},
+		{name: "slack slash command, an encoded field name", scheme: SchemeSlack, body: "tok%65n=gIkuvaNzQIHg97ATvDxqgjtO&text=a",
+			want: "tok%65n=%5Bredacted%5D&text=a"},
+		{name: "slack slash command, the token twice", scheme: SchemeSlack, body: "token=a1&text=x&token=b2",
+			want: "token=%5Bredacted%5D&text=x&token=%5Bredacted%5D"},
+		{name: "slack interactivity payload", scheme: SchemeSlack,
+			body: "payload=" + url.QueryEscape(slackBlockActions),
+			want: "payload=" + url.QueryEscape(strings.Replace(slackBlockActions, `"Iy5cNdQ9kLL2J0gNvgDOoM8y"`, m, 1))},
+		{name: "slack form without a token untouched", scheme: SchemeSlack, body: "command=%2Fweather&text=94070", want: "command=%2Fweather&text=94070"},
+		{name: "slack payload that is not JSON untouched", scheme: SchemeSlack, body: "payload=token%3Dx", want: "payload=token%3Dx"},
+		{name: "slack payload that does not decode untouched", scheme: SchemeSlack, body: "payload=%zz&text=a", want: "payload=%zz&text=a"},
+		{name: "slack text mentioning token untouched", scheme: SchemeSlack, body: "text=token%3Dabc", want: "text=token%3Dabc"},
 		{name: "scheme without secret fields", scheme: SchemeGitHub, body: `{"token":"t"}`, want: `{"token":"t"}`},
 		{name: "not JSON", scheme: "msgraph", body: `clientState=x`, want: `clientState=x`},
 	}
@@ -41,6 +63,9 @@ func TestRedactSecrets(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			body := []byte(tt.body)
 			got := RedactSecrets(tt.scheme, body)
+			if tt.scheme == SchemeSlack && (bytes.Contains(got, []byte("gIkuvaNzQIHg97ATvDxqgjtO")) || bytes.Contains(got, []byte("Iy5cNdQ9kLL2J0gNvgDOoM8y"))) {
+				t.Errorf("a verification token is left: %s", got)
+			}
 			if string(got) != tt.want {
 				t.Errorf("RedactSecrets =\n%s\nwant\n%s", got, tt.want)
 			}
@@ -56,3 +81,8 @@ func TestRedactSecrets(t *testing.T) {
 		})
 	}
 }
+
+const (
+	slackSlashCommand = "token=gIkuvaNzQIHg97ATvDxqgjtO&team_id=T0001&team_domain=example&channel_id=C2147483705&channel_name=test&user_id=U2147483697&user_name=Steve&command=%2Fweather&text=94070&response_url=https%3A%2F%2Fhooks.slack.com%2Fcommands%2F1234%2F5678&trigger_id=13345224609.738474920.8088930838d88f008e0"
+	slackBlockActions = `{"type":"block_actions","team":{"id":"T9TK3CUKW","domain":"example"},"user":{"id":"UA8RXUSPL","username":"jtorrance","team_id":"T9TK3CUKW"},"api_app_id":"AABA1ABCD","token":"Iy5cNdQ9kLL2J0gNvgDOoM8y","container":{"type":"message_attachment","message_ts":"1548261231.000200","attachment_id":1,"channel_id":"CBR2V3XEX","is_ephemeral":false,"is_app_unfurl":false},"trigger_id":"12321423423.333649436676.d8c1bb837935619ccad0f624c448ffb3","channel":{"id":"CBR2V3XEX","name":"review-updates"},"response_url":"https://hooks.slack.com/actions/AABA1ABCD/1232321423432/D09sSasdasdAS9091209","actions":[{"action_id":"WaXA","block_id":"=qXel","text":{"type":"plain_text","text":"View","emoji":true},"value":"click_me_123","type":"button","action_ts":"1548426417.840180"}]}`
+)

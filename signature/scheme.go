@@ -46,6 +46,14 @@ type Scheme struct {
 	// ("value[].clientState"). The receiver stores the payload with them
 	// replaced (RedactSecrets), so the secret reaches no one who reads it.
 	SecretFields []string
+	// SecretFormFields are the fields of a form-encoded body
+	// (application/x-www-form-urlencoded) that carry a secret in the
+	// clear (the verification token of Slack's slash commands), and
+	// FormJSONFields the fields of one whose value is a JSON document in
+	// which SecretFields apply (the payload of Slack's interactivity
+	// requests). RedactSecrets replaces them as it does SecretFields.
+	SecretFormFields []string
+	FormJSONFields   []string
 	// SecretQuery and SecretHeaders are the query parameters and request
 	// headers that carry a secret in the clear (Meta's hub.verify_token,
 	// Asana's X-Hook-Secret, also echoed in the response), canonical
@@ -140,6 +148,8 @@ func Lookup(name string) (Scheme, bool) {
 	d := s.Scheme
 	d.Forward = slices.Clone(d.Forward)
 	d.SecretFields = slices.Clone(d.SecretFields)
+	d.SecretFormFields = slices.Clone(d.SecretFormFields)
+	d.FormJSONFields = slices.Clone(d.FormJSONFields)
 	d.SecretQuery = slices.Clone(d.SecretQuery)
 	d.SecretHeaders = slices.Clone(d.SecretHeaders)
 	if d.AcceptStatus == 0 {

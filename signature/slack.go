@@ -16,7 +16,12 @@ import (
 // deprecated shared secret that apps once compared instead of the
 // signature (https://api.slack.com/types/event): it is a SecretField, so
 // the stored copy holds RedactedMarker, and no reader of events gets a
-// token that older consumers would take for Slack.
+// token that older consumers would take for Slack. Slash commands post a
+// form with the token as a field of its own
+// (https://api.slack.com/slash-commands), and interactivity requests a
+// form whose payload field is a JSON document holding it
+// (https://docs.slack.dev/reference/interaction-payloads/block_actions-payload):
+// both are redacted too.
 const (
 	headerSlackSignature = "X-Slack-Signature"
 	headerSlackTimestamp = "X-Slack-Request-Timestamp"
@@ -24,7 +29,8 @@ const (
 
 func init() {
 	register(&scheme{
-		Scheme:    Scheme{Name: SchemeSlack, Keys: KeySecrets, SecretFields: []string{"token"}},
+		Scheme: Scheme{Name: SchemeSlack, Keys: KeySecrets, SecretFields: []string{"token"},
+			SecretFormFields: []string{"token"}, FormJSONFields: []string{"payload"}},
 		build:     func(_ Config, b base) (Verifier, error) { return &slackVerifier{b}, nil },
 		sign:      signSlack,
 		handshake: slackHandshake,
