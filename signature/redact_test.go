@@ -2,6 +2,7 @@ package signature
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/url"
 	"strings"
 	"testing"
@@ -86,3 +87,53 @@ const (
 	slackSlashCommand = "token=gIkuvaNzQIHg97ATvDxqgjtO&team_id=T0001&team_domain=example&channel_id=C2147483705&channel_name=test&user_id=U2147483697&user_name=Steve&command=%2Fweather&text=94070&response_url=https%3A%2F%2Fhooks.slack.com%2Fcommands%2F1234%2F5678&trigger_id=13345224609.738474920.8088930838d88f008e0"
 	slackBlockActions = `{"type":"block_actions","team":{"id":"T9TK3CUKW","domain":"example"},"user":{"id":"UA8RXUSPL","username":"jtorrance","team_id":"T9TK3CUKW"},"api_app_id":"AABA1ABCD","token":"Iy5cNdQ9kLL2J0gNvgDOoM8y","container":{"type":"message_attachment","message_ts":"1548261231.000200","attachment_id":1,"channel_id":"CBR2V3XEX","is_ephemeral":false,"is_app_unfurl":false},"trigger_id":"12321423423.333649436676.d8c1bb837935619ccad0f624c448ffb3","channel":{"id":"CBR2V3XEX","name":"review-updates"},"response_url":"https://hooks.slack.com/actions/AABA1ABCD/1232321423432/D09sSasdasdAS9091209","actions":[{"action_id":"WaXA","block_id":"=qXel","text":{"type":"plain_text","text":"View","emoji":true},"value":"click_me_123","type":"button","action_ts":"1548426417.840180"}]}`
 )
+
+// FuzzRedactSlack: whatever the body, no Slack verification token that a
+// reader could decode survives: a form's token fields, the token of the
+// JSON in its payload fields and a JSON body's top-level token all read
+// RedactedMarker afterwards, and redacting again changes nothing.
+//
+//	go test -run '^$' -fuzz '^FuzzRedactSlack$' -fuzztime 60s ./signature/
+func FuzzRedactSlack(f *testing.F) {
+	f.Add([]byte(slackSlashCommand))
+	f.Add([]byte("payload=" + url.QueryEscape(slackBlockActions)))
+	f.Add([]byte(`{"token":"t","type":"event_callback"}`))
+	f.Add([]byte("tok%65n=a&token=b&payload=%7B%22token%22%3A1%7D"))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		out := RedactSecrets(SchemeSlack, body)
+		if again := RedactSecrets(SchemeSlack, out); !bytes.Equal(again, out) {
+			t.Fatalf("not idempotent:\n%q\n%q", out, again)
+		}
+		if i := skipJSONSpace(out, 0); i < len(out) && out[i] == '{' {
+			var doc struct {
+				Token *string `json:"token"`
+			}
+			if json.Unmarshal(out, &doc) == nil && doc.Token != nil && *doc.Token != RedactedMarker {
+				t.Fatalf("JSON token %q left in %q", *doc.Token, out)
+			}
+			return
+		}
+		for _, pair := range strings.Split(string(out), "&") {
+			rawName, rawValue, ok := strings.Cut(pair, "=")
+			name, err1 := url.QueryUnescape(rawName)
+			value, err2 := url.QueryUnescape(rawValue)
+			if !ok || err1 != nil || err2 != nil {
+				continue
+			}
+			switch name {
+			case "token":
+				if value != RedactedMarker {
+					t.Fatalf("form token %q left in %q", value, out)
+				}
+			case "payload":
+				var doc struct {
+					Token *string `json:"token"`
+				}
+				if i := skipJSONSpace([]byte(value), 0); i < len(value) && value[i] == '{' &&
+					json.Unmarshal([]byte(value), &doc) == nil && doc.Token != nil && *doc.Token != RedactedMarker {
+					t.Fatalf("payload token %q left in %q", *doc.Token, out)
+				}
+			}
+		}
+	})
+}
