@@ -464,14 +464,19 @@ const (
 	declaredLength  = 1 << 20 // the default max_body
 	// declaredMaxGrowth bounds Caddy's RSS growth while the senders wait:
 	// their connections, streams and requests, not their declared bytes
-	// (1,000 MiB before the receiver stopped reserving them).
-	declaredMaxGrowth = 64 << 20
+	// (1,000 MiB before the receiver stopped reserving them). The senders'
+	// own state measured 49-53 MiB on a quiet machine and up to 66 MiB
+	// on a busy one (h2c, where the collector's timing moves the figure),
+	// so the bound leaves room for that, and a receiver that kept 48 KiB
+	// more per request (a buffer sized from the declared length, capped)
+	// still fails it.
+	declaredMaxGrowth = 96 << 20
 )
 
 // testDeclaredBodies holds 1,000 requests that each declare a 1 MiB body
 // (the default max_body) and send one byte, first on 1,000 HTTP/1.1
 // connections, then as HTTP/2 streams (h2c, up to 250 on a connection), and
-// checks Caddy's resident memory and heap grow by at most 64 MiB while the
+// checks Caddy's resident memory and heap grow by at most 96 MiB while the
 // receiver waits for the rest (invariant 8). Caddy's goroutine profile
 // (admin /debug/pprof) tells when the receiver is reading every body. Then
 // the senders hang up, and Caddy still accepts an event.
