@@ -5,6 +5,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -19,13 +20,13 @@ func init() {
 	caddy.RegisterModule(new(gatedStorage))
 }
 
-// gate is what gatedStorage's store does, set by the test: refuse makes
+// gatedStoreControl is what gatedStorage's store does, set by the test: refuse makes
 // every Enqueue answer queue.ErrDiskLow, as the SQLite store's reserve does
 // once free space falls below min_free_space; an event whose delivery id
 // begins with "slow-" is admitted, reported on admitted, and then waits
 // for release before it is written, as one admitted just before the
 // reserve filled waits for its batch's commit.
-var gate struct {
+var gatedStoreControl struct {
 	refuse   atomic.Bool
 	admitted chan struct{}
 	release  chan struct{}
@@ -58,12 +59,12 @@ func (s *gatedStorage) OpenStore(ctx context.Context) (queue.Store, error) {
 type gatedStore struct{ queue.Store }
 
 func (g gatedStore) Enqueue(ctx context.Context, ev queue.Event) (queue.EnqueueResult, error) {
-	if gate.refuse.Load() {
+	if gatedStoreControl.refuse.Load() {
 		return queue.EnqueueResult{}, queue.ErrDiskLow
 	}
 	if strings.HasPrefix(ev.DeliveryID, "slow-") {
-		gate.admitted <- struct{}{}
-		<-gate.release
+		gatedStoreControl.admitted <- struct{}{}
+		<-gatedStoreControl.release
 	}
 	return g.Store.Enqueue(ctx, ev)
 }
@@ -75,11 +76,14 @@ func (g gatedStore) Enqueue(ctx context.Context, ev queue.Event) (queue.EnqueueR
 // "back" for it and then "below" again for the next refusal, and CI's
 // disk_low scenario saw the episode logged twice.
 func TestDiskLowLoggedOncePerEpisode(t *testing.T) {
-	gate.admitted, gate.release = make(chan struct{}), make(chan struct{})
-	gate.refuse.Store(false)
-	t.Cleanup(func() { gate.refuse.Store(false) })
+	gatedStoreControl.admitted, gatedStoreControl.release = make(chan struct{}), make(chan struct{})
+	gatedStoreControl.refuse.Store(false)
+	var releaseOnce sync.Once
+	release := func() { releaseOnce.Do(func() { close(gatedStoreControl.release) }) }
+	t.Cleanup(func() { gatedStoreControl.refuse.Store(false) })
 
 	h := newHarness(t)
+	t.Cleanup(release) // runs before the harness's stop: cleanups run last in, first out
 	h.load(t, map[string]any{"workers": 0, "storage": map[string]any{"backend": "test_gated", "path": h.dbPath}},
 		githubReceiver("disk", httpTarget("", "http://127.0.0.1:9/")))
 	post := func(id string) int {
@@ -104,14 +108,14 @@ func TestDiskLowLoggedOncePerEpisode(t *testing.T) {
 		resp.Body.Close()
 		inFlight <- resp.StatusCode
 	}()
-	testutil.Receive(t, gate.admitted)
+	testutil.Receive(t, gatedStoreControl.admitted)
 
 	// The reserve fills: refusals, while the admitted event is written.
-	gate.refuse.Store(true)
+	gatedStoreControl.refuse.Store(true)
 	if got := post("low-1"); got != http.StatusServiceUnavailable {
 		t.Fatalf("while low: got %d, want 503", got)
 	}
-	close(gate.release)
+	release()
 	if got := testutil.Receive(t, inFlight); got != http.StatusAccepted {
 		t.Fatalf("the event admitted before the refusal: got %d, want 202", got)
 	}
@@ -120,7 +124,7 @@ func TestDiskLowLoggedOncePerEpisode(t *testing.T) {
 	}
 
 	// Space is freed.
-	gate.refuse.Store(false)
+	gatedStoreControl.refuse.Store(false)
 	for _, id := range []string{"back-1", "back-2"} {
 		if got := post(id); got != http.StatusAccepted {
 			t.Fatalf("after the space came back: %s got %d, want 202", id, got)

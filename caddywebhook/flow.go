@@ -47,10 +47,11 @@ type DeliverySettings struct {
 	CircuitBreaker *CircuitBreakerConfig `json:"circuit_breaker,omitempty"`
 }
 
-// checkPulled refuses the flow-control settings on a pull target: its
-// consumers claim its jobs, never the app's pool, so a rate, a concurrency
-// cap or a circuit breaker would be accepted and then do nothing.
-func (s DeliverySettings) checkPulled() error {
+// flowControlOnPull refuses the flow-control settings on a pull target:
+// its consumers claim its jobs, never the app's pool, so a rate, a
+// concurrency cap or a circuit breaker would be accepted and then do
+// nothing.
+func (s DeliverySettings) flowControlOnPull() error {
 	var set []string
 	if s.Rate != "" {
 		set = append(set, "rate")
@@ -64,11 +65,11 @@ func (s DeliverySettings) checkPulled() error {
 	if len(set) == 0 {
 		return nil
 	}
-	verb, it := "does", "it"
-	if len(set) > 1 {
-		verb, it = "do", "them"
+	names, verb, it := set[0], "does", "it"
+	if n := len(set); n > 1 {
+		names, verb, it = strings.Join(set[:n-1], ", ")+" and "+set[n-1], "do", "them"
 	}
-	return fmt.Errorf("%s %s not apply to a pull target: its consumers decide how fast they take jobs (docs/CONSUMER.md); remove %s", strings.Join(set, " and "), verb, it)
+	return fmt.Errorf("%s %s not apply to a pull target: its consumers decide how fast they take jobs, and the app delivers nothing a breaker could count (docs/CONSUMER.md); remove %s", names, verb, it)
 }
 
 // CircuitBreakerConfig is a target's circuit breaker: after Failures

@@ -116,7 +116,7 @@ func (rc *Receiver) provisionTargets(ctx caddy.Context) ([]namedTarget, error) {
 			return nil, fmt.Errorf("target %q: module %T is not a webhook target", name, mod)
 		}
 		if _, pulled := t.(PullTarget); pulled {
-			if err := tc.DeliverySettings.checkPulled(); err != nil {
+			if err := tc.DeliverySettings.flowControlOnPull(); err != nil {
 				return nil, fmt.Errorf("target %q: %w", name, err)
 			}
 		}

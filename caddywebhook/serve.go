@@ -129,10 +129,10 @@ func (rc *Receiver) store(r *http.Request, x *exchange, res signature.Result, bo
 		// An event the store admitted before the refusal that began the
 		// episode can finish after it: only one sent once the episode was
 		// known says the space is back.
-		lowBefore := rc.diskLow.Load()
+		episodeKnown := rc.diskLow.Load()
 		var out queue.EnqueueResult
 		if out, err = store.Enqueue(r.Context(), ev); err == nil {
-			if lowBefore && rc.diskLow.CompareAndSwap(true, false) {
+			if episodeKnown && rc.diskLow.CompareAndSwap(true, false) {
 				rc.logger.Info("free disk space is back above min_free_space; storing events again", zap.String("source", rc.Source))
 			}
 			switch {

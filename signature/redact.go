@@ -2,6 +2,7 @@ package signature
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/url"
 	"slices"
 	"strings"
@@ -30,7 +31,12 @@ func RedactSecrets(scheme string, body []byte) []byte {
 		return body
 	}
 	if i := skipJSONSpace(body, 0); i < len(body) && body[i] == '{' {
-		return redactJSON(s, body)
+		// A form may begin with '{' too ("{=x&token=…"): it is read as
+		// one when it is not a JSON document. redactJSON returns a copy
+		// only when it replaced something.
+		if out := redactJSON(s, body); &out[0] != &body[0] || json.Valid(body) {
+			return out
+		}
 	}
 	if len(s.SecretFormFields)+len(s.FormJSONFields) == 0 {
 		return body
@@ -65,8 +71,12 @@ func redactJSON(s *scheme, body []byte) []byte {
 var redactedForm = []byte(url.QueryEscape(RedactedMarker))
 
 // redactForm is RedactSecrets for a form-encoded body: name=value pairs
-// joined by '&'. Only the values it replaces change; every other byte,
-// the pairs' order and their encoding stay as they were. A name or value
+// joined by '&', as Slack sends them and Go's url.ParseQuery reads them
+// (';' is no separator: it stays inside the value). Only the values it
+// replaces change: a secret field's whole value, or a JSON field's value,
+// decoded, redacted and encoded again with url.QueryEscape (so its
+// decoded JSON differs only in the secrets, though its escaping may
+// change). Every other pair keeps its bytes and its place. A name or value
 // that does not decode is left alone: nothing reads it as that field.
 func redactForm(s *scheme, body []byte) []byte {
 	var out []byte // nil until a value is replaced

@@ -467,9 +467,9 @@ const (
 	// (1,000 MiB before the receiver stopped reserving them). The senders'
 	// own state measured 49-53 MiB on a quiet machine and up to 66 MiB
 	// on a busy one (h2c, where the collector's timing moves the figure),
-	// so the bound leaves room for that, and a receiver that kept 48 KiB
+	// so the bound leaves room for that, and a receiver that kept 64 KiB
 	// more per request (a buffer sized from the declared length, capped)
-	// still fails it.
+	// still fails it: 49 + 62.5 MiB.
 	declaredMaxGrowth = 96 << 20
 )
 
