@@ -300,15 +300,7 @@ func TestReceiverStoresWhatTargetsNeed(t *testing.T) {
 	if got := h.post(t, "gh", "d-9", "release", body); got != http.StatusAccepted {
 		t.Fatalf("status %d", got)
 	}
-	s := h.store(t)
-	js := jobs(t, s)
-	if len(js) != 1 {
-		t.Fatalf("%d jobs, want 1", len(js))
-	}
-	j, err := s.GetJob(context.Background(), js[0].ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	j := onlyJob(t, h.store(t))
 	if !bytes.Equal(j.Payload, body) {
 		t.Errorf("payload = %q, want the bytes as sent", j.Payload)
 	}
@@ -909,15 +901,7 @@ func TestReceiverRedactsSlackForms(t *testing.T) {
 			if got := h.do(t, http.MethodPost, "/hooks/slack", hdr, strings.NewReader(tt.body)); got.status != http.StatusAccepted {
 				t.Fatalf("status %d %s, want 202", got.status, got.body)
 			}
-			s := h.store(t)
-			js := jobs(t, s)
-			if len(js) != 1 {
-				t.Fatalf("%d jobs, want 1", len(js))
-			}
-			j, err := s.GetJob(context.Background(), js[0].ID)
-			if err != nil {
-				t.Fatal(err)
-			}
+			j := onlyJob(t, h.store(t))
 			if string(j.Payload) != tt.want {
 				t.Errorf("stored payload\n%s\nwant\n%s", j.Payload, tt.want)
 			}
@@ -927,4 +911,18 @@ func TestReceiverRedactsSlackForms(t *testing.T) {
 			}
 		})
 	}
+}
+
+// onlyJob returns the store's one job, whole; any other count fails t.
+func onlyJob(t *testing.T, s queue.Store) queue.JobDetail {
+	t.Helper()
+	js := jobs(t, s)
+	if len(js) != 1 {
+		t.Fatalf("%d jobs, want 1", len(js))
+	}
+	j, err := s.GetJob(context.Background(), js[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
 }
