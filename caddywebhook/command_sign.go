@@ -172,9 +172,12 @@ func newUUID() string {
 // them).
 func addSenderHeaders(scheme string, h http.Header, body []byte, opts signature.SignOptions) {
 	switch scheme {
-	case "twilio":
-		// Twilio posts its parameters as a form; a JSON body is signed
-		// through bodySHA256 in the URL instead.
+	case "twilio", "slack":
+		// Twilio posts its parameters as a form (a JSON body is signed
+		// through bodySHA256 in the URL instead), and Slack its slash
+		// commands and interactivity requests
+		// (https://api.slack.com/slash-commands); its Events API posts
+		// JSON.
 		if !json.Valid(body) {
 			h.Set("Content-Type", "application/x-www-form-urlencoded")
 		}

@@ -122,6 +122,10 @@ func TestCLISignCurl(t *testing.T) {
 	if err := os.WriteFile(form, []byte("Body=hi&From=%2B15550001"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	slashCommand := filepath.Join(dir, "command.txt")
+	if err := os.WriteFile(slashCommand, []byte("token=gIkuvaNzQIHg97ATvDxqgjtO&team_id=T0001&command=%2Fweather&text=94070"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name, scheme, body string
 		status             int
@@ -131,6 +135,9 @@ func TestCLISignCurl(t *testing.T) {
 		{"github/refused", "github", "", http.StatusUnauthorized, "application/json"},
 		// https://www.twilio.com/docs/usage/webhooks/webhooks-security
 		{"twilio/a form body", "twilio", form, http.StatusAccepted, "application/x-www-form-urlencoded"},
+		// https://api.slack.com/slash-commands
+		{"slack/a slash command", "slack", slashCommand, http.StatusAccepted, "application/x-www-form-urlencoded"},
+		{"slack/an Events API body", "slack", "", http.StatusAccepted, "application/json"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
