@@ -308,11 +308,9 @@ func (w *writer) loadKeys() error {
 }
 
 // syncKeys runs at the start of every transaction, under the write lock:
-// it takes back the keys a rolled-back attempt added, and reads the set
-// again if another connection wrote the database since the writer last
-// looked.
+// it reads the set again if another connection wrote the database since
+// the writer last looked.
 func (w *writer) syncKeys() error {
-	w.dropTxKeys(0)
 	row := w.row[:1]
 	if err := queryRow(w.st.dataVersion, row); err != nil {
 		return fmt.Errorf("read data version: %w", err)
@@ -416,9 +414,6 @@ func (w *writer) addKey(h uint64, id int64) {
 // not see them: the keys past the last id known are added, and the keys
 // its deletes collected leave.
 func (w *writer) afterControl() error {
-	// Keys still noted from a transaction are a rolled-back one's: every
-	// commit clears them.
-	w.dropTxKeys(0)
 	rows, err := w.st.newKeys.Query(w.maxKeyID)
 	if err != nil {
 		return fmt.Errorf("read event keys: %w", err)

@@ -85,13 +85,7 @@ VALUES ('shop', 'by-hand', x'', x'', 0, 0)`); err != nil {
 		{"rolled back with a failed neighbour", func(t *testing.T, s *Store) {
 			// The refused job fails its enqueue after the event row was
 			// inserted: its key must leave the set with the rollback.
-			if err := s.onWriterNow(t, `CREATE TEMP TRIGGER refuse BEFORE INSERT ON jobs WHEN NEW.target = 'refused'
-BEGIN SELECT RAISE(ABORT, 'refused'); END`); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := s.Enqueue(t.Context(), testEvent("r", "refused")); err == nil {
-				t.Fatal("Enqueue with the refused target succeeded")
-			}
+			rolledBackEnqueue(t, s, "r")
 			enqueueWant(t, s, testEvent("other", "mail"), false)
 			if n := s.keys.len(); n != 1 {
 				t.Errorf("key set holds %d keys, want 1 (the rolled-back event's left)", n)
@@ -102,13 +96,7 @@ BEGIN SELECT RAISE(ABORT, 'refused'); END`); err != nil {
 			// Between the failed batch and the next one, a call outside
 			// the group commit (the writer's counters) must not keep the
 			// rolled-back key.
-			if err := s.onWriterNow(t, `CREATE TEMP TRIGGER refuse BEFORE INSERT ON jobs WHEN NEW.target = 'refused'
-BEGIN SELECT RAISE(ABORT, 'refused'); END`); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := s.Enqueue(t.Context(), testEvent("r", "refused")); err == nil {
-				t.Fatal("Enqueue with the refused target succeeded")
-			}
+			rolledBackEnqueue(t, s, "r")
 			if _, err := s.WriterStats(t.Context()); err != nil {
 				t.Fatal(err)
 			}
@@ -358,5 +346,23 @@ func TestKeySetSequentialIDs(t *testing.T) {
 				t.Errorf("mean probes per lookup = %.1f (worst %d), want at most 4", mean, worst)
 			}
 		})
+	}
+}
+
+// rolledBackEnqueue enqueues an event whose job insert fails after its
+// event row was inserted, so its transaction is rolled back, and checks
+// that the rollback took the event's key out of the set at once.
+func rolledBackEnqueue(t *testing.T, s *Store, deliveryID string) {
+	t.Helper()
+	if err := s.onWriterNow(t, `CREATE TEMP TRIGGER IF NOT EXISTS refuse BEFORE INSERT ON jobs WHEN NEW.target = 'refused'
+BEGIN SELECT RAISE(ABORT, 'refused'); END`); err != nil {
+		t.Fatal(err)
+	}
+	before := s.keys.len()
+	if _, err := s.Enqueue(t.Context(), testEvent(deliveryID, "refused")); err == nil {
+		t.Fatal("Enqueue with the refused target succeeded")
+	}
+	if n := s.keys.len(); n != before {
+		t.Errorf("key set holds %d keys after the rollback, want %d: the rolled-back event's key stayed", n, before)
 	}
 }

@@ -183,6 +183,7 @@ type writer struct {
 	gone        []eventKey
 	idBuf       []int64
 	maxKeyID    int64 // the highest event id in the set
+	txMaxKeyID  int64 // maxKeyID when the transaction began, for rollback
 	dataVersion int64
 
 	batches  int64 // committed batches, for the benchmarks' requests per commit
@@ -403,12 +404,7 @@ func (w *writer) transact() (reset bool, err error) {
 // runTx is transact's body, run inside the connection's Raw.
 func (w *writer) runTx() (reset bool, err error) {
 	now := w.s.cfg.Now()
-	w.clearCounts()
-	if _, err := w.st.begin.Exec(); err != nil {
-		return true, fmt.Errorf("begin: %w", err)
-	}
-	if err := w.syncKeys(); err != nil {
-		w.st.rollback.Exec()
+	if err := w.begin(); err != nil {
 		return true, err
 	}
 	failed := -1
@@ -423,7 +419,7 @@ func (w *writer) runTx() (reset bool, err error) {
 		for _, done := range w.live[:failed+1] {
 			done.clearOutputs()
 		}
-		if _, err := w.st.rollback.Exec(); err != nil {
+		if err := w.rollback(); err != nil {
 			// After some errors (SQLITE_FULL, SQLITE_IOERR) SQLite has
 			// already rolled back and this ROLLBACK fails; the connection
 			// is renewed to be sure. The error took the whole
@@ -442,33 +438,14 @@ func (w *writer) runTx() (reset bool, err error) {
 		}
 		return w.isolated(now)
 	}
-	if err := w.flushCounts(); err != nil {
-		w.st.rollback.Exec()
-		return true, err
-	}
-	if err := w.collectGone(); err != nil {
-		w.st.rollback.Exec()
-		return true, err
-	}
-	if _, err := w.st.commit.Exec(); err != nil {
-		// SQLite may already have rolled back; this makes sure.
-		w.st.rollback.Exec()
-		return true, fmt.Errorf("commit: %w", err)
-	}
-	w.committed()
-	return false, nil
+	return w.commit()
 }
 
 // isolated runs again, in a new transaction, the requests of w.live that
 // have not failed, each in its own savepoint, and commits: the slow path
 // after a failure. now is the batch's clock reading, as in the first run.
 func (w *writer) isolated(now time.Time) (reset bool, err error) {
-	w.clearCounts()
-	if _, err := w.st.begin.Exec(); err != nil {
-		return true, fmt.Errorf("begin: %w", err)
-	}
-	if err := w.syncKeys(); err != nil {
-		w.st.rollback.Exec()
+	if err := w.begin(); err != nil {
 		return true, err
 	}
 	for _, r := range w.live {
@@ -477,41 +454,76 @@ func (w *writer) isolated(now time.Time) (reset bool, err error) {
 		}
 		r.clearOutputs()
 		if _, err := w.st.savepoint.Exec(); err != nil {
-			w.st.rollback.Exec()
+			w.rollback()
 			return true, fmt.Errorf("savepoint: %w", err)
 		}
-		keys := len(w.txKeys)
+		keys, maxKeyID := len(w.txKeys), w.maxKeyID
 		if r.err = w.exec(r, now); r.err != nil {
 			r.clearOutputs()
 			w.dropTxKeys(keys)
+			w.maxKeyID = maxKeyID
 			if _, err := w.st.rollbackTo.Exec(); err != nil {
 				// The error took the whole transaction with it
 				// (SQLite rolls back by itself after SQLITE_FULL,
 				// SQLITE_IOERR): every request in the batch is lost,
 				// and each is told why.
-				w.st.rollback.Exec()
+				w.rollback()
 				return true, fmt.Errorf("transaction aborted: %w", r.err)
 			}
 		}
 		if _, err := w.st.release.Exec(); err != nil {
-			w.st.rollback.Exec()
+			w.rollback()
 			return true, fmt.Errorf("release savepoint: %w", err)
 		}
 	}
+	return w.commit()
+}
+
+// begin opens the transaction of a batch and brings the key set up to
+// date (syncKeys).
+func (w *writer) begin() error {
+	w.txMaxKeyID = w.maxKeyID
+	if _, err := w.st.begin.Exec(); err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := w.syncKeys(); err != nil {
+		w.rollback()
+		return err
+	}
+	w.txMaxKeyID = w.maxKeyID // syncKeys may have read the set again
+	return nil
+}
+
+// commit adds the transaction's counts, collects its deleted events' keys
+// and commits; any failure rolls it back and asks for a fresh connection.
+func (w *writer) commit() (reset bool, err error) {
 	if err := w.flushCounts(); err != nil {
-		w.st.rollback.Exec()
+		w.rollback()
 		return true, err
 	}
 	if err := w.collectGone(); err != nil {
-		w.st.rollback.Exec()
+		w.rollback()
 		return true, err
 	}
 	if _, err := w.st.commit.Exec(); err != nil {
-		w.st.rollback.Exec()
+		// SQLite may already have rolled back; this makes sure.
+		w.rollback()
 		return true, fmt.Errorf("commit: %w", err)
 	}
 	w.committed()
 	return false, nil
+}
+
+// rollback rolls the transaction back and takes back what the writer noted
+// for its commit: the keys its inserts added to the set, the highest event
+// id, the counts. Every way a transaction ends without COMMIT goes through
+// it, so no transaction's keys outlive it.
+func (w *writer) rollback() error {
+	_, err := w.st.rollback.Exec()
+	w.dropTxKeys(0)
+	w.maxKeyID = w.txMaxKeyID
+	w.clearCounts()
+	return err
 }
 
 // clearCounts forgets the enqueues counted for a transaction that was
