@@ -295,7 +295,7 @@ func (l *listener) start(ctx context.Context, j ClaimedJob) {
 	// the job while this one still runs it. The quarter also covers the
 	// time between the claim's commit and its answer's arrival.
 	h.fence = time.AfterFunc(lease-lease/4, func() { l.loseLease(h) })
-	l.held[j.ID] = h
+	l.hold(h)
 	l.mu.Unlock()
 	l.wg.Go(func() {
 		defer func() { <-l.holds }()
@@ -314,12 +314,25 @@ func (l *listener) start(ctx context.Context, j ClaimedJob) {
 	})
 }
 
+// hold records h as the claim held for its job; l.mu is held. A claim of
+// the same job still held is an older run's, whose lease the server has
+// given up since (a laptop that slept through it, timers and all): the new
+// claim proves it lost, so it is cancelled now rather than left to run
+// beside the new one.
+func (l *listener) hold(h *heldJob) {
+	if prev := l.held[h.lease.ID]; prev != nil && !prev.stopped {
+		prev.lost = true
+		prev.cancel()
+	}
+	l.held[h.lease.ID] = h
+}
+
 // loseLease gives up a job whose lease can no longer be proven: another
 // consumer may have it now.
 func (l *listener) loseLease(h *heldJob) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.held[h.lease.ID] == h && !h.stopped {
+	if !h.stopped {
 		h.lost = true
 		h.cancel()
 	}

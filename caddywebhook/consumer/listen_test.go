@@ -259,8 +259,9 @@ func TestLoggedURL(t *testing.T) {
 }
 
 // TestListenForgetsOnlyItsClaim: a job claimed again by this listener
-// while the run of its earlier claim still ends is held by the new claim:
-// the old run's end, or its lost lease, neither forgets nor cancels it
+// while the run of its earlier claim still ends is held by the new claim.
+// The new claim gives the old run up (its lease is gone), and the old
+// run's end, or its lost lease, neither forgets nor cancels the new one
 // (each claim has its own fence).
 func TestListenForgetsOnlyItsClaim(t *testing.T) {
 	l := &listener{held: map[int64]*heldJob{}}
@@ -270,10 +271,13 @@ func TestListenForgetsOnlyItsClaim(t *testing.T) {
 		t.Cleanup(func() { h.fence.Stop() })
 		return h, cancelled
 	}
-	old, _ := claim(1)
-	l.held[7] = old
+	old, oldCancelled := claim(1)
+	l.hold(old)
 	again, againCancelled := claim(2)
-	l.held[7] = again // the server handed the job out again
+	l.hold(again) // the server handed the job out again
+	if !old.lost || !*oldCancelled {
+		t.Errorf("the older claim after the job came again: lost %v, cancelled %v; want it given up", old.lost, *oldCancelled)
+	}
 
 	l.loseLease(old)
 	l.forget(old)
