@@ -2,7 +2,6 @@ package signature
 
 import (
 	"bytes"
-	"encoding/json"
 	"net/url"
 	"slices"
 	"strings"
@@ -32,9 +31,8 @@ func RedactSecrets(scheme string, body []byte) []byte {
 	}
 	if i := skipJSONSpace(body, 0); i < len(body) && body[i] == '{' {
 		// A form may begin with '{' too ("{=x&token=…"): it is read as
-		// one when it is not a JSON document. redactJSON returns a copy
-		// only when it replaced something.
-		if out := redactJSON(s, body); &out[0] != &body[0] || json.Valid(body) {
+		// one when it is not a JSON document.
+		if out, ok := redactJSON(s, body); ok {
 			return out
 		}
 	}
@@ -44,18 +42,25 @@ func RedactSecrets(scheme string, body []byte) []byte {
 	return redactForm(s, body)
 }
 
-// redactJSON is RedactSecrets for a body that holds a JSON object.
-func redactJSON(s *scheme, body []byte) []byte {
+// redactJSON is RedactSecrets for a body that begins as a JSON object.
+// ok is false when body is not one valid JSON object: then nothing in it
+// is taken for a member, and body is returned as it is.
+func redactJSON(s *scheme, body []byte) (out []byte, ok bool) {
 	var spans [][2]int
 	v := body[skipJSONSpace(body, 0):]
+	if len(s.SecretFields) == 0 {
+		return body, scanObject(v, func(_, _ []byte) {})
+	}
 	for _, path := range s.SecretFields {
-		secretSpans(body, v, strings.Split(path, "."), &spans)
+		if !secretSpans(body, v, strings.Split(path, "."), &spans) {
+			return body, false
+		}
 	}
 	if len(spans) == 0 {
-		return body
+		return body, true
 	}
 	slices.SortFunc(spans, func(a, b [2]int) int { return a[0] - b[0] })
-	out := make([]byte, 0, len(body)+len(spans)*len(redactedJSON))
+	out = make([]byte, 0, len(body)+len(spans)*len(redactedJSON))
 	at := 0
 	for _, sp := range spans {
 		if sp[0] < at {
@@ -64,7 +69,7 @@ func redactJSON(s *scheme, body []byte) []byte {
 		out = append(append(out, body[at:sp[0]]...), redactedJSON...)
 		at = sp[1]
 	}
-	return append(out, body[at:]...)
+	return append(out, body[at:]...), true
 }
 
 // redactedForm is RedactedMarker as a form value.
@@ -97,7 +102,7 @@ func redactForm(s *scheme, body []byte) []byte {
 			repl = redactedForm
 		case slices.Contains(s.FormJSONFields, name):
 			if doc, err := url.QueryUnescape(string(rawValue)); err == nil {
-				if red := redactJSON(s, []byte(doc)); string(red) != doc {
+				if red, ok := redactJSON(s, []byte(doc)); ok && string(red) != doc {
 					repl = []byte(url.QueryEscape(string(red)))
 				}
 			}
@@ -119,13 +124,15 @@ func redactForm(s *scheme, body []byte) []byte {
 // values at path in v, a JSON value within body: path's steps are member
 // names, a step ending in "[]" descending into each element of that
 // member's array. Every occurrence of a duplicated member counts, since a
-// decoder keeps the last and another reader may keep the first.
-func secretSpans(body, v []byte, path []string, spans *[][2]int) {
+// decoder keeps the last and another reader may keep the first. It
+// reports whether v is a valid JSON object (scanObject); the spans of one
+// that is not are not to be used.
+func secretSpans(body, v []byte, path []string, spans *[][2]int) bool {
 	if len(v) == 0 || v[0] != '{' {
-		return
+		return false
 	}
 	name, each := strings.CutSuffix(path[0], "[]")
-	scanObject(v, func(key, value []byte) {
+	return scanObject(v, func(key, value []byte) {
 		if !jsonKeyIs(key, name) {
 			return
 		}

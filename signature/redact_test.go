@@ -53,6 +53,11 @@ func TestRedactSecrets(t *testing.T) {
 		{name: "slack interactivity payload", scheme: SchemeSlack,
 			body: "payload=" + url.QueryEscape(slackBlockActions),
 			want: "payload=" + url.QueryEscape(strings.Replace(slackBlockActions, `"Iy5cNdQ9kLL2J0gNvgDOoM8y"`, m, 1))},
+		{name: "slack form that begins as a JSON object", scheme: SchemeSlack, body: `{"token":"a",&token=gIkuvaNzQIHg97ATvDxqgjtO`,
+			want: `{"token":"a",&token=%5Bredacted%5D`},
+		{name: "slack interactivity payload escaped otherwise", scheme: SchemeSlack,
+			body: `payload={"type":"block_actions","token":"Iy5cNdQ9kLL2J0gNvgDOoM8y","user":{"id":"U1"}}&x=a%20b`,
+			want: "payload=" + url.QueryEscape(`{"type":"block_actions","token":"[redacted]","user":{"id":"U1"}}`) + "&x=a%20b"},
 		{name: "slack form that begins with a brace", scheme: SchemeSlack, body: "{=x&token=gIkuvaNzQIHg97ATvDxqgjtO", want: "{=x&token=%5Bredacted%5D"},
 		{name: "slack JSON with the word in a value untouched", scheme: SchemeSlack, body: `{"text":"a&token=b"}`, want: `{"text":"a&token=b"}`},
 		{name: "slack form without a token untouched", scheme: SchemeSlack, body: "command=%2Fweather&text=94070", want: "command=%2Fweather&text=94070"},
@@ -101,6 +106,7 @@ func FuzzRedactSlack(f *testing.F) {
 	f.Add([]byte("payload=" + url.QueryEscape(slackBlockActions)))
 	f.Add([]byte(`{"token":"t","type":"event_callback"}`))
 	f.Add([]byte("tok%65n=a&token=b&payload=%7B%22token%22%3A1%7D"))
+	f.Add([]byte(`{"token":"a",&token=b`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		out := RedactSecrets(SchemeSlack, body)
 		if again := RedactSecrets(SchemeSlack, out); !bytes.Equal(again, out) {
