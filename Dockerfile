@@ -47,7 +47,9 @@
 #
 # No container runtime was available where this file was written, so each
 # command it runs was checked by running the same command outside a
-# container, on Debian 12 with Go 1.26.8 and xcaddy v0.4.5, as root:
+# container, on Debian 12 with Go 1.26.8 and xcaddy v0.4.5, as root. (That
+# was before --with named the module root; the build step's note on the
+# module proxy is from then.)
 #
 #  1. COPY . /src/caddywebhook: the repository copied to a temporary
 #     /src/caddywebhook with the patterns of .dockerignore excluded.

@@ -44,7 +44,8 @@ type load struct {
 	secondPath   string
 }
 
-// secondAt reports whether a request sent at t carries a trace context.
+// secondAt reports whether a request sent at t is in the pair's second
+// half (a trace context, or the second path).
 func (l load) secondAt(t, measureFrom time.Time) bool {
 	if l.pairEvery <= 0 {
 		return false
@@ -197,7 +198,7 @@ func (l load) run(ctx context.Context) (*loadResult, error) {
 // connStats is one connection's share of a phase.
 type connStats struct {
 	sent, okWindow, transport int64
-	okSecond                  int64 // of okWindow, sent with a trace context
+	okSecond                  int64 // of okWindow, sent in the second half
 	lastErr                   string
 	statuses                  map[int]int64
 	lat                       []time.Duration

@@ -46,8 +46,9 @@
 //
 // -profile names phases whose windows are CPU-profiled through Caddy's
 // /debug/pprof/profile; each load phase of them (static, the ingest and
-// e2e phases, backlog, replay, rules) also gets a cost table in the
-// report, per accepted event over the same windows:
+// e2e phases, backlog-ingest, backlog-e2e, orphans-e2e, replay-ingest,
+// rules) also gets a cost table in the report, per accepted event over the
+// same windows:
 //
 //	go run ./cmd/webhook-loadtest -phases static,ingest,e2e -d 6s -profile static,ingest,e2e
 //
