@@ -111,7 +111,8 @@ func newListener(cfg ListenConfig) (*listener, error) {
 	case cfg.Concurrency < 0:
 		return nil, fmt.Errorf("listen: --concurrency is %d, must be positive", cfg.Concurrency)
 	}
-	if u, err := url.Parse(cfg.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	base, err := url.Parse(cfg.URL)
+	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
 		return nil, errors.New("listen: --url must be an absolute http:// or https:// URL")
 	}
 	fwd, err := url.Parse(cfg.ForwardTo)
@@ -143,7 +144,6 @@ func newListener(cfg ListenConfig) (*listener, error) {
 	if err := target.Validate(); err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
 	}
-	base, _ := url.Parse(cfg.URL) // checked above
 	return &listener{
 		cfg:    cfg,
 		target: target,

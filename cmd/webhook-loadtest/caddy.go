@@ -123,27 +123,24 @@ func caddyJSON(pc phaseConfig) ([]byte, error) {
 			"handle": []any{handler},
 		}
 	}
+	receiver := func(src string, target map[string]any) map[string]any {
+		return map[string]any{
+			"handler": "webhook_receiver",
+			"source":  src,
+			"scheme":  "github",
+			"secrets": []string{secret},
+			"targets": []any{target},
+		}
+	}
 	routes := []any{
 		route(pathStatic, map[string]any{"handler": "static_response", "status_code": http.StatusOK}),
 		route(pathNoop, map[string]any{"handler": "static_response", "status_code": statusNoop}),
-		route(pathHook, map[string]any{
-			"handler": "webhook_receiver",
-			"source":  source,
-			"scheme":  "github",
-			"secrets": []string{secret},
-			"targets": []any{pc.target()},
-		}),
+		route(pathHook, receiver(source, pc.target())),
 	}
 	if pc.pairFilter != "" {
 		t := pc.target()
 		t["filter"] = pc.pairFilter
-		routes = append(routes, route(pathHookFiltered, map[string]any{
-			"handler": "webhook_receiver",
-			"source":  sourceFiltered,
-			"scheme":  "github",
-			"secrets": []string{secret},
-			"targets": []any{t},
-		}))
+		routes = append(routes, route(pathHookFiltered, receiver(sourceFiltered, t)))
 	}
 	if pc.pull {
 		routes = append(routes, route(pathPull+"/*", map[string]any{

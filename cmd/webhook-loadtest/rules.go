@@ -26,8 +26,8 @@ const rulesPhase = "rules"
 
 // rules runs one round of the rules phase.
 func (r *runner) rules(ctx context.Context) error {
-	r.stripe, r.pairEvery, r.pairFilter, r.secondPath = true, pairSlice, rulesFilter, pathHookFiltered
-	defer func() { r.stripe, r.pairEvery, r.pairFilter, r.secondPath = false, 0, "", "" }()
+	r.stripe, r.pair = true, &pairing{filter: rulesFilter}
+	defer func() { r.stripe, r.pair = false, nil }()
 	return r.ingest(ctx, rulesPhase, fmt.Sprintf("%s-%d.db", rulesPhase, r.round), 0, nil)
 }
 

@@ -20,6 +20,42 @@ import (
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
+// pairing is how a phase is paired with itself: from the window's start
+// its requests alternate between two halves every pairSlice, each half
+// rated over its own share of the window. The second half carries a trace
+// context (traced, the traced phases) or, with a filter (the rules
+// phase), goes to a receiver of its own on pathHookFiltered whose target
+// has that filter.
+type pairing struct {
+	traced bool
+	filter string
+}
+
+// every is the pair's slice, 0 for a phase that is not paired.
+func (p *pairing) every() time.Duration {
+	if p == nil {
+		return 0
+	}
+	return pairSlice
+}
+
+// receiverFilter is the filter of the second receiver's target, "" for
+// none (and then no second receiver).
+func (p *pairing) receiverFilter() string {
+	if p == nil {
+		return ""
+	}
+	return p.filter
+}
+
+// secondPath is where the second half posts, "" for the first half's path.
+func (p *pairing) secondPath() string {
+	if p.receiverFilter() == "" {
+		return ""
+	}
+	return pathHookFiltered
+}
+
 // Reference rates of the slow-upstream phases: what N workers could reach
 // if each delivery cost exactly the upstream's 5 ms.
 const (
@@ -48,11 +84,7 @@ type runner struct {
 	caddies []*caddyProc // one, or -instances on one Postgres schema
 	up      *upstream
 	rep     *report
-	// pairEvery: the phase running is paired, its requests alternating
-	// between its two halves every pairEvery (load.pairEvery); the second
-	// half carries a trace context (secondTraced) or goes to secondPath.
-	pairEvery    time.Duration
-	secondTraced bool
+	pair    *pairing // how the phase running now is paired; nil: it is not
 
 	adminAddrs, httpAddrs []string              // by instance
 	srv                   *serverWatch          // postgres: the server's counters
@@ -61,13 +93,10 @@ type runner struct {
 	round  int           // 1-based, the round running now
 	window time.Duration // each phase's window in one round
 	rate   string        // the target's rate in the phase running now; "" for none
-	// pairFilter and secondPath: the rules phase's second half goes to a
-	// receiver of its own on secondPath whose target has this filter.
-	pairFilter, secondPath string
-	stripe                 bool   // the phase running now sends 2 KB Stripe-like bodies
-	pull                   bool   // the target is a pull target in the phase running now
-	db                     string // the database of the receiving phase running now, for its cost table
-	bin                    string // the Caddy binary, which also runs the listeners
+	stripe bool          // the phase running now sends 2 KB Stripe-like bodies
+	pull   bool          // the target is a pull target in the phase running now
+	db     string        // the database of the receiving phase running now, for its cost table
+	bin    string        // the Caddy binary, which also runs the listeners
 }
 
 // run executes the selected phases and returns their report. An error
@@ -338,7 +367,7 @@ func (r *runner) phaseConfig(i int, db string, workers int, upstream string, max
 		upstream:   upstream,
 		maxBatch:   maxBatch,
 		rate:       r.rate,
-		pairFilter: r.pairFilter,
+		pairFilter: r.pair.receiverFilter(),
 		pull:       r.pull,
 		logLevel:   r.o.logLevel,
 		adminAddr:  r.adminAddrs[i],
@@ -434,16 +463,16 @@ func (r *runner) runPhase(ctx context.Context, p string) error {
 	case "ingest":
 		return r.ingest(ctx, "ingest", fresh("ingest"), 0, nil)
 	case "ingest-traced":
-		r.pairEvery, r.secondTraced = pairSlice, true
-		defer func() { r.pairEvery, r.secondTraced = 0, false }()
+		r.pair = &pairing{traced: true}
+		defer func() { r.pair = nil }()
 		return r.ingest(ctx, "ingest-traced", fresh("ingest-traced"), 0, nil)
 	case "baseline":
 		return r.ingest(ctx, "baseline", fresh("baseline"), 1, nil)
 	case "e2e":
 		return r.e2e(ctx, "e2e", fresh("e2e"))
 	case "e2e-traced":
-		r.pairEvery, r.secondTraced = pairSlice, true
-		defer func() { r.pairEvery, r.secondTraced = 0, false }()
+		r.pair = &pairing{traced: true}
+		defer func() { r.pair = nil }()
 		return r.e2e(ctx, "e2e-traced", fresh("e2e-traced"))
 	case "slow1":
 		return r.slow(ctx, "slow1", "slow1.db", 1, slowRef1)
@@ -488,11 +517,11 @@ func (r *runner) newLoad(name, path string, want int) load {
 		duration:  r.window,
 		want:      want,
 		stripe:    r.stripe,
-		pairEvery: r.pairEvery,
+		pairEvery: r.pair.every(),
 		// Odd rounds start with the first half, even ones with the second.
 		secondFirst:  r.round%2 == 0,
-		secondTraced: r.secondTraced,
-		secondPath:   r.secondPath,
+		secondTraced: r.pair != nil && r.pair.traced,
+		secondPath:   r.pair.secondPath(),
 	}
 	if r.stripe {
 		l.bodySize = rulesBodySize
@@ -633,8 +662,8 @@ func (r *runner) ingest(ctx context.Context, name, db string, maxBatch int, duri
 	}
 	defer q.close()
 	paths := pathHook
-	if r.secondPath != "" {
-		paths += " and " + r.secondPath + ", in turn"
+	if second := r.pair.secondPath(); second != "" {
+		paths += " and " + second + ", in turn"
 	}
 	r.logf("%s: POST %s, workers 0, %d connections", name, paths, r.o.conns)
 	l := r.newLoad(name, pathHook, 202)
