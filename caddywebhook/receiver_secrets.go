@@ -36,7 +36,7 @@ type receiverSecrets struct {
 }
 
 func newReceiverSecrets(d signature.Scheme) receiverSecrets {
-	return receiverSecrets{scheme: d.Name, fields: len(d.SecretFields)+len(d.SecretFormFields)+len(d.FormJSONFields) > 0, query: d.SecretQuery, headers: d.SecretHeaders}
+	return receiverSecrets{scheme: d.Name, fields: d.RedactsBody(), query: d.SecretQuery, headers: d.SecretHeaders}
 }
 
 // payload returns body as it is stored: itself, or a copy with the

@@ -26,7 +26,7 @@ var redactedJSON = []byte(`"` + RedactedMarker + `"`)
 // verified it.
 func RedactSecrets(scheme string, body []byte) []byte {
 	s, ok := registry[scheme]
-	if !ok || len(s.SecretFields)+len(s.SecretFormFields)+len(s.FormJSONFields) == 0 {
+	if !ok || !s.RedactsBody() {
 		return body
 	}
 	if i := skipJSONSpace(body, 0); i < len(body) && body[i] == '{' {
@@ -48,11 +48,11 @@ func RedactSecrets(scheme string, body []byte) []byte {
 func redactJSON(s *scheme, body []byte) (out []byte, ok bool) {
 	var spans [][2]int
 	v := body[skipJSONSpace(body, 0):]
-	if len(s.SecretFields) == 0 {
+	if len(s.secretPaths) == 0 {
 		return body, scanObject(v, func(_, _ []byte) {})
 	}
-	for _, path := range s.SecretFields {
-		if !secretSpans(body, v, strings.Split(path, "."), &spans) {
+	for _, path := range s.secretPaths {
+		if !secretSpans(body, v, path, &spans) {
 			return body, false
 		}
 	}

@@ -64,6 +64,12 @@ type Scheme struct {
 	SecretHeaders []string
 }
 
+// RedactsBody reports whether the scheme declares secret-bearing body
+// fields, JSON or form, that RedactSecrets replaces.
+func (d Scheme) RedactsBody() bool {
+	return len(d.SecretFields)+len(d.SecretFormFields)+len(d.FormJSONFields) > 0
+}
+
 // scheme is a registry entry: the public description and the code.
 type scheme struct {
 	Scheme
@@ -113,6 +119,10 @@ type scheme struct {
 	// preset is set for schemes over the signed-content engine: the
 	// engine's Config fields are accepted, and preset supplies defaults.
 	preset *Preset
+
+	// secretPaths are SecretFields split into their steps once, at
+	// register, for RedactSecrets.
+	secretPaths [][]string
 }
 
 var registry = map[string]*scheme{}
@@ -125,6 +135,9 @@ func register(s *scheme) {
 	}
 	if s.Name == "" || strings.ToLower(s.Name) != s.Name || s.build == nil || s.sign == nil || s.Keys == 0 {
 		panic("signature: scheme " + s.Name + " is incomplete")
+	}
+	for _, f := range s.SecretFields {
+		s.secretPaths = append(s.secretPaths, strings.Split(f, "."))
 	}
 	registry[s.Name] = s
 }
