@@ -50,15 +50,12 @@ type jsonDoc struct {
 // skip returns the index just past the value starting at b[i].
 func (d *jsonDoc) skip(i int) int {
 	b := d.b
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
+	if b[i] == '{' || b[i] == '[' {
 		n, found := slices.BinarySearchFunc(d.ends, int32(i), func(e containerEnd, at int32) int { return cmp.Compare(e.start, at) })
 		if found {
 			return int(d.ends[n].end)
 		}
-		return skipValue(b, i) // a container past the notes' bound
+		// Otherwise a container past the notes' bound: read it.
 	}
 	return skipValue(b, i)
 }
@@ -204,7 +201,7 @@ type lazyObject struct {
 // between the quotes, and its value.
 type memberSpan struct{ key0, key1, val0, val1 int32 }
 
-// maxIndexed bounds the members an object's index holds (20 bytes each):
+// maxIndexed bounds the members an object's index holds (16 bytes each):
 // a larger object, which only a hostile body sends, is read member by
 // member on each lookup instead.
 const maxIndexed = 1024
