@@ -3,11 +3,9 @@ package signature
 import (
 	"encoding/json"
 	"strings"
-)
 
-// maxJSONDepth matches encoding/json's nesting limit, so a body this
-// scanner accepts is one json.Valid accepts.
-const maxJSONDepth = 10000
+	"github.com/caddywebhook/caddywebhook/internal/jsonscan"
+)
 
 // lookupJSON reads, in one pass over a JSON object, the top-level value of
 // each key in keys: vals[i] is the value of keys[i] when it is a string
@@ -126,10 +124,10 @@ func scanObject(b []byte, visit func(key, value []byte)) bool {
 		stKeyOrEnd          // just after '{': a key or '}'
 		stAfter             // after a value: ',' or the closer
 	)
-	var objects [maxJSONDepth/8 + 1]byte // bit d set: depth d is an object
+	var objects [jsonscan.MaxDepth/8 + 1]byte // bit d set: depth d is an object
 	isObject := func(d int) bool { return objects[d/8]&(1<<(d%8)) != 0 }
 
-	i := skipJSONSpace(b, 0)
+	i := jsonscan.SkipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return false
 	}
@@ -137,7 +135,7 @@ func scanObject(b []byte, visit func(key, value []byte)) bool {
 	var key []byte
 	valueStart := 0
 	for {
-		i = skipJSONSpace(b, i)
+		i = jsonscan.SkipSpace(b, i)
 		if i >= len(b) {
 			return false
 		}
@@ -149,14 +147,14 @@ func scanObject(b []byte, visit func(key, value []byte)) bool {
 				closes = true
 				break
 			}
-			end, ok := scanJSONString(b, i)
+			end, ok := jsonscan.String(b, i)
 			if !ok {
 				return false
 			}
 			if depth == 1 {
 				key = b[i:end]
 			}
-			i = skipJSONSpace(b, end)
+			i = jsonscan.SkipSpace(b, end)
 			if i >= len(b) || b[i] != ':' {
 				return false
 			}
@@ -176,7 +174,7 @@ func scanObject(b []byte, visit func(key, value []byte)) bool {
 			switch {
 			case c == '{' || c == '[':
 				depth++
-				if depth > maxJSONDepth {
+				if depth > jsonscan.MaxDepth {
 					return false
 				}
 				if c == '{' {
@@ -189,15 +187,15 @@ func scanObject(b []byte, visit func(key, value []byte)) bool {
 				i++
 				continue
 			case c == '"':
-				end, ok = scanJSONString(b, i)
+				end, ok = jsonscan.String(b, i)
 			case c == '-' || '0' <= c && c <= '9':
-				end, ok = scanJSONNumber(b, i)
+				end, ok = jsonscan.Number(b, i)
 			case c == 't':
-				end, ok = scanJSONLiteral(b, i, "true")
+				end, ok = jsonscan.Literal(b, i, "true")
 			case c == 'f':
-				end, ok = scanJSONLiteral(b, i, "false")
+				end, ok = jsonscan.Literal(b, i, "false")
 			case c == 'n':
-				end, ok = scanJSONLiteral(b, i, "null")
+				end, ok = jsonscan.Literal(b, i, "null")
 			default:
 				return false
 			}
@@ -230,7 +228,7 @@ func scanObject(b []byte, visit func(key, value []byte)) bool {
 			i++
 			depth--
 			if depth == 0 {
-				return skipJSONSpace(b, i) == len(b)
+				return jsonscan.SkipSpace(b, i) == len(b)
 			}
 			if depth == 1 {
 				visit(key, b[valueStart:i])
@@ -238,101 +236,4 @@ func scanObject(b []byte, visit func(key, value []byte)) bool {
 			st = stAfter
 		}
 	}
-}
-
-func skipJSONSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// scanJSONString returns the end of the string that starts at b[i] == '"'.
-func scanJSONString(b []byte, i int) (int, bool) {
-	if i >= len(b) || b[i] != '"' {
-		return 0, false
-	}
-	for i++; i < len(b); i++ {
-		// Most bytes of a long string need no decision: skip them first.
-		for i < len(b) && b[i] >= 0x20 && b[i] != '"' && b[i] != '\\' {
-			i++
-		}
-		if i >= len(b) {
-			break
-		}
-		switch c := b[i]; {
-		case c == '"':
-			return i + 1, true
-		case c < 0x20:
-			return 0, false
-		case c == '\\':
-			i++
-			if i >= len(b) {
-				return 0, false
-			}
-			switch b[i] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			case 'u':
-				if i+4 >= len(b) {
-					return 0, false
-				}
-				for _, h := range b[i+1 : i+5] {
-					if _, ok := unhex(h); !ok {
-						return 0, false
-					}
-				}
-				i += 4
-			default:
-				return 0, false
-			}
-		}
-	}
-	return 0, false
-}
-
-// scanJSONNumber returns the end of the number that starts at b[i].
-func scanJSONNumber(b []byte, i int) (int, bool) {
-	digits := func(i int) (int, bool) {
-		start := i
-		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
-			i++
-		}
-		return i, i > start
-	}
-	if b[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(b) && b[i] == '0':
-		i++
-	default:
-		var ok bool
-		if i, ok = digits(i); !ok {
-			return 0, false
-		}
-	}
-	if i < len(b) && b[i] == '.' {
-		var ok bool
-		if i, ok = digits(i + 1); !ok {
-			return 0, false
-		}
-	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		var ok bool
-		if i, ok = digits(i); !ok {
-			return 0, false
-		}
-	}
-	return i, true
-}
-
-func scanJSONLiteral(b []byte, i int, lit string) (int, bool) {
-	if len(b)-i < len(lit) || string(b[i:i+len(lit)]) != lit {
-		return 0, false
-	}
-	return i + len(lit), true
 }

@@ -3,6 +3,8 @@ package signature
 import (
 	"strings"
 	"testing"
+
+	"github.com/caddywebhook/caddywebhook/internal/jsonscan"
 )
 
 func TestLookupJSON(t *testing.T) {
@@ -34,8 +36,8 @@ func TestLookupJSON(t *testing.T) {
 		{"mismatched brackets", `{"a":[}`, "id", "", false, false},
 		{"empty", ``, "id", "", false, false},
 		{"empty object", " {} ", "id", "", false, true},
-		{"too deep", `{"a":` + strings.Repeat("[", maxJSONDepth) + strings.Repeat("]", maxJSONDepth) + `}`, "id", "", false, false},
-		{"deepest allowed", `{"id":"x","a":` + strings.Repeat("[", maxJSONDepth-1) + strings.Repeat("]", maxJSONDepth-1) + `}`, "id", "x", true, true},
+		{"too deep", `{"a":` + strings.Repeat("[", jsonscan.MaxDepth) + strings.Repeat("]", jsonscan.MaxDepth) + `}`, "id", "", false, false},
+		{"deepest allowed", `{"id":"x","a":` + strings.Repeat("[", jsonscan.MaxDepth-1) + strings.Repeat("]", jsonscan.MaxDepth-1) + `}`, "id", "x", true, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

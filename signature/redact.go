@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/caddywebhook/caddywebhook/internal/jsonscan"
 )
 
 // RedactedMarker is what a secret-bearing body field holds in the stored
@@ -29,7 +31,7 @@ func RedactSecrets(scheme string, body []byte) []byte {
 	if !ok || !s.RedactsBody() {
 		return body
 	}
-	if i := skipJSONSpace(body, 0); i < len(body) && body[i] == '{' {
+	if i := jsonscan.SkipSpace(body, 0); i < len(body) && body[i] == '{' {
 		// A form may begin with '{' too ("{=x&token=…"): it is read as
 		// one when it is not a JSON document.
 		if out, ok := redactJSON(s, body); ok {
@@ -47,7 +49,7 @@ func RedactSecrets(scheme string, body []byte) []byte {
 // is taken for a member, and body is returned as it is.
 func redactJSON(s *scheme, body []byte) (out []byte, ok bool) {
 	var spans [][2]int
-	v := body[skipJSONSpace(body, 0):]
+	v := body[jsonscan.SkipSpace(body, 0):]
 	if len(s.secretPaths) == 0 {
 		return body, scanObject(v, func(_, _ []byte) {})
 	}
@@ -168,48 +170,16 @@ func scanArray(a []byte, visit func(elem []byte)) {
 		return
 	}
 	for i := 1; ; {
-		i = skipJSONSpace(a, i)
+		i = jsonscan.SkipSpace(a, i)
 		if i >= len(a) || a[i] == ']' {
 			return
 		}
-		end := skipJSONValue(a, i)
+		end := jsonscan.SkipValid(a, i)
 		visit(a[i:end])
-		i = skipJSONSpace(a, end)
+		i = jsonscan.SkipSpace(a, end)
 		if i >= len(a) || a[i] != ',' {
 			return
 		}
 		i++
 	}
-}
-
-// skipJSONValue returns the end of the valid JSON value at b[i].
-func skipJSONValue(b []byte, i int) int {
-	switch b[i] {
-	case '"':
-		end, _ := scanJSONString(b, i)
-		return end
-	case '{', '[':
-		depth := 0
-		for i < len(b) {
-			switch b[i] {
-			case '"':
-				i, _ = scanJSONString(b, i)
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-			i++
-		}
-		return len(b)
-	}
-	end := i
-	for end < len(b) && bytes.IndexByte([]byte(",]} \t\r\n"), b[end]) < 0 {
-		end++
-	}
-	return end
 }

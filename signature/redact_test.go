@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/caddywebhook/caddywebhook/internal/jsonscan"
 )
 
 // TestRedactSecrets: the secret-bearing fields a scheme declares are
@@ -112,7 +114,7 @@ func FuzzRedactSlack(f *testing.F) {
 		if again := RedactSecrets(SchemeSlack, out); !bytes.Equal(again, out) {
 			t.Fatalf("not idempotent:\n%q\n%q", out, again)
 		}
-		if i := skipJSONSpace(out, 0); i < len(out) && out[i] == '{' {
+		if i := jsonscan.SkipSpace(out, 0); i < len(out) && out[i] == '{' {
 			// A map, not a struct: encoding/json matches a struct's field
 			// names without regard to case, the redaction (as Slack's
 			// members) by their exact name.

@@ -4,6 +4,8 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
+
+	"github.com/caddywebhook/caddywebhook/internal/jsonscan"
 )
 
 // X (Twitter; Account Activity API, X API v2 webhooks) signs the body with
@@ -53,7 +55,7 @@ type xVerifier struct{ *engine }
 
 // Verify implements Verifier.
 func (v *xVerifier) Verify(req Request) (Result, error) {
-	i := skipJSONSpace(req.Body, 0)
+	i := jsonscan.SkipSpace(req.Body, 0)
 	if i >= len(req.Body) || req.Body[i] != '{' {
 		return Result{}, xNotAnEvent
 	}

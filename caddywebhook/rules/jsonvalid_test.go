@@ -8,6 +8,8 @@ import (
 
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
+
+	"github.com/caddywebhook/caddywebhook/internal/jsonscan"
 )
 
 // TestValidJSON holds scanJSON to encoding/json's Valid, case by case.
@@ -48,9 +50,9 @@ func TestValidJSON(t *testing.T) {
 		{"short literal", `tru`},
 		{"misspelt literal", `nul1`},
 		{"literal with tail", `truex`},
-		{"nested at the limit", strings.Repeat("[", maxJSONDepth) + strings.Repeat("]", maxJSONDepth)},
-		{"nested past the limit", strings.Repeat("[", maxJSONDepth+1) + strings.Repeat("]", maxJSONDepth+1)},
-		{"objects past the limit", strings.Repeat(`{"a":`, maxJSONDepth+1) + "1" + strings.Repeat("}", maxJSONDepth+1)},
+		{"nested at the limit", strings.Repeat("[", jsonscan.MaxDepth) + strings.Repeat("]", jsonscan.MaxDepth)},
+		{"nested past the limit", strings.Repeat("[", jsonscan.MaxDepth+1) + strings.Repeat("]", jsonscan.MaxDepth+1)},
+		{"objects past the limit", strings.Repeat(`{"a":`, jsonscan.MaxDepth+1) + "1" + strings.Repeat("}", jsonscan.MaxDepth+1)},
 		{"a Stripe event", stripeBody},
 	}
 	for _, tt := range tests {
@@ -122,7 +124,7 @@ func FuzzValidJSON(f *testing.F) {
 		}
 		// Every container's noted end is where reading its bytes ends.
 		for _, e := range ends {
-			if got := skipValue(b, int(e.start)); got != int(e.end) {
+			if got := jsonscan.SkipValid(b, int(e.start)); got != int(e.end) {
 				t.Fatalf("%q: the container at %d ends at %d, noted %d", b, e.start, got, e.end)
 			}
 		}

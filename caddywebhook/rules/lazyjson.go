@@ -13,6 +13,8 @@ import (
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/common/types/traits"
+
+	"github.com/caddywebhook/caddywebhook/internal/jsonscan"
 )
 
 // A JSON object is read lazily: `body.data.object.amount_total` reads the
@@ -35,7 +37,7 @@ func parseBody(b []byte) ref.Val {
 		return types.NullValue
 	}
 	d := &jsonDoc{b: b, ends: ends}
-	i := skipSpace(b, 0)
+	i := jsonscan.SkipSpace(b, 0)
 	return d.value(i, d.skip(i))
 }
 
@@ -57,7 +59,7 @@ func (d *jsonDoc) skip(i int) int {
 		}
 		// Otherwise a container past the notes' bound: read it.
 	}
-	return skipValue(b, i)
+	return jsonscan.SkipValid(b, i)
 }
 
 // value turns the valid JSON value b[i:j] into a CEL value: an object
@@ -106,79 +108,6 @@ func plainString(b []byte) (string, bool) {
 	return string(in), true
 }
 
-// skipSpace returns the index of the first non-space byte of b at or after i.
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// skipValue returns the index just past the valid JSON value starting at
-// b[i].
-func skipValue(b []byte, i int) int {
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for i < len(b) {
-			if !structural[b[i]] {
-				i++
-				continue
-			}
-			switch b[i] {
-			case '"':
-				i = skipString(b, i)
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-			i++
-		}
-		return i
-	}
-	for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ' ' && b[i] != '\t' && b[i] != '\n' && b[i] != '\r' {
-		i++
-	}
-	return i
-}
-
-// structural marks the bytes skipValue stops at inside a container.
-var structural = func() (t [256]bool) {
-	for _, c := range `"{}[]` {
-		t[c] = true
-	}
-	return t
-}()
-
-// skipString returns the index just past the string starting at b[i]. It
-// jumps from quote to quote (IndexByte is vectorised) and counts the
-// backslashes before each to tell an escaped quote from the closing one.
-func skipString(b []byte, i int) int {
-	i++
-	for {
-		j := bytes.IndexByte(b[i:], '"')
-		if j < 0 {
-			return len(b)
-		}
-		q := i + j
-		n := 0
-		for k := q - 1; k >= i && b[k] == '\\'; k-- {
-			n++
-		}
-		if n%2 == 0 {
-			return q + 1
-		}
-		i = q + 1
-	}
-}
-
 // lazyObject is a JSON object known to be valid, read key by key. The
 // first lookup notes where each member is, in the pass it makes anyway, so
 // a rule reading several fields of one object (body.type, body.data)
@@ -217,21 +146,21 @@ var _ traits.Mapper = (*lazyObject)(nil)
 // stop.
 func (o *lazyObject) each(f func(m memberSpan) (more bool)) {
 	b := o.doc.b
-	i := skipSpace(b, o.at+1)
+	i := jsonscan.SkipSpace(b, o.at+1)
 	for i < o.end && b[i] != '}' {
 		ks := i
-		i = skipString(b, i)
+		i = jsonscan.SkipValid(b, i)
 		ke := i
-		i = skipSpace(b, i)
-		i = skipSpace(b, i+1) // the colon
+		i = jsonscan.SkipSpace(b, i)
+		i = jsonscan.SkipSpace(b, i+1) // the colon
 		vs := i
 		i = o.doc.skip(i)
 		if !f(memberSpan{int32(ks + 1), int32(ke - 1), int32(vs), int32(i)}) {
 			return
 		}
-		i = skipSpace(b, i)
+		i = jsonscan.SkipSpace(b, i)
 		if i < o.end && b[i] == ',' {
-			i = skipSpace(b, i+1)
+			i = jsonscan.SkipSpace(b, i+1)
 		}
 	}
 }
