@@ -375,6 +375,14 @@ func TestParseFlags(t *testing.T) {
 		{"tiny body", []string{"-body", "10"}, nil, "-body 10"},
 		{"rounds too short", []string{"-d", "1s", "-rounds", "20"}, nil, "at least 100ms a round"},
 		{"stray argument", []string{"now"}, nil, "unexpected arguments"},
+		{"against", []string{"-caddy", "/b/new", "-against", "/b/old", "-pairs", "5"}, func(o options) bool {
+			return o.against == "/b/old" && o.caddy == "/b/new" && o.pairs == 5
+		}, ""},
+		{"against needs caddy", []string{"-against", "/b/old"}, nil, "-against needs -caddy"},
+		{"against itself", []string{"-caddy", "/b/x", "-against", "/b/x"}, nil, "is -caddy itself"},
+		{"no pairs", []string{"-caddy", "/b/new", "-against", "/b/old", "-pairs", "0"}, nil, "-pairs 0"},
+		{"pairs alone", []string{"-pairs", "2"}, nil, "-pairs applies to -against only"},
+		{"against with dir", []string{"-caddy", "/b/new", "-against", "/b/old", "-dir", "/tmp/x"}, nil, "-dir does not apply"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -542,5 +550,61 @@ func TestPairedTrace(t *testing.T) {
 	}
 	if plain, traced := (&loadResult{window: time.Second, okWindow: 5}).pairRates(); plain != 0 || traced != 0 {
 		t.Errorf("an unpaired load's pairRates = %v, %v; want none", plain, traced)
+	}
+}
+
+func TestComparisonSummary(t *testing.T) {
+	c := &comparison{
+		phases: []string{"static", "ingest", "e2e", "slow1"},
+		runsA: []buildRun{
+			{"static": 20000, "ingest": 8000, "e2e": 4000},
+			{"static": 25000, "ingest": 9000, "e2e": 5000},
+			{"static": 30000, "ingest": 10000, "e2e": 6000},
+		},
+		runsB: []buildRun{
+			{"static": 20000, "ingest": 10000, "e2e": 3000},
+			{"static": 25000, "ingest": 8000, "e2e": 6000},
+			{"static": 30000, "ingest": 12000, "e2e": 6000},
+		},
+	}
+	tests := []struct {
+		name                         string
+		phase                        string
+		meanA, meanB, ratioA, ratioB float64
+		bAhead, pairs                int
+	}{
+		{"static has no ratio of its own", "static", 25000, 25000, 0, 0, 0, 3},
+		{"ingest, B ahead twice", "ingest", 9000, 10000, (0.4 + 0.36 + 1.0/3) / 3, (0.5 + 0.32 + 0.4) / 3, 2, 3},
+		{"a tie is not ahead", "e2e", 5000, 5000, (0.2 + 0.2 + 0.2) / 3, (0.15 + 0.24 + 0.2) / 3, 1, 3},
+	}
+	got := map[string]phaseSummary{}
+	for _, s := range c.summarise() {
+		got[s.phase] = s
+	}
+	if _, ok := got["slow1"]; ok {
+		t.Errorf("slow1 ran in no pair, yet it has a summary")
+	}
+	near := func(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, ok := got[tt.phase]
+			if !ok {
+				t.Fatalf("no summary of %s", tt.phase)
+			}
+			if !near(s.meanA, tt.meanA) || !near(s.meanB, tt.meanB) || !near(s.ratioA, tt.ratioA) || !near(s.ratioB, tt.ratioB) || s.bAhead != tt.bAhead || s.pairs != tt.pairs {
+				t.Errorf("summary %+v, want means %.0f %.0f, ratios %.4f %.4f, B ahead %d of %d", s, tt.meanA, tt.meanB, tt.ratioA, tt.ratioB, tt.bAhead, tt.pairs)
+			}
+		})
+	}
+	var out strings.Builder
+	c.print(&out)
+	lines := map[string]bool{}
+	for line := range strings.SplitSeq(out.String(), "\n") {
+		lines[strings.Join(strings.Fields(line), " ")] = true
+	}
+	for _, want := range []string{"ingest 1 8000 10000 1.25", "e2e 1 4000 3000 0.75", "ingest 9000 10000 1.11 2 of 3 0.364 0.407", "static 25000 25000 1.00 0 of 3 — —"} {
+		if !lines[want] {
+			t.Errorf("printed comparison lacks the line %q:\n%s", want, out.String())
+		}
 	}
 }

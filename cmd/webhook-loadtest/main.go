@@ -52,6 +52,14 @@
 //
 //	go run ./cmd/webhook-loadtest -phases static,ingest,e2e -d 6s -profile static,ingest,e2e
 //
+// -against judges a change: it runs the phases with the build before
+// (-against) and the build under test (-caddy) in turn, -pairs times each,
+// the order swapped in every other pair, and prints each pair and the
+// means, how often the new build was ahead, and each phase over static in
+// the same run (compare.go):
+//
+//	go run ./cmd/webhook-loadtest -caddy /tmp/caddy-new -against /tmp/caddy-old -pairs 6 -phases static,ingest,e2e -rounds 1 -d 4s
+//
 // The table's rows:
 //
 //   - disk: write_bytes, read_bytes, syscw and syscr deltas of
@@ -133,6 +141,8 @@ type options struct {
 	logLevel    string        // Caddy's log level
 	synchronous string        // storage.synchronous of every phase
 	strict      bool          // a missed target fails the run
+	against     string        // a second Caddy binary, the build before: compare the two (compare.go)
+	pairs       int           // -against: runs of each binary, alternating
 	args        []string      // the command line, for the report
 
 	storage      string             // sqlite or postgres
@@ -169,6 +179,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.logLevel, "log-level", "INFO", "Caddy's log level (its log goes to caddy.log in the work directory)")
 	fs.StringVar(&o.synchronous, "synchronous", "full", "storage.synchronous of the queue: full (the default, and the figures' condition) or normal, to see what fsync costs")
 	fs.BoolVar(&o.strict, "strict", false, "exit 1 when a target is missed, not only when a count is wrong")
+	fs.StringVar(&o.against, "against", "", "a second Caddy binary, the build before a change: run the phases with it and with -caddy in turn, -pairs times each, and print the two side by side")
+	fs.IntVar(&o.pairs, "pairs", 3, "with -against: how many runs of each binary")
 	fs.StringVar(&o.storage, "storage", "sqlite", "queue backend: sqlite (a file per phase in the work directory) or postgres (a schema per phase on the -dsn server)")
 	// No default in the flag itself: -help would print it, password and all.
 	fs.StringVar(&o.dsn, "dsn", "", "PostgreSQL connection string for -storage postgres (default: $"+dsnEnv+"); its password is never printed")
@@ -252,6 +264,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	case o.conns < o.instances:
 		return o, fmt.Errorf("-c %d: at least one connection per instance (-instances %d)", o.conns, o.instances)
 	}
+	if err := o.checkComparison(set); err != nil {
+		return o, err
+	}
 	return o, o.checkStorage(set)
 }
 
@@ -306,6 +321,15 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if o.against != "" {
+		c, err := runComparison(ctx, o, os.Stderr)
+		c.print(os.Stdout)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "webhook-loadtest:", o.redact.Error(err))
+			os.Exit(1)
+		}
+		return
+	}
 	rep, err := run(ctx, o, os.Stderr)
 	if rep != nil {
 		rep.print(os.Stdout)

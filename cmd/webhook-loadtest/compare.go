@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+)
+
+// -against runs the same phases with two Caddy binaries in turn, in pairs,
+// so that a change is judged against the build before it on the same
+// machine in the same minutes. On a shared machine one build's rate moves
+// 20 % between two runs a minute apart, more than most changes are worth;
+// runs that alternate, many of them, are what lets a difference show.
+// Each pair runs the two builds in the other order from the pair before
+// (A B, B A, A B, …), so a machine that slows down or speeds up during
+// the comparison weighs on both alike.
+
+// buildRun is one run of the phases with one binary: each phase's
+// headline figure (headline), keyed by phase.
+type buildRun map[string]float64
+
+// comparison holds the runs of the two builds: a is -against (the build
+// before), b is -caddy (the build under test).
+type comparison struct {
+	a, b   string
+	phases []string // the phases' results, in the order they ran
+	runsA  []buildRun
+	runsB  []buildRun
+}
+
+// headline is the figure a phase is judged by: delivered jobs per second
+// where the phase delivers, otherwise answered requests per second.
+func headline(pr *phaseResult) float64 {
+	if pr.deliveredRate > 0 {
+		return pr.deliveredRate
+	}
+	return pr.rate
+}
+
+// runComparison runs o's phases -pairs times with each binary and returns
+// the comparison. A run that fails, or whose counts do not add up, ends
+// it with an error: its figures would not be comparable.
+func runComparison(ctx context.Context, o options, logw io.Writer) (*comparison, error) {
+	c := &comparison{a: o.against, b: o.caddy}
+	for i := range o.pairs {
+		order := []string{o.against, o.caddy}
+		if i%2 == 1 {
+			order = []string{o.caddy, o.against}
+		}
+		for _, bin := range order {
+			run1 := o
+			run1.caddy = bin
+			fmt.Fprintf(logw, "pair %d of %d: %s\n", i+1, o.pairs, bin)
+			rep, err := run(ctx, run1, logw)
+			if err != nil {
+				return c, fmt.Errorf("pair %d, %s: %w", i+1, bin, err)
+			}
+			// Each run's whole report goes to the log: the figures
+			// besides the headline (p99s, RSS) are compared from it.
+			rep.print(logw)
+			if bad := rep.failedChecks(); len(bad) > 0 {
+				return c, fmt.Errorf("pair %d, %s: count checks failed: %s", i+1, bin, strings.Join(bad, "; "))
+			}
+			br := buildRun{}
+			// The results' names, not the flag's: backlog reports
+			// backlog-ingest and backlog-e2e, replay replay-ingest.
+			for _, pr := range rep.phases {
+				if !pr.finished {
+					continue
+				}
+				br[pr.name] = headline(pr)
+				if !slices.Contains(c.phases, pr.name) {
+					c.phases = append(c.phases, pr.name)
+				}
+			}
+			if bin == o.against {
+				c.runsA = append(c.runsA, br)
+			} else {
+				c.runsB = append(c.runsB, br)
+			}
+		}
+	}
+	return c, nil
+}
+
+// phaseSummary is one phase's figures over the pairs.
+type phaseSummary struct {
+	phase        string
+	meanA, meanB float64
+	bAhead       int // pairs in which B's figure was higher
+	pairs        int
+	// The phase's figure over static's in the same run, averaged over
+	// the runs; 0 when static did not run or this is static.
+	ratioA, ratioB float64
+}
+
+// summarise reduces the runs to a summary per phase, in the phases' order.
+func (c *comparison) summarise() []phaseSummary {
+	var out []phaseSummary
+	for _, ph := range c.phases {
+		s := phaseSummary{phase: ph}
+		n := min(len(c.runsA), len(c.runsB))
+		var ra, rb float64
+		var rn int
+		for i := range n {
+			a, okA := c.runsA[i][ph]
+			b, okB := c.runsB[i][ph]
+			if !okA || !okB {
+				continue
+			}
+			s.pairs++
+			s.meanA += a
+			s.meanB += b
+			if b > a {
+				s.bAhead++
+			}
+			sa, sb := c.runsA[i]["static"], c.runsB[i]["static"]
+			if ph != "static" && sa > 0 && sb > 0 {
+				ra += a / sa
+				rb += b / sb
+				rn++
+			}
+		}
+		if s.pairs == 0 {
+			continue
+		}
+		s.meanA /= float64(s.pairs)
+		s.meanB /= float64(s.pairs)
+		if rn > 0 {
+			s.ratioA, s.ratioB = ra/float64(rn), rb/float64(rn)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// print writes each pair's figures and the summary.
+func (c *comparison) print(w io.Writer) {
+	fmt.Fprintf(w, "A: %s (-against)\nB: %s (-caddy)\n", c.a, c.b)
+	fmt.Fprintf(w, "%d pairs, the order alternating (A B, B A, …); a figure is delivered/s where the phase delivers, else answered/s\n\n", min(len(c.runsA), len(c.runsB)))
+	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "phase\tpair\tA\tB\tB/A\t")
+	for _, ph := range c.phases {
+		for i := range min(len(c.runsA), len(c.runsB)) {
+			a, okA := c.runsA[i][ph]
+			b, okB := c.runsB[i][ph]
+			if !okA || !okB {
+				continue
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.0f\t%s\t\n", ph, i+1, a, b, ratioText(b, a))
+		}
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 2, 8, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "phase\tmean A\tmean B\tB/A\tB ahead\t/static A\t/static B\t")
+	for _, s := range c.summarise() {
+		ra, rb := "—", "—"
+		if s.ratioA > 0 {
+			ra, rb = fmt.Sprintf("%.3f", s.ratioA), fmt.Sprintf("%.3f", s.ratioB)
+		}
+		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%s\t%d of %d\t%s\t%s\t\n", s.phase, s.meanA, s.meanB, ratioText(s.meanB, s.meanA), s.bAhead, s.pairs, ra, rb)
+	}
+	tw.Flush()
+}
+
+// ratioText is b/a to two places, "—" when a is 0.
+func ratioText(b, a float64) string {
+	if a == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f", b/a)
+}
+
+// checkComparison checks the flags of -against; set holds the flags given
+// explicitly.
+func (o *options) checkComparison(set map[string]bool) error {
+	if o.against == "" {
+		if set["pairs"] {
+			return fmt.Errorf("-pairs applies to -against only")
+		}
+		return nil
+	}
+	switch {
+	case o.caddy == "":
+		return fmt.Errorf("-against needs -caddy: the build under test, beside the build before (-against)")
+	case o.caddy == o.against:
+		return fmt.Errorf("-against %s is -caddy itself", o.against)
+	case o.pairs < 1:
+		return fmt.Errorf("-pairs %d: at least 1", o.pairs)
+	case o.dir != "":
+		return fmt.Errorf("-dir does not apply to -against: each run gets a work directory of its own")
+	}
+	return nil
+}
