@@ -51,10 +51,10 @@ func runComparison(ctx context.Context, o options, logw io.Writer) (*comparison,
 			order = []string{o.caddy, o.against}
 		}
 		for _, bin := range order {
-			run1 := o
-			run1.caddy = bin
+			one := o
+			one.caddy = bin
 			fmt.Fprintf(logw, "pair %d of %d: %s\n", i+1, o.pairs, bin)
-			rep, err := run(ctx, run1, logw)
+			rep, err := run(ctx, one, logw)
 			if err != nil {
 				return c, fmt.Errorf("pair %d, %s: %w", i+1, bin, err)
 			}
