@@ -48,11 +48,14 @@ func (rc *Receiver) answer(w http.ResponseWriter, r *http.Request, x *exchange, 
 }
 
 // record records the outcome in the access log, the placeholders and the
-// metrics.
+// metrics. The access log's field is added only where the server writes
+// an access line for r: Caddy gives every request its extra fields, and
+// each Add clears a sync.Map and grows a slice, 5 % of all the bytes an
+// ingest request allocates, for an access line never written.
 func (rc *Receiver) record(r *http.Request, info *requestInfo, o outcome, status int) {
 	info.outcome, info.status = o, status
 	ctx := r.Context()
-	if extra, ok := ctx.Value(caddyhttp.ExtraLogFieldsCtxKey).(*caddyhttp.ExtraLogFields); ok {
+	if extra, ok := ctx.Value(caddyhttp.ExtraLogFieldsCtxKey).(*caddyhttp.ExtraLogFields); ok && accessLogged(r) {
 		extra.Add(zap.Object("webhook", info))
 	}
 	if repl, ok := ctx.Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
