@@ -804,17 +804,18 @@ type observer struct {
 }
 
 func jobFields(job *queue.Job, extra ...zap.Field) []zap.Field {
-	// Room for what JobFinished may still add (an error, and a next
-	// attempt or a note), so its line costs one slice, not a second.
-	fields := make([]zap.Field, 0, 6+len(extra)+2)
-	return append(append(fields,
+	ids := [...]zap.Field{
 		zap.String("source", job.Source),
 		zap.String("target", job.Target),
 		zap.Int64("job_id", job.ID),
 		zap.String("delivery_id", job.DeliveryID),
 		zap.String("event_type", job.EventType),
 		zap.Int("attempt", job.Attempt),
-	), extra...)
+	}
+	// Room for what JobFinished may still add (an error, and a next
+	// attempt or a note), so its line costs one slice, not a second.
+	fields := make([]zap.Field, 0, len(ids)+len(extra)+2)
+	return append(append(fields, ids[:]...), extra...)
 }
 
 // JobFinished implements queue.Observer.

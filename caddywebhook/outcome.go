@@ -1,10 +1,12 @@
 package caddywebhook
 
 import (
+	"net"
 	"net/http"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/caddyserver/certmagic"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -65,6 +67,38 @@ func (rc *Receiver) record(r *http.Request, info *requestInfo, o outcome, status
 		c.Inc()
 	}
 	tails.publishReceived(info)
+}
+
+// accessLogged reports whether r's server writes an access line for r,
+// as Caddy's server decides (its shouldLogRequest): a server with logs,
+// and r's host mapped to a logger, or not skipped. The Caddyfile adapter
+// skips every site without a log directive once another site of the
+// server logs. Outside a Caddy server (a handler called directly) it says
+// yes.
+func accessLogged(r *http.Request) bool {
+	srv, ok := r.Context().Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
+	if !ok {
+		return true
+	}
+	logs := srv.Logs
+	if logs == nil {
+		return false
+	}
+	host, _, err := net.SplitHostPort(r.Host)
+	if err != nil {
+		host = r.Host
+	}
+	for name := range logs.LoggerNames {
+		if certmagic.MatchWildcard(host, name) {
+			return true
+		}
+	}
+	for _, skip := range logs.SkipHosts {
+		if certmagic.MatchWildcard(host, skip) {
+			return false
+		}
+	}
+	return !logs.SkipUnmappedHosts
 }
 
 // outcome is what became of one request.

@@ -97,15 +97,17 @@ type phaseSummary struct {
 	ratioA, ratioB float64
 }
 
+// pairs is the number of pairs that ran both builds.
+func (c *comparison) pairs() int { return min(len(c.runsA), len(c.runsB)) }
+
 // summarise reduces the runs to a summary per phase, in the phases' order.
 func (c *comparison) summarise() []phaseSummary {
 	var out []phaseSummary
 	for _, ph := range c.phases {
 		s := phaseSummary{phase: ph}
-		n := min(len(c.runsA), len(c.runsB))
 		var ra, rb float64
 		var rn int
-		for i := range n {
+		for i := range c.pairs() {
 			a, okA := c.runsA[i][ph]
 			b, okB := c.runsB[i][ph]
 			if !okA || !okB {
@@ -140,11 +142,11 @@ func (c *comparison) summarise() []phaseSummary {
 // print writes each pair's figures and the summary.
 func (c *comparison) print(w io.Writer) {
 	fmt.Fprintf(w, "A: %s (-against)\nB: %s (-caddy)\n", c.a, c.b)
-	fmt.Fprintf(w, "%d pairs, the order alternating (A B, B A, …); a figure is delivered/s where the phase delivers, else answered/s\n\n", min(len(c.runsA), len(c.runsB)))
+	fmt.Fprintf(w, "%d pairs, the order alternating (A B, B A, …); a figure is delivered/s where the phase delivers, else answered/s\n\n", c.pairs())
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "phase\tpair\tA\tB\tB/A\t")
 	for _, ph := range c.phases {
-		for i := range min(len(c.runsA), len(c.runsB)) {
+		for i := range c.pairs() {
 			a, okA := c.runsA[i][ph]
 			b, okB := c.runsB[i][ph]
 			if !okA || !okB {
