@@ -47,27 +47,66 @@ func pickRange() (low, high int, ok bool) {
 	return PortLow, high, high-PortLow >= minPorts
 }
 
+// given holds the ports FreeAddr has handed out in this process. A server
+// that stops and later starts again on its address (a test's local app
+// taken down for a while) leaves its port unbound in between, where any
+// other FreeAddr of the same process, a parallel test's, could pick it
+// and bind it first; so no port is handed out twice.
+var given = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
+
 // FreeAddr returns "127.0.0.1:port" with a port nothing listens on right
-// now. The port is random among those below the ephemeral range (see
-// pickRange), which the kernel never hands out by itself, so only another
-// FreeAddr can pick it again before it is bound. Where there are too few
-// of those, or they cannot be bound, it falls back to a port the kernel
-// chooses.
+// now and that no earlier call of this process returned. The port is
+// random among those below the ephemeral range (see pickRange), which the
+// kernel never hands out by itself, so only another process's FreeAddr can
+// pick it before it is bound. Where there are too few of those, or they
+// cannot be bound, it falls back to a port the kernel chooses.
 func FreeAddr() (string, error) {
-	if low, high, ok := pickRange(); ok {
-		for range 100 {
-			addr := fmt.Sprintf("127.0.0.1:%d", low+rand.IntN(high-low))
-			ln, err := net.Listen("tcp", addr)
-			if err != nil {
-				continue // taken; pick again
-			}
-			return addr, ln.Close()
+	low, high, ok := pickRange()
+	if !ok {
+		low, high = 0, 0
+	}
+	return freeAddrIn(low, high)
+}
+
+// freeAddrIn picks from [low, high), then lets the kernel choose; an
+// empty range goes straight to the kernel.
+func freeAddrIn(low, high int) (string, error) {
+	given.Lock()
+	defer given.Unlock()
+	for tries := 0; tries < 100 && high > low; tries++ {
+		port := low + rand.IntN(high-low)
+		if given.ports[port] {
+			continue
 		}
+		if ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+			return give(ln)
+		}
+		// Taken; pick again.
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("find a free port: %w", err)
+	for range 100 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return "", fmt.Errorf("find a free port: %w", err)
+		}
+		if given.ports[ln.Addr().(*net.TCPAddr).Port] {
+			// The kernel's pick is one already given, whose server is
+			// down for now: hold it while asking again, so the kernel
+			// moves on.
+			defer ln.Close()
+			continue
+		}
+		return give(ln)
 	}
-	addr := ln.Addr().String()
-	return addr, ln.Close()
+	return "", fmt.Errorf("find a free port: every one the kernel offered was given out before")
+}
+
+// give records ln's port as handed out, closes ln and returns its address.
+// The caller holds given's lock.
+func give(ln net.Listener) (string, error) {
+	addr := ln.Addr().(*net.TCPAddr)
+	given.ports[addr.Port] = true
+	return fmt.Sprintf("127.0.0.1:%d", addr.Port), ln.Close()
 }
