@@ -75,7 +75,12 @@ RETURNING j.status`
 	// and no longer holds it (done, dead without ordering_hold, or
 	// deleted): the next blocked job, the lowest id through jobs_blocked,
 	// becomes pending, due $2, and the head; a key with none waiting is
-	// freed. It returns the jobs made pending, as an array.
+	// freed. It returns the jobs made pending, as an array. Most finishes
+	// release nothing (no job of theirs has a key): the EXISTS gates the
+	// update of jobs, so its scan of jobs never runs then, whatever plan
+	// the table's statistics choose for it. A plan cached while the table
+	// was small scans the whole table for the ids: 1 ms a finish at 11,000
+	// jobs in the load test.
 	sqlReleaseHeads = `WITH rel AS (
 	SELECT h.source, h.target, h.ordering_key FROM ordering_heads AS h
 	WHERE h.job_id = ANY ($1::bigint[]) AND NOT EXISTS (
@@ -89,6 +94,7 @@ RETURNING j.status`
 ), up AS (
 	UPDATE jobs SET status = 'pending', run_at = $2
 	WHERE id = ANY (ARRAY(SELECT id FROM nxt WHERE id IS NOT NULL))
+		AND EXISTS (SELECT 1 FROM nxt WHERE id IS NOT NULL)
 	RETURNING id
 ), moved AS (
 	UPDATE ordering_heads AS h SET job_id = nxt.id FROM nxt
