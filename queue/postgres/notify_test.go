@@ -274,18 +274,30 @@ func TestClaimSkipLocked(t *testing.T) {
 	t.Logf("jobs per claimer: %v", per)
 }
 
+// planSchema returns an admin connection and a store's schema holding
+// 20,000 events of source shop (ids 1 to 20,000), for a test that adds
+// their jobs and reads the plans a table of that size gets.
+func planSchema(t *testing.T) (*pgx.Conn, string) {
+	t.Helper()
+	s := setup(t)
+	admin := adminConn(t)
+	_, err := admin.Exec(t.Context(), `
+INSERT INTO `+s.cfg.Schema+`.events (source, delivery_id, headers, payload, targets, created_at)
+SELECT 'shop', 'd' || g, '', '', 1, now() FROM generate_series(1, 20000) AS g`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return admin, s.cfg.Schema
+}
+
 // TestPlans checks, with a backlog of done and future jobs around a few
 // ready ones, that claim walks the ready-job index in order (no sort of
 // every due job), that every write reaches jobs by an index, never by
 // scanning a table: the running jobs (few) through jobs_leased, done ones
 // through jobs_done.
 func TestPlans(t *testing.T) {
-	s := setup(t)
-	admin := adminConn(t)
-	schema := s.cfg.Schema
+	admin, schema := planSchema(t)
 	_, err := admin.Exec(t.Context(), `
-INSERT INTO `+schema+`.events (source, delivery_id, headers, payload, targets, created_at)
-SELECT 'shop', 'd' || g, '', '', 1, now() FROM generate_series(1, 20000) AS g;
 INSERT INTO `+schema+`.jobs (event_id, source, target, status, run_at, created_at, finished_at)
 SELECT id, 'shop', 'mail',
 	CASE WHEN id % 10 = 0 THEN 'pending' ELSE 'done' END,

@@ -157,12 +157,8 @@ func TestOrderingTwoInstances(t *testing.T) {
 // release, no scan of jobs may run, and with a key to hand on, the
 // blocked job must still be promoted.
 func TestReleaseHeadsScansJobsOnlyToRelease(t *testing.T) {
-	s := setup(t)
-	admin := adminConn(t)
-	schema := s.cfg.Schema
+	admin, schema := planSchema(t)
 	_, err := admin.Exec(t.Context(), `
-INSERT INTO `+schema+`.events (source, delivery_id, headers, payload, targets, created_at)
-SELECT 'shop', 'd' || g, '', '', 1, now() FROM generate_series(1, 20000) AS g;
 INSERT INTO `+schema+`.jobs (event_id, source, target, status, run_at, created_at, finished_at, ordering_key)
 SELECT id, 'shop', 'mail', CASE WHEN id = 20000 THEN 'blocked' ELSE 'done' END, now(), now(),
 	CASE WHEN id = 20000 THEN NULL ELSE now() END, CASE WHEN id >= 19999 THEN 'k' END
