@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -181,45 +182,55 @@ ANALYZE `+schema+`.jobs; ANALYZE `+schema+`.ordering_heads;`)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			now := time.Now()
-			for _, explain := range []bool{true, false} {
-				tx, err := admin.Begin(t.Context())
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, set := range []string{"search_path TO " + schema, "enable_indexscan = off", "enable_bitmapscan = off", "enable_indexonlyscan = off"} {
-					if _, err := tx.Exec(t.Context(), "SET LOCAL "+set); err != nil {
-						t.Fatal(err)
-					}
-				}
-				if explain {
-					rows, err := tx.Query(t.Context(), "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) "+sqlReleaseHeads, tt.ids, now)
-					if err != nil {
-						t.Fatal(err)
-					}
-					lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-					if err != nil {
-						t.Fatal(err)
-					}
-					scanned := false
-					for _, l := range lines {
-						if strings.Contains(l, "Scan on jobs") && !strings.Contains(l, "never executed") {
-							scanned = true
-						}
-					}
-					if scanned != tt.wantScan {
-						t.Errorf("a scan of jobs ran: %v, want %v; the plan:\n%s", scanned, tt.wantScan, strings.Join(lines, "\n"))
-					}
-				} else {
-					var promoted []int64
-					if err := tx.QueryRow(t.Context(), sqlReleaseHeads, tt.ids, now).Scan(&promoted); err != nil {
-						t.Fatal(err)
-					}
-					if !slices.Equal(promoted, tt.wantPromoted) {
-						t.Errorf("promoted %v, want %v", promoted, tt.wantPromoted)
-					}
-				}
-				tx.Rollback(context.Background())
+			// EXPLAIN ANALYZE runs the statement: its transaction is rolled
+			// back before the second one runs it for its result.
+			tx := seqScanTx(t, admin, schema)
+			rows, err := tx.Query(t.Context(), "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) "+sqlReleaseHeads, tt.ids, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := tx.Rollback(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			scanned := slices.ContainsFunc(lines, func(l string) bool {
+				return jobsScan.MatchString(l) && !strings.Contains(l, "never executed")
+			})
+			if scanned != tt.wantScan {
+				t.Errorf("a scan of jobs ran: %v, want %v; the plan:\n%s", scanned, tt.wantScan, strings.Join(lines, "\n"))
+			}
+			var promoted []int64
+			if err := seqScanTx(t, admin, schema).QueryRow(t.Context(), sqlReleaseHeads, tt.ids, now).Scan(&promoted); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(promoted, tt.wantPromoted) {
+				t.Errorf("promoted %v, want %v", promoted, tt.wantPromoted)
 			}
 		})
 	}
+}
+
+// jobsScan matches a plan line that reads the jobs table, by any kind of
+// scan.
+var jobsScan = regexp.MustCompile(`\bScan\b.* on jobs\b`)
+
+// seqScanTx begins a transaction on admin in schema, rolled back when the
+// test ends if not before, in which the planner may use no index: what a
+// plan cached on a small table does.
+func seqScanTx(t *testing.T, admin *pgx.Conn, schema string) pgx.Tx {
+	t.Helper()
+	tx, err := admin.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Rollback(context.Background()) })
+	for _, set := range []string{"search_path TO " + schema, "enable_indexscan = off", "enable_bitmapscan = off", "enable_indexonlyscan = off"} {
+		if _, err := tx.Exec(t.Context(), "SET LOCAL "+set); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return tx
 }
