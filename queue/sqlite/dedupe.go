@@ -90,20 +90,41 @@ var keyHash = func(source, deliveryID string) uint64 {
 // The writer changes it under mu; readers (a lookup by delivery id in the
 // read pool) hold mu for reading.
 type keySet struct {
-	mu     sync.RWMutex
-	seed   uint64 // random per set: see home
-	hashes []uint64
-	ids    []int64 // 0: an empty slot
-	n      int     // slots in use
+	mu   sync.RWMutex
+	seed uint64 // random per set: see home
+	slots
+	n int // slots in use
 	// more holds what a slot cannot: the further events of a hash two
 	// keys share, and events whose id is not positive (which SQLite
 	// only gives a row someone inserted with that id by hand).
 	more map[uint64][]int64
 }
 
+// minSlots is the smallest table a key set has.
+const minSlots = 1024
+
 func newKeySet(n int) *keySet {
-	size := max(1024, n/2*3)
-	return &keySet{seed: rand.Uint64(), hashes: make([]uint64, size), ids: make([]int64, size), more: make(map[uint64][]int64)}
+	return &keySet{seed: rand.Uint64(), slots: newSlots(max(minSlots, n/2*3)), more: make(map[uint64][]int64)}
+}
+
+// slots is a key set's table, 16 bytes a slot: the hash, and the id of
+// the event stored with it. newSlots places it outside the Go heap where
+// the platform allows (keyslots_mapped.go).
+type slots struct {
+	hashes []uint64
+	ids    []int64 // 0: an empty slot
+	mapped []byte  // the mapping both live in; nil for a table on the heap
+}
+
+func heapSlots(n int) slots { return slots{hashes: make([]uint64, n), ids: make([]int64, n)} }
+
+// release gives the table's memory back, when the store closes. The set
+// is empty afterwards, and still safe to read.
+func (k *keySet) release() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.slots.free()
+	k.slots, k.n, k.more = heapSlots(minSlots), 0, make(map[uint64][]int64)
 }
 
 // home is h's first slot. The hash is mixed first: FNV-1a moves its high
@@ -171,15 +192,18 @@ func (k *keySet) add(h uint64, id int64) {
 	}
 }
 
+// grow moves the set into a table half as large again. The writer holds
+// mu for writing, so no reader holds the old table when it is freed.
 func (k *keySet) grow() {
-	hashes, ids := k.hashes, k.ids
-	k.hashes, k.ids = make([]uint64, len(hashes)/2*3), make([]int64, len(ids)/2*3)
-	for i, id := range ids {
+	old := k.slots
+	k.slots = newSlots(len(old.ids) / 2 * 3)
+	for i, id := range old.ids {
 		if id != 0 {
-			j := k.slot(hashes[i])
-			k.hashes[j], k.ids[j] = hashes[i], id
+			j := k.slot(old.hashes[i])
+			k.hashes[j], k.ids[j] = old.hashes[i], id
 		}
 	}
+	old.free()
 }
 
 func (k *keySet) remove(h uint64, id int64) {
@@ -284,6 +308,9 @@ func (w *writer) loadKeys() error {
 		return fmt.Errorf("read event keys: %w", err)
 	}
 	set := newKeySet(int(asInt(row[0])))
+	// Frees the table set holds at the end: the new one if the read
+	// fails, the one it replaced if it succeeds.
+	defer set.slots.free()
 	rows, err := w.st.allKeys.Query()
 	if err != nil {
 		return fmt.Errorf("read event keys: %w", err)
@@ -301,7 +328,8 @@ func (w *writer) loadKeys() error {
 		return fmt.Errorf("read event keys: %w", err)
 	}
 	w.s.keys.mu.Lock()
-	w.s.keys.seed, w.s.keys.hashes, w.s.keys.ids, w.s.keys.n, w.s.keys.more = set.seed, set.hashes, set.ids, set.n, set.more
+	w.s.keys.seed, w.s.keys.n, w.s.keys.more = set.seed, set.n, set.more
+	w.s.keys.slots, set.slots = set.slots, w.s.keys.slots
 	w.s.keys.mu.Unlock()
 	w.txKeys = w.txKeys[:0]
 	return nil

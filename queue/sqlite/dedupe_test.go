@@ -43,6 +43,20 @@ func TestDedupeKeys(t *testing.T) {
 			other.Source = "billing"
 			enqueueWant(t, s, other, false) // the key is the source and the id
 		}},
+		{"a read by delivery id after Close", func(t *testing.T, s *Store) {
+			// Close gives the key set's table back; a read that comes
+			// after it finds nothing, and must not touch the freed table.
+			enqueueWant(t, s, testEvent("a", "mail"), false)
+			if got := s.keyIDs("shop", "a"); got == "[]" {
+				t.Fatalf("keyIDs before Close = %s, want the event", got)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if got := s.keyIDs("shop", "a"); got != "[]" {
+				t.Errorf("keyIDs after Close = %s, want []", got)
+			}
+		}},
 		{"after a restart", func(t *testing.T, s *Store) {
 			first := enqueueWant(t, s, testEvent("a", "mail"), false)
 			path := s.path

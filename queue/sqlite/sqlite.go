@@ -192,6 +192,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err := s.w.connect(ctx); err != nil {
 		s.wdb.Close()
 		s.rdb.Close()
+		s.keys.release()
 		return nil, err
 	}
 	go s.w.run()
@@ -280,6 +281,7 @@ func (s *Store) Close() error {
 	if cerr := s.rdb.Close(); err == nil {
 		err = cerr
 	}
+	s.keys.release()
 	if err != nil {
 		return fmt.Errorf("close db: %w", err)
 	}
