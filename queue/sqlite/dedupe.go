@@ -109,7 +109,7 @@ func newKeySet(n int) *keySet {
 
 // slots is a key set's table, 16 bytes a slot: the hash, and the id of
 // the event stored with it. newSlots places it outside the Go heap where
-// the platform allows (keyslots_mapped.go).
+// the platform allows (dedupe_slots_mapped.go).
 type slots struct {
 	hashes []uint64
 	ids    []int64 // 0: an empty slot
