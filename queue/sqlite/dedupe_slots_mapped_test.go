@@ -8,7 +8,7 @@ import (
 )
 
 // TestKeySetTableOffHeap checks that a key set's table lives outside the
-// Go heap, however it got its size: on the heap, the 24 MiB table of a
+// Go heap, however it got its size: on the heap, the 23 MiB table of a
 // million events let the collector leave as much again of garbage, and
 // the load test's process with a million events grew by 57 MiB against a
 // budget of 32.
