@@ -364,3 +364,38 @@ func BenchmarkStats(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkKeySet measures what the dedupe key set costs the writer for
+// each event it stores, in a set holding keys events: the lookup for a
+// duplicate, which finds none but the events of keys that share its tag
+// (see keySet), the add, and the removal of the oldest key, as a purge
+// makes it, so the set keeps its size.
+func BenchmarkKeySet(b *testing.B) {
+	for _, keys := range []int{10_000, 1_000_000} {
+		b.Run(fmt.Sprintf("keys=%d", keys), func(b *testing.B) {
+			k := newKeySet(keys)
+			b.Cleanup(k.release)
+			hashes := make([]uint64, keys+b.N)
+			for i := range hashes {
+				hashes[i] = keyHash("github", "lt-1-"+strconv.Itoa(i))
+			}
+			for i := range keys {
+				k.add(hashes[i], int64(i+1))
+			}
+			var buf []int64
+			falseHits := 0
+			b.ResetTimer()
+			for i := range b.N {
+				n := keys + i
+				buf = k.candidates(buf[:0], hashes[n])
+				falseHits += len(buf)
+				k.add(hashes[n], int64(n+1))
+				k.remove(hashes[i], int64(i+1))
+			}
+			// A new key shares its tag with one of n stored keys one time
+			// in 2^32/n: each such candidate costs the writer a read of
+			// an event by id.
+			b.ReportMetric(float64(falseHits)/float64(b.N), "false-candidates/op")
+		})
+	}
+}

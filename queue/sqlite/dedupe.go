@@ -4,7 +4,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
-	"math/bits"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"sync"
@@ -82,21 +82,37 @@ var keyHash = func(source, deliveryID string) uint64 {
 }
 
 // keySet maps dedupe-key hashes to the ids of the events stored with them:
-// an open-addressing table with linear probing, 16 bytes a slot and at
-// most 4/5 full, sized to be 2/3 full when read and grown by half, so
-// about 24 bytes per stored event (a Go map took 42). A hash's slot is
-// the high bits of its mixed value scaled to the table (see home), which
-// needs no power-of-two size.
+// an open-addressing table with linear probing, 8 bytes a slot and at most
+// 4/5 full, sized to be 2/3 full when read and grown by half, so about 12
+// bytes per stored event (a Go map took 42, slots of the whole hash and id
+// 24). A slot holds two 32-bit halves:
+//
+//   - the tag, the high half of the key's mixed hash (see mixed). It is
+//     the key's home slot, scaled to the table (see home), which needs no
+//     power-of-two size, so a table grows and deletes without the whole
+//     hash. As a check it tells keys apart but for one pair in 2^32: a
+//     key whose tag a stored key shares gets that key's event as a
+//     candidate too, which the events table then tells apart, as it does
+//     for two keys sharing a whole hash. With a million events stored, a
+//     new key meets one in 4,300 lookups (BenchmarkKeySet), and it costs
+//     a read of one event by id.
+//   - the event's id less base, which is one below the id of the first
+//     event the set took (loadKeys reads them in id order): ids grow from
+//     there, and SQLite gives an id from 1 again only to a table left
+//     empty, so the offsets fit 32 bits, signed, for 2 billion events
+//     either side of it. 0 is an empty slot.
+//
 // The writer changes it under mu; readers (a lookup by delivery id in the
 // read pool) hold mu for reading.
 type keySet struct {
 	mu   sync.RWMutex
-	seed uint64 // random per set: see home
+	seed uint64 // random per set: see tag
 	slots
-	n int // slots in use
-	// more holds what a slot cannot: the further events of a hash two
-	// keys share, and events whose id is not positive (which SQLite
-	// only gives a row someone inserted with that id by hand).
+	n    int   // slots in use
+	base int64 // a slot holds id - base; -1 until the first add sets it
+	// more holds the events a slot cannot: those whose id is not
+	// positive (which SQLite only gives a row someone inserted with that
+	// id by hand) or lies too far from base, by whole hash.
 	more map[uint64][]int64
 }
 
@@ -104,19 +120,22 @@ type keySet struct {
 const minSlots = 1024
 
 func newKeySet(n int) *keySet {
-	return &keySet{seed: rand.Uint64(), slots: newSlots(max(minSlots, n/2*3)), more: make(map[uint64][]int64)}
+	return &keySet{seed: rand.Uint64(), slots: newSlots(max(minSlots, n/2*3)), base: -1, more: make(map[uint64][]int64)}
 }
 
-// slots is a key set's table, 16 bytes a slot: the hash, and the id of
-// the event stored with it. newSlots places it outside the Go heap where
-// the platform allows (dedupe_slots_mapped.go).
+// slots is a key set's table, 8 bytes a slot: the key's tag, and the id of
+// the event stored with it, less the set's base. newSlots places it
+// outside the Go heap where the platform allows (dedupe_slots_mapped.go).
 type slots struct {
-	hashes []uint64
-	ids    []int64 // 0: an empty slot
+	tags   []uint32
+	offs   []int32 // 0: an empty slot
 	mapped []byte  // the mapping both live in; nil for a table on the heap
 }
 
-func heapSlots(n int) slots { return slots{hashes: make([]uint64, n), ids: make([]int64, n)} }
+// slotBytes is the size of one slot of the table.
+const slotBytes = 8
+
+func heapSlots(n int) slots { return slots{tags: make([]uint32, n), offs: make([]int32, n)} }
 
 // release gives the table's memory back, when the store closes. The set
 // is empty afterwards, and still safe to read.
@@ -124,20 +143,17 @@ func (k *keySet) release() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.slots.free()
-	k.slots, k.n, k.more = heapSlots(minSlots), 0, make(map[uint64][]int64)
+	k.slots, k.n, k.base, k.more = heapSlots(minSlots), 0, -1, make(map[uint64][]int64)
 }
 
-// home is h's first slot. The hash is mixed first: FNV-1a moves its high
-// bits little when keys differ only in their last bytes, as sequential
-// delivery ids do (evt_…41, evt_…42), so the high bits themselves put
-// such keys in one long run of slots; a table of 100,000 sequential ids
-// took 146 probes per lookup. The mixer (MurmurHash3's finalizer) is a
-// bijection, so distinct hashes stay distinct; the random seed keeps a
+// tag is h's tag: the high half of its mixed value. The hash is mixed
+// first: FNV-1a moves its high bits little when keys differ only in their
+// last bytes, as sequential delivery ids do (evt_…41, evt_…42), so the
+// high bits themselves put such keys in one long run of slots; a table of
+// 100,000 sequential ids took 146 probes per lookup. The mixer
+// (MurmurHash3's finalizer) is a bijection, and the random seed keeps a
 // sender from choosing ids whose slots crowd one run.
-func (k *keySet) home(h uint64) int {
-	hi, _ := bits.Mul64(k.mixed(h), uint64(len(k.ids)))
-	return int(hi)
-}
+func (k *keySet) tag(h uint64) uint32 { return uint32(k.mixed(h) >> 32) }
 
 func (k *keySet) mixed(h uint64) uint64 {
 	h ^= k.seed
@@ -148,23 +164,40 @@ func (k *keySet) mixed(h uint64) uint64 {
 	return h ^ h>>33
 }
 
-// slot returns the index of h's slot, or of the empty slot where it
-// would go.
-func (k *keySet) slot(h uint64) int {
-	i := k.home(h)
-	for k.ids[i] != 0 && k.hashes[i] != h {
-		if i++; i == len(k.ids) {
-			i = 0
-		}
+// home is the first slot of a key with this tag.
+func (k *keySet) home(tag uint32) int {
+	return int(uint64(tag) * uint64(len(k.offs)) >> 32)
+}
+
+// offset is id's offset from the base, or 0 if a slot cannot hold it.
+func (k *keySet) offset(id int64) int32 {
+	if id <= 0 || k.base < 0 {
+		return 0
+	}
+	d := id - k.base
+	if d < math.MinInt32 || d > math.MaxInt32 {
+		return 0
+	}
+	return int32(d)
+}
+
+// next is the slot after i, the table's last slot followed by its first.
+func (k *keySet) next(i int) int {
+	if i++; i == len(k.offs) {
+		return 0
 	}
 	return i
 }
 
 // candidates appends to buf the ids of the events that may have the key
-// whose hash is h.
+// whose hash is h: the events of every slot in the run from its home to
+// the first empty slot that bear its tag.
 func (k *keySet) candidates(buf []int64, h uint64) []int64 {
-	if i := k.slot(h); k.ids[i] != 0 {
-		buf = append(buf, k.ids[i])
+	tag := k.tag(h)
+	for i := k.home(tag); k.offs[i] != 0; i = k.next(i) {
+		if k.tags[i] == tag {
+			buf = append(buf, k.base+int64(k.offs[i]))
+		}
 	}
 	if len(k.more) > 0 {
 		buf = append(buf, k.more[h]...)
@@ -181,33 +214,46 @@ func (k *keySet) lookup(buf []int64, source, deliveryID string) []int64 {
 }
 
 func (k *keySet) add(h uint64, id int64) {
-	i := k.slot(h)
-	if id <= 0 || k.ids[i] != 0 {
+	if k.base < 0 && id > 0 {
+		k.base = id - 1
+	}
+	off := k.offset(id)
+	if off == 0 {
 		k.more[h] = append(k.more[h], id)
 		return
 	}
-	k.hashes[i], k.ids[i] = h, id
-	if k.n++; k.n > len(k.ids)/5*4 {
+	k.put(k.tag(h), off)
+	if k.n++; k.n > len(k.offs)/5*4 {
 		k.grow()
 	}
+}
+
+// put places an entry in the first empty slot of its tag's run.
+func (k *keySet) put(tag uint32, off int32) {
+	i := k.home(tag)
+	for k.offs[i] != 0 {
+		i = k.next(i)
+	}
+	k.tags[i], k.offs[i] = tag, off
 }
 
 // grow moves the set into a table half as large again. The writer holds
 // mu for writing, so no reader holds the old table when it is freed.
 func (k *keySet) grow() {
 	old := k.slots
-	k.slots = newSlots(len(old.ids) / 2 * 3)
-	for i, id := range old.ids {
-		if id != 0 {
-			j := k.slot(old.hashes[i])
-			k.hashes[j], k.ids[j] = old.hashes[i], id
+	k.slots = newSlots(len(old.offs) / 2 * 3)
+	for i, off := range old.offs {
+		if off != 0 {
+			k.put(old.tags[i], off)
 		}
 	}
 	old.free()
 }
 
 func (k *keySet) remove(h uint64, id int64) {
-	if more := k.more[h]; len(more) > 0 {
+	off := k.offset(id)
+	if off == 0 {
+		more := k.more[h]
 		for j, m := range more {
 			if m == id {
 				if more = append(more[:j:j], more[j+1:]...); len(more) == 0 {
@@ -218,43 +264,35 @@ func (k *keySet) remove(h uint64, id int64) {
 				return
 			}
 		}
-	}
-	i := k.slot(h)
-	if k.ids[i] != id {
 		return
 	}
-	// A further event of the hash takes the slot; else the slot empties,
-	// and the entries after it in its run move back (linear probing's
-	// deletion), so that no lookup stops short at the hole.
-	if more := k.more[h]; len(more) > 0 && more[0] > 0 {
-		k.ids[i] = more[0]
-		if len(more) == 1 {
-			delete(k.more, h)
-		} else {
-			k.more[h] = more[1:]
+	tag := k.tag(h)
+	i := k.home(tag)
+	for k.offs[i] != off || k.tags[i] != tag {
+		if k.offs[i] == 0 {
+			return // not in the set
 		}
-		return
+		i = k.next(i)
 	}
+	// The slot empties, and the entries after it in its run move back
+	// (linear probing's deletion), so that no lookup stops short at the
+	// hole.
 	k.n--
-	size := len(k.ids)
 	for {
-		k.ids[i], k.hashes[i] = 0, 0
+		k.tags[i], k.offs[i] = 0, 0
 		j := i
 		for {
-			if j++; j == size {
-				j = 0
-			}
-			if k.ids[j] == 0 {
+			if j = k.next(j); k.offs[j] == 0 {
 				return
 			}
 			// The entry at j may move to i if its home slot is not in
 			// the cyclic range (i, j].
-			hm := k.home(k.hashes[j])
+			hm := k.home(k.tags[j])
 			if (j > i && (hm <= i || hm > j)) || (j < i && hm <= i && hm > j) {
 				break
 			}
 		}
-		k.hashes[i], k.ids[i] = k.hashes[j], k.ids[j]
+		k.tags[i], k.offs[i] = k.tags[j], k.offs[j]
 		i = j
 	}
 }
@@ -285,7 +323,8 @@ const (
 	INSERT INTO gone_keys (key_hash, id) VALUES (old.key_hash, old.id);
 END`
 	sqlKeyOwner = `SELECT source, delivery_id FROM events WHERE id = ?1`
-	sqlAllKeys  = `SELECT key_hash, id FROM event_keys`
+	// In id order, the table's own: the first id is the set's base.
+	sqlAllKeys = `SELECT key_hash, id FROM event_keys ORDER BY id`
 	// sqlCountKeys sizes the set before it is read: the events the
 	// schema keeps counted (one key each), not a scan of event_keys.
 	sqlCountKeys   = sqlEventCount
@@ -328,7 +367,7 @@ func (w *writer) loadKeys() error {
 		return fmt.Errorf("read event keys: %w", err)
 	}
 	w.s.keys.mu.Lock()
-	w.s.keys.seed, w.s.keys.n, w.s.keys.more = set.seed, set.n, set.more
+	w.s.keys.seed, w.s.keys.n, w.s.keys.base, w.s.keys.more = set.seed, set.n, set.base, set.more
 	w.s.keys.slots, set.slots = set.slots, w.s.keys.slots
 	w.s.keys.mu.Unlock()
 	w.txKeys = w.txKeys[:0]

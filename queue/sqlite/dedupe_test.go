@@ -248,24 +248,46 @@ func TestMigrateDedupeFromVersion9(t *testing.T) {
 }
 
 // TestKeySetAgainstMap drives the open-addressing key set and a map with
-// the same random adds and removes, and wants the same candidates for
-// every hash: hashes from a small space make long probe runs, runs that
-// wrap around the table's end, shared hashes and growth.
+// the same random adds and removes, and wants, for every hash, the ids the
+// map holds for it, and besides them only ids of keys that share its tag:
+// hashes from a small space make long probe runs, runs that wrap around
+// the table's end, shared hashes, shared tags and growth, and ids far from
+// the first one, or not positive, which no slot holds.
 func TestKeySetAgainstMap(t *testing.T) {
 	const region = 1 << 54 // 1/1024 of the mixed values
 	tests := []struct {
 		name string
 		// hashes: how many distinct hashes the operations draw from; with
 		// near, each is one whose mixed value near accepts, so their home
-		// slots crowd one part of the table.
-		hashes int
-		near   func(mixed uint64) bool
-		ops    int
+		// slots crowd one part of the table; with sharedTags, they come
+		// in pairs that share a tag.
+		hashes     int
+		near       func(mixed uint64) bool
+		sharedTags bool
+		// id gives the n'th event added its id; nil: n.
+		id  func(n int64) int64
+		ops int
 	}{
 		{name: "distinct hashes", hashes: 1 << 30, ops: 20000},
 		{name: "crowded home slots", hashes: 64, near: func(m uint64) bool { return m < region }, ops: 5000},
 		{name: "runs across the table's end", hashes: 16, near: func(m uint64) bool { return m > ^uint64(0)-region }, ops: 5000},
+		{name: "hashes sharing a tag", hashes: 16, sharedTags: true, ops: 5000},
 		{name: "growth", hashes: 1 << 20, ops: 50000},
+		{name: "ids below the first", hashes: 1 << 30, id: func(n int64) int64 {
+			if n == 1 {
+				return 1_000_000 // the base: the ids after it lie below it
+			}
+			return n
+		}, ops: 5000},
+		{name: "ids no slot holds", hashes: 1 << 20, id: func(n int64) int64 {
+			switch {
+			case n%7 == 0:
+				return n + 1<<33 // too far from the base
+			case n%11 == 0:
+				return -n
+			}
+			return n
+		}, ops: 20000},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -280,6 +302,24 @@ func TestKeySetAgainstMap(t *testing.T) {
 					}
 				}
 				draw = func() uint64 { return pool[rng.IntN(len(pool))] }
+			}
+			if tt.sharedTags {
+				pool := make([]uint64, 0, tt.hashes)
+				byTag := map[uint32]uint64{}
+				for len(pool) < tt.hashes {
+					h := rng.Uint64()
+					if other, ok := byTag[k.tag(h)]; ok && other != h {
+						pool = append(pool, other, h)
+						delete(byTag, k.tag(h))
+						continue
+					}
+					byTag[k.tag(h)] = h
+				}
+				draw = func() uint64 { return pool[rng.IntN(len(pool))] }
+			}
+			id := tt.id
+			if id == nil {
+				id = func(n int64) int64 { return n }
 			}
 			model := map[uint64][]int64{}
 			var live []eventKey
@@ -301,7 +341,7 @@ func TestKeySetAgainstMap(t *testing.T) {
 					continue
 				}
 				next++
-				e := eventKey{hash: draw(), id: next}
+				e := eventKey{hash: draw(), id: id(next)}
 				k.add(e.hash, e.id)
 				model[e.hash] = append(model[e.hash], e.id)
 				live = append(live, e)
@@ -309,8 +349,23 @@ func TestKeySetAgainstMap(t *testing.T) {
 			if k.len() != len(live) {
 				t.Errorf("len = %d, want %d", k.len(), len(live))
 			}
+			hashOf := map[int64]uint64{}
+			for _, e := range live {
+				hashOf[e.id] = e.hash
+			}
 			for h, want := range model {
-				got := k.candidates(nil, h)
+				var got []int64
+				for _, id := range k.candidates(nil, h) {
+					other, ok := hashOf[id]
+					switch {
+					case !ok:
+						t.Fatalf("candidates(%d) has %d, an id not in the set", h, id)
+					case other == h:
+						got = append(got, id)
+					case k.tag(other) != k.tag(h):
+						t.Fatalf("candidates(%d) has %d, of a hash with another tag", h, id)
+					}
+				}
 				slices.Sort(got)
 				want = slices.Sorted(slices.Values(want))
 				if !slices.Equal(got, want) {
@@ -345,11 +400,10 @@ func TestKeySetSequentialIDs(t *testing.T) {
 			probes, worst := 0, 0
 			for i := 1; i <= tt.n; i++ {
 				h := keyHash(tt.source, fmt.Sprintf(tt.format, i))
+				tag, off := k.tag(h), k.offset(int64(i))
 				p := 0
-				for j := k.home(h); k.hashes[j] != h; p++ {
-					if j++; j == len(k.ids) {
-						j = 0
-					}
+				for j := k.home(tag); k.tags[j] != tag || k.offs[j] != off; p++ {
+					j = k.next(j)
 				}
 				probes += p
 				worst = max(worst, p)
