@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -162,8 +163,15 @@ type Pool struct {
 	finQ      []finishing    // completions waiting for the next Finish
 	flushing  bool           // a worker is sending finQ
 
-	freed chan struct{} // a worker became idle or a job left running; buffered 1
-	wg    sync.WaitGroup
+	freed chan struct{}  // a worker became idle or a job left running; buffered 1
+	wg    sync.WaitGroup // runs started and not yet returned from work
+	// handoff passes a run to a worker goroutine waiting for its next one
+	// (unbuffered); retire, closed once the last run has returned, ends
+	// those waiting; goroutines counts them all.
+	handoff    chan *run
+	retire     chan struct{}
+	goroutines sync.WaitGroup
+	reuse      atomic.Bool // set by Start: its shutdown closes retire
 
 	life      sync.Mutex
 	started   bool
@@ -259,6 +267,8 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 		stopping: make(chan struct{}),
 		draining: make(chan struct{}),
 		done:     make(chan struct{}),
+		handoff:  make(chan *run),
+		retire:   make(chan struct{}),
 	}
 	p.margin = p.lease / 4
 	if p.flow != nil {
@@ -292,6 +302,7 @@ func (p *Pool) Start(ctx context.Context) error {
 		return errors.New("start pool: already started")
 	}
 	p.started = true
+	p.reuse.Store(true)
 
 	base := context.WithoutCancel(ctx)
 	loopCtx, cancelLoop := context.WithCancel(base)
@@ -315,6 +326,8 @@ func (p *Pool) Start(ctx context.Context) error {
 		cancelLoop()
 		<-loopDone // no claim after this
 		p.drain(base)
+		close(p.retire) // every run has returned
+		p.goroutines.Wait()
 		unwatch()
 		// Leases are extended until the last handler has returned, so a
 		// handler in its grace period, or draining, keeps its job.

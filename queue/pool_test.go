@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -239,6 +240,84 @@ func TestPoolStopIsIdempotent(t *testing.T) {
 			t.Fatalf("Stop #%d = %v, want nil", i+1, err)
 		}
 	}
+}
+
+// TestPoolWorkerGoroutines checks that a started pool runs its jobs on
+// goroutines that stay for the next job, and that Stop ends them all. A
+// goroutine per job started each with a small stack, which every delivery
+// grew again by copying.
+func TestPoolWorkerGoroutines(t *testing.T) {
+	tests := []struct {
+		name    string
+		workers int
+		jobs    int
+	}{
+		{name: "one worker", workers: 1, jobs: 20},
+		{name: "four workers", workers: 4, jobs: 40},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := setup(t, nil)
+			var mu sync.Mutex
+			seen := map[string]int{}
+			rec := newRecorder(t, tt.jobs)
+			p := newPool(t, queue.PoolConfig{Store: s, Workers: tt.workers, Observer: rec, PollInterval: 10 * time.Millisecond,
+				Handler: queue.HandlerFunc(func(context.Context, *queue.Job) error {
+					mu.Lock()
+					seen[goroutineID()]++
+					mu.Unlock()
+					return nil
+				})})
+			start(t, p)
+			for i := range tt.jobs {
+				enqueue(t, s, fmt.Sprintf("d%d", i), "t")
+			}
+			for range tt.jobs {
+				rec.nextFinished(t)
+			}
+			mu.Lock()
+			ran := len(seen)
+			mu.Unlock()
+			// A worker's goroutine may still be recording a result when
+			// the next job starts, so a few more than the workers run.
+			if most := tt.workers * 3; ran > most {
+				t.Errorf("%d jobs ran on %d goroutines, want at most %d", tt.jobs, ran, most)
+			}
+			if n := poolWorkers(); n == 0 {
+				t.Error("no worker goroutine waits for the next job while the pool runs")
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), waitFor)
+			defer cancel()
+			if err := p.Stop(ctx); err != nil {
+				t.Fatalf("stop: %v", err)
+			}
+			if n := poolWorkers(); n != 0 {
+				t.Errorf("%d worker goroutines left after Stop, want 0", n)
+			}
+		})
+	}
+}
+
+// goroutineID returns the id of the calling goroutine, from the first line
+// of its stack ("goroutine 18 [running]:").
+func goroutineID() string {
+	buf := make([]byte, 64)
+	buf = buf[:runtime.Stack(buf, false)]
+	id, _, _ := strings.Cut(strings.TrimPrefix(string(buf), "goroutine "), " ")
+	return id
+}
+
+// poolWorkers counts the goroutines of this process in Pool.worker.
+func poolWorkers() int {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	n := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "queue.(*Pool).worker(") {
+			n++
+		}
+	}
+	return n
 }
 
 // TestPoolManyWorkers runs thousands of jobs through 16 workers, some failing

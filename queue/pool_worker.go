@@ -6,13 +6,41 @@ import (
 	"time"
 )
 
-// startLocked runs r's handler in a new worker goroutine. p.mu is held.
+// startLocked runs r's handler on a worker goroutine waiting for its next
+// run, or on a new one if none is waiting. p.mu is held.
 func (p *Pool) startLocked(r *run) {
 	r.waiting = false
 	r.started = true
 	p.busy++
 	p.wg.Add(1)
-	go p.work(r)
+	select {
+	case p.handoff <- r:
+	default:
+		p.goroutines.Add(1)
+		go p.worker(r)
+	}
+}
+
+// worker runs r, then each run handed to it, until the pool retires its
+// goroutines. A goroutine per run started each with a small stack, which
+// every delivery then grew by copying (net/http's client runs deep): 2.4 %
+// of Caddy's CPU under load (docs/BENCHMARKS.md). A goroutine that stays
+// keeps the stack it grew, until a collection finds it waiting and shrinks
+// it. A pool that was never started (a test's runOnce) has no shutdown
+// to retire them, and its goroutines end with their run.
+func (p *Pool) worker(r *run) {
+	defer p.goroutines.Done()
+	for {
+		p.work(r)
+		if !p.reuse.Load() {
+			return
+		}
+		select {
+		case r = <-p.handoff:
+		case <-p.retire:
+			return
+		}
+	}
 }
 
 // work runs one job's handler, starts the next buffered job in its place,
