@@ -11,6 +11,7 @@ import (
 	"io"
 	"maps"
 	"math"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -69,6 +70,11 @@ const (
 // its signature, to a place the config does not name (or, for 301, 302 and
 // 303, turn the POST into a bodiless GET), and a moved endpoint is a config
 // change that no retry fixes.
+//
+// Connections are kept alive between deliveries. An http:// upstream that
+// no proxy stands in front of is reached by the worker's own HTTP/1.1
+// exchange (plainClient); https:// and proxied ones by net/http's
+// Transport.
 type Target struct {
 	// The upstream's absolute http:// or https:// URL. Placeholders such as
 	// {env.HOOK_URL} are resolved once, when the config loads. Its query
@@ -101,6 +107,7 @@ type Target struct {
 	redact     []string      // values never to repeat in an error
 	basicAuth  *url.Userinfo // from the URL, sent when no Authorization header is configured
 	transport  *http.Transport
+	plain      *plainClient // for an http:// URL no proxy stands in front of; else the transport
 	now        func() time.Time
 }
 
@@ -178,7 +185,30 @@ func (t *Target) Provision(ctx caddy.Context) error {
 		encoded := base64.StdEncoding.EncodeToString([]byte(parsed.User.Username() + ":" + password))
 		t.redact = append(t.redact, encoded)
 	}
+	if addr, ok := plainAddr(parsed, t.transport.Proxy); ok {
+		t.plain = newPlainClient(addr)
+	}
 	return nil
+}
+
+// plainAddr returns the host:port of an http:// URL that proxy, the
+// transport's proxy policy (the environment's HTTP_PROXY and NO_PROXY),
+// sends straight to the upstream, and false for any other URL: those go
+// through net/http's Transport (TLS, HTTP/2, the proxy).
+func plainAddr(u *url.URL, proxy func(*http.Request) (*url.URL, error)) (string, bool) {
+	if !plainSupported || u == nil || u.Scheme != "http" || u.Host == "" || u.Opaque != "" {
+		return "", false
+	}
+	if proxy != nil {
+		if via, err := proxy(&http.Request{URL: u}); err != nil || via != nil {
+			return "", false
+		}
+	}
+	port := u.Port()
+	if port == "" {
+		port = "80"
+	}
+	return net.JoinHostPort(u.Hostname(), port), true
 }
 
 // Validate checks the URL, the timeout, the header names and the signing
@@ -216,10 +246,13 @@ func (t *Target) Validate() error {
 	return nil
 }
 
-// Cleanup closes the transport's idle connections.
+// Cleanup closes the idle connections.
 func (t *Target) Cleanup() error {
 	if t.transport != nil {
 		t.transport.CloseIdleConnections()
+	}
+	if t.plain != nil {
+		t.plain.close()
 	}
 	return nil
 }
@@ -237,17 +270,10 @@ func (t *Target) Deliver(ctx context.Context, job *queue.Job) error {
 		return queue.Permanent(errors.New("build request: event type has a control character and cannot be sent as a header"))
 	}
 
-	attemptCtx, cancel := context.WithTimeout(ctx, time.Duration(t.Timeout))
-	defer cancel()
-
-	req, err := t.newRequest(attemptCtx, job)
+	deadline := time.Now().Add(time.Duration(t.Timeout))
+	resp, err := t.roundTrip(ctx, job, deadline)
 	if err != nil {
 		return err
-	}
-
-	resp, err := t.transport.RoundTrip(req)
-	if err != nil {
-		return t.networkError(ctx, attemptCtx, err)
 	}
 	defer resp.Body.Close()
 	job.Code = queue.CodeOf(resp.StatusCode)
@@ -273,6 +299,51 @@ func (t *Target) Deliver(ctx context.Context, job *queue.Job) error {
 		return queue.RetryAfter(failure, after)
 	}
 	return failure
+}
+
+// roundTrip sends job's request and returns the upstream's answer, or the
+// attempt's error: a permanent one when no request can be built, a
+// transient one when the round trip failed or ran past deadline.
+func (t *Target) roundTrip(ctx context.Context, job *queue.Job, deadline time.Time) (*http.Response, error) {
+	if t.plain != nil {
+		req, err := t.newRequest(ctx, job)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := t.plain.roundTrip(ctx, req, deadline)
+		if err != nil {
+			return nil, t.networkError(ctx, !time.Now().Before(deadline), err)
+		}
+		return resp, nil
+	}
+	attemptCtx, cancel := context.WithDeadline(ctx, deadline)
+	req, err := t.newRequest(attemptCtx, job)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	resp, err := t.transport.RoundTrip(req)
+	if err != nil {
+		cancel()
+		return nil, t.networkError(ctx, attemptCtx.Err() != nil, err)
+	}
+	// The attempt's context lives until the body is closed: cancelling it
+	// earlier would cut the body off.
+	resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
+	return resp, nil
+}
+
+// cancelBody releases the attempt's context when the answer's body is
+// closed.
+type cancelBody struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b *cancelBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
 }
 
 // newRequest builds the POST of job's payload with its stored, static and
@@ -336,17 +407,30 @@ func (t *Target) newRequest(ctx context.Context, job *queue.Job) (*http.Request,
 		password, _ := t.basicAuth.Password()
 		req.SetBasicAuth(t.basicAuth.Username(), password)
 	}
+	// A header a transform or the config set may hold what no header can
+	// carry; no retry would send it, so the job is parked at once.
+	for name, values := range req.Header {
+		if !signature.ValidHeaderName(name) {
+			return nil, queue.Permanent(fmt.Errorf("build request: invalid header name %q", name))
+		}
+		for _, v := range values {
+			if !caddywebhook.ValidHeaderValue(v) {
+				return nil, queue.Permanent(fmt.Errorf("build request: header %s has a control character and cannot be sent", name))
+			}
+		}
+	}
 	return req, nil
 }
 
 // networkError describes a failed round trip without the URL, whose query
-// string may hold a token. All of them are transient.
-func (t *Target) networkError(parent, attempt context.Context, err error) error {
+// string may hold a token. All of them are transient. timedOut says the
+// attempt ran out of its time.
+func (t *Target) networkError(parent context.Context, timedOut bool, err error) error {
 	if parent.Err() != nil {
 		// The pool cancelled the attempt (shutdown, lost lease).
 		return fmt.Errorf("post to upstream: %w", parent.Err())
 	}
-	if attempt.Err() != nil {
+	if timedOut {
 		return fmt.Errorf("post to upstream: timed out after %s", time.Duration(t.Timeout))
 	}
 	var uerr *url.Error

@@ -136,14 +136,17 @@ func TestTargetUnsendableMetadata(t *testing.T) {
 		name       string
 		deliveryID string
 		eventType  string
-		want       string // outcome
-		wantErr    string // in the error, for a failure
+		header     queue.Header // one more stored header, as a transform sets
+		want       string       // outcome
+		wantErr    string       // in the error, for a failure
 	}{
-		{"plain values sent", "evt-1", "order.paid", "done", ""},
-		{"tab is allowed", "evt\t1", "push", "done", ""},
-		{"newline in the delivery id", "evt\r\nX-Injected: 1", "push", "permanent", "delivery id"},
-		{"NUL in the event type", "evt-1", "push\x00", "permanent", "event type"},
-		{"DEL in the delivery id", "evt\x7f", "push", "permanent", "delivery id"},
+		{"plain values sent", "evt-1", "order.paid", queue.Header{}, "done", ""},
+		{"tab is allowed", "evt\t1", "push", queue.Header{}, "done", ""},
+		{"newline in the delivery id", "evt\r\nX-Injected: 1", "push", queue.Header{}, "permanent", "delivery id"},
+		{"NUL in the event type", "evt-1", "push\x00", queue.Header{}, "permanent", "event type"},
+		{"DEL in the delivery id", "evt\x7f", "push", queue.Header{}, "permanent", "delivery id"},
+		{"newline in a header value", "evt-1", "push", queue.Header{Name: "X-Note", Value: "a\r\nX-Injected: 1"}, "permanent", "header X-Note"},
+		{"space in a header name", "evt-1", "push", queue.Header{Name: "X Note", Value: "a"}, "permanent", "invalid header name"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -156,6 +159,9 @@ func TestTargetUnsendableMetadata(t *testing.T) {
 			}), nil)
 			job := targettest.Job("http")
 			job.DeliveryID, job.EventType = tt.deliveryID, tt.eventType
+			if tt.header.Name != "" {
+				job.Headers = append(job.Headers, tt.header)
+			}
 			err := tgt.Deliver(t.Context(), job)
 			if got := targettest.Outcome(err); got != tt.want {
 				t.Fatalf("outcome = %s (%v), want %s", got, err, tt.want)
