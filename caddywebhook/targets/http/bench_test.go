@@ -19,6 +19,7 @@ import (
 // test's pool does: the upstream runs in the same process, so ns/op is
 // then what both sides cost the two cores a delivery.
 func BenchmarkDeliver(b *testing.B) {
+	skipWithoutPlain(b)
 	for _, client := range []string{"plain", "transport"} {
 		for _, workers := range []int{1, 32} {
 			b.Run("client="+client+"/workers="+strconv.Itoa(workers), func(b *testing.B) {

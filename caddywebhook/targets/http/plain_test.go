@@ -36,6 +36,7 @@ type rawUpstream struct {
 
 func startRawUpstream(t *testing.T, answer func(n int) (string, after)) *rawUpstream {
 	t.Helper()
+	skipWithoutPlain(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -278,6 +279,7 @@ func TestPlainIdleConnectionsClosed(t *testing.T) {
 // TestPlainAddr: http:// URLs that no proxy stands in front of get the
 // plain client; https:// and proxied ones keep net/http's Transport.
 func TestPlainAddr(t *testing.T) {
+	skipWithoutPlain(t)
 	proxyAll := func(*http.Request) (*url.URL, error) { return url.Parse("http://proxy.internal:3128") }
 	tests := []struct {
 		name     string
@@ -344,6 +346,15 @@ func TestTargetHTTPS(t *testing.T) {
 				t.Errorf("upstream saw headers %v, want the job's metadata and stored headers", got)
 			}
 		})
+	}
+}
+
+// skipWithoutPlain skips a test of the plain client where every upstream
+// goes through net/http's Transport (plain_peek_other.go).
+func skipWithoutPlain(t testing.TB) {
+	t.Helper()
+	if !plainSupported {
+		t.Skip("no plain client on this system")
 	}
 }
 
