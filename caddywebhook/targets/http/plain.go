@@ -28,7 +28,7 @@ const (
 
 // errHeaderLimit is what a connection's reader returns once the answer's
 // headers have used up maxResponseHeader bytes.
-var errHeaderLimit = fmt.Errorf("upstream's response headers exceeded %d bytes", maxResponseHeader)
+var errHeaderLimit = fmt.Errorf("response headers exceeded %d bytes", maxResponseHeader)
 
 // plainClient posts deliveries to an http:// upstream that no proxy
 // stands in front of, over HTTP/1.1 connections it keeps alive. It writes

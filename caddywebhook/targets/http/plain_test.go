@@ -19,7 +19,7 @@ import (
 // rawUpstream is an HTTP/1.1 upstream that answers each request with the
 // bytes a test scripts, so that the answers net/http's server would never
 // send (bytes after the answer, a close without an answer) can be sent.
-// It counts connections and the requests read on each.
+// It counts connections and requests.
 type rawUpstream struct {
 	ln net.Listener
 	// answer returns the bytes to write for the n-th request (from 0) of
@@ -28,10 +28,10 @@ type rawUpstream struct {
 	answer func(n int) (raw string, then after)
 
 	mu       sync.Mutex
-	requests int   // requests read, over all connections
-	perConn  []int // requests read on each connection, in accept order
-	eofs     int   // connections the client closed
-	ended    int   // connections the upstream's side has ended
+	requests int // requests read, over all connections
+	conns    int // connections accepted
+	eofs     int // connections the client closed
+	ended    int // connections the upstream's side has ended
 }
 
 func startRawUpstream(t *testing.T, answer func(n int) (string, after)) *rawUpstream {
@@ -54,16 +54,15 @@ func startRawUpstream(t *testing.T, answer func(n int) (string, after)) *rawUpst
 				return
 			}
 			u.mu.Lock()
-			u.perConn = append(u.perConn, 0)
-			idx := len(u.perConn) - 1
+			u.conns++
 			u.mu.Unlock()
-			wg.Go(func() { u.serve(conn, idx) })
+			wg.Go(func() { u.serve(conn) })
 		}
 	})
 	return u
 }
 
-func (u *rawUpstream) serve(conn net.Conn, idx int) {
+func (u *rawUpstream) serve(conn net.Conn) {
 	defer func() {
 		conn.Close()
 		u.mu.Lock()
@@ -87,7 +86,6 @@ func (u *rawUpstream) serve(conn net.Conn, idx int) {
 		u.mu.Lock()
 		n := u.requests
 		u.requests++
-		u.perConn[idx]++
 		u.mu.Unlock()
 		raw, then := u.answer(n)
 		if _, err := io.WriteString(conn, raw); err != nil || then == closeConn {
@@ -104,7 +102,7 @@ func (u *rawUpstream) serve(conn net.Conn, idx int) {
 func (u *rawUpstream) counts() (requests, conns int) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	return u.requests, len(u.perConn)
+	return u.requests, u.conns
 }
 
 func (u *rawUpstream) target(t *testing.T) *Target {
