@@ -180,20 +180,12 @@ var stores = caddy.NewUsagePool()
 // holding it is cleaned up.
 type sharedStore struct {
 	queue.Store
-	key      string     // its key in stores and openStores
 	settings string     // the Storage settings it was opened with
 	wakers   pullWakers // the consumers waiting for pull targets' jobs (pull.go)
 }
 
-// openStores lists the stores open now, by key, for readers that must
-// not wait on the usage pool: its Range waits for a store still opening
-// (a migration may take minutes) while holding the pool's lock, which
-// every config load needs.
-var openStores sync.Map
-
 // Destruct implements caddy.Destructor.
 func (s *sharedStore) Destruct() error {
-	openStores.CompareAndDelete(s.key, s)
 	return s.Close()
 }
 
@@ -267,9 +259,7 @@ func (a *App) queueStore() (queue.Store, error) {
 		if err != nil {
 			return nil, err
 		}
-		shared := &sharedStore{Store: s, key: key, settings: settings}
-		openStores.Store(key, shared)
-		return shared, nil
+		return &sharedStore{Store: s, settings: settings}, nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("webhook: open store %s: %w", st.StoreName(), err)

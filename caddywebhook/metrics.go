@@ -25,6 +25,7 @@ import (
 //	caddy_webhook_delivery_lag_seconds{source,target}           acceptance to the attempt that delivered
 //	caddy_webhook_attempts_per_delivery{target}                 the attempt number that delivered
 //	caddy_webhook_filter_errors_total{source,target}            filters that failed to evaluate (the target did not take the event)
+//	caddy_webhook_store_commits_total, _writes_total, _wal_frames_total   the store's write counters, read at scrape time (writer_metrics.go)
 //
 // The counters and the histogram live for the process, so their values
 // survive config reloads; Caddy makes a new registry for every config load,
@@ -115,6 +116,7 @@ func registerMetrics(registry *prometheus.Registry, app *App) error {
 		webhookMetrics.attempts,
 		webhookMetrics.filterErrs,
 		&jobsCollector{app: app},
+		&writerCollector{app: app},
 	} {
 		if err := registry.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError

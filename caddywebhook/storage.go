@@ -31,9 +31,8 @@ import (
 type Storage interface {
 	// StoreKey is the store's key in the pool of stores shared across
 	// reloads: the backend's name and where it is, such as
-	// "sqlite:" + absolute path. It names the store's write counters in
-	// /debug/vars (webhook_writers), so it must reveal no secret (a DSN
-	// goes in as a keyed fingerprint).
+	// "sqlite:" + absolute path. Like StoreName it must reveal no secret
+	// (a DSN goes in as a keyed fingerprint).
 	StoreKey() string
 	// StoreName describes the store in logs and errors without a secret:
 	// the SQLite path, or the Postgres schema.

@@ -1,8 +1,9 @@
 package queue
 
-// WriterStats are a store's write counters since it opened, for the load
-// test's cost table (events per commit, WAL pages per commit). They are
-// read on demand and cost the write path nothing.
+// WriterStats are a store's write counters since it opened, which
+// caddywebhook publishes as the caddy_webhook_store_* metrics (and the
+// load test's cost table divides per event). They are read on demand and
+// cost the write path nothing.
 type WriterStats struct {
 	// Commits is the write transactions committed: the SQLite writer's
 	// batches, or the PostgreSQL batcher's enqueue writes.
