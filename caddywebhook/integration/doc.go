@@ -20,11 +20,12 @@
 //     PostgreSQL queue; it needs CADDYWEBHOOK_TEST_POSTGRES_DSN (see
 //     .ci/start-postgres) and skips without it, except with CI=true.
 //
-// The harness (e2e_harness_test.go) builds Caddy once per test binary, on
-// the first test that needs it, without -race (CADDYWEBHOOK_E2E_RACE=1
-// adds it; CADDYWEBHOOK_E2E_CADDY=/path/to/caddy uses a binary built
-// elsewhere). Every suite is skipped with -short. Run one suite, or one
-// scenario, with -run:
+// The harness (e2e_harness_test.go, over internal/caddyproc, which the load
+// test shares) builds Caddy once per test binary, on the first test that
+// needs it, without -race (CADDYWEBHOOK_E2E_RACE=1 adds it;
+// CADDYWEBHOOK_E2E_CADDY=/path/to/caddy uses a binary built elsewhere).
+// Every suite is skipped with -short. Run one suite, or one scenario, with
+// -run:
 //
 //	go test -race ./caddywebhook/integration/ -run TestE2E -v
 //	go test ./caddywebhook/integration/ -run 'TestReliability/kill9' -v

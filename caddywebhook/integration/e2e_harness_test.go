@@ -2,7 +2,8 @@ package integration
 
 // The end-to-end harness: a real Caddy with the plugin, built once per test
 // binary from ./cmd/caddy and run as a separate process per test, with its own
-// ports, data directories, SQLite file and captured log.
+// ports, data directories, SQLite file and captured log. Building and running
+// the process is internal/caddyproc's, which the load test shares.
 
 import (
 	"bytes"
@@ -13,17 +14,16 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/caddywebhook/caddywebhook/internal/caddyproc"
 	"github.com/caddywebhook/caddywebhook/internal/testutil"
 )
 
@@ -82,40 +82,13 @@ func caddyBinary(t *testing.T) string {
 			e2eBin.path, e2eBin.err = filepath.Abs(p)
 			return
 		}
-		e2eBin.path, e2eBin.err = buildCaddy()
+		race := os.Getenv("CADDYWEBHOOK_E2E_RACE") == "1"
+		e2eBin.path, e2eBin.err = caddyproc.Build(context.Background(), suiteDir, race)
 	})
 	if e2eBin.err != nil {
-		t.Fatalf("build caddy: %v", e2eBin.err)
+		t.Fatal(e2eBin.err)
 	}
 	return e2eBin.path
-}
-
-func buildCaddy() (string, error) {
-	// go test puts its own toolchain's bin directory first in PATH.
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		return "", fmt.Errorf("find the go command: %w", err)
-	}
-	out, err := exec.Command(goTool, "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	gomod := strings.TrimSpace(string(out))
-	if gomod == "" || gomod == os.DevNull {
-		return "", errors.New("not inside the module")
-	}
-	bin := filepath.Join(suiteDir, "caddy")
-	args := []string{"build", "-o", bin}
-	if os.Getenv("CADDYWEBHOOK_E2E_RACE") == "1" {
-		args = append(args, "-race")
-	}
-	args = append(args, "./cmd/caddy")
-	cmd := exec.Command(goTool, args...)
-	cmd.Dir = filepath.Dir(gomod)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/caddy: %w\n%s", err, out)
-	}
-	return bin, nil
 }
 
 // freePort returns a loopback TCP port nobody listens on right now, from
@@ -182,9 +155,7 @@ type caddyInstance struct {
 	Env []string
 
 	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{} // closed when cmd has exited
-	err  error         // cmd.Wait's result, valid after done
+	proc *caddyproc.Process // the current run, nil before the first
 	runs int
 }
 
@@ -293,103 +264,46 @@ func (c *caddyInstance) start(t *testing.T, cfg caddyConfig) {
 // admin API and the site both answer.
 func (c *caddyInstance) run(t *testing.T, path string) {
 	t.Helper()
-	logf, err := os.OpenFile(c.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	p, err := caddyproc.Start(context.Background(), caddyproc.Config{
+		Bin:          caddyBinary(t),
+		Args:         []string{"run", "--config", path},
+		Dir:          cmp.Or(c.WorkDir, c.dir),
+		Env:          c.env(),
+		LogPath:      c.logPath,
+		Admin:        c.AdminAddr,
+		HTTP:         c.HTTPAddr,
+		StartTimeout: startTimeout,
+	})
 	if err != nil {
-		t.Fatalf("open log: %v", err)
+		t.Fatalf("%v\n%s", err, c.logTail())
 	}
-	cmd := exec.Command(caddyBinary(t), "run", "--config", path)
-	cmd.Dir = cmp.Or(c.WorkDir, c.dir)
-	cmd.Env = c.env()
-	cmd.Stdout = logf
-	cmd.Stderr = logf
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		t.Fatalf("start caddy: %v", err)
-	}
-	done := make(chan struct{})
 	c.mu.Lock()
-	c.cmd, c.done = cmd, done
+	c.proc = p
 	c.mu.Unlock()
-	go func() {
-		err := cmd.Wait()
-		logf.Close()
-		c.mu.Lock()
-		c.err = err
-		c.mu.Unlock()
-		close(done)
-	}()
-	c.waitReady(t, done)
 }
 
-// waitReady polls the admin API and the site's port until both answer, the
-// process exits, or startTimeout passes.
-func (c *caddyInstance) waitReady(t *testing.T, done <-chan struct{}) {
+// process returns the current run, failing t if there is none.
+func (c *caddyInstance) process(t *testing.T) *caddyproc.Process {
 	t.Helper()
-	deadline := time.After(startTimeout)
-	tick := time.NewTicker(testutil.PollInterval)
-	defer tick.Stop()
-	client := &http.Client{Timeout: time.Second}
-	for !c.probe(client) {
-		select {
-		case <-done:
-			t.Fatalf("caddy exited during start: %v\n%s", c.exitErr(), c.logTail())
-		case <-deadline:
-			t.Fatalf("caddy not ready after %s\n%s", startTimeout, c.logTail())
-		case <-tick.C:
-		}
-	}
-}
-
-func (c *caddyInstance) probe(client *http.Client) bool {
-	resp, err := client.Get(c.AdminURL("/config/"))
-	if err != nil {
-		return false
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return false
-	}
-	conn, err := net.DialTimeout("tcp", c.HTTPAddr, time.Second)
-	if err != nil {
-		return false
-	}
-	conn.Close()
-	return true
-}
-
-func (c *caddyInstance) exitErr() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.err
+	if c.proc == nil {
+		t.Fatal("caddy is not running")
+	}
+	return c.proc
 }
 
 // running reports whether the current process has not exited.
 func (c *caddyInstance) running() bool {
 	c.mu.Lock()
-	done := c.done
-	c.mu.Unlock()
-	if done == nil {
-		return false
-	}
-	select {
-	case <-done:
-		return false
-	default:
-		return true
-	}
+	defer c.mu.Unlock()
+	return c.proc != nil && c.proc.Running()
 }
 
 // signal sends sig to the running process.
 func (c *caddyInstance) signal(t *testing.T, sig os.Signal) {
 	t.Helper()
-	c.mu.Lock()
-	cmd := c.cmd
-	c.mu.Unlock()
-	if cmd == nil || cmd.Process == nil {
-		t.Fatal("caddy is not running")
-	}
-	if err := cmd.Process.Signal(sig); err != nil {
+	if err := c.process(t).Signal(sig); err != nil {
 		t.Fatalf("signal caddy: %v", err)
 	}
 }
@@ -397,24 +311,18 @@ func (c *caddyInstance) signal(t *testing.T, sig os.Signal) {
 // wait waits for the running process to exit and returns its error.
 func (c *caddyInstance) wait(t *testing.T, timeout time.Duration) error {
 	t.Helper()
-	c.mu.Lock()
-	done := c.done
-	c.mu.Unlock()
-	select {
-	case <-done:
-		return c.exitErr()
-	case <-time.After(timeout):
-		t.Fatalf("caddy did not exit within %s\n%s", timeout, c.logTail())
-		return nil
+	err := c.process(t).Wait(timeout)
+	if errors.Is(err, caddyproc.ErrRunning) {
+		t.Fatalf("%v\n%s", err, c.logTail())
 	}
+	return err
 }
 
 // stop sends SIGTERM (Caddy's graceful stop: apps are stopped, the pool gets
 // its grace period) and waits for a clean exit.
 func (c *caddyInstance) stop(t *testing.T) {
 	t.Helper()
-	c.signal(t, syscall.SIGTERM)
-	if err := c.wait(t, stopTimeout); err != nil {
+	if err := c.process(t).Stop(stopTimeout); err != nil {
 		t.Fatalf("caddy exited with %v\n%s", err, c.logTail())
 	}
 }
@@ -423,23 +331,21 @@ func (c *caddyInstance) stop(t *testing.T) {
 // gracefully, so the log is complete for the audit, then with SIGKILL.
 func (c *caddyInstance) kill() {
 	c.mu.Lock()
-	cmd, done := c.cmd, c.done
+	p := c.proc
 	c.mu.Unlock()
-	if cmd == nil || cmd.Process == nil {
-		return
+	if p != nil {
+		_ = p.Stop(stopTimeout)
 	}
-	select {
-	case <-done:
-		return
-	default:
+}
+
+// rss returns the resident set size of the running Caddy, in bytes.
+func (c *caddyInstance) rss(t *testing.T) int64 {
+	t.Helper()
+	rss, _, err := c.process(t).Memory()
+	if err != nil {
+		t.Skipf("no /proc to read Caddy's memory from: %v", err)
 	}
-	cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-done:
-	case <-time.After(stopTimeout):
-		cmd.Process.Kill()
-		<-done
-	}
+	return rss
 }
 
 // caddyCmd runs the dev binary with args (a CLI subcommand) in the
@@ -484,23 +390,11 @@ func (c *caddyInstance) logTail() string {
 // adminDo sends a request to the admin API and returns the status and body.
 func (c *caddyInstance) adminDo(t *testing.T, method, path string, body io.Reader) (int, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(method, c.AdminURL(path), body)
+	status, b, err := caddyproc.Admin(c.AdminAddr).Do(context.Background(), method, path, body)
 	if err != nil {
-		t.Fatalf("new request: %v", err)
+		t.Fatal(err)
 	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("read %s %s: %v", method, path, err)
-	}
-	return resp.StatusCode, b
+	return status, b
 }
 
 // accessEntry is one line of the site's access log, with the fields the

@@ -7,6 +7,7 @@ package integration
 
 import (
 	"bytes"
+	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
@@ -24,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddywebhook/caddywebhook/internal/caddyproc"
 	"github.com/caddywebhook/caddywebhook/internal/testutil"
 )
 
@@ -182,62 +184,43 @@ func (a *localApp) busy() int {
 // listenProc is one `caddy webhook listen` process. Its stdout (one line
 // per delivery) and stderr (notices) go to a file the log audit reads.
 type listenProc struct {
-	cmd     *exec.Cmd
-	logPath string
-	done    chan struct{}
-	err     error
+	*caddyproc.Process
 }
 
 // startListen runs `caddy webhook listen` against c's consumer endpoint,
 // forwarding to url.
 func startListen(t *testing.T, c *caddyInstance, url, token string, extra ...string) *listenProc {
 	t.Helper()
-	p := &listenProc{logPath: auditLogPath(t, c.name+"-listen"), done: make(chan struct{})}
-	logf, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
 	args := append([]string{"webhook", "listen", "--url", c.URL("/consume"), "--token-env", "E2E_PULL_TOKEN",
 		"--target", "laptop", "--forward-to", url, "--wait", "2s"}, extra...)
-	p.cmd = exec.Command(caddyBinary(t), args...)
-	p.cmd.Env = append(os.Environ(), "E2E_PULL_TOKEN="+token, "HOME="+c.dir)
-	p.cmd.Stdout, p.cmd.Stderr = logf, logf
-	if err := p.cmd.Start(); err != nil {
-		logf.Close()
+	p, err := caddyproc.Start(context.Background(), caddyproc.Config{
+		Bin:     caddyBinary(t),
+		Args:    args,
+		Env:     append(os.Environ(), "E2E_PULL_TOKEN="+token, "HOME="+c.dir),
+		LogPath: auditLogPath(t, c.name+"-listen"),
+	})
+	if err != nil {
 		t.Fatalf("start listen: %v", err)
 	}
-	go func() {
-		p.err = p.cmd.Wait()
-		logf.Close()
-		close(p.done)
-	}()
-	t.Cleanup(func() { p.signal(syscall.SIGKILL) })
-	return p
+	t.Cleanup(p.Kill)
+	return &listenProc{p}
 }
 
-func (p *listenProc) signal(sig syscall.Signal) {
-	select {
-	case <-p.done:
-	default:
-		_ = p.cmd.Process.Signal(sig)
-	}
-}
+func (p *listenProc) signal(sig syscall.Signal) { _ = p.Signal(sig) }
 
 // wait waits for the process to exit and returns its error.
 func (p *listenProc) wait(t *testing.T) error {
 	t.Helper()
-	select {
-	case <-p.done:
-		return p.err
-	case <-time.After(stopTimeout):
+	err := p.Wait(stopTimeout)
+	if errors.Is(err, caddyproc.ErrRunning) {
 		t.Fatalf("listen did not exit within %s:\n%s", stopTimeout, p.output(t))
-		return nil
 	}
+	return err
 }
 
 func (p *listenProc) output(t *testing.T) string {
 	t.Helper()
-	b, err := os.ReadFile(p.logPath)
+	b, err := os.ReadFile(p.LogPath())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -516,13 +515,13 @@ func testDeclaredBodies(t *testing.T) {
 		// collection too, so it counts what the requests hold, not
 		// garbage.
 		caddyGC(t, c)
-		baseRSS, baseHeap := caddyRSS(t, c), caddyHeap(t, c)
+		baseRSS, baseHeap := c.rss(t), caddyHeap(t, c)
 		var rss, heap int64
 		for round := range 2 {
 			release := ph.hold(t, c)
 			waitReading(t, c, func(n int) bool { return n >= declaredSenders }, fmt.Sprintf("%s round %d: %d bodies being read", ph.name, round+1, declaredSenders))
 			caddyGC(t, c)
-			rss, heap = max(rss, caddyRSS(t, c)-baseRSS), max(heap, caddyHeap(t, c)-baseHeap)
+			rss, heap = max(rss, c.rss(t)-baseRSS), max(heap, caddyHeap(t, c)-baseHeap)
 			release()
 			waitReading(t, c, func(n int) bool { return n == 0 }, ph.name+": no body being read")
 			caddyGC(t, c)
@@ -685,27 +684,4 @@ func caddyHeap(t *testing.T, c *caddyInstance) int64 {
 		t.Fatalf("metric line %q: %v", line, err)
 	}
 	return int64(v)
-}
-
-// caddyRSS returns the resident set size of the running Caddy, in bytes.
-func caddyRSS(t *testing.T, c *caddyInstance) int64 {
-	t.Helper()
-	c.mu.Lock()
-	pid := c.cmd.Process.Pid
-	c.mu.Unlock()
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Skipf("no /proc to read Caddy's memory from: %v", err)
-	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			if err != nil {
-				t.Fatalf("VmRSS line %q: %v", line, err)
-			}
-			return kb << 10
-		}
-	}
-	t.Fatal("no VmRSS in /proc/<pid>/status")
-	return 0
 }
