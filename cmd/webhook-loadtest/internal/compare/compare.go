@@ -1,4 +1,13 @@
-package main
+// Package compare judges a change (the load test's -against): it runs the
+// same phases with two Caddy binaries in turn, in pairs, so that a change
+// is judged against the build before it on the same machine in the same
+// minutes. On a shared machine one build's rate moves 20 % between two
+// runs a minute apart, more than most changes are worth; runs that
+// alternate, many of them, are what lets a difference show. Each pair runs
+// the two builds in the other order from the pair before (A B, B A, A B,
+// …), so a machine that slows down or speeds up during the comparison
+// weighs on both alike.
+package compare
 
 import (
 	"context"
@@ -7,24 +16,18 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
-)
 
-// -against runs the same phases with two Caddy binaries in turn, in pairs,
-// so that a change is judged against the build before it on the same
-// machine in the same minutes. On a shared machine one build's rate moves
-// 20 % between two runs a minute apart, more than most changes are worth;
-// runs that alternate, many of them, are what lets a difference show.
-// Each pair runs the two builds in the other order from the pair before
-// (A B, B A, A B, …), so a machine that slows down or speeds up during
-// the comparison weighs on both alike.
+	"github.com/caddywebhook/caddywebhook/cmd/webhook-loadtest/internal/phases"
+	"github.com/caddywebhook/caddywebhook/cmd/webhook-loadtest/internal/report"
+)
 
 // buildRun is one run of the phases with one binary: each phase's
 // headline figure (headline), keyed by phase.
 type buildRun map[string]float64
 
-// comparison holds the runs of the two builds: a is -against (the build
+// Comparison holds the runs of the two builds: a is -against (the build
 // before), b is -caddy (the build under test).
-type comparison struct {
+type Comparison struct {
 	a, b   string
 	phases []string // the phases' results, in the order they ran
 	runsA  []buildRun
@@ -33,50 +36,52 @@ type comparison struct {
 
 // headline is the figure a phase is judged by: delivered jobs per second
 // where the phase delivers, otherwise answered requests per second.
-func headline(pr *phaseResult) float64 {
-	if pr.deliveredRate > 0 {
-		return pr.deliveredRate
+func headline(pr *phases.Phase) float64 {
+	if pr.DeliveredRate > 0 {
+		return pr.DeliveredRate
 	}
-	return pr.rate
+	return pr.Rate
 }
 
-// runComparison runs o's phases -pairs times with each binary and returns
-// the comparison. A run that fails, or whose counts do not add up, ends
-// it with an error: its figures would not be comparable.
-func runComparison(ctx context.Context, o options, logw io.Writer) (*comparison, error) {
-	c := &comparison{a: o.against, b: o.caddy}
-	for i := range o.pairs {
-		order := []string{o.against, o.caddy}
+// Run runs o's phases pairs times with each binary, against (the build
+// before) and o.Caddy (the build under test), and returns the comparison.
+// A run that fails, or whose counts do not add up, ends it with an error:
+// its figures would not be comparable. Each run's progress and whole
+// report go to logw.
+func Run(ctx context.Context, o phases.Options, against string, pairs int, logw io.Writer) (*Comparison, error) {
+	c := &Comparison{a: against, b: o.Caddy}
+	for i := range pairs {
+		order := []string{against, o.Caddy}
 		if i%2 == 1 {
-			order = []string{o.caddy, o.against}
+			order = []string{o.Caddy, against}
 		}
 		for _, bin := range order {
 			one := o
-			one.caddy = bin
-			fmt.Fprintf(logw, "pair %d of %d: %s\n", i+1, o.pairs, bin)
-			rep, err := run(ctx, one, logw)
+			one.Caddy = bin
+			fmt.Fprintf(logw, "pair %d of %d: %s\n", i+1, pairs, bin)
+			res, err := phases.Run(ctx, one, logw)
 			if err != nil {
 				return c, fmt.Errorf("pair %d, %s: %w", i+1, bin, err)
 			}
 			// Each run's whole report goes to the log: the figures
 			// besides the headline (p99s, RSS) are compared from it.
-			rep.print(logw)
-			if bad := rep.failedChecks(); len(bad) > 0 {
+			report.Print(logw, res)
+			if bad := res.FailedChecks(); len(bad) > 0 {
 				return c, fmt.Errorf("pair %d, %s: count checks failed: %s", i+1, bin, strings.Join(bad, "; "))
 			}
 			br := buildRun{}
 			// The results' names, not the flag's: backlog reports
 			// backlog-ingest and backlog-e2e, replay replay-ingest.
-			for _, pr := range rep.phases {
-				if !pr.finished {
+			for _, pr := range res.Phases {
+				if !pr.Finished {
 					continue
 				}
-				br[pr.name] = headline(pr)
-				if !slices.Contains(c.phases, pr.name) {
-					c.phases = append(c.phases, pr.name)
+				br[pr.Name] = headline(pr)
+				if !slices.Contains(c.phases, pr.Name) {
+					c.phases = append(c.phases, pr.Name)
 				}
 			}
-			if bin == o.against {
+			if bin == against {
 				c.runsA = append(c.runsA, br)
 			} else {
 				c.runsB = append(c.runsB, br)
@@ -98,10 +103,10 @@ type phaseSummary struct {
 }
 
 // pairs is the number of pairs that ran both builds.
-func (c *comparison) pairs() int { return min(len(c.runsA), len(c.runsB)) }
+func (c *Comparison) pairs() int { return min(len(c.runsA), len(c.runsB)) }
 
 // summarise reduces the runs to a summary per phase, in the phases' order.
-func (c *comparison) summarise() []phaseSummary {
+func (c *Comparison) summarise() []phaseSummary {
 	var out []phaseSummary
 	for _, ph := range c.phases {
 		s := phaseSummary{phase: ph}
@@ -139,8 +144,8 @@ func (c *comparison) summarise() []phaseSummary {
 	return out
 }
 
-// print writes each pair's figures and the summary.
-func (c *comparison) print(w io.Writer) {
+// Print writes each pair's figures and the summary.
+func (c *Comparison) Print(w io.Writer) {
 	fmt.Fprintf(w, "A: %s (-against)\nB: %s (-caddy)\n", c.a, c.b)
 	fmt.Fprintf(w, "%d pairs, the order alternating (A B, B A, …); a figure is delivered/s where the phase delivers, else answered/s\n\n", c.pairs())
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', tabwriter.AlignRight)
@@ -175,26 +180,4 @@ func ratioText(b, a float64) string {
 		return "—"
 	}
 	return fmt.Sprintf("%.2f", b/a)
-}
-
-// checkComparison checks the flags of -against; set holds the flags given
-// explicitly.
-func (o *options) checkComparison(set map[string]bool) error {
-	if o.against == "" {
-		if set["pairs"] {
-			return fmt.Errorf("-pairs applies to -against only")
-		}
-		return nil
-	}
-	switch {
-	case o.caddy == "":
-		return fmt.Errorf("-against needs -caddy: the build under test, beside the build before (-against)")
-	case o.caddy == o.against:
-		return fmt.Errorf("-against %s is -caddy itself", o.against)
-	case o.pairs < 1:
-		return fmt.Errorf("-pairs %d: at least 1", o.pairs)
-	case o.dir != "":
-		return fmt.Errorf("-dir does not apply to -against: each run gets a work directory of its own")
-	}
-	return nil
 }

@@ -1,4 +1,10 @@
-package main
+// Package loadgen is the load test's load generator: keep-alive
+// connections, each sending its next signed request as soon as the last is
+// answered (a closed loop, as wrk does), with a unique delivery id per
+// request, counting every answer and the latencies of the measured window.
+// A load may be paired with itself: its requests alternate between two
+// halves every slice of the window, counted apart.
+package loadgen
 
 import (
 	"bufio"
@@ -15,60 +21,62 @@ import (
 	"github.com/caddywebhook/caddywebhook/signature"
 )
 
-// load describes one phase's traffic: where it goes and what it sends.
-type load struct {
-	addrs    []string      // host:port of each Caddy's HTTP server; connection c goes to addrs[c%len(addrs)]
-	path     string        // request path
-	secret   string        // GitHub scheme secret the requests are signed with
-	tag      string        // prefix of the delivery ids, unique per phase
-	bodySize int           // bytes per body
-	conns    int           // keep-alive connections, one request in flight each
-	warmup   time.Duration // traffic before the measured window
-	duration time.Duration // the measured window
-	want     int           // the status that counts as a success
-	stripe   bool          // 2 KB Stripe-like bodies instead of fillBody's
-	// pairEvery, when set, pairs the phase with itself: from the window's
-	// start, requests go as the first half for pairEvery, then as the
-	// second half for pairEvery, and so on, and the two halves are counted
-	// apart (loadResult.pairRates). Both see the same machine at almost
+// Load describes one phase's traffic: where it goes and what it sends.
+type Load struct {
+	Addrs    []string      // host:port of each Caddy's HTTP server; connection c goes to Addrs[c%len(Addrs)]
+	Path     string        // request path
+	Secret   string        // GitHub scheme secret the requests are signed with
+	Tag      string        // prefix of the delivery ids, unique per phase
+	BodySize int           // bytes per body
+	Conns    int           // keep-alive connections, one request in flight each
+	Warmup   time.Duration // traffic before the measured window
+	Duration time.Duration // the measured window
+	Want     int           // the status that counts as a success
+	// Fill writes the body of the request with delivery id id into b, all
+	// of it; nil: FillBody's JSON object.
+	Fill func(b []byte, id string)
+	// PairEvery, when set, pairs the phase with itself: from the window's
+	// start, requests go as the first half for PairEvery, then as the
+	// second half for PairEvery, and so on, and the two halves are counted
+	// apart (Result.PairRates). Both see the same machine at almost
 	// the same moments, so their ratio does not follow the machine's
 	// changing load as two phases' rates do.
-	pairEvery time.Duration
-	// secondFirst starts a paired window with the second half; rounds
+	PairEvery time.Duration
+	// SecondFirst starts a paired window with the second half; rounds
 	// take turns, so neither half always has the window's first slice.
-	secondFirst bool
+	SecondFirst bool
 	// What the second half's requests do differently: carry a trace
-	// context (secondTraced: the traced phases), or go to secondPath
-	// instead of path (the rules phase's filtered receiver).
-	secondTraced bool
-	secondPath   string
+	// context (SecondTraced: the traced phases), or go to SecondPath
+	// instead of Path (the rules phase's filtered receiver).
+	SecondTraced bool
+	SecondPath   string
 }
 
 // secondAt reports whether a request sent at t is in the pair's second
 // half (a trace context, or the second path).
-func (l load) secondAt(t, measureFrom time.Time) bool {
-	if l.pairEvery <= 0 {
+func (l Load) secondAt(t, measureFrom time.Time) bool {
+	if l.PairEvery <= 0 {
 		return false
 	}
 	d := t.Sub(measureFrom)
-	return d >= 0 && l.secondSlice(d/l.pairEvery)
+	return d >= 0 && l.secondSlice(d/l.PairEvery)
 }
 
 // secondSlice reports whether the window's k'th slice is the second half's.
-func (l load) secondSlice(k time.Duration) bool {
-	return k%2 == 1 != l.secondFirst
+func (l Load) secondSlice(k time.Duration) bool {
+	return k%2 == 1 != l.SecondFirst
 }
 
 // secondShare is how much of a window of length w a paired load spends
-// sending its second half: the odd slices of pairEvery.
-func (l load) secondShare(w time.Duration) time.Duration {
-	if l.pairEvery <= 0 {
+// sending its second half: the odd slices of PairEvery.
+func (l Load) secondShare(w time.Duration) time.Duration {
+	if l.PairEvery <= 0 {
 		return 0
 	}
 	var second time.Duration
-	for from := time.Duration(0); from < w; from += l.pairEvery {
-		if l.secondSlice(from / l.pairEvery) {
-			second += min(l.pairEvery, w-from)
+	for from := time.Duration(0); from < w; from += l.PairEvery {
+		if l.secondSlice(from / l.PairEvery) {
+			second += min(l.PairEvery, w-from)
 		}
 	}
 	return second
@@ -79,49 +87,68 @@ func (l load) secondShare(w time.Duration) time.Duration {
 // generator.
 const loadTraceparent = "Traceparent: 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\r\nTracestate: rojo=00f067aa0ba902b7\r\n"
 
-// loadResult is what the connections of one phase saw.
-type loadResult struct {
-	window time.Duration // the measured window, as it really ran
+// Result is what the connections of one phase saw, or of several rounds
+// of it added up.
+type Result struct {
+	Window time.Duration // the measured window, as it really ran
 
-	sent     int64 // requests answered, warmup included
-	ok       int64 // answered with the wanted status, warmup included
-	okWindow int64 // the same, inside the window
+	Sent     int64 // requests answered, warmup included
+	OK       int64 // answered with the wanted status, warmup included
+	OKWindow int64 // the same, inside the window
 	// A paired load's second half: its wanted answers in the window, and
 	// the part of the window it had.
-	okSecond     int64
-	windowSecond time.Duration
-	statuses     map[int]int64 // every status, warmup included
-	transport    int64         // requests that got no answer (connection errors)
-	lastErr      string        // the last connection error, for the report
-	lat          []time.Duration
+	OKSecond     int64
+	WindowSecond time.Duration
+	Statuses     map[int]int64 // every status, warmup included
+	Transport    int64         // requests that got no answer (connection errors)
+	LastErr      string        // the last connection error, for the report
+	Lat          []time.Duration
 
 	// accepted[c] lists the sequence numbers that connection c sent and got
-	// the wanted status for; deliveryID(tag, c, seq) rebuilds the id.
+	// the wanted status for; DeliveryID(tag, c, seq) rebuilds the id.
 	accepted [][]uint32
 }
 
-// okRate is the wanted answers per second inside the window.
-func (r *loadResult) okRate() float64 {
-	if r.window <= 0 {
-		return 0
+// Add adds another round's traffic to r; its accepted ids are not kept.
+func (r *Result) Add(o *Result) {
+	if r.Statuses == nil {
+		r.Statuses = make(map[int]int64)
 	}
-	return float64(r.okWindow) / r.window.Seconds()
+	r.Window += o.Window
+	r.Sent += o.Sent
+	r.OK += o.OK
+	r.OKWindow += o.OKWindow
+	r.OKSecond += o.OKSecond
+	r.WindowSecond += o.WindowSecond
+	r.Transport += o.Transport
+	for s, n := range o.Statuses {
+		r.Statuses[s] += n
+	}
+	r.Lat = append(r.Lat, o.Lat...)
 }
 
-// pairRates are a paired load's rates of its first and second halves,
+// OKRate is the wanted answers per second inside the window.
+func (r *Result) OKRate() float64 {
+	if r.Window <= 0 {
+		return 0
+	}
+	return float64(r.OKWindow) / r.Window.Seconds()
+}
+
+// PairRates are a paired load's rates of its first and second halves,
 // each over its own share of the window.
-func (r *loadResult) pairRates() (first, second float64) {
-	if r.windowSecond <= 0 || r.window <= r.windowSecond {
+func (r *Result) PairRates() (first, second float64) {
+	if r.WindowSecond <= 0 || r.Window <= r.WindowSecond {
 		return 0, 0
 	}
-	first = float64(r.okWindow-r.okSecond) / (r.window - r.windowSecond).Seconds()
-	second = float64(r.okSecond) / r.windowSecond.Seconds()
+	first = float64(r.OKWindow-r.OKSecond) / (r.Window - r.WindowSecond).Seconds()
+	second = float64(r.OKSecond) / r.WindowSecond.Seconds()
 	return first, second
 }
 
-// percentile returns the q-quantile (0 < q ≤ 1) of the window's latencies,
+// Percentile returns the q-quantile (0 < q ≤ 1) of the window's latencies,
 // by the nearest-rank method; lat must be sorted.
-func percentile(lat []time.Duration, q float64) time.Duration {
+func Percentile(lat []time.Duration, q float64) time.Duration {
 	if len(lat) == 0 {
 		return 0
 	}
@@ -130,36 +157,36 @@ func percentile(lat []time.Duration, q float64) time.Duration {
 	return lat[rank-1]
 }
 
-// deliveryID is the X-GitHub-Delivery of request seq on connection c.
-func deliveryID(tag string, c int, seq uint32) string {
+// DeliveryID is the X-GitHub-Delivery of request seq on connection c.
+func DeliveryID(tag string, c int, seq uint32) string {
 	return tag + "-" + strconv.Itoa(c) + "-" + strconv.FormatUint(uint64(seq), 10)
 }
 
-// acceptedIDs returns the set of delivery ids answered with the wanted
+// AcceptedIDs returns the set of delivery ids answered with the wanted
 // status.
-func (r *loadResult) acceptedIDs(tag string) map[string]struct{} {
-	ids := make(map[string]struct{}, r.ok)
+func (r *Result) AcceptedIDs(tag string) map[string]struct{} {
+	ids := make(map[string]struct{}, r.OK)
 	for c, seqs := range r.accepted {
 		for _, seq := range seqs {
-			ids[deliveryID(tag, c, seq)] = struct{}{}
+			ids[DeliveryID(tag, c, seq)] = struct{}{}
 		}
 	}
 	return ids
 }
 
-// run drives the phase: conns connections, each sending its next request
+// Run drives the phase: Conns connections, each sending its next request
 // as soon as the previous one is answered (a closed loop, as wrk does),
 // for warmup+duration, spread round-robin over the addresses. Every request is signed with signature.Sign and
 // carries a unique delivery id; the body embeds the id too, so no two
 // bodies are alike.
-func (l load) run(ctx context.Context) (*loadResult, error) {
+func (l Load) Run(ctx context.Context) (*Result, error) {
 	start := time.Now()
-	measureFrom := start.Add(l.warmup)
-	end := measureFrom.Add(l.duration)
-	results := make([]*connStats, l.conns)
-	errs := make([]error, l.conns)
+	measureFrom := start.Add(l.Warmup)
+	end := measureFrom.Add(l.Duration)
+	results := make([]*connStats, l.Conns)
+	errs := make([]error, l.Conns)
 	var wg sync.WaitGroup
-	for c := range l.conns {
+	for c := range l.Conns {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -170,28 +197,28 @@ func (l load) run(ctx context.Context) (*loadResult, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	res := &loadResult{
-		window:   end.Sub(measureFrom),
-		statuses: make(map[int]int64),
-		accepted: make([][]uint32, l.conns),
+	res := &Result{
+		Window:   end.Sub(measureFrom),
+		Statuses: make(map[int]int64),
+		accepted: make([][]uint32, l.Conns),
 	}
-	res.windowSecond = l.secondShare(res.window)
+	res.WindowSecond = l.secondShare(res.Window)
 	for c, cs := range results {
-		res.sent += cs.sent
-		res.ok += int64(len(cs.accepted))
-		res.okWindow += cs.okWindow
-		res.okSecond += cs.okSecond
-		res.transport += cs.transport
+		res.Sent += cs.sent
+		res.OK += int64(len(cs.accepted))
+		res.OKWindow += cs.okWindow
+		res.OKSecond += cs.okSecond
+		res.Transport += cs.transport
 		if cs.lastErr != "" {
-			res.lastErr = cs.lastErr
+			res.LastErr = cs.lastErr
 		}
 		for s, n := range cs.statuses {
-			res.statuses[s] += n
+			res.Statuses[s] += n
 		}
-		res.lat = append(res.lat, cs.lat...)
+		res.Lat = append(res.Lat, cs.lat...)
 		res.accepted[c] = cs.accepted
 	}
-	slices.Sort(res.lat)
+	slices.Sort(res.Lat)
 	return res, nil
 }
 
@@ -210,15 +237,15 @@ type connStats struct {
 // is a finding, not noise to retry through.
 const maxReconnects = 20
 
-func (l load) connLoop(ctx context.Context, c int, measureFrom, end time.Time) (*connStats, error) {
+func (l Load) connLoop(ctx context.Context, c int, measureFrom, end time.Time) (*connStats, error) {
 	cs := &connStats{statuses: make(map[int]int64)}
 	var (
 		conn      net.Conn
 		br        *bufio.Reader
 		bw        *bufio.Writer
 		reconnect int
-		body      = make([]byte, l.bodySize)
-		req       = make([]byte, 0, l.bodySize+512)
+		body      = make([]byte, l.BodySize)
+		req       = make([]byte, 0, l.BodySize+512)
 		seq       uint32
 	)
 	defer func() {
@@ -226,8 +253,12 @@ func (l load) connLoop(ctx context.Context, c int, measureFrom, end time.Time) (
 			conn.Close()
 		}
 	}()
+	fill := l.Fill
+	if fill == nil {
+		fill = FillBody
+	}
 	dialer := net.Dialer{Timeout: 5 * time.Second}
-	addr := l.addrs[c%len(l.addrs)]
+	addr := l.Addrs[c%len(l.Addrs)]
 	for ctx.Err() == nil {
 		if conn == nil {
 			var err error
@@ -235,19 +266,15 @@ func (l load) connLoop(ctx context.Context, c int, measureFrom, end time.Time) (
 				return cs, fmt.Errorf("connection %d: dial: %w", c, err)
 			}
 			br = bufio.NewReaderSize(conn, 4096)
-			bw = bufio.NewWriterSize(conn, len(req)+l.bodySize)
+			bw = bufio.NewWriterSize(conn, len(req)+l.BodySize)
 		}
 		now := time.Now()
 		if !now.Before(end) {
 			break
 		}
 		seq++
-		id := deliveryID(l.tag, c, seq)
-		if l.stripe {
-			fillStripeBody(body, id)
-		} else {
-			fillBody(body, id)
-		}
+		id := DeliveryID(l.Tag, c, seq)
+		fill(body, id)
 		var err error
 		second := l.secondAt(now, measureFrom)
 		if req, err = l.appendRequest(req[:0], addr, id, body, second); err != nil {
@@ -280,7 +307,7 @@ func (l load) connLoop(ctx context.Context, c int, measureFrom, end time.Time) (
 		if inWindow {
 			cs.lat = append(cs.lat, took)
 		}
-		if status == l.want {
+		if status == l.Want {
 			cs.accepted = append(cs.accepted, seq)
 			if inWindow {
 				cs.okWindow++
@@ -297,9 +324,9 @@ func (l load) connLoop(ctx context.Context, c int, measureFrom, end time.Time) (
 	return cs, nil
 }
 
-// fillBody writes a JSON object of exactly len(b) bytes that names id:
+// FillBody writes a JSON object of exactly len(b) bytes that names id:
 // {"delivery":"<id>","pad":"xxxx"}. b must be large enough for the id.
-func fillBody(b []byte, id string) {
+func FillBody(b []byte, id string) {
 	n := copy(b, `{"delivery":"`)
 	n += copy(b[n:], id)
 	n += copy(b[n:], `","pad":"`)
@@ -309,21 +336,21 @@ func fillBody(b []byte, id string) {
 	copy(b[n:], `"}`)
 }
 
-// minBodySize is the smallest body fillBody can build around our ids.
-const minBodySize = 96
+// MinBodySize is the smallest body FillBody can build around our ids.
+const MinBodySize = 96
 
 // appendRequest appends a complete HTTP/1.1 request for body to dst,
 // signed as GitHub signs it, for the server at addr, as a paired load's
 // second half sends it if second.
-func (l load) appendRequest(dst []byte, addr, id string, body []byte, second bool) ([]byte, error) {
-	h, err := signature.Sign(signature.SchemeGitHub, l.secret, body, signature.SignOptions{ID: id, EventType: "push"})
+func (l Load) appendRequest(dst []byte, addr, id string, body []byte, second bool) ([]byte, error) {
+	h, err := signature.Sign(signature.SchemeGitHub, l.Secret, body, signature.SignOptions{ID: id, EventType: "push"})
 	if err != nil {
 		return dst, fmt.Errorf("sign: %w", err)
 	}
-	path := l.path
-	traced := second && l.secondTraced
-	if second && l.secondPath != "" {
-		path = l.secondPath
+	path := l.Path
+	traced := second && l.SecondTraced
+	if second && l.SecondPath != "" {
+		path = l.SecondPath
 	}
 	dst = append(dst, "POST "...)
 	dst = append(dst, path...)
@@ -430,4 +457,12 @@ func discardChunked(br *bufio.Reader) error {
 			return err
 		}
 	}
+}
+
+// Millis writes a latency in milliseconds to two places, "—" for none.
+func Millis(d time.Duration) string {
+	if d == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond))
 }

@@ -1,4 +1,4 @@
-package main
+package monitor
 
 import (
 	"bytes"
@@ -6,6 +6,8 @@ import (
 	"maps"
 	"strings"
 	"testing"
+
+	"github.com/caddywebhook/caddywebhook/queue"
 )
 
 // stack builds a sampled stack from function names, leaf first; a name
@@ -294,5 +296,42 @@ func TestWALTail(t *testing.T) {
 				t.Errorf("frames %d, pages %v; want %d, %v", tail.frames, tail.pages, s.frames, s.pages)
 			}
 		})
+	}
+}
+
+// TestParseWriterCounters reads the store's counters out of a /metrics
+// page, as the admin API serves it.
+func TestParseWriterCounters(t *testing.T) {
+	const page = `# HELP caddy_webhook_store_commits_total Write transactions the store committed.
+# TYPE caddy_webhook_store_commits_total counter
+caddy_webhook_store_commits_total 1234
+# TYPE caddy_webhook_store_wal_frames_total counter
+caddy_webhook_store_wal_frames_total 1.5e+06
+caddy_webhook_store_writes_total 20480
+caddy_webhook_stored_events 99
+go_goroutines 42
+`
+	tests := []struct {
+		name  string
+		text  string
+		want  queue.WriterStats
+		found bool
+	}{
+		{"all three", page, queue.WriterStats{Commits: 1234, Requests: 20480, WALPages: 1_500_000}, true},
+		{"empty braces", "caddy_webhook_store_commits_total{} 5\ncaddy_webhook_store_writes_total{} 6\ncaddy_webhook_store_wal_frames_total{} 7\n",
+			queue.WriterStats{Commits: 5, Requests: 6, WALPages: 7}, true},
+		{"a build without them", "go_goroutines 42\ncaddy_webhook_stored_events 3\n", queue.WriterStats{}, false},
+		{"one missing", "caddy_webhook_store_commits_total 5\ncaddy_webhook_store_writes_total 6\n", queue.WriterStats{Commits: 5, Requests: 6}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, found, err := parseWriterCounters(tt.text)
+			if err != nil || got != tt.want || found != tt.found {
+				t.Errorf("parseWriterCounters = %+v, %v, %v; want %+v, %v", got, found, err, tt.want, tt.found)
+			}
+		})
+	}
+	if _, _, err := parseWriterCounters("caddy_webhook_store_commits_total many\n"); err == nil {
+		t.Error("a value that is no number: no error")
 	}
 }

@@ -1,20 +1,12 @@
-package main
+package phases
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
-	"strings"
-	"time"
 
+	"github.com/caddywebhook/caddywebhook/internal/caddyproc"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
@@ -40,26 +32,6 @@ const (
 	pathPull         = "/consume" // the webhook_consumer of the listen phase
 	statusNoop       = http.StatusOK
 )
-
-// buildCaddy builds ./cmd/caddy of the module that contains this program's
-// working directory into dir and returns the binary's path.
-func buildCaddy(ctx context.Context, dir string) (string, error) {
-	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("find module root: %w", err)
-	}
-	gomod := strings.TrimSpace(string(out))
-	if gomod == "" || gomod == os.DevNull {
-		return "", errors.New("find module root: run from inside the caddywebhook module, or pass -caddy")
-	}
-	bin := filepath.Join(dir, "caddy")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/caddy")
-	cmd.Dir = filepath.Dir(gomod)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build caddy: %w\n%s", err, out)
-	}
-	return bin, nil
-}
 
 // phaseConfig is what changes between the configs of the phases.
 type phaseConfig struct {
@@ -96,7 +68,7 @@ func (pc phaseConfig) target() map[string]any {
 }
 
 // storageJSON is the webhook app's storage block of pc. The Postgres DSN
-// is a placeholder for the variable startCaddy sets, so no config holds the
+// is a placeholder for the variable startCaddies sets, so no config holds the
 // password; synchronous is SQLite's alone.
 func (pc phaseConfig) storageJSON() map[string]any {
 	var storage map[string]any
@@ -176,122 +148,16 @@ func caddyJSON(pc phaseConfig) ([]byte, error) {
 	return json.MarshalIndent(cfg, "", "\t")
 }
 
-// caddyProc is the Caddy under test.
-type caddyProc struct {
-	cmd    *exec.Cmd
-	admin  string // host:port
-	log    *os.File
-	exited chan struct{}
-	err    error // the process's exit, once exited is closed
-	client *http.Client
-}
+// caddyDSNEnv carries the DSN into the Caddy processes, whose configs name
+// it by the placeholder {env.WEBHOOK_LOADTEST_PG_DSN}: the password is then
+// in no config file in the work directory and in no answer of the admin
+// API.
+const caddyDSNEnv = "WEBHOOK_LOADTEST_PG_DSN"
 
-// startCaddy runs `caddy run` with cfg and waits for its admin API. Its
-// config and log are dir/name.json and dir/name.log; suffix ("" or "-2",
-// …) tells instances apart in Caddy's data and config directories, which
-// are put under dir, so a load test never touches the user's. env is added
-// to the process's environment.
-func startCaddy(ctx context.Context, bin, dir, name, suffix string, cfg []byte, admin string, env []string) (*caddyProc, error) {
-	cfgPath := filepath.Join(dir, name+".json")
-	if err := os.WriteFile(cfgPath, cfg, 0o600); err != nil {
-		return nil, fmt.Errorf("write caddy config: %w", err)
-	}
-	logf, err := os.Create(filepath.Join(dir, name+".log"))
-	if err != nil {
-		return nil, fmt.Errorf("create caddy log: %w", err)
-	}
-	cmd := exec.Command(bin, "run", "--config", cfgPath)
-	cmd.Env = append(os.Environ(),
-		"XDG_DATA_HOME="+filepath.Join(dir, "data"+suffix),
-		"XDG_CONFIG_HOME="+filepath.Join(dir, "config"+suffix),
-	)
-	cmd.Env = append(cmd.Env, env...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return nil, fmt.Errorf("start caddy: %w", err)
-	}
-	c := &caddyProc{
-		cmd:    cmd,
-		admin:  admin,
-		log:    logf,
-		exited: make(chan struct{}),
-		// No keep-alive: each config load replaces Caddy's admin server,
-		// and a request on an idle connection to the old one is reset.
-		client: &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{DisableKeepAlives: true}},
-	}
-	go func() {
-		c.err = cmd.Wait()
-		close(c.exited)
-	}()
-	// Poll the admin API: Caddy is an external process with no readiness
-	// signal of its own.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+admin+"/config/", nil)
-		resp, err := c.client.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return c, nil
-			}
-		}
-		select {
-		case <-c.exited:
-			logf.Close()
-			return nil, fmt.Errorf("start caddy: exited (%v); see %s", c.err, logf.Name())
-		case <-ctx.Done():
-			c.kill()
-			return nil, ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			c.kill()
-			return nil, fmt.Errorf("start caddy: admin API at %s not up after 30s; see %s", admin, logf.Name())
-		}
-	}
-}
-
-// adminDo sends one admin API request and returns the body of a 2xx
-// answer, or an error quoting the answer.
-func (c *caddyProc) adminDo(ctx context.Context, method, path string, body []byte) ([]byte, error) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+c.admin+path, rd)
-	if err != nil {
-		return nil, err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	defer resp.Body.Close()
-	out, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	if resp.StatusCode/100 != 2 {
-		return nil, fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(out))
-	}
-	return out, nil
-}
-
-// load replaces the running config; Caddy answers once the new one runs
-// (and the old one, with its worker pool, has stopped).
-func (c *caddyProc) load(ctx context.Context, cfg []byte) error {
-	_, err := c.adminDo(ctx, http.MethodPost, "/load", cfg)
-	return err
-}
-
-// stats reads GET /webhook/stats.
-func (c *caddyProc) stats(ctx context.Context) (queue.Stats, error) {
+// stats reads GET /webhook/stats of an instance.
+func stats(ctx context.Context, admin caddyproc.Admin) (queue.Stats, error) {
 	var st queue.Stats
-	out, err := c.adminDo(ctx, http.MethodGet, "/webhook/stats", nil)
+	out, err := admin.Call(ctx, http.MethodGet, "/webhook/stats", nil)
 	if err != nil {
 		return st, err
 	}
@@ -299,96 +165,4 @@ func (c *caddyProc) stats(ctx context.Context) (queue.Stats, error) {
 		return st, fmt.Errorf("decode /webhook/stats: %w", err)
 	}
 	return st, nil
-}
-
-// capture saves a CPU profile (kind "profile") or an execution trace
-// ("trace") of the next d from Caddy's admin pprof endpoint into path.
-func (c *caddyProc) capture(ctx context.Context, kind string, d time.Duration, path string) error {
-	secs := max(int(d.Round(time.Second)/time.Second), 1)
-	out, err := c.adminDo(ctx, http.MethodGet, "/debug/pprof/"+kind+"?seconds="+strconv.Itoa(secs), nil)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, out, 0o644)
-}
-
-// stop asks Caddy to stop through the admin API and waits for the process;
-// it kills the process if it has not exited within a minute.
-func (c *caddyProc) stop(ctx context.Context) error {
-	defer c.log.Close()
-	if _, err := c.adminDo(ctx, http.MethodPost, "/stop", nil); err != nil {
-		c.kill()
-		return err
-	}
-	select {
-	case <-c.exited:
-		return nil
-	case <-time.After(time.Minute):
-		c.kill()
-		return errors.New("stop caddy: still running a minute after /stop; killed")
-	}
-}
-
-// kill ends the process without waiting for a graceful stop.
-func (c *caddyProc) kill() {
-	c.cmd.Process.Kill()
-	<-c.exited
-}
-
-// memory reads Caddy's resident set size and its peak, in bytes, from
-// /proc.
-func (c *caddyProc) memory() (rss, peak int64, err error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(c.cmd.Process.Pid) + "/status")
-	if err != nil {
-		return 0, 0, fmt.Errorf("read caddy memory: %w", err)
-	}
-	for line := range strings.Lines(string(b)) {
-		name, value, ok := strings.Cut(line, ":")
-		if !ok || (name != "VmRSS" && name != "VmHWM") {
-			continue
-		}
-		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
-		if err != nil {
-			return 0, 0, fmt.Errorf("read caddy memory: %s: %w", name, err)
-		}
-		if name == "VmRSS" {
-			rss = kb << 10
-		} else {
-			peak = kb << 10
-		}
-	}
-	return rss, peak, nil
-}
-
-// resetPeak resets the kernel's VmHWM of Caddy to its current RSS (writing
-// 5 to clear_refs), so each phase reports its own peak. It fails without
-// permission to write the file; the phases then fall back on sampling.
-func (c *caddyProc) resetPeak() error {
-	return os.WriteFile("/proc/"+strconv.Itoa(c.cmd.Process.Pid)+"/clear_refs", []byte("5"), 0)
-}
-
-// cpuTime is the CPU time Caddy has used, user and system.
-func (c *caddyProc) cpuTime() (time.Duration, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(c.cmd.Process.Pid) + "/stat")
-	if err != nil {
-		return 0, fmt.Errorf("read caddy cpu time: %w", err)
-	}
-	// Fields after the command name, which is in parentheses and may hold
-	// spaces: state is field 3, utime 14, stime 15.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, errors.New("read caddy cpu time: malformed stat")
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 13 {
-		return 0, errors.New("read caddy cpu time: malformed stat")
-	}
-	utime, err1 := strconv.ParseInt(f[11], 10, 64)
-	stime, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return 0, fmt.Errorf("read caddy cpu time: %w", err)
-	}
-	// USER_HZ is 100 on every Linux the load test runs on.
-	return time.Duration(utime+stime) * 10 * time.Millisecond, nil
 }

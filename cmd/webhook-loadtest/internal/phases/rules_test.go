@@ -1,4 +1,4 @@
-package main
+package phases
 
 import (
 	"encoding/json"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/caddywebhook/caddywebhook/caddywebhook/rules"
+	"github.com/caddywebhook/caddywebhook/cmd/webhook-loadtest/internal/loadgen"
 )
 
 func TestFillStripeBody(t *testing.T) {
@@ -14,7 +15,7 @@ func TestFillStripeBody(t *testing.T) {
 		id   string
 	}{
 		{name: "short id", id: "r-1-2-3"},
-		{name: "long id", id: deliveryID("rules-3", 31, 4_000_000_000)},
+		{name: "long id", id: loadgen.DeliveryID("rules-3", 31, 4_000_000_000)},
 	}
 	f, err := rules.CompileFilter([]string{rulesFilter}, rules.Options{})
 	if err != nil {

@@ -1,12 +1,10 @@
-package main
+package queuedb
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
@@ -14,7 +12,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/caddywebhook/caddywebhook/queue"
 	"github.com/caddywebhook/caddywebhook/queue/postgres"
 )
 
@@ -23,15 +20,22 @@ import (
 // not pg_), short enough for the longest phase name after it.
 var schemaPrefixRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,31}$`)
 
-// schemaFor maps a phase's database name to its schema: "ingest-1.db"
+// ValidSchemaPrefix reports whether p may start the phases' schema names:
+// lower-case letters, digits and underscores, at most 32, not starting
+// with a digit or pg_.
+func ValidSchemaPrefix(p string) bool {
+	return schemaPrefixRE.MatchString(p) && !strings.HasPrefix(p, "pg_")
+}
+
+// SchemaFor maps a phase's database name to its schema: "ingest-1.db"
 // with prefix "lt_" is lt_ingest_1.
-func schemaFor(prefix, db string) string {
+func SchemaFor(prefix, db string) string {
 	return prefix + strings.ReplaceAll(strings.TrimSuffix(db, ".db"), "-", "_")
 }
 
-// pgConnect opens a pool of at most maxConns connections to dsn whose
+// Connect opens a pool of at most maxConns connections to dsn whose
 // search_path is schema ("" for the server's default).
-func pgConnect(ctx context.Context, dsn, schema string, maxConns int32, readOnly bool) (*pgxpool.Pool, error) {
+func Connect(ctx context.Context, dsn, schema string, maxConns int32, readOnly bool) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		// pgx's parse errors quote the DSN.
@@ -57,10 +61,10 @@ func pgConnect(ctx context.Context, dsn, schema string, maxConns int32, readOnly
 	return pool, nil
 }
 
-// dropSchemas drops the named schemas with everything in them; a schema
+// DropSchemas drops the named schemas with everything in them; a schema
 // that does not exist is no error.
-func dropSchemas(ctx context.Context, dsn string, schemas []string) error {
-	pool, err := pgConnect(ctx, dsn, "", 1, false)
+func DropSchemas(ctx context.Context, dsn string, schemas []string) error {
+	pool, err := Connect(ctx, dsn, "", 1, false)
 	if err != nil {
 		return err
 	}
@@ -73,9 +77,27 @@ func dropSchemas(ctx context.Context, dsn string, schemas []string) error {
 	return nil
 }
 
-// serverVersion returns the server's version string, for the report.
-func serverVersion(ctx context.Context, dsn string) (string, error) {
-	pool, err := pgConnect(ctx, dsn, "", 1, true)
+// ListSchemas lists the schemas whose names start with prefix.
+func ListSchemas(ctx context.Context, dsn, prefix string) ([]string, error) {
+	pool, err := Connect(ctx, dsn, "", 1, true)
+	if err != nil {
+		return nil, err
+	}
+	defer pool.Close()
+	rows, err := pool.Query(ctx, `SELECT nspname FROM pg_namespace WHERE starts_with(nspname, $1) ORDER BY 1`, prefix)
+	if err != nil {
+		return nil, fmt.Errorf("list schemas: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("list schemas: %w", err)
+	}
+	return out, nil
+}
+
+// ServerVersion returns the server's version string, for the report.
+func ServerVersion(ctx context.Context, dsn string) (string, error) {
+	pool, err := Connect(ctx, dsn, "", 1, true)
 	if err != nil {
 		return "", err
 	}
@@ -87,9 +109,8 @@ func serverVersion(ctx context.Context, dsn string) (string, error) {
 	return v, nil
 }
 
-// seedPostgres pre-fills schema with n events, each with one pending job
-// for (source, target) that is already due, before Caddy opens it: the
-// Postgres counterpart of seed, with the same rows.
+// SeedPostgres pre-fills schema as spec says, before Caddy opens it: the
+// Postgres counterpart of Seed, with the same rows.
 //
 // The schema comes from postgres.Open, which migrates a new schema to
 // exactly what this build's store writes. The rows are written with plain
@@ -103,30 +124,29 @@ func serverVersion(ctx context.Context, dsn string) (string, error) {
 // middle of the measured window. A CHECKPOINT then writes the seed's pages
 // out, as the SQLite seed fsyncs its file, when the user may run it
 // (superuser or pg_checkpoint); otherwise the server does it in its time.
-func seedPostgres(ctx context.Context, dsn, schema, idPrefix string, n, bodySize int, source, target string, status queue.Status) (seedResult, error) {
+func SeedPostgres(ctx context.Context, dsn, schema string, spec SeedSpec) (SeedResult, error) {
 	t0 := time.Now()
 	st, err := postgres.Open(ctx, postgres.Config{DSN: dsn, Schema: schema, MaxConns: 1})
 	if err != nil {
-		return seedResult{}, fmt.Errorf("seed %s: create schema: %w", schema, err)
+		return SeedResult{}, fmt.Errorf("seed %s: create schema: %w", schema, err)
 	}
 	if err := st.Close(); err != nil {
-		return seedResult{}, fmt.Errorf("seed %s: create schema: %w", schema, err)
+		return SeedResult{}, fmt.Errorf("seed %s: create schema: %w", schema, err)
 	}
-	pool, err := pgConnect(ctx, dsn, schema, 1, false)
+	pool, err := Connect(ctx, dsn, schema, 1, false)
 	if err != nil {
-		return seedResult{}, fmt.Errorf("seed %s: %w", schema, err)
+		return SeedResult{}, fmt.Errorf("seed %s: %w", schema, err)
 	}
 	defer pool.Close()
 
-	prefix := `{"seed":` // then 10 digits, `,"pad":"`, x…, `"}`
-	padLen := bodySize - len(prefix) - 10 - len(`,"pad":"`) - len(`"}`)
-	if padLen < 0 {
-		return seedResult{}, fmt.Errorf("seed %s: body size %d is too small", schema, bodySize)
+	padLen, err := spec.bodyPad(schema)
+	if err != nil {
+		return SeedResult{}, err
 	}
 	// Due a minute ago, so the first claim takes them; the store keeps
 	// milliseconds.
 	now := time.UnixMilli(time.Now().Add(-time.Minute).UnixMilli())
-	var out seedResult
+	var out SeedResult
 	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		var before int64
 		if err := tx.QueryRow(ctx, sqlLastEvent).Scan(&before); err != nil {
@@ -144,49 +164,50 @@ WITH ev AS (
 INSERT INTO jobs (event_id, source, target, status, attempts, run_at, created_at, finished_at)
 SELECT id, source, $7, $8, CASE $8 WHEN 'dead' THEN 1 ELSE 0 END, $4, $4, CASE $8 WHEN 'dead' THEN $4::timestamptz END
 FROM ev ORDER BY id`,
-			source, seedHeaders(), strings.Repeat("x", padLen), now, n, idPrefix, target, string(status))
+			spec.Source, seedHeaders(), strings.Repeat("x", padLen), now, spec.Jobs, spec.IDPrefix, spec.Target, string(spec.Status))
 		if err != nil {
 			return fmt.Errorf("insert: %w", err)
 		}
-		out.jobs = int(tag.RowsAffected())
-		return tx.QueryRow(ctx, sqlLastEvent).Scan(&out.lastID)
+		out.Jobs = int(tag.RowsAffected())
+		return tx.QueryRow(ctx, sqlLastEvent).Scan(&out.LastID)
 	})
 	if err != nil {
-		return seedResult{}, fmt.Errorf("seed %s: %w", schema, err)
+		return SeedResult{}, fmt.Errorf("seed %s: %w", schema, err)
 	}
 	if _, err := pool.Exec(ctx, `VACUUM (ANALYZE) events, jobs`); err != nil {
-		return seedResult{}, fmt.Errorf("seed %s: vacuum analyze: %w", schema, err)
+		return SeedResult{}, fmt.Errorf("seed %s: vacuum analyze: %w", schema, err)
 	}
-	out.checkpoint = true
+	out.Checkpoint = true
 	if _, err := pool.Exec(ctx, `CHECKPOINT`); err != nil {
 		var pgErr *pgconn.PgError
 		if !errors.As(err, &pgErr) || pgErr.Code != "42501" { // insufficient_privilege
-			return seedResult{}, fmt.Errorf("seed %s: checkpoint: %w", schema, err)
+			return SeedResult{}, fmt.Errorf("seed %s: checkpoint: %w", schema, err)
 		}
-		out.checkpoint = false
+		out.Checkpoint = false
 	}
-	if err := pool.QueryRow(ctx, `SELECT pg_total_relation_size('events') + pg_total_relation_size('jobs')`).Scan(&out.dbBytes); err != nil {
-		return seedResult{}, fmt.Errorf("seed %s: %w", schema, err)
+	if err := pool.QueryRow(ctx, `SELECT pg_total_relation_size('events') + pg_total_relation_size('jobs')`).Scan(&out.DBBytes); err != nil {
+		return SeedResult{}, fmt.Errorf("seed %s: %w", schema, err)
 	}
-	out.took = time.Since(t0)
+	out.Took = time.Since(t0)
 	return out, nil
 }
 
-// pgQueue reads a phase's schema beside the Caddy instances that write
+// postgresQueue reads a phase's schema beside the Caddy instances that write
 // it, in read-only sessions. Every query walks an index whose size does
 // not grow with the pending backlog (the primary keys, jobs_event, and the
 // partial index jobs_done), as on SQLite.
-type pgQueue struct{ pool *pgxpool.Pool }
+type postgresQueue struct{ pool *pgxpool.Pool }
 
-func openPgQueue(ctx context.Context, dsn, schema string) (*pgQueue, error) {
-	pool, err := pgConnect(ctx, dsn, schema, 1, true)
+func openPostgres(ctx context.Context, dsn, schema string) (*postgresQueue, error) {
+	pool, err := Connect(ctx, dsn, schema, 1, true)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", schema, err)
 	}
-	return &pgQueue{pool: pool}, nil
+	return &postgresQueue{pool: pool}, nil
 }
 
-func (q *pgQueue) close() error {
+// Close implements Reader.
+func (q *postgresQueue) Close() error {
 	q.pool.Close()
 	return nil
 }
@@ -200,7 +221,8 @@ const (
 	pgDoneIDs     = `SELECT e.delivery_id FROM jobs AS j JOIN events AS e ON e.id = j.event_id WHERE j.status = 'done'`
 )
 
-func (q *pgQueue) lastEvent(ctx context.Context) (int64, error) {
+// LastEvent implements Reader.
+func (q *postgresQueue) LastEvent(ctx context.Context) (int64, error) {
 	var id int64
 	if err := q.pool.QueryRow(ctx, sqlLastEvent).Scan(&id); err != nil {
 		return 0, fmt.Errorf("read last event id: %w", err)
@@ -208,7 +230,8 @@ func (q *pgQueue) lastEvent(ctx context.Context) (int64, error) {
 	return id, nil
 }
 
-func (q *pgQueue) done(ctx context.Context) (int64, error) {
+// Done implements Reader.
+func (q *postgresQueue) Done(ctx context.Context) (int64, error) {
 	var n int64
 	if err := q.pool.QueryRow(ctx, pgDone).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count done jobs: %w", err)
@@ -216,7 +239,8 @@ func (q *pgQueue) done(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
-func (q *pgQueue) statusAfter(ctx context.Context, after int64) (map[string]int64, error) {
+// StatusAfter implements Reader.
+func (q *postgresQueue) StatusAfter(ctx context.Context, after int64) (map[string]int64, error) {
 	rows, err := q.pool.Query(ctx, pgStatusAfter, after)
 	if err != nil {
 		return nil, fmt.Errorf("count jobs: %w", err)
@@ -233,7 +257,8 @@ func (q *pgQueue) statusAfter(ctx context.Context, after int64) (map[string]int6
 	return out, nil
 }
 
-func (q *pgQueue) matchEvents(ctx context.Context, after int64, want map[string]struct{}) (found, missing, extra int64, err error) {
+// MatchEvents implements Reader.
+func (q *postgresQueue) MatchEvents(ctx context.Context, after int64, want map[string]struct{}) (found, missing, extra int64, err error) {
 	rows, err := q.pool.Query(ctx, pgEventsAfter, after)
 	if err != nil {
 		return 0, 0, 0, fmt.Errorf("read events: %w", err)
@@ -252,7 +277,8 @@ func (q *pgQueue) matchEvents(ctx context.Context, after int64, want map[string]
 	return found, int64(len(want)) - found, extra, nil
 }
 
-func (q *pgQueue) doneIDs(ctx context.Context, f func(id string)) error {
+// DoneIDs implements Reader.
+func (q *postgresQueue) DoneIDs(ctx context.Context, f func(id string)) error {
 	rows, err := q.pool.Query(ctx, pgDoneIDs)
 	if err != nil {
 		return fmt.Errorf("read done jobs: %w", err)
@@ -268,7 +294,7 @@ func (q *pgQueue) doneIDs(ctx context.Context, f func(id string)) error {
 }
 
 // plan returns PostgreSQL's EXPLAIN for query, one line per plan node.
-func (q *pgQueue) plan(ctx context.Context, query string, args ...any) (string, error) {
+func (q *postgresQueue) plan(ctx context.Context, query string, args ...any) (string, error) {
 	rows, err := q.pool.Query(ctx, "EXPLAIN "+query, args...)
 	if err != nil {
 		return "", fmt.Errorf("explain: %w", err)
@@ -283,94 +309,4 @@ func (q *pgQueue) plan(ctx context.Context, query string, args ...any) (string, 
 		return "", fmt.Errorf("explain: %w", err)
 	}
 	return b.String(), nil
-}
-
-// serverWatch samples what the PostgreSQL server does during a window:
-// its CPU time, when it runs on this machine, and two exact counters, the
-// next transaction id (every write transaction takes one, whoever runs
-// it) and the WAL position.
-type serverWatch struct {
-	pool  *pgxpool.Pool
-	local bool // the server is on loopback, so its processes are ours to read
-}
-
-// serverSample is the server's counters at one moment.
-type serverSample struct {
-	cpu   time.Duration // the postgres processes' CPU time, reaped ones included
-	cpuOK bool
-	xid   int64 // the next transaction id
-	lsn   int64 // the WAL position, in bytes
-}
-
-func openServerWatch(ctx context.Context, dsn string) (*serverWatch, error) {
-	cfg, err := pgconn.ParseConfig(dsn)
-	if err != nil {
-		return nil, errors.New("connect to postgres: the DSN does not parse")
-	}
-	pool, err := pgConnect(ctx, dsn, "", 1, true)
-	if err != nil {
-		return nil, err
-	}
-	h := cfg.Host
-	local := h == "localhost" || strings.HasPrefix(h, "127.") || h == "::1" || strings.HasPrefix(h, "/")
-	return &serverWatch{pool: pool, local: local}, nil
-}
-
-func (w *serverWatch) close() { w.pool.Close() }
-
-// sample reads the counters. The server's CPU time is the sum over every
-// process named postgres on this machine (the postmaster's reaped
-// children included, so backends that ended count too): on a shared
-// machine it includes other users of a server there.
-func (w *serverWatch) sample(ctx context.Context) (serverSample, error) {
-	var s serverSample
-	if err := w.pool.QueryRow(ctx,
-		`SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint, (pg_current_wal_lsn() - '0/0')::bigint`).Scan(&s.xid, &s.lsn); err != nil {
-		return s, fmt.Errorf("read server counters: %w", err)
-	}
-	if w.local {
-		s.cpu, s.cpuOK = processCPU("postgres")
-	}
-	return s, nil
-}
-
-// processCPU sums the CPU time (user, system, and that of reaped
-// children) of the processes whose command name is comm.
-func processCPU(comm string) (time.Duration, bool) {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return 0, false
-	}
-	var ticks int64
-	found := false
-	for _, e := range entries {
-		if e.Name()[0] < '0' || e.Name()[0] > '9' {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue // ended meanwhile
-		}
-		s := string(b)
-		open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if open < 0 || end < open || s[open+1:end] != comm {
-			continue
-		}
-		// After the name: state is field 3; utime, stime, cutime, cstime
-		// are fields 14 to 17.
-		f := strings.Fields(s[end+1:])
-		if len(f) < 15 {
-			continue
-		}
-		for _, v := range f[11:15] {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				continue
-			}
-			ticks += n
-		}
-		found = true
-	}
-	// USER_HZ is 100 on every Linux the load test runs on.
-	return time.Duration(ticks) * 10 * time.Millisecond, found
 }
