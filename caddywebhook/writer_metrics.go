@@ -34,9 +34,8 @@ type writerStatser interface {
 	WriterStats(ctx context.Context) (queue.WriterStats, error)
 }
 
-// writerCollector reports the app's store's write counters. The SQLite
-// store answers between two of its writer's batches, so a scrape waits at
-// most for one batch, bounded by statsTimeout.
+// writerCollector reports the app's store's write counters, which the
+// stores publish as their writers commit: a scrape waits for no write.
 type writerCollector struct {
 	app *App
 }

@@ -24,7 +24,7 @@ func (p *Pool) startLocked(r *run) {
 // worker runs r, then each run handed to it, until the pool retires its
 // goroutines. A goroutine per run started each with a small stack, which
 // every delivery then grew by copying (net/http's client runs deep): 2.3–2.9 %
-// of Caddy's CPU under load (docs/BENCHMARKS.md). A goroutine that stays
+// of Caddy's CPU under load (docs/BENCHMARKS-LOG.md). A goroutine that stays
 // keeps the stack it grew, until a collection finds it waiting and shrinks
 // it. A pool that was never started (a test's runOnce) has no shutdown
 // to retire them, and its goroutines end with their run.

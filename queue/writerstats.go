@@ -2,8 +2,8 @@ package queue
 
 // WriterStats are a store's write counters since it opened, which
 // caddywebhook publishes as the caddy_webhook_store_* metrics (and the
-// load test's cost table divides per event). They are read on demand and
-// cost the write path nothing.
+// load test's cost table divides per event). A read waits for no write:
+// each store keeps them where its writer publishes them.
 type WriterStats struct {
 	// Commits is the write transactions committed: the SQLite writer's
 	// batches, or the PostgreSQL batcher's enqueue writes.

@@ -14,7 +14,7 @@ import (
 // 23 MiB of slots (of 16 bytes then) let the collector leave as much again
 // of garbage unreclaimed (GOGC's doubling of the live heap): Caddy with a
 // million events grew by 57 MiB, and by 28–30 MiB with the table mapped
-// (docs/BENCHMARKS.md); 17–18 MiB with today's 8-byte slots. The pages
+// (docs/BENCHMARKS-LOG.md); 17–18 MiB with today's 8-byte slots. The pages
 // are the kernel's zeroed pages, resident once touched; free gives them
 // back.
 //

@@ -108,10 +108,10 @@ VALUES ('shop', 'by-hand', x'', x'', 0, 0)`); err != nil {
 		}},
 		{"rolled back, then a call on the write connection", func(t *testing.T, s *Store) {
 			// Between the failed batch and the next one, a call outside
-			// the group commit (the writer's counters) must not keep the
-			// rolled-back key.
+			// the group commit (a control call, as a checkpoint's) must
+			// not keep the rolled-back key.
 			rolledBackEnqueue(t, s, "r")
-			if _, err := s.WriterStats(t.Context()); err != nil {
+			if err := s.onWriter(t.Context(), func(*writer) error { return nil }); err != nil {
 				t.Fatal(err)
 			}
 			enqueueWant(t, s, testEvent("other", "mail"), false)

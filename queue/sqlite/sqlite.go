@@ -130,8 +130,9 @@ type Store struct {
 	quit   chan struct{}
 	done   chan struct{} // closed when the writer has exited
 
-	w    writer  // owned by the writer goroutine
-	keys *keySet // the stored events' dedupe keys; the writer changes them
+	w       writer       // owned by the writer goroutine
+	keys    *keySet      // the stored events' dedupe keys; the writer changes them
+	written writerCounts // the writer's counters, published after each commit (writerstats.go)
 }
 
 // Interface guard.

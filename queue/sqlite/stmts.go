@@ -82,7 +82,7 @@ WHERE id = ?1 AND status = 'pending' AND ordering_key IS NOT NULL
 	// bare bound LIMIT and then re-prepares the statement whenever its
 	// value changes, and the pool's limit (its idle workers) changes on
 	// nearly every claim. That re-prepare cost more than the claim itself
-	// (312 µs against 68 µs a claim, measured for docs/BENCHMARKS.md).
+	// (312 µs against 68 µs a claim, measured for docs/BENCHMARKS-LOG.md).
 	sqlClaim = `UPDATE jobs
 SET status = 'running', attempts = attempts + 1, fence = fence + 1, lease_owner = ?1, lease_until = ?2
 WHERE id IN (

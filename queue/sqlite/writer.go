@@ -189,6 +189,7 @@ type writer struct {
 
 	batches  int64 // committed batches, for the benchmarks' requests per commit
 	requests int64 // requests in committed batches
+	walPages int64 // pages the connection wrote to the WAL, read after each commit
 
 	commits        int // since the last checkpoint
 	sinceStat      int // commits since the WAL size was last looked at
@@ -343,6 +344,7 @@ func (w *writer) runBatch() {
 	} else if !reset {
 		w.batches++
 		w.requests += int64(len(w.live))
+		s.written.publish(w)
 		w.commits++
 		if w.sinceStat++; w.sinceStat >= statEvery {
 			w.sinceStat = 0
@@ -378,7 +380,7 @@ func (w *writer) runBatch() {
 	// run, which on two busy cores is seldom. Without a yield they wait
 	// behind the next batch's SQL and fsync, and each is a worker about to
 	// deliver or a handler about to answer. Yielding lets them run first:
-	// e2e +17 % and ingest +7 % on 2 cores (docs/BENCHMARKS.md); what
+	// e2e +17 % and ingest +7 % on 2 cores (docs/BENCHMARKS-LOG.md); what
 	// arrives meanwhile joins the writer's next batch.
 	//
 	// Not after a chunk of a bulk write: its caller sends the next chunk
@@ -422,8 +424,13 @@ func (w *writer) transact() (reset bool, err error) {
 	}
 	// The statements run on the driver connection (see stmt), which
 	// database/sql lends only inside Raw.
-	rerr := w.conn.Raw(func(any) error {
+	rerr := w.conn.Raw(func(dc any) error {
 		reset, err = w.runTx()
+		if err == nil && !reset {
+			if pages, ok := walPages(dc); ok {
+				w.walPages = pages
+			}
+		}
 		return nil
 	})
 	if rerr != nil {

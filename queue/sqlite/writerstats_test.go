@@ -1,9 +1,11 @@
 package sqlite
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/caddywebhook/caddywebhook/queue"
 )
@@ -47,6 +49,29 @@ func TestWriterStats(t *testing.T) {
 				t.Errorf("%d WAL pages for %d commits, want at least one each", d, n)
 			}
 		})
+	}
+}
+
+// TestWriterStatsWaitsForNoBatch: the counters are read while the writer
+// is held busy, as a scrape under load reads them.
+func TestWriterStatsWaitsForNoBatch(t *testing.T) {
+	s := setup(t)
+	if _, err := s.Enqueue(t.Context(), testEvent("1", "t")); err != nil {
+		t.Fatal(err)
+	}
+	busy, release := make(chan struct{}), make(chan struct{})
+	go s.onWriter(context.Background(), func(*writer) error {
+		close(busy)
+		<-release
+		return nil
+	})
+	defer close(release)
+	<-busy
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+	defer cancel()
+	st, err := s.WriterStats(ctx)
+	if err != nil || st.Commits < 1 || st.Requests < 1 || st.WALPages < 1 {
+		t.Errorf("WriterStats while the writer is busy = %+v, %v; want the commit before", st, err)
 	}
 }
 

@@ -155,8 +155,8 @@ func (s *Store) DiscardJobs(ctx context.Context, f queue.Filter) (int, error) {
 
 // bulkChunk bounds the jobs one request of a bulk replay or discard
 // changes: 256 took about 2 ms of the writer's time (measured for
-// docs/BENCHMARKS.md), so the enqueues behind a chunk wait no longer than
-// behind a busy batch.
+// docs/BENCHMARKS-LOG.md), so the enqueues behind a chunk wait no longer
+// than behind a busy batch.
 const bulkChunk = 256
 
 // chunk returns the function that sends one chunk of a bulk operation of

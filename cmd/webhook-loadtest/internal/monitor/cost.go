@@ -129,9 +129,9 @@ type costSample struct {
 	writersOK bool
 }
 
-// sample reads the counters. The store's are read first, as they wait for
-// the writer to finish its batch; the /proc figures then bracket the
-// same window as the CPU time.
+// sample reads the counters. The store's are read first, through a
+// /metrics scrape, the slowest of the reads; the /proc figures then
+// bracket the same window as the CPU time.
 func (p *Probe) sample(ctx context.Context) costSample {
 	var s costSample
 	if p.store {

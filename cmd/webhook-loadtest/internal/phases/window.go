@@ -119,8 +119,8 @@ func (r *runner) drive(ctx context.Context, pr *Phase, l loadgen.Load, during fu
 		if !sleepCtx(ctx, time.Until(start.Add(l.Warmup))) {
 			return
 		}
-		// The profile starts first: the probe's reads of the store's
-		// counters wait for the writer's batch.
+		// The profile starts first, then the probe's reads, the first
+		// of them a /metrics scrape.
 		wait := r.capture(ctx, pr, l.Duration)
 		if probe != nil {
 			probe.Begin(ctx)
