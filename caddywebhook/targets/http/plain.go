@@ -37,7 +37,7 @@ var errHeaderLimit = fmt.Errorf("response headers exceeded %d bytes", maxRespons
 // two goroutines per connection and hands every request and answer
 // between them over channels; under load that was about 45 µs of Caddy's
 // CPU per delivered event, of which the two socket calls were 16
-// (docs/BENCHMARKS.md).
+// (docs/BENCHMARKS-LOG.md).
 //
 // What the Transport did that a delivery needs, it does too: a bound on
 // the answer's headers, 1xx answers skipped, a connection reused only
