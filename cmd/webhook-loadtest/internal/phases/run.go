@@ -234,10 +234,6 @@ func (r *runner) startCaddies(ctx context.Context, bin string) error {
 	n := r.o.Instances
 	r.adminAddrs, r.httpAddrs = make([]string, n), make([]string, n)
 	r.caddies = make([]*caddyproc.Process, n)
-	var env []string
-	if r.o.Storage == "postgres" {
-		env = []string{caddyDSNEnv + "=" + r.o.DSN}
-	}
 	for i := range n {
 		var err error
 		if r.adminAddrs[i], err = loopback.FreeAddr(); err != nil {
@@ -260,10 +256,16 @@ func (r *runner) startCaddies(ctx context.Context, bin string) error {
 		if err := os.WriteFile(logPath, nil, 0o600); err != nil {
 			return fmt.Errorf("create caddy log: %w", err)
 		}
+		env := append(os.Environ(),
+			"XDG_DATA_HOME="+filepath.Join(r.dir, "data"+suffix),
+			"XDG_CONFIG_HOME="+filepath.Join(r.dir, "config"+suffix))
+		if r.o.Storage == "postgres" {
+			env = append(env, caddyDSNEnv+"="+r.o.DSN)
+		}
 		r.caddies[i], err = caddyproc.Start(ctx, caddyproc.Config{
 			Bin:     bin,
 			Args:    []string{"run", "--config", cfgPath},
-			Env:     append(os.Environ(), append(env, "XDG_DATA_HOME="+filepath.Join(r.dir, "data"+suffix), "XDG_CONFIG_HOME="+filepath.Join(r.dir, "config"+suffix))...),
+			Env:     env,
 			LogPath: logPath,
 			Admin:   r.adminAddrs[i],
 		})
