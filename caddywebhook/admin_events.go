@@ -20,6 +20,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
 	"github.com/caddywebhook/caddywebhook/caddywebhook/rules"
 	"github.com/caddywebhook/caddywebhook/queue"
 	"github.com/caddywebhook/caddywebhook/signature"
@@ -75,8 +76,8 @@ func (a *adminAPI) timeRange(since, until string) (time.Time, time.Time, error) 
 func pageParams(get func(string) string) (limit int, cursor int64, err error) {
 	if s := get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > adminMaxLimit {
-			return 0, 0, badParam("limit", "must be a whole number from 1 to %d, not %q", adminMaxLimit, s)
+		if err != nil || n < 1 || n > adminapi.MaxLimit {
+			return 0, 0, badParam("limit", "must be a whole number from 1 to %d, not %q", adminapi.MaxLimit, s)
 		}
 		limit = n
 	}
@@ -115,17 +116,7 @@ func (a *adminAPI) handleEvents(w http.ResponseWriter, r *http.Request, q *activ
 	if page.Events == nil {
 		page.Events = []queue.EventSummary{}
 	}
-	return writeJSON(w, http.StatusOK, page)
-}
-
-// eventResponse is an event in full; payload_text repeats the payload as
-// text when it is valid UTF-8, as a job's response does.
-type eventResponse struct {
-	queue.EventDetail
-	PayloadText string `json:"payload_text,omitempty"`
-	// Filters are, by target, the filters in the running config of the
-	// targets with a job for the event: the filters that took it.
-	Filters map[string]string `json:"filters,omitempty"`
+	return adminapi.WriteJSON(w, http.StatusOK, page)
 }
 
 func (a *adminAPI) handleEvent(w http.ResponseWriter, r *http.Request, q *activeQueue, id int64) error {
@@ -136,7 +127,7 @@ func (a *adminAPI) handleEvent(w http.ResponseWriter, r *http.Request, q *active
 	if ev.Headers == nil {
 		ev.Headers = []queue.Header{}
 	}
-	resp := eventResponse{EventDetail: ev}
+	resp := adminapi.EventResponse{EventDetail: ev}
 	if utf8.Valid(ev.Payload) {
 		resp.PayloadText = string(ev.Payload)
 	}
@@ -148,14 +139,7 @@ func (a *adminAPI) handleEvent(w http.ResponseWriter, r *http.Request, q *active
 			resp.Filters[j.Target] = f
 		}
 	}
-	return writeJSON(w, http.StatusOK, resp)
-}
-
-// sendEventResponse reports a job added to a stored event.
-type sendEventResponse struct {
-	EventID int64  `json:"event_id"`
-	JobID   int64  `json:"job_id"`
-	Target  string `json:"target"`
+	return adminapi.WriteJSON(w, http.StatusOK, resp)
 }
 
 func (a *adminAPI) handleSendEvent(w http.ResponseWriter, r *http.Request, q *activeQueue, id int64) error {
@@ -181,13 +165,7 @@ func (a *adminAPI) handleSendEvent(w http.ResponseWriter, r *http.Request, q *ac
 	}
 	adminLogger().Info("webhook event sent to a target", zap.String("source", ev.Source), zap.String("target", target),
 		zap.Int64("event_id", id), zap.Int64("job_id", jobID), zap.String("delivery_id", ev.DeliveryID))
-	return writeJSON(w, http.StatusOK, sendEventResponse{EventID: id, JobID: jobID, Target: target})
-}
-
-// resendResponse reports a resent job.
-type resendResponse struct {
-	ID     int64 `json:"id"`
-	Resent bool  `json:"resent"`
+	return adminapi.WriteJSON(w, http.StatusOK, adminapi.SendEventResponse{EventID: id, JobID: jobID, Target: target})
 }
 
 func (a *adminAPI) handleResend(w http.ResponseWriter, r *http.Request, q *activeQueue, id int64) error {
@@ -195,31 +173,7 @@ func (a *adminAPI) handleResend(w http.ResponseWriter, r *http.Request, q *activ
 		return eventStoreError(id, err)
 	}
 	adminLogger().Info("webhook job resent", zap.Int64("job_id", id))
-	return writeJSON(w, http.StatusOK, resendResponse{ID: id, Resent: true})
-}
-
-// injectedHeader marks an injected event: it is stored with the event, so
-// history shows it, and the http target forwards it, so the handler sees
-// it.
-const injectedHeader = "X-Webhook-Injected"
-
-// injectRequest is the body of POST /webhook/send.
-type injectRequest struct {
-	Source     string            `json:"source"`
-	EventType  string            `json:"event_type,omitempty"`
-	DeliveryID string            `json:"delivery_id,omitempty"`
-	Headers    map[string]string `json:"headers,omitempty"`
-	Body       *string           `json:"body,omitempty"`
-	BodyBase64 string            `json:"body_base64,omitempty"`
-}
-
-// injectResponse reports an injected event.
-type injectResponse struct {
-	EventID    int64    `json:"event_id"`
-	DeliveryID string   `json:"delivery_id"`
-	Duplicate  bool     `json:"duplicate,omitempty"`
-	Jobs       int      `json:"jobs"`
-	Targets    []string `json:"targets"`
+	return adminapi.WriteJSON(w, http.StatusOK, adminapi.ResendResponse{ID: id, Resent: true})
 }
 
 // maxInjectOverhead is what the JSON around an injected body may add.
@@ -235,7 +189,7 @@ func (a *adminAPI) handleInject(w http.ResponseWriter, r *http.Request, q *activ
 	if len(raw) > maxMaxBody/3*4+maxInjectOverhead {
 		return apiError(http.StatusRequestEntityTooLarge, "request body is larger than any source accepts")
 	}
-	var req injectRequest
+	var req adminapi.InjectRequest
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
@@ -297,12 +251,12 @@ func (a *adminAPI) handleInject(w http.ResponseWriter, r *http.Request, q *activ
 	adminLogger().Info("webhook event injected", zap.String("source", req.Source), zap.String("outcome", word.String()),
 		zap.String("delivery_id", req.DeliveryID), zap.String("event_type", req.EventType),
 		zap.Int64("event_id", res.EventID), zap.Int("jobs", res.Jobs), zap.Bool("injected", true))
-	tails.publish(tailLine{Kind: tailReceived, Source: req.Source, Outcome: word.String(), DeliveryID: req.DeliveryID,
+	tails.publish(adminapi.TailLine{Kind: adminapi.TailReceived, Source: req.Source, Outcome: word.String(), DeliveryID: req.DeliveryID,
 		EventType: req.EventType, EventID: res.EventID, Injected: true})
 	if res.Duplicate || targets == nil {
 		targets = []string{}
 	}
-	return writeJSON(w, http.StatusOK, injectResponse{EventID: res.EventID, DeliveryID: req.DeliveryID,
+	return adminapi.WriteJSON(w, http.StatusOK, adminapi.InjectResponse{EventID: res.EventID, DeliveryID: req.DeliveryID,
 		Duplicate: res.Duplicate, Jobs: res.Jobs, Targets: targets})
 }
 
@@ -324,7 +278,7 @@ func injectHeaders(given map[string]string) ([]queue.Header, error) {
 			return nil, apiError(http.StatusBadRequest, "header %q: not a valid header name", name)
 		case !ValidHeaderValue(value):
 			return nil, apiError(http.StatusBadRequest, "header %s: the value has a control character", name)
-		case canon == injectedHeader:
+		case canon == adminapi.InjectedHeader:
 			return nil, apiError(http.StatusBadRequest, "header %s is set by the server", name)
 		case canon == "Content-Type":
 			out[0].Value = value
@@ -332,7 +286,7 @@ func injectHeaders(given map[string]string) ([]queue.Header, error) {
 			out = append(out, queue.Header{Name: name, Value: value})
 		}
 	}
-	return append(out, queue.Header{Name: injectedHeader, Value: "1"}), nil
+	return append(out, queue.Header{Name: adminapi.InjectedHeader, Value: "1"}), nil
 }
 
 // tailKeepalive is how often an idle tail sends a comment line, so proxies
@@ -356,7 +310,7 @@ func (a *adminAPI) handleTail(w http.ResponseWriter, r *http.Request, _ *activeQ
 	// be younger than it. Otherwise one stalled reader would hold its
 	// goroutine and buffer for as long as its TCP connection lives.
 	maxLag := tails.lag()
-	lagging := func(l tailLine) bool { return time.Since(l.Time) > maxLag }
+	lagging := func(l adminapi.TailLine) bool { return time.Since(l.Time) > maxLag }
 	deadline := func() { _ = rc.SetWriteDeadline(time.Now().Add(maxLag)) }
 	deadline()
 	h := w.Header()
@@ -373,7 +327,7 @@ func (a *adminAPI) handleTail(w http.ResponseWriter, r *http.Request, _ *activeQ
 	keepalive := time.NewTicker(tailKeepalive)
 	defer keepalive.Stop()
 	for {
-		var line tailLine
+		var line adminapi.TailLine
 		select {
 		case <-r.Context().Done():
 			return nil
@@ -393,7 +347,7 @@ func (a *adminAPI) handleTail(w http.ResponseWriter, r *http.Request, _ *activeQ
 		}
 		deadline()
 		if n := sub.dropped.Swap(0); n > 0 {
-			if writeEvent(w, tailLine{Time: time.Now().UTC(), Kind: tailDropped, Dropped: n}) != nil {
+			if writeEvent(w, adminapi.TailLine{Time: time.Now().UTC(), Kind: adminapi.TailDropped, Dropped: n}) != nil {
 				return nil
 			}
 		}
@@ -424,7 +378,7 @@ func tailOutcomes() []string {
 }
 
 // writeEvent writes one server-sent event holding l as JSON.
-func writeEvent(w io.Writer, l tailLine) error {
+func writeEvent(w io.Writer, l adminapi.TailLine) error {
 	b, err := json.Marshal(l)
 	if err != nil {
 		return err

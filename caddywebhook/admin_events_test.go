@@ -16,6 +16,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
 	"github.com/caddywebhook/caddywebhook/caddywebhook/rules"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
@@ -128,7 +129,7 @@ func TestAdminEvents(t *testing.T) {
 		}
 	})
 	t.Run("one event", func(t *testing.T) {
-		ev := decode[eventResponse](t, f.do(t, http.MethodGet, fmt.Sprintf("/webhook/events/%d", bare.EventID)))
+		ev := decode[adminapi.EventResponse](t, f.do(t, http.MethodGet, fmt.Sprintf("/webhook/events/%d", bare.EventID)))
 		if ev.DeliveryID != "ping-1" || ev.PayloadText != `{"zen":"x"}` || len(ev.Jobs) != 0 || ev.Headers == nil {
 			t.Errorf("event = %+v", ev)
 		}
@@ -252,12 +253,12 @@ func TestAdminInject(t *testing.T) {
 		body       string
 		wantStatus int
 		wantText   string
-		check      func(t *testing.T, resp injectResponse)
+		check      func(t *testing.T, resp adminapi.InjectResponse)
 	}{
 		{
 			name: "push to both targets", wantStatus: 200,
 			body: `{"source":"github","event_type":"push","headers":{"X-GitHub-Event":"push"},"body":"{\"ref\":\"main\"}"}`,
-			check: func(t *testing.T, resp injectResponse) {
+			check: func(t *testing.T, resp adminapi.InjectResponse) {
 				if !strings.HasPrefix(resp.DeliveryID, "injected-") || resp.Jobs != 2 || !slices.Equal(resp.Targets, []string{"http", "exec"}) {
 					t.Errorf("response %+v, want an injected-… id and jobs for http and exec", resp)
 				}
@@ -265,7 +266,7 @@ func TestAdminInject(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				want := []queue.Header{{Name: "Content-Type", Value: "application/json"}, {Name: "X-GitHub-Event", Value: "push"}, {Name: injectedHeader, Value: "1"}}
+				want := []queue.Header{{Name: "Content-Type", Value: "application/json"}, {Name: "X-GitHub-Event", Value: "push"}, {Name: adminapi.InjectedHeader, Value: "1"}}
 				if string(ev.Payload) != `{"ref":"main"}` || fmt.Sprint(ev.Headers) != fmt.Sprint(want) || ev.EventType != "push" {
 					t.Errorf("stored event %+v, want payload, headers %v", ev, want)
 				}
@@ -274,7 +275,7 @@ func TestAdminInject(t *testing.T) {
 		{
 			name: "given delivery id, base64 body, one target", wantStatus: 200,
 			body: `{"source":"github","event_type":"issues","delivery_id":"demo-1","body_base64":"/w==","headers":{"content-type":"application/octet-stream"}}`,
-			check: func(t *testing.T, resp injectResponse) {
+			check: func(t *testing.T, resp adminapi.InjectResponse) {
 				ev, err := f.store.FindEvent(t.Context(), "github", "demo-1")
 				if err != nil || resp.Jobs != 1 || string(ev.Payload) != "\xff" || ev.Headers[0].Value != "application/octet-stream" {
 					t.Errorf("response %+v, event %+v, %v", resp, ev, err)
@@ -284,7 +285,7 @@ func TestAdminInject(t *testing.T) {
 		{
 			name: "the same delivery id again is a duplicate", wantStatus: 200,
 			body: `{"source":"github","delivery_id":"demo-1"}`,
-			check: func(t *testing.T, resp injectResponse) {
+			check: func(t *testing.T, resp adminapi.InjectResponse) {
 				if !resp.Duplicate || resp.Jobs != 0 {
 					t.Errorf("response %+v, want a duplicate", resp)
 				}
@@ -306,7 +307,7 @@ func TestAdminInject(t *testing.T) {
 				t.Fatalf("status %d body %s, want %d with %q", rec.Code, rec.Body, tt.wantStatus, tt.wantText)
 			}
 			if tt.check != nil {
-				tt.check(t, decode[injectResponse](t, rec))
+				tt.check(t, decode[adminapi.InjectResponse](t, rec))
 			}
 		})
 	}
@@ -318,9 +319,9 @@ func TestTailHub(t *testing.T) {
 		all := h.subscribe(tailFilter{})
 		mail := h.subscribe(tailFilter{source: "shop", target: "mail"})
 		dead := h.subscribe(tailFilter{outcome: "dead"})
-		h.publish(tailLine{Kind: tailReceived, Source: "shop", Outcome: "accepted"})
-		h.publish(tailLine{Kind: tailDelivery, Source: "shop", Target: "mail", Outcome: "delivered"})
-		h.publish(tailLine{Kind: tailDelivery, Source: "shop", Target: "chat", Outcome: "dead"})
+		h.publish(adminapi.TailLine{Kind: adminapi.TailReceived, Source: "shop", Outcome: "accepted"})
+		h.publish(adminapi.TailLine{Kind: adminapi.TailDelivery, Source: "shop", Target: "mail", Outcome: "delivered"})
+		h.publish(adminapi.TailLine{Kind: adminapi.TailDelivery, Source: "shop", Target: "chat", Outcome: "dead"})
 		for _, tt := range []struct {
 			name string
 			sub  *tailSub
@@ -350,7 +351,7 @@ func TestTailHub(t *testing.T) {
 		s := h.subscribe(tailFilter{})
 		defer h.unsubscribe(s)
 		for range tailBuffer + 10 {
-			h.publish(tailLine{Kind: tailReceived})
+			h.publish(adminapi.TailLine{Kind: adminapi.TailReceived})
 		}
 		if len(s.lines) != tailBuffer || s.dropped.Load() != 10 {
 			t.Errorf("buffered %d, dropped %d; want %d and 10", len(s.lines), s.dropped.Load(), tailBuffer)
@@ -360,7 +361,7 @@ func TestTailHub(t *testing.T) {
 
 // readTailLine reads the next data line of a tail stream, skipping
 // comments.
-func readTailLine(t *testing.T, r *bufio.Reader) tailLine {
+func readTailLine(t *testing.T, r *bufio.Reader) adminapi.TailLine {
 	t.Helper()
 	for {
 		s, err := r.ReadString('\n')
@@ -368,7 +369,7 @@ func readTailLine(t *testing.T, r *bufio.Reader) tailLine {
 			t.Fatalf("read tail: %v", err)
 		}
 		if data, ok := strings.CutPrefix(strings.TrimSpace(s), "data: "); ok {
-			var l tailLine
+			var l adminapi.TailLine
 			if err := json.Unmarshal([]byte(data), &l); err != nil {
 				t.Fatalf("decode %q: %v", data, err)
 			}
@@ -408,11 +409,11 @@ func TestAdminTail(t *testing.T) {
 	obs.JobFinished(job, queue.Completion{Status: queue.StatusPending, Error: "upstream answered 503", Duration: 1500 * time.Microsecond}, true, nil)
 
 	got := readTailLine(t, r)
-	if got.Kind != tailReceived || got.Source != "shop" || got.Outcome != "accepted" || got.Status != 202 || got.DeliveryID != "d1" {
+	if got.Kind != adminapi.TailReceived || got.Source != "shop" || got.Outcome != "accepted" || got.Status != 202 || got.DeliveryID != "d1" {
 		t.Errorf("received line %+v", got)
 	}
 	got = readTailLine(t, r)
-	want := tailLine{Kind: tailDelivery, Source: "shop", Target: "mail", Outcome: "retry", DeliveryID: "d1", EventID: 3, JobID: 7,
+	want := adminapi.TailLine{Kind: adminapi.TailDelivery, Source: "shop", Target: "mail", Outcome: "retry", DeliveryID: "d1", EventID: 3, JobID: 7,
 		Attempt: 2, DurationMS: 1.5, Error: "upstream answered 503"}
 	got.Time = time.Time{}
 	if got != want {
@@ -475,7 +476,7 @@ func TestAdminTailLimits(t *testing.T) {
 		if s, err := r.ReadString('\n'); err != nil || !strings.HasPrefix(s, ":") {
 			t.Fatalf("first line %q, %v", s, err)
 		}
-		tails.publish(tailLine{Kind: tailReceived, Source: "stale", Time: time.Now().Add(-time.Minute)})
+		tails.publish(adminapi.TailLine{Kind: adminapi.TailReceived, Source: "stale", Time: time.Now().Add(-time.Minute)})
 		rest, err := io.ReadAll(r)
 		if err != nil || strings.Contains(string(rest), "stale") {
 			t.Errorf("after a stale line: %q, %v; want the stream closed without it", rest, err)
@@ -502,7 +503,7 @@ func TestAdminTailLimits(t *testing.T) {
 		start := time.Now()
 		for tails.active() && time.Since(start) < 30*time.Second {
 			for range 1000 {
-				tails.publish(tailLine{Kind: tailReceived, Source: strings.Repeat("s", 200), Error: strings.Repeat("e", 200)})
+				tails.publish(adminapi.TailLine{Kind: adminapi.TailReceived, Source: strings.Repeat("s", 200), Error: strings.Repeat("e", 200)})
 			}
 		}
 		if tails.active() {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
 	"github.com/caddywebhook/caddywebhook/queue"
 	"github.com/caddywebhook/caddywebhook/queue/sqlite"
 )
@@ -251,7 +252,7 @@ func TestAdminRoutes(t *testing.T) {
 			name: "stats/counts per source, target and status", method: http.MethodGet,
 			target: fixed("/webhook/stats"), wantStatus: http.StatusOK,
 			check: func(t *testing.T, f *adminFixture, d adminData, rec *httptest.ResponseRecorder) {
-				st := decode[statsResponse](t, rec)
+				st := decode[adminapi.StatsResponse](t, rec)
 				got := map[string]int64{}
 				for _, c := range st.Counts {
 					got[c.Source+"/"+c.Target+"/"+string(c.Status)] = c.Jobs
@@ -274,7 +275,7 @@ func TestAdminRoutes(t *testing.T) {
 			check: func(t *testing.T, f *adminFixture, d adminData, rec *httptest.ResponseRecorder) {
 				// The pending jobs were enqueued at adminT0; ask again 90s later.
 				f.now.Store(adminT0.Add(90 * time.Second).UnixNano())
-				st := decode[statsResponse](t, f.do(t, http.MethodGet, "/webhook/stats"))
+				st := decode[adminapi.StatsResponse](t, f.do(t, http.MethodGet, "/webhook/stats"))
 				if st.OldestPending != 90*time.Second || st.OldestPendingText != "1m30s" {
 					t.Errorf("oldest pending = %v %q, want 1m30s", st.OldestPending, st.OldestPendingText)
 				}
@@ -323,7 +324,7 @@ func TestAdminRoutes(t *testing.T) {
 			name: "show/text payload with payload_text, headers and history", method: http.MethodGet,
 			target: func(d adminData) string { return fmt.Sprintf("/webhook/jobs/%d", d.githubHTTPDead) }, wantStatus: http.StatusOK,
 			check: func(t *testing.T, f *adminFixture, d adminData, rec *httptest.ResponseRecorder) {
-				j := decode[jobResponse](t, rec)
+				j := decode[adminapi.JobResponse](t, rec)
 				if j.ID != d.githubHTTPDead || j.Status != queue.StatusDead || j.Attempts != 1 {
 					t.Errorf("job = %+v", j.JobSummary)
 				}
@@ -353,7 +354,7 @@ func TestAdminRoutes(t *testing.T) {
 			name: "show/binary payload has no payload_text", method: http.MethodGet,
 			target: func(d adminData) string { return fmt.Sprintf("/webhook/jobs/%d", d.binary) }, wantStatus: http.StatusOK,
 			check: func(t *testing.T, f *adminFixture, d adminData, rec *httptest.ResponseRecorder) {
-				j := decode[jobResponse](t, rec)
+				j := decode[adminapi.JobResponse](t, rec)
 				if !slices.Equal(j.Payload, []byte{0xff, 0xfe, 0x00, 0x01}) {
 					t.Errorf("payload = %x", j.Payload)
 				}
@@ -371,7 +372,7 @@ func TestAdminRoutes(t *testing.T) {
 			name: "replay one/dead job becomes pending with a fresh budget", method: http.MethodPost,
 			target: func(d adminData) string { return fmt.Sprintf("/webhook/jobs/%d/replay", d.githubHTTPDead) }, wantStatus: http.StatusOK,
 			check: func(t *testing.T, f *adminFixture, d adminData, rec *httptest.ResponseRecorder) {
-				if r := decode[replayResponse](t, rec); r.ID != d.githubHTTPDead || r.Replayed != 1 {
+				if r := decode[adminapi.ReplayResponse](t, rec); r.ID != d.githubHTTPDead || r.Replayed != 1 {
 					t.Errorf("response = %+v", r)
 				}
 				// The attempts keep counting; the replay is counted.
@@ -399,7 +400,7 @@ func TestAdminRoutes(t *testing.T) {
 			name: "replay all dead/of one source only", method: http.MethodPost,
 			target: fixed("/webhook/replay?status=dead&source=stripe"), wantStatus: http.StatusOK,
 			check: func(t *testing.T, f *adminFixture, d adminData, rec *httptest.ResponseRecorder) {
-				if r := decode[replayResponse](t, rec); r.Replayed != 1 || r.ID != 0 {
+				if r := decode[adminapi.ReplayResponse](t, rec); r.Replayed != 1 || r.ID != 0 {
 					t.Errorf("response = %+v, want replayed 1", r)
 				}
 				if j := f.getJob(t, d.stripeHTTPDead); j.Status != queue.StatusPending {
@@ -414,7 +415,7 @@ func TestAdminRoutes(t *testing.T) {
 			name: "replay all dead/every source", method: http.MethodPost,
 			target: fixed("/webhook/replay?status=dead"), wantStatus: http.StatusOK,
 			check: func(t *testing.T, f *adminFixture, d adminData, rec *httptest.ResponseRecorder) {
-				if r := decode[replayResponse](t, rec); r.Replayed != 2 {
+				if r := decode[adminapi.ReplayResponse](t, rec); r.Replayed != 2 {
 					t.Errorf("replayed = %d, want 2", r.Replayed)
 				}
 			},
@@ -423,7 +424,7 @@ func TestAdminRoutes(t *testing.T) {
 			name: "replay all dead/by target with nothing dead", method: http.MethodPost,
 			target: fixed("/webhook/replay?status=dead&target=exec"), wantStatus: http.StatusOK,
 			check: func(t *testing.T, f *adminFixture, d adminData, rec *httptest.ResponseRecorder) {
-				if r := decode[replayResponse](t, rec); r.Replayed != 0 {
+				if r := decode[adminapi.ReplayResponse](t, rec); r.Replayed != 0 {
 					t.Errorf("replayed = %d, want 0", r.Replayed)
 				}
 			},
@@ -432,7 +433,7 @@ func TestAdminRoutes(t *testing.T) {
 			name: "discard/done job and its event", method: http.MethodDelete,
 			target: func(d adminData) string { return fmt.Sprintf("/webhook/jobs/%d", d.githubExecDone) }, wantStatus: http.StatusOK,
 			check: func(t *testing.T, f *adminFixture, d adminData, rec *httptest.ResponseRecorder) {
-				if r := decode[discardResponse](t, rec); r.ID != d.githubExecDone || !r.Discarded {
+				if r := decode[adminapi.DiscardResponse](t, rec); r.ID != d.githubExecDone || !r.Discarded {
 					t.Errorf("response = %+v", r)
 				}
 				if _, err := f.store.GetJob(t.Context(), d.githubExecDone); !errors.Is(err, queue.ErrNotFound) {
@@ -462,7 +463,7 @@ func TestAdminRoutes(t *testing.T) {
 			name: "purge/done jobs older than the app's retention", method: http.MethodPost,
 			target: fixed("/webhook/purge"), wantStatus: http.StatusOK,
 			check: func(t *testing.T, f *adminFixture, d adminData, rec *httptest.ResponseRecorder) {
-				r := decode[purgeResponse](t, rec)
+				r := decode[adminapi.PurgeResponse](t, rec)
 				if r.Purged != 1 || !r.Cutoff.Equal(adminT0.Add(-24*time.Hour)) || r.OlderThan != "24h0m0s" {
 					t.Errorf("response = %+v, want 1 purged before %s", r, adminT0.Add(-24*time.Hour))
 				}
@@ -478,7 +479,7 @@ func TestAdminRoutes(t *testing.T) {
 			name: "purge/older_than longer than every done job", method: http.MethodPost,
 			target: fixed("/webhook/purge?older_than=3d"), wantStatus: http.StatusOK,
 			check: func(t *testing.T, f *adminFixture, d adminData, rec *httptest.ResponseRecorder) {
-				if r := decode[purgeResponse](t, rec); r.Purged != 0 || r.OlderThan != "72h0m0s" {
+				if r := decode[adminapi.PurgeResponse](t, rec); r.Purged != 0 || r.OlderThan != "72h0m0s" {
 					t.Errorf("response = %+v, want 0 purged, older than 72h", r)
 				}
 			},
@@ -682,7 +683,7 @@ func TestAdminPurge(t *testing.T) {
 			if rec.Code != http.StatusOK {
 				t.Fatalf("purge = %d: %s", rec.Code, rec.Body)
 			}
-			if r := decode[purgeResponse](t, rec); r.Purged != tt.wantPurged {
+			if r := decode[adminapi.PurgeResponse](t, rec); r.Purged != tt.wantPurged {
 				t.Errorf("purged = %d, want %d", r.Purged, tt.wantPurged)
 			}
 			page, err := f.store.ListJobs(t.Context(), queue.ListParams{Filter: queue.Filter{Status: queue.StatusDone}})
@@ -822,7 +823,7 @@ func TestAdminUnroutable(t *testing.T) {
 	}
 	t.Run("stats mark unroutable routes", func(t *testing.T) {
 		f, _ := setup(t)
-		st := decode[statsResponse](t, f.do(t, http.MethodGet, "/webhook/stats"))
+		st := decode[adminapi.StatsResponse](t, f.do(t, http.MethodGet, "/webhook/stats"))
 		for _, c := range st.Counts {
 			if want := c.Target == "gone"; c.Unroutable != want {
 				t.Errorf("%s/%s/%s unroutable = %v, want %v", c.Source, c.Target, c.Status, c.Unroutable, want)
@@ -838,7 +839,7 @@ func TestAdminUnroutable(t *testing.T) {
 		if rec.Code != http.StatusOK {
 			t.Fatalf("replay = %d: %s", rec.Code, rec.Body)
 		}
-		if r := decode[replayResponse](t, rec); r.Replayed != 1 || r.Unroutable != 1 {
+		if r := decode[adminapi.ReplayResponse](t, rec); r.Replayed != 1 || r.Unroutable != 1 {
 			t.Errorf("replay = %+v, want 1 replayed, 1 unroutable", r)
 		}
 		if s := f.getJob(t, id.goneDead).Status; s != queue.StatusDead {
@@ -882,7 +883,7 @@ func TestAdminUnroutable(t *testing.T) {
 			if tt.wantStatus != http.StatusOK {
 				return
 			}
-			if r := decode[discardJobsResponse](t, rec); r.Discarded != tt.discarded {
+			if r := decode[adminapi.DiscardJobsResponse](t, rec); r.Discarded != tt.discarded {
 				t.Errorf("discarded = %d, want %d", r.Discarded, tt.discarded)
 			}
 			for _, j := range tt.gone(id) {
@@ -922,7 +923,7 @@ func TestAdminErrorParam(t *testing.T) {
 			if rec.Code != tt.wantStatus {
 				t.Fatalf("status %d, want %d: %s", rec.Code, tt.wantStatus, rec.Body)
 			}
-			e := decode[apiErrorBody](t, rec)
+			e := decode[adminapi.Error](t, rec)
 			if e.Param != tt.wantParam || e.Error == "" {
 				t.Errorf("body %+v, want param %q and a message", e, tt.wantParam)
 			}

@@ -22,6 +22,7 @@ import (
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 	"github.com/spf13/cobra"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
@@ -352,7 +353,7 @@ var adminErrorRE = regexp.MustCompile(`(?s)HTTP (\d{3}): (.*)$`)
 func (c *cli) apiError(err error) error {
 	msg := err.Error()
 	if m := adminErrorRE.FindStringSubmatch(msg); m != nil {
-		var body apiErrorBody
+		var body adminapi.Error
 		if json.Unmarshal([]byte(m[2]), &body) == nil && body.Error != "" {
 			return fmt.Errorf("%s (HTTP %s)", flagMessage(body), m[1])
 		}
@@ -371,7 +372,7 @@ func (c *cli) apiError(err error) error {
 // ("invalid --delivery: …" for the parameter delivery_id) when the error
 // is about a query parameter; the path's id is no flag and keeps its
 // message.
-func flagMessage(e apiErrorBody) string {
+func flagMessage(e adminapi.Error) string {
 	if e.Param == "" || e.Param == "id" {
 		return e.Error
 	}
@@ -383,7 +384,7 @@ func flagMessage(e apiErrorBody) string {
 }
 
 func (c *cli) stats(_ *cobra.Command, _ []string) error {
-	var st statsResponse
+	var st adminapi.StatsResponse
 	if ok, err := c.call(http.MethodGet, "/webhook/stats", &st); !ok {
 		return err
 	}
@@ -402,7 +403,7 @@ func (c *cli) stats(_ *cobra.Command, _ []string) error {
 }
 
 // statsTable prints the counts, one line per source and target.
-func (c *cli) statsTable(counts []statsCount) error {
+func (c *cli) statsTable(counts []adminapi.StatsCount) error {
 	type key struct{ source, target string }
 	rows := map[key]map[queue.Status]int64{}
 	marks := map[key]string{}
@@ -434,7 +435,7 @@ func (c *cli) statsTable(counts []statsCount) error {
 
 // routeMarks says what holds a route's jobs back: " (unroutable)",
 // " (paused)", " (circuit open)".
-func routeMarks(n statsCount) string {
+func routeMarks(n adminapi.StatsCount) string {
 	var s string
 	if n.Unroutable {
 		s += " (unroutable)"
@@ -451,7 +452,7 @@ func routeMarks(n statsCount) string {
 // statsHints prints what to do about pauses, dead and unroutable jobs, as
 // commands the user can paste: the sources named, and the flags that
 // found the admin endpoint kept.
-func (c *cli) statsHints(st statsResponse) {
+func (c *cli) statsHints(st adminapi.StatsResponse) {
 	if len(st.Pauses) > 0 {
 		fmt.Fprintln(c.out, pauseLine(st.Pauses))
 		for _, p := range st.Pauses {
@@ -561,7 +562,7 @@ func (c *cli) endPage(tw *tabwriter.Writer, next int64) error {
 }
 
 func (c *cli) show(_ *cobra.Command, args []string) error {
-	var job jobResponse
+	var job adminapi.JobResponse
 	if ok, err := c.call(http.MethodGet, "/webhook/jobs/"+args[0], &job); !ok {
 		return err
 	}
@@ -672,7 +673,7 @@ func (c *cli) replay(cmd *cobra.Command, args []string) error {
 // and stops at the first that fails: the ones before it stay replayed.
 func (c *cli) replayJobs(ids []string) error {
 	for _, id := range ids {
-		var r replayResponse
+		var r adminapi.ReplayResponse
 		if ok, err := c.call(http.MethodPost, "/webhook/jobs/"+id+"/replay", &r); err != nil {
 			return err
 		} else if ok {
@@ -691,7 +692,7 @@ func (c *cli) replayDead(source, target string) error {
 	if target != "" {
 		q.Set("target", target)
 	}
-	var r replayResponse
+	var r adminapi.ReplayResponse
 	if ok, err := c.call(http.MethodPost, "/webhook/replay?"+q.Encode(), &r); !ok {
 		return err
 	}
@@ -723,7 +724,7 @@ func (c *cli) discard(cmd *cobra.Command, args []string) error {
 		if unroutable {
 			q.Set("unroutable", "true")
 		}
-		var r discardJobsResponse
+		var r adminapi.DiscardJobsResponse
 		if ok, err := c.call(http.MethodPost, "/webhook/discard?"+q.Encode(), &r); !ok {
 			return err
 		}
@@ -740,7 +741,7 @@ func (c *cli) discard(cmd *cobra.Command, args []string) error {
 	if target != "" || status != "" {
 		return errors.New("--target and --status narrow --source or --unroutable; with a job id the job is already chosen")
 	}
-	var r discardResponse
+	var r adminapi.DiscardResponse
 	if ok, err := c.call(http.MethodDelete, "/webhook/jobs/"+args[0], &r); !ok {
 		return err
 	}
@@ -757,7 +758,7 @@ func (c *cli) purge(cmd *cobra.Command, _ []string) error {
 		}
 		uri += "?" + url.Values{"older_than": {d.String()}}.Encode()
 	}
-	var r purgeResponse
+	var r adminapi.PurgeResponse
 	if ok, err := c.call(http.MethodPost, uri, &r); !ok {
 		return err
 	}

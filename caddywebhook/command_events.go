@@ -19,6 +19,7 @@ import (
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 	"github.com/spf13/cobra"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
 	"github.com/caddywebhook/caddywebhook/queue"
 	"github.com/caddywebhook/caddywebhook/signature"
 )
@@ -212,7 +213,7 @@ func (c *cli) pause(cmd *cobra.Command, path string) error {
 	if q.Get("source") == "" {
 		return errors.New("--source is required: the source to pause or resume (--target narrows it to one target)")
 	}
-	var resp pauseResponse
+	var resp adminapi.PauseResponse
 	if ok, err := c.call(http.MethodPost, path+"?"+q.Encode(), &resp); !ok {
 		return err
 	}
@@ -361,7 +362,7 @@ func (c *cli) showEvent(cmd *cobra.Command, _ []string) error {
 		}
 		id = page.Events[0].ID
 	}
-	var ev eventResponse
+	var ev adminapi.EventResponse
 	if ok, err := c.call(http.MethodGet, "/webhook/events/"+strconv.FormatInt(id, 10), &ev); !ok {
 		return err
 	}
@@ -438,7 +439,7 @@ func (c *cli) resend(cmd *cobra.Command, args []string) error {
 		if err := jobIDArg("resend")(cmd, args); err != nil {
 			return err
 		}
-		var r resendResponse
+		var r adminapi.ResendResponse
 		if ok, err := c.call(http.MethodPost, "/webhook/jobs/"+args[0]+"/resend", &r); !ok {
 			return err
 		}
@@ -448,7 +449,7 @@ func (c *cli) resend(cmd *cobra.Command, args []string) error {
 		if eventID < 1 {
 			return fmt.Errorf("--event must be a positive event id, not %d", eventID)
 		}
-		var r sendEventResponse
+		var r adminapi.SendEventResponse
 		uri := "/webhook/events/" + strconv.FormatInt(eventID, 10) + "/send?" + url.Values{"target": {target}}.Encode()
 		if ok, err := c.call(http.MethodPost, uri, &r); !ok {
 			return err
@@ -485,7 +486,7 @@ func (c *cli) send(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	req := injectRequest{Source: args[0], Headers: map[string]string{}}
+	req := adminapi.InjectRequest{Source: args[0], Headers: map[string]string{}}
 	req.EventType, _ = fl.GetString("event")
 	req.DeliveryID, _ = fl.GetString("delivery")
 	if utf8.Valid(body) {
@@ -502,7 +503,7 @@ func (c *cli) send(cmd *cobra.Command, args []string) error {
 		}
 		req.Headers[strings.TrimSpace(name)] = strings.TrimSpace(value)
 	}
-	var r injectResponse
+	var r adminapi.InjectResponse
 	if ok, err := c.callBody(http.MethodPost, "/webhook/send", req, &r); !ok {
 		return err
 	}
@@ -549,7 +550,7 @@ func (c *cli) tail(cmd *cobra.Command, _ []string) error {
 			fmt.Fprintln(c.out, data)
 			continue
 		}
-		var l tailLine
+		var l adminapi.TailLine
 		if err := json.Unmarshal([]byte(data), &l); err != nil {
 			return fmt.Errorf("decode the stream from %s: %w", c.addr, err)
 		}
@@ -558,12 +559,12 @@ func (c *cli) tail(cmd *cobra.Command, _ []string) error {
 }
 
 // formatTailLine is one line of `caddy webhook tail`.
-func formatTailLine(l tailLine) string {
+func formatTailLine(l adminapi.TailLine) string {
 	at := l.Time.Local().Format("15:04:05.000")
 	switch l.Kind {
-	case tailDropped:
+	case adminapi.TailDropped:
 		return fmt.Sprintf("%s  … %d %s lost: this reader was too slow", at, l.Dropped, plural(int(l.Dropped), "line", "lines"))
-	case tailReceived:
+	case adminapi.TailReceived:
 		s := fmt.Sprintf("%s  received  %s  %s", at, cell(l.Source, 0), l.Outcome)
 		if l.Status != 0 {
 			s += " " + strconv.Itoa(l.Status)

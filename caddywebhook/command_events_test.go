@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
 	"github.com/caddywebhook/caddywebhook/queue"
 	"github.com/caddywebhook/caddywebhook/signature"
 )
@@ -65,7 +66,7 @@ func TestCLIOps(t *testing.T) {
 		})
 	}
 	ev, err := f.store.FindEvent(t.Context(), "github", "demo-1")
-	if err != nil || string(ev.Payload) != `{"ref":"main"}` || ev.Headers[len(ev.Headers)-1].Name != injectedHeader {
+	if err != nil || string(ev.Payload) != `{"ref":"main"}` || ev.Headers[len(ev.Headers)-1].Name != adminapi.InjectedHeader {
 		t.Errorf("injected event %+v, %v", ev, err)
 	}
 	if j := f.getJob(t, d.githubExecDone); j.Status != queue.StatusPending {

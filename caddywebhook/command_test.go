@@ -16,11 +16,11 @@ import (
 	"testing"
 	"time"
 
+	_ "github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile" // the caddyfile adapter, for --adapter caddyfile
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 	"github.com/spf13/cobra"
 
-	_ "github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile" // the caddyfile adapter, for --adapter caddyfile
-
+	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
 	"github.com/caddywebhook/caddywebhook/internal/testutil"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
@@ -363,7 +363,7 @@ func TestCLIJSON(t *testing.T) {
 			name: "stats",
 			args: static("stats", "--json"),
 			check: func(t *testing.T, d adminData, out []byte) {
-				var st statsResponse
+				var st adminapi.StatsResponse
 				mustJSON(t, out, &st)
 				if len(st.Counts) != 6 || st.Events != 6 || st.OldestPending != 90*time.Second {
 					t.Errorf("stats = %+v", st)
@@ -385,7 +385,7 @@ func TestCLIJSON(t *testing.T) {
 			name: "show",
 			args: func(d adminData) []string { return []string{"show", fmt.Sprint(d.githubHTTPDead), "--json"} },
 			check: func(t *testing.T, d adminData, out []byte) {
-				var j jobResponse
+				var j adminapi.JobResponse
 				mustJSON(t, out, &j)
 				if j.PayloadText != `{"ref":"refs/heads/main"}` || len(j.History) != 1 {
 					t.Errorf("job = %+v", j)
@@ -417,7 +417,7 @@ func TestCLIJSON(t *testing.T) {
 			name: "purge",
 			args: static("purge", "--json"),
 			check: func(t *testing.T, d adminData, out []byte) {
-				var r purgeResponse
+				var r adminapi.PurgeResponse
 				mustJSON(t, out, &r)
 				if r.Purged != 1 {
 					t.Errorf("purge = %+v", r)

@@ -25,6 +25,8 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
+
+	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
 )
 
 func init() {
@@ -223,7 +225,7 @@ func (d *Dashboard) serveAPI(w http.ResponseWriter, r *http.Request, rest string
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, dashboardMaxBody)
 	}
-	err := serveAdmin(w, r, adminBasePath+rest)
+	err := serveAdmin(w, r, adminapi.BasePath+rest)
 	if err == nil {
 		return nil
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
 	"github.com/caddywebhook/caddywebhook/internal/testutil"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
@@ -107,7 +108,7 @@ func TestAppCircuitBreaker(t *testing.T) {
 	// The cool-down is long enough for these reads: the circuit is open,
 	// or at most half open if the machine stalled.
 	res := runCLI(t, time.Now(), "stats", "--json", "--address", admin.Listener.Addr().String())
-	var st statsResponse
+	var st adminapi.StatsResponse
 	if err := json.Unmarshal([]byte(res.stdout), &st); err != nil {
 		t.Fatalf("stats --json: %v: %s%s", err, res.stdout, res.stderr)
 	}

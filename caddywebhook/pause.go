@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
@@ -97,14 +98,6 @@ func (s *pauseSet) Stop() {
 	}
 }
 
-// pauseResponse reports a pause or a resume: every pause now in force.
-type pauseResponse struct {
-	Source string        `json:"source"`
-	Target string        `json:"target,omitempty"`
-	Paused bool          `json:"paused"`
-	Pauses []queue.Pause `json:"pauses"`
-}
-
 // handlePause pauses the source, or one of its targets, of the running
 // config: a name the config does not have is refused, so a typo cannot
 // look like a pause that holds.
@@ -173,7 +166,7 @@ func (a *adminAPI) writePauses(w http.ResponseWriter, r *http.Request, q *active
 	if q.pauses != nil {
 		q.pauses.cur.Store(set)
 	}
-	resp := pauseResponse{Source: source, Target: target, Pauses: ps}
+	resp := adminapi.PauseResponse{Source: source, Target: target, Pauses: ps}
 	if resp.Pauses == nil {
 		resp.Pauses = []queue.Pause{}
 	}
@@ -182,5 +175,5 @@ func (a *adminAPI) writePauses(w http.ResponseWriter, r *http.Request, q *active
 	} else {
 		resp.Paused = set.Paused(queue.Route{Source: source, Target: target})
 	}
-	return writeJSON(w, http.StatusOK, resp)
+	return adminapi.WriteJSON(w, http.StatusOK, resp)
 }

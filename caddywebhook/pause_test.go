@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
@@ -51,7 +52,7 @@ func TestAdminPause(t *testing.T) {
 			t.Fatalf("%s: status %d, want %d; body %s", st.name, rec.Code, st.status, rec.Body)
 		}
 		if st.status == http.StatusOK {
-			if resp := decode[pauseResponse](t, rec); resp.Paused != st.paused {
+			if resp := decode[adminapi.PauseResponse](t, rec); resp.Paused != st.paused {
 				t.Errorf("%s: paused = %v, want %v", st.name, resp.Paused, st.paused)
 			}
 		}
@@ -64,7 +65,7 @@ func TestAdminPause(t *testing.T) {
 				t.Errorf("%s: pool sees %s/%s paused = %v, want %v", st.name, r.Source, r.Target, got, want)
 			}
 		}
-		stats := decode[statsResponse](t, f.do(t, http.MethodGet, "/webhook/stats"))
+		stats := decode[adminapi.StatsResponse](t, f.do(t, http.MethodGet, "/webhook/stats"))
 		for _, c := range stats.Counts {
 			want := false
 			for _, p := range st.statsMarks {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
 	"github.com/caddywebhook/caddywebhook/caddywebhook/rules"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
@@ -22,59 +23,6 @@ import (
 // compiled rules of one target on a stored event or a given body, and says
 // whether the filter takes it and what the target would receive. Nothing is
 // stored or sent; `caddy webhook rules test` is its client.
-
-// rulesTestRequest names the target and the event. Give one of Job, Event
-// and Body (or BodyBase64).
-type rulesTestRequest struct {
-	// Source and Target name the route; with Job both default to the
-	// job's, with Event the source to the event's.
-	Source string `json:"source,omitempty"`
-	Target string `json:"target,omitempty"`
-	// Job and Event are the ids of a stored job or event.
-	Job   int64 `json:"job,omitempty"`
-	Event int64 `json:"event,omitempty"`
-	// Body is a body to try, as text; BodyBase64 as bytes.
-	Body       *string `json:"body,omitempty"`
-	BodyBase64 string  `json:"body_base64,omitempty"`
-	// Headers are the request headers of Body, name → value.
-	Headers map[string]string `json:"headers,omitempty"`
-	// EventType and DeliveryID are those of Body. Default: the event type
-	// empty, the delivery id "rules-test".
-	EventType  string `json:"event_type,omitempty"`
-	DeliveryID string `json:"delivery_id,omitempty"`
-}
-
-// rulesTestResponse is what the target's rules make of the event.
-type rulesTestResponse struct {
-	Source string `json:"source"`
-	Target string `json:"target"`
-	// Filter is the target's filter expression, empty for none; Events its
-	// event types, empty for all.
-	Filter string   `json:"filter,omitempty"`
-	Events []string `json:"events,omitempty"`
-	// Takes is whether the target takes the event: its type in Events and
-	// the filter true. Reason says why not; FilterError is the filter's
-	// evaluation error, if it failed.
-	Takes       bool   `json:"takes"`
-	Reason      string `json:"reason,omitempty"`
-	FilterError string `json:"filter_error,omitempty"`
-	// Request is what the target would receive (also when the filter does
-	// not take the event, to try a transform); nil when the transform
-	// fails, with TransformError.
-	Request        *rulesTestRequestOut `json:"request,omitempty"`
-	TransformError string               `json:"transform_error,omitempty"`
-}
-
-// rulesTestRequestOut is a request as the target would send it, before the
-// target's own headers and the X-Webhook-* metadata are added.
-type rulesTestRequestOut struct {
-	// Method is POST for an http target, EXEC for a program (the body is
-	// its stdin).
-	Method     string         `json:"method"`
-	Headers    []queue.Header `json:"headers"`
-	Body       string         `json:"body,omitempty"`
-	BodyBase64 string         `json:"body_base64,omitempty"`
-}
 
 // maxRulesTestBody bounds the body of a rule test request.
 const maxRulesTestBody = 8 << 20
@@ -87,7 +35,7 @@ func (a *adminAPI) handleRulesTest(w http.ResponseWriter, r *http.Request, q *ac
 	if len(raw) > maxRulesTestBody {
 		return apiError(http.StatusRequestEntityTooLarge, "request body is larger than %d bytes", maxRulesTestBody)
 	}
-	var req rulesTestRequest
+	var req adminapi.RulesTestRequest
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
@@ -150,12 +98,12 @@ func (a *adminAPI) handleRulesTest(w http.ResponseWriter, r *http.Request, q *ac
 	if !ok {
 		return badParam("target", "%q is not a target of source %q in the running config", req.Target, req.Source)
 	}
-	return writeJSON(w, http.StatusOK, rr.test(&ev))
+	return adminapi.WriteJSON(w, http.StatusOK, rr.test(&ev))
 }
 
 // test runs rr on job as the receiver and the target would.
-func (rr routeRules) test(job *queue.Job) rulesTestResponse {
-	resp := rulesTestResponse{Source: job.Source, Target: job.Target, Events: rr.events, Takes: true}
+func (rr routeRules) test(job *queue.Job) adminapi.RulesTestResponse {
+	resp := adminapi.RulesTestResponse{Source: job.Source, Target: job.Target, Events: rr.events, Takes: true}
 	if srcs := rr.filter.Sources(); len(srcs) > 0 {
 		resp.Filter = srcs[0]
 	}
@@ -180,7 +128,7 @@ func (rr routeRules) test(job *queue.Job) rulesTestResponse {
 		}
 		out = j
 	}
-	req := &rulesTestRequestOut{Method: http.MethodPost, Headers: out.Headers}
+	req := &adminapi.RulesTestOutput{Method: http.MethodPost, Headers: out.Headers}
 	if rr.kind == "exec" {
 		req.Method = "EXEC"
 	}
@@ -283,7 +231,7 @@ from --header and the event type from --event-type.
 
 func (c *cli) rulesTest(cmd *cobra.Command, _ []string) error {
 	fl := cmd.Flags()
-	var req rulesTestRequest
+	var req adminapi.RulesTestRequest
 	req.Source, _ = fl.GetString("source")
 	req.Target, _ = fl.GetString("target")
 	req.Job, _ = fl.GetInt64("job")
@@ -310,7 +258,7 @@ func (c *cli) rulesTest(cmd *cobra.Command, _ []string) error {
 			req.Headers[strings.TrimSpace(name)] = strings.TrimSpace(value)
 		}
 	}
-	var r rulesTestResponse
+	var r adminapi.RulesTestResponse
 	if ok, err := c.callBody(http.MethodPost, "/webhook/rules/test", req, &r); !ok {
 		return err
 	}
@@ -320,7 +268,7 @@ func (c *cli) rulesTest(cmd *cobra.Command, _ []string) error {
 
 // printRulesTest prints a rule test for a person: the verdict, then the
 // request as it would go out.
-func (c *cli) printRulesTest(r rulesTestResponse) {
+func (c *cli) printRulesTest(r adminapi.RulesTestResponse) {
 	w := c.out
 	if r.Takes {
 		fmt.Fprintf(w, "target %s of source %s takes the event", r.Target, r.Source)

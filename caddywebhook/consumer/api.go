@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddywebhook/caddywebhook/caddywebhook"
+	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
@@ -107,24 +108,6 @@ type AckResponse struct {
 	Results []AckAnswer `json:"results"`
 }
 
-// apiError is the body of every error answer: the message and, for a bad
-// request, the field at fault, for a client to read without parsing text.
-type apiError struct {
-	Error string `json:"error"`
-	Param string `json:"param,omitempty"`
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-func writeError(w http.ResponseWriter, status int, msg, param string) {
-	writeJSON(w, status, apiError{Error: msg, Param: param})
-}
-
 // badRequest is a request error with the field it names.
 type badRequest struct {
 	status int
@@ -207,7 +190,7 @@ func (h *Handler) pull(w http.ResponseWriter) *caddywebhook.Pull {
 	p, err := h.app.Pull()
 	if err != nil {
 		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusServiceUnavailable, "no pull target is running; try again", "")
+		adminapi.WriteError(w, http.StatusServiceUnavailable, "no pull target is running; try again", "")
 		return nil
 	}
 	return p
@@ -217,7 +200,7 @@ func (h *Handler) pull(w http.ResponseWriter) *caddywebhook.Pull {
 func (h *Handler) storeFailed(w http.ResponseWriter, op string, err error) {
 	h.logger.Error("consumer API: "+op, zap.Error(err))
 	w.Header().Set("Retry-After", "1")
-	writeError(w, http.StatusServiceUnavailable, op+": the queue's store failed; try again", "")
+	adminapi.WriteError(w, http.StatusServiceUnavailable, op+": the queue's store failed; try again", "")
 }
 
 // serveClaim claims jobs of one target, waiting up to the request's wait
@@ -225,22 +208,22 @@ func (h *Handler) storeFailed(w http.ResponseWriter, op string, err error) {
 func (h *Handler) serveClaim(w http.ResponseWriter, r *http.Request, tok int) {
 	var req ClaimRequest
 	if bad := h.decode(w, r, &req); bad != nil {
-		writeError(w, bad.status, bad.msg, bad.param)
+		adminapi.WriteError(w, bad.status, bad.msg, bad.param)
 		return
 	}
 	wait, bad := parseDuration("wait", req.Wait)
 	switch {
 	case bad != nil:
-		writeError(w, bad.status, bad.msg, bad.param)
+		adminapi.WriteError(w, bad.status, bad.msg, bad.param)
 		return
 	case req.Target == "":
-		writeError(w, http.StatusBadRequest, "target: required", "target")
+		adminapi.WriteError(w, http.StatusBadRequest, "target: required", "target")
 		return
 	case req.Max < 0:
-		writeError(w, http.StatusBadRequest, "max: must not be negative", "max")
+		adminapi.WriteError(w, http.StatusBadRequest, "max: must not be negative", "max")
 		return
 	case !h.allowed(req.Target):
-		writeError(w, http.StatusForbidden, fmt.Sprintf("target: this endpoint's tokens may not consume %q", req.Target), "target")
+		adminapi.WriteError(w, http.StatusForbidden, fmt.Sprintf("target: this endpoint's tokens may not consume %q", req.Target), "target")
 		return
 	}
 	limit := min(cmp.Or(req.Max, DefaultClaimMax), h.MaxClaim)
@@ -250,14 +233,14 @@ func (h *Handler) serveClaim(w http.ResponseWriter, r *http.Request, tok int) {
 		return
 	}
 	if !p.Has(req.Target) {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("target: %q is not a pull target of the running config", req.Target), "target")
+		adminapi.WriteError(w, http.StatusNotFound, fmt.Sprintf("target: %q is not a pull target of the running config", req.Target), "target")
 		return
 	}
 	if wait > 0 {
 		if n := h.waiting[tok].Add(1); n > int32(h.MaxWaiting) {
 			h.waiting[tok].Add(-1)
 			w.Header().Set("Retry-After", "1")
-			writeError(w, http.StatusTooManyRequests, fmt.Sprintf("this token has %d claims waiting already, the most max_waiting allows", h.MaxWaiting), "wait")
+			adminapi.WriteError(w, http.StatusTooManyRequests, fmt.Sprintf("this token has %d claims waiting already, the most max_waiting allows", h.MaxWaiting), "wait")
 			return
 		}
 	}
@@ -282,7 +265,7 @@ func (h *Handler) serveClaim(w http.ResponseWriter, r *http.Request, tok int) {
 			LeaseUntil: j.LeaseUntil, CreatedAt: j.CreatedAt,
 		}
 	}
-	writeJSON(w, http.StatusOK, resp)
+	adminapi.WriteJSON(w, http.StatusOK, resp)
 }
 
 func cmpOrHeaders(h []queue.Header) []queue.Header {
@@ -327,11 +310,11 @@ func (h *Handler) claim(ctx context.Context, p *caddywebhook.Pull, target string
 func (h *Handler) serveExtend(w http.ResponseWriter, r *http.Request) {
 	var req ExtendRequest
 	if bad := h.decode(w, r, &req); bad != nil {
-		writeError(w, bad.status, bad.msg, bad.param)
+		adminapi.WriteError(w, bad.status, bad.msg, bad.param)
 		return
 	}
 	if len(req.Leases) > maxLeases {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("leases: %d claims, more than %d", len(req.Leases), maxLeases), "leases")
+		adminapi.WriteError(w, http.StatusBadRequest, fmt.Sprintf("leases: %d claims, more than %d", len(req.Leases), maxLeases), "leases")
 		return
 	}
 	p := h.pull(w)
@@ -350,18 +333,18 @@ func (h *Handler) serveExtend(w http.ResponseWriter, r *http.Request) {
 	if lost == nil {
 		lost = []int64{}
 	}
-	writeJSON(w, http.StatusOK, ExtendResponse{Lost: lost, LeaseMS: p.Lease().Milliseconds()})
+	adminapi.WriteJSON(w, http.StatusOK, ExtendResponse{Lost: lost, LeaseMS: p.Lease().Milliseconds()})
 }
 
 // serveAck records the consumer's answers.
 func (h *Handler) serveAck(w http.ResponseWriter, r *http.Request) {
 	var req AckRequest
 	if bad := h.decode(w, r, &req); bad != nil {
-		writeError(w, bad.status, bad.msg, bad.param)
+		adminapi.WriteError(w, bad.status, bad.msg, bad.param)
 		return
 	}
 	if len(req.Results) > maxLeases {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("results: %d answers, more than %d", len(req.Results), maxLeases), "results")
+		adminapi.WriteError(w, http.StatusBadRequest, fmt.Sprintf("results: %d answers, more than %d", len(req.Results), maxLeases), "results")
 		return
 	}
 	acks := make([]caddywebhook.Ack, len(req.Results))
@@ -369,7 +352,7 @@ func (h *Handler) serveAck(w http.ResponseWriter, r *http.Request) {
 		at := fmt.Sprintf("results[%d].", i)
 		o := caddywebhook.Outcome(res.Outcome)
 		if !o.Valid() {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("%soutcome: %q is not done, retry, dead or handback", at, res.Outcome), at+"outcome")
+			adminapi.WriteError(w, http.StatusBadRequest, fmt.Sprintf("%soutcome: %q is not done, retry, dead or handback", at, res.Outcome), at+"outcome")
 			return
 		}
 		after, bad := parseDuration(at+"retry_after", res.RetryAfter)
@@ -377,12 +360,12 @@ func (h *Handler) serveAck(w http.ResponseWriter, r *http.Request) {
 			bad = fieldError(at+"retry_after", "%sretry_after: only for the outcome retry", at)
 		}
 		if bad != nil {
-			writeError(w, bad.status, bad.msg, bad.param)
+			adminapi.WriteError(w, bad.status, bad.msg, bad.param)
 			return
 		}
 		dur, bad := parseDuration(at+"duration", res.Duration)
 		if bad != nil {
-			writeError(w, bad.status, bad.msg, bad.param)
+			adminapi.WriteError(w, bad.status, bad.msg, bad.param)
 			return
 		}
 		acks[i] = caddywebhook.Ack{
@@ -405,5 +388,5 @@ func (h *Handler) serveAck(w http.ResponseWriter, r *http.Request) {
 	for i, res := range results {
 		resp.Results[i] = AckAnswer{ID: res.ID, Recorded: res.Recorded, Status: res.Status, RunAt: res.RunAt}
 	}
-	writeJSON(w, http.StatusOK, resp)
+	adminapi.WriteJSON(w, http.StatusOK, resp)
 }

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
 )
 
 // client speaks the consumer API for `caddy webhook listen`.
@@ -73,7 +75,7 @@ func (c *client) post(ctx context.Context, endpoint string, req, resp any) error
 		return fmt.Errorf("read %s answer: %w", endpoint, err)
 	}
 	if res.StatusCode != http.StatusOK {
-		var e apiError
+		var e adminapi.Error
 		_ = json.Unmarshal(b, &e)
 		return &apiStatusError{status: res.StatusCode, msg: e.Error, param: e.Param}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
 	_ "github.com/caddywebhook/caddywebhook/caddywebhook/storage/sqlite"
 	_ "github.com/caddywebhook/caddywebhook/caddywebhook/targets/pull"
 	"github.com/caddywebhook/caddywebhook/internal/testutil"
@@ -460,7 +461,7 @@ func TestBadRequests(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			status, b := h.call(t, http.MethodPost, "/consume/"+tt.path, laptopToken, tt.body)
-			var e apiError
+			var e adminapi.Error
 			if err := json.Unmarshal(b, &e); err != nil {
 				t.Fatalf("answer %q is not an error object: %v", b, err)
 			}
