@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
+	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/forward"
 	"github.com/caddywebhook/caddywebhook/caddywebhook/rules"
 	"github.com/caddywebhook/caddywebhook/queue"
 	"github.com/caddywebhook/caddywebhook/signature"
@@ -276,7 +277,7 @@ func injectHeaders(given map[string]string) ([]queue.Header, error) {
 		switch {
 		case !signature.ValidHeaderName(name):
 			return nil, apiError(http.StatusBadRequest, "header %q: not a valid header name", name)
-		case !ValidHeaderValue(value):
+		case !forward.ValidHeaderValue(value):
 			return nil, apiError(http.StatusBadRequest, "header %s: the value has a control character", name)
 		case canon == adminapi.InjectedHeader:
 			return nil, apiError(http.StatusBadRequest, "header %s is set by the server", name)

@@ -217,7 +217,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("webhook: load events app: %w", err)
 	}
 	a.events = events
-	sctx := WithSecrets(ctx, a.secrets)
+	sctx := withSecrets(ctx, a.secrets)
 	raw, err := withBackend(a.StorageRaw)
 	if err != nil {
 		return err

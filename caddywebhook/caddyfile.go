@@ -12,7 +12,8 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-	"github.com/dustin/go-humanize"
+
+	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/caddyfileopt"
 )
 
 func init() {
@@ -96,13 +97,13 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "synchronous", "max_batch", "min_free_space":
 			storage.option(d)
 		case "workers":
-			n, err := intArg(d, opt)
+			n, err := caddyfileopt.Int(d, opt)
 			if err != nil {
 				return err
 			}
 			a.Workers = &n
 		case "max_attempts":
-			n, err := intArg(d, opt)
+			n, err := caddyfileopt.Int(d, opt)
 			if err != nil {
 				return err
 			}
@@ -123,7 +124,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 		case "max_tails":
-			n, err := intArg(d, opt)
+			n, err := caddyfileopt.Int(d, opt)
 			if err != nil {
 				return err
 			}
@@ -212,33 +213,6 @@ func unmarshalNotify(d *caddyfile.Dispenser) (*NotifyConfig, error) {
 		return nil, err
 	}
 	n.DeliverRaw = raw
-	return n, nil
-}
-
-// intArg reads the one non-negative integer argument of option opt.
-func intArg(d *caddyfile.Dispenser, opt string) (int, error) {
-	var s string
-	if !d.AllArgs(&s) {
-		return 0, d.Errf("webhook: %s needs one number", opt)
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 0 {
-		return 0, d.Errf("webhook: %s: %q is not a non-negative number", opt, s)
-	}
-	return n, nil
-}
-
-// CountArg reads the one argument of option opt, a number of at least 1
-// (0 would read as the default in JSON), for the module packages'
-// unmarshalers; the messages name opt.
-func CountArg(d *caddyfile.Dispenser, opt string) (int, error) {
-	n, err := intArg(d, opt)
-	if err != nil {
-		return 0, err
-	}
-	if n < 1 {
-		return 0, d.Errf("webhook: %s must be at least 1", opt)
-	}
 	return n, nil
 }
 
@@ -381,15 +355,10 @@ func (rc *Receiver) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			rc.Tolerance = s
 		case "max_body", "max_body_inflight", "max_body_inflight_per_client", "min_body_rate":
-			var s string
-			if !d.AllArgs(&s) {
-				return d.Errf("webhook_receiver: %s needs one size, e.g. 1MB", opt)
-			}
-			n, err := humanize.ParseBytes(s)
-			if err != nil || n == 0 || n > math.MaxInt64 {
-				// 0 would read as the default in JSON; the upper
-				// bound is checked by Validate.
-				return d.Errf("webhook_receiver: %s: %q is not a size such as 1MB", opt, s)
+			// The upper bound is checked by Validate.
+			n, err := caddyfileopt.Size(d, "webhook_receiver", opt, "1MB", math.MaxInt64)
+			if err != nil {
+				return err
 			}
 			switch opt {
 			case "max_body":

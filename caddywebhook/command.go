@@ -23,6 +23,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
+	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/human"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
@@ -395,7 +396,7 @@ func (c *cli) stats(_ *cobra.Command, _ []string) error {
 	fmt.Fprintf(c.out, "events stored:  %d\n", st.Events)
 	oldest := "none"
 	if st.OldestPending > 0 {
-		oldest = humanDuration(st.OldestPending)
+		oldest = human.Duration(st.OldestPending)
 	}
 	fmt.Fprintf(c.out, "oldest pending: %s\n", oldest)
 	c.statsHints(st)
@@ -525,7 +526,7 @@ func (c *cli) list(cmd *cobra.Command, _ []string) error {
 	fmt.Fprintln(tw, "ID\tSOURCE\tTARGET\tSTATUS\tATTEMPTS\tEVENT\tDELIVERY\tAGE\tLAST ERROR")
 	for _, j := range page.Jobs {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", j.ID, cell(j.Source, 0), cell(j.Target, 0), j.Status,
-			j.Attempts, cell(j.EventType, 0), cell(j.DeliveryID, 0), humanDuration(now.Sub(j.CreatedAt)),
+			j.Attempts, cell(j.EventType, 0), cell(j.DeliveryID, 0), human.Duration(now.Sub(j.CreatedAt)),
 			cell(j.LastError, 60))
 	}
 	return c.endPage(tw, page.NextCursor)
@@ -604,7 +605,7 @@ func (c *cli) show(_ *cobra.Command, args []string) error {
 		fmt.Fprintln(tw, "  ATTEMPT\tSTARTED\tDURATION\tOUTCOME\tSTATUS\tERROR")
 		for _, a := range job.History {
 			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\n", a.Attempt.Attempt, a.Started.UTC().Format(time.RFC3339),
-				Latency(a.Duration), a.Outcome, cell(a.Code.String(), 0), cell(a.Error, 80))
+				human.Latency(a.Duration), a.Outcome, cell(a.Code.String(), 0), cell(a.Error, 80))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -793,62 +794,14 @@ func newTable(w io.Writer) *tabwriter.Writer {
 	return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 }
 
-// humanDuration rounds d to what a person reads at a glance: 42s, 3m12s,
-// 5h3m, 3d4h.
-func humanDuration(d time.Duration) string {
-	if d < 0 {
-		d = 0
-	}
-	switch {
-	case d < time.Minute:
-		return d.Round(time.Second).String()
-	case d < time.Hour:
-		d = d.Round(time.Second)
-		return fmt.Sprintf("%dm%ds", int(d/time.Minute), int(d%time.Minute/time.Second))
-	case d < 48*time.Hour:
-		d = d.Round(time.Minute)
-		return fmt.Sprintf("%dh%dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
-	}
-	d = d.Round(time.Hour)
-	return fmt.Sprintf("%dd%dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
-}
-
-// Latency prints how long an attempt took, keeping what a short one
-// would lose to rounding to whole milliseconds: 0.004 ms, 0.04 ms,
-// 0.4 ms, 4.2 ms, 180 ms, 1.5 s, 12 s, then as humanDuration from a
-// minute on. The dashboard's fmtLatency prints the same, and so does
-// every command that prints a duration (show, tail, listen).
-func Latency(d time.Duration) string {
-	ms := float64(d) / float64(time.Millisecond)
-	switch {
-	case d <= 0:
-		return "0 ms"
-	case d < time.Microsecond:
-		return "< 0.001 ms"
-	case d < 10*time.Microsecond:
-		return strconv.FormatFloat(ms, 'f', 3, 64) + " ms"
-	case d < 100*time.Microsecond:
-		return strconv.FormatFloat(ms, 'f', 2, 64) + " ms"
-	case d < 10*time.Millisecond:
-		return strconv.FormatFloat(ms, 'f', 1, 64) + " ms"
-	case d < time.Second:
-		return strconv.FormatFloat(ms, 'f', 0, 64) + " ms"
-	case d < 10*time.Second:
-		return strconv.FormatFloat(ms/1000, 'f', 1, 64) + " s"
-	case d < time.Minute:
-		return strconv.FormatFloat(ms/1000, 'f', 0, 64) + " s"
-	}
-	return humanDuration(d)
-}
-
 // when prints an instant in UTC with how far it is from now.
 func when(t, now time.Time) string {
 	if t.IsZero() {
 		return "-"
 	}
-	rel := humanDuration(now.Sub(t)) + " ago"
+	rel := human.Duration(now.Sub(t)) + " ago"
 	if t.After(now) {
-		rel = "in " + humanDuration(t.Sub(now))
+		rel = "in " + human.Duration(t.Sub(now))
 	}
 	return fmt.Sprintf("%s (%s)", t.UTC().Format(time.RFC3339), rel)
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
+	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/human"
 	"github.com/caddywebhook/caddywebhook/queue"
 	"github.com/caddywebhook/caddywebhook/signature"
 )
@@ -321,7 +322,7 @@ func (c *cli) events(cmd *cobra.Command, _ []string) error {
 	fmt.Fprintln(tw, "ID\tSOURCE\tDELIVERY\tEVENT\tAGE\tJOBS")
 	for _, e := range page.Events {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", e.ID, cell(e.Source, 0), cell(e.DeliveryID, 0), cell(e.EventType, 0),
-			humanDuration(now.Sub(e.CreatedAt)), eventJobs(e.Jobs))
+			human.Duration(now.Sub(e.CreatedAt)), eventJobs(e.Jobs))
 	}
 	return c.endPage(tw, page.NextCursor)
 }
@@ -581,7 +582,7 @@ func formatTailLine(l adminapi.TailLine) string {
 		return s
 	}
 	s := fmt.Sprintf("%s  %-8s  %s → %s  job %d attempt %d  %s", at, l.Outcome, cell(l.Source, 0), cell(l.Target, 0),
-		l.JobID, l.Attempt, Latency(time.Duration(l.DurationMS*float64(time.Millisecond))))
+		l.JobID, l.Attempt, human.Latency(time.Duration(l.DurationMS*float64(time.Millisecond))))
 	if l.DeliveryID != "" {
 		s += "  delivery " + cell(l.DeliveryID, 0)
 	}

@@ -32,19 +32,20 @@ type PullTarget interface {
 	PulledByConsumers()
 }
 
-// PullOwner is the lease owner of the claims that consumers of target make:
+// pullOwner is the lease owner of the claims that consumers of target make:
 // the same in every process that shares the store, so that any of them can
 // extend or answer for a claim made through another. The fence token tells
 // one consumer's claim from another's.
-func PullOwner(target string) string { return "pull:" + target }
+func pullOwner(target string) string { return "pull:" + target }
 
-// Errors of the pull side, for a consumer endpoint to answer with.
+// Errors of the pull side. The consumer endpoint needs neither by name: it
+// answers any error of App.Pull with 503, and asks Has before a claim.
 var (
-	// ErrNoPullTarget: the running config has no pull target of that name.
-	ErrNoPullTarget = errors.New("no pull target of that name in the running config")
-	// ErrNotRunning: the webhook app is not running (it stopped, or a
+	// errNoPullTarget: the running config has no pull target of that name.
+	errNoPullTarget = errors.New("no pull target of that name in the running config")
+	// errNotRunning: the webhook app is not running (it stopped, or a
 	// reload replaced it); the consumer should ask again.
-	ErrNotRunning = errors.New("webhook app not running")
+	errNotRunning = errors.New("webhook app not running")
 )
 
 // Pull hands out the jobs of one running config's pull targets to
@@ -65,12 +66,12 @@ type Pull struct {
 	stopOnce sync.Once
 }
 
-// Pull returns the pull side of the running app, or ErrNotRunning.
+// Pull returns the pull side of the running app, or errNotRunning.
 func (a *App) Pull() (*Pull, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.pull == nil {
-		return nil, ErrNotRunning
+		return nil, errNotRunning
 	}
 	return a.pull, nil
 }
@@ -225,7 +226,7 @@ func (p *Pull) Ready(target string) <-chan struct{} {
 func (p *Pull) Claim(ctx context.Context, target string, limit int) ([]*queue.Job, error) {
 	routes, ok := p.routes[target]
 	if !ok {
-		return nil, ErrNoPullTarget
+		return nil, errNoPullTarget
 	}
 	if p.paused != nil {
 		routes = slices.DeleteFunc(slices.Clone(routes), p.paused)
@@ -238,7 +239,7 @@ func (p *Pull) Claim(ctx context.Context, target string, limit int) ([]*queue.Jo
 	// nobody until its lease runs out.
 	wctx := context.WithoutCancel(ctx)
 	jobs, err := p.store.Claim(wctx, queue.ClaimParams{
-		Owner:  PullOwner(target),
+		Owner:  pullOwner(target),
 		Limit:  limit,
 		Lease:  p.lease,
 		Routes: routes,
@@ -251,7 +252,7 @@ func (p *Pull) Claim(ctx context.Context, target string, limit int) ([]*queue.Jo
 		for i, j := range jobs {
 			cs[i] = j.Claimed()
 		}
-		if err := p.store.HandBack(wctx, PullOwner(target), cs); err != nil {
+		if err := p.store.HandBack(wctx, pullOwner(target), cs); err != nil {
 			p.obs.StoreError("hand back", err)
 		}
 		return nil, ctx.Err()
@@ -314,7 +315,7 @@ func (p *Pull) held(ctx context.Context, allowed []string, claims []queue.Claime
 	}
 	out := make(map[int64]*queue.Job, len(jobs))
 	for _, j := range jobs {
-		if p.Has(j.Target) && slices.Contains(allowed, j.Target) && j.LeaseOwner == PullOwner(j.Target) {
+		if p.Has(j.Target) && slices.Contains(allowed, j.Target) && j.LeaseOwner == pullOwner(j.Target) {
 			out[j.ID] = j
 		}
 	}
@@ -340,7 +341,7 @@ func (p *Pull) Extend(ctx context.Context, allowed []string, claims []queue.Clai
 		byTarget[j.Target] = append(byTarget[j.Target], c)
 	}
 	for _, target := range slices.Sorted(maps.Keys(byTarget)) {
-		l, err := p.store.ExtendLeases(ctx, queue.ExtendParams{Owner: PullOwner(target), Claims: byTarget[target], Lease: p.lease})
+		l, err := p.store.ExtendLeases(ctx, queue.ExtendParams{Owner: pullOwner(target), Claims: byTarget[target], Lease: p.lease})
 		if err != nil {
 			return nil, fmt.Errorf("extend leases: %w", err)
 		}
@@ -487,7 +488,7 @@ func (p *Pull) Answer(ctx context.Context, allowed []string, acks []Ack) ([]AckR
 		for k, i := range idx {
 			cs[k] = acks[i].Claim
 		}
-		if err := p.store.HandBack(ctx, PullOwner(target), cs); err != nil {
+		if err := p.store.HandBack(ctx, pullOwner(target), cs); err != nil {
 			p.obs.StoreError("hand back", err)
 			return nil, fmt.Errorf("hand back jobs: %w", err)
 		}

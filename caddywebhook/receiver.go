@@ -348,7 +348,7 @@ func (rc *Receiver) Provision(ctx caddy.Context) error {
 	rc.app = appVal.(*App)
 	// The secrets and the targets' secret-bearing fields resolve into the
 	// app's record of this config load's secrets.
-	ctx = WithSecrets(ctx, rc.app.secrets)
+	ctx = withSecrets(ctx, rc.app.secrets)
 	if err := rc.resolveSecrets(ctx); err != nil {
 		return err
 	}

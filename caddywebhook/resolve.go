@@ -57,10 +57,10 @@ func (s *Secrets) Values() []string {
 // secretsKey is the context key of the config load's *Secrets.
 type secretsKey struct{}
 
-// WithSecrets returns ctx carrying s: ResolveSecret under the returned
+// withSecrets returns ctx carrying s: ResolveSecret under the returned
 // context records into s. The webhook app loads its storage and notify
 // target through it, and a receiver its targets.
-func WithSecrets(ctx caddy.Context, s *Secrets) caddy.Context {
+func withSecrets(ctx caddy.Context, s *Secrets) caddy.Context {
 	return ctx.WithValue(secretsKey{}, s)
 }
 

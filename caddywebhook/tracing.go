@@ -14,6 +14,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.17.0"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/tracecontext"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
@@ -50,9 +51,9 @@ type attemptHandler struct {
 // Handle implements queue.Handler.
 func (h attemptHandler) Handle(ctx context.Context, job *queue.Job) error {
 	if h.tracer == nil {
-		return h.next.Handle(withAttemptTrace(ctx, job.Trace), job)
+		return h.next.Handle(tracecontext.WithAttempt(ctx, job.Trace), job)
 	}
-	sc, ok := parseTrace(job.Trace)
+	sc, ok := tracecontext.Parse(job.Trace)
 	if !ok {
 		return h.next.Handle(ctx, job)
 	}

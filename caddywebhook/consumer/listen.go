@@ -20,6 +20,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/caddywebhook/caddywebhook/caddywebhook"
+	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/human"
 	httptarget "github.com/caddywebhook/caddywebhook/caddywebhook/targets/http"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
@@ -545,7 +546,7 @@ func (l *listener) forget(h *heldJob) {
 // local app's status and what became of the job, and the duration.
 func (l *listener) line(j ClaimedJob, outcome string, took time.Duration, note string) {
 	s := fmt.Sprintf("%s  %s  %s  %s  %s  %s", l.cfg.Now().Format(time.DateTime), j.Source, cmp.Or(j.EventType, "-"),
-		j.DeliveryID, outcome, caddywebhook.Latency(took))
+		j.DeliveryID, outcome, human.Latency(took))
 	if note != "" {
 		s += "  " + note
 	}
