@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
 	"github.com/caddywebhook/caddywebhook/signature"
 )
 
@@ -421,7 +422,7 @@ func (rc *Receiver) Validate() error {
 	if rc.Source == "" {
 		return errors.New("webhook_receiver: source is required")
 	}
-	if !validName(rc.Source) {
+	if !adminapi.ValidName(rc.Source) {
 		return fmt.Errorf("webhook_receiver: source %q: use letters, digits, '.', '_' and '-' (at most 64)", rc.Source)
 	}
 	if reservedSource(rc.Source) {

@@ -134,20 +134,3 @@ func globalPlaceholder(key string) bool {
 	}
 	return false
 }
-
-// validName reports whether s may name a source or a target: short,
-// printable in logs, URLs and shells without quoting.
-func validName(s string) bool {
-	if s == "" || len(s) > 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '_', c == '-':
-		default:
-			return false
-		}
-	}
-	return true
-}

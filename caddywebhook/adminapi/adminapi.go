@@ -57,6 +57,23 @@ func WriteError(w http.ResponseWriter, status int, msg, param string) {
 	_ = WriteJSON(w, status, Error{Error: msg, Param: param}) // two strings always encode
 }
 
+// ValidName reports whether s may name a source or a target: short,
+// printable in logs, URLs and shells without quoting.
+func ValidName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // StatsResponse is the answer of GET /webhook/stats: queue.Stats with each
 // count marked when its route is not in the running config, and the oldest
 // pending age also spelt for humans.

@@ -10,11 +10,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/caddywebhook/caddywebhook/caddywebhook"
+	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/subcommand"
 )
 
 func init() {
-	caddywebhook.RegisterSubcommand(listenCommand)
+	subcommand.Register(listenCommand)
 }
 
 // listenCommand is `caddy webhook listen`.

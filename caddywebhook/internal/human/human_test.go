@@ -53,4 +53,3 @@ func TestLatency(t *testing.T) {
 		})
 	}
 }
-

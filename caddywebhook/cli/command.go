@@ -1,16 +1,14 @@
-package caddywebhook
+package cli
 
 import (
 	"cmp"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"net/http"
 	"net/url"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,6 +22,7 @@ import (
 
 	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
 	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/human"
+	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/subcommand"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
@@ -50,7 +49,7 @@ is not dead, no webhook app running, Caddy not reachable) the message goes
 to stderr and the exit code is 1.
 `,
 		CobraFunc: func(cmd *cobra.Command) {
-			buildWebhookCommand(cmd, time.Now)
+			Build(cmd, time.Now)
 		},
 	})
 }
@@ -74,9 +73,9 @@ const webhookExamples = `  # What is in the queue? Counts per source, target and
 const webhookDocsFooter = `Full documentation is available at:
 https://github.com/caddywebhook/caddywebhook/tree/main/docs`
 
-// buildWebhookCommand adds the flags and subcommands of `caddy webhook` to
+// Build adds the flags and subcommands of `caddy webhook` to
 // cmd; now is the clock for the ages the tables print.
-func buildWebhookCommand(cmd *cobra.Command, now func() time.Time) {
+func Build(cmd *cobra.Command, now func() time.Time) {
 	cmd.Example = webhookExamples
 	// Caddy's root command ends its help with Caddy's docs; this command
 	// and its subcommands, which inherit the template, end with the
@@ -98,11 +97,11 @@ func buildWebhookCommand(cmd *cobra.Command, now func() time.Time) {
 	pf.String("address", "", "The address to use to reach the admin API endpoint, if not the default")
 	pf.Bool("json", false, "Print the admin API's JSON response instead of a table")
 
-	// newCLI runs inside each subcommand, after cobra has parsed the
+	// newClient runs inside each subcommand, after cobra has parsed the
 	// persistent flags into the subcommand's flag set.
-	run := func(f func(c *cli, cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
+	run := func(f func(c *client, cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
 		return func(cmd *cobra.Command, args []string) error {
-			c, err := newCLI(cmd, now)
+			c, err := newClient(cmd, now)
 			if err != nil {
 				return err
 			}
@@ -123,7 +122,7 @@ running config).
 		Example: `  caddy webhook stats
   caddy webhook stats --json | jq '.counts[] | select(.status == "dead")'`,
 		Args: noArgs,
-		RunE: run((*cli).stats),
+		RunE: run((*client).stats),
 	}
 
 	list := &cobra.Command{
@@ -144,7 +143,7 @@ that neither the running config nor any job has is an error.
   caddy webhook list --source stripe --delivery evt_1N2b3c
   caddy webhook list --event push --since 1h`,
 		Args: noArgs,
-		RunE: run((*cli).list),
+		RunE: run((*client).list),
 	}
 	lf := list.Flags()
 	lf.String("status", "", "Only jobs in this status: pending, blocked, running, done or dead")
@@ -174,7 +173,7 @@ its headers, payload and jobs.
   caddy webhook show --source stripe --delivery evt_1N2b3c
   caddy webhook show --event 17`,
 		Args: showArgs,
-		RunE: run(func(c *cli, cmd *cobra.Command, args []string) error {
+		RunE: run(func(c *client, cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				return c.show(cmd, args)
 			}
@@ -201,7 +200,7 @@ job that is pending, running or done is refused with an error.
   caddy webhook replay --all-dead --source github
   caddy webhook replay --all-dead --source stripe --target exec`,
 		Args: replayArgs,
-		RunE: run((*cli).replay),
+		RunE: run((*client).replay),
 	}
 	replay.Flags().Int64("id", 0, "The dead job to replay (the same as giving its id as an argument)")
 	replay.Flags().Bool("all-dead", false, "Replay every dead job (narrow with --source and --target)")
@@ -232,7 +231,7 @@ marks them.
 			}
 			return jobIDArg("discard")(cmd, args)
 		},
-		RunE: run((*cli).discard),
+		RunE: run((*client).discard),
 	}
 	discard.Flags().String("source", "", "Discard every pending and dead job of this source")
 	discard.Flags().String("target", "", "With --source or --unroutable: only jobs for this target")
@@ -254,137 +253,19 @@ is accepted and delivered again.
 		Example: `  caddy webhook purge
   caddy webhook purge --older-than 7d`,
 		Args: noArgs,
-		RunE: run((*cli).purge),
+		RunE: run((*client).purge),
 	}
 	purge.Flags().String("older-than", "", "Purge done jobs finished longer ago than this (e.g. 72h, 7d); default: the app's retention")
 
 	cmd.AddCommand(stats, list, show, replay, discard, purge)
 	addEventCommands(cmd, run)
 	addRulesCommands(cmd, run)
-	for _, build := range subcommands {
+	for _, build := range subcommand.All() {
 		cmd.AddCommand(build())
 	}
 }
 
-// subcommands are the subcommands of `caddy webhook` that the plugin's
-// other packages add (the consumer package's listen), through
-// RegisterSubcommand.
-var subcommands []func() *cobra.Command
-
-// RegisterSubcommand adds the command build returns to `caddy webhook`.
-// It is for the plugin's own packages, from an init function: Caddy
-// builds its command tree when it runs, after every init.
-func RegisterSubcommand(build func() *cobra.Command) {
-	subcommands = append(subcommands, build)
-}
-
-// cli is one run of a `caddy webhook` subcommand.
-type cli struct {
-	addr string
-	json bool
-	out  io.Writer
-	now  func() time.Time
-	// endpointFlags are the --address, --config and --adapter flags the
-	// user gave, for the commands the CLI suggests.
-	endpointFlags []string
-}
-
-// newCLI finds the admin address as `caddy reload` does: --address if
-// given; else the admin listener of the config loaded by caddycmd.LoadConfig
-// (--config with --adapter, or a Caddyfile in the working directory); else
-// the default.
-func newCLI(cmd *cobra.Command, now func() time.Time) (*cli, error) {
-	fl := caddycmd.Flags{FlagSet: cmd.Flags()}
-	address, configFile, adapter := fl.String("address"), fl.String("config"), fl.String("adapter")
-	var config []byte
-	if address == "" {
-		var err error
-		config, configFile, _, err = caddycmd.LoadConfig(configFile, adapter)
-		if err != nil {
-			return nil, fmt.Errorf("load config to find the admin address (or give --address): %w", err)
-		}
-	}
-	addr, err := caddycmd.DetermineAdminAPIAddress(address, config, configFile, adapter)
-	if err != nil {
-		return nil, fmt.Errorf("determine admin API address: %w", err)
-	}
-	c := &cli{addr: addr, json: fl.Bool("json"), out: cmd.OutOrStdout(), now: now}
-	for _, name := range []string{"address", "config", "adapter"} {
-		if cmd.Flags().Changed(name) {
-			c.endpointFlags = append(c.endpointFlags, "--"+name, fl.String(name))
-		}
-	}
-	return c, nil
-}
-
-// call makes one admin API request. With --json it copies the response body
-// to the output and leaves v alone; otherwise it decodes the body into v.
-// It reports whether v was filled.
-func (c *cli) call(method, uri string, v any) (bool, error) {
-	return c.request(method, uri, nil, nil, v)
-}
-
-// request is call with request headers and a body (nil for none).
-func (c *cli) request(method, uri string, headers http.Header, body io.Reader, v any) (bool, error) {
-	resp, err := caddycmd.AdminAPIRequest(c.addr, method, uri, headers, body)
-	if err != nil {
-		return false, c.apiError(err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return false, fmt.Errorf("read response from %s: %w", c.addr, err)
-	}
-	if c.json {
-		_, err := c.out.Write(data)
-		return false, err
-	}
-	if err := json.Unmarshal(data, v); err != nil {
-		return false, fmt.Errorf("decode response from %s: %w", c.addr, err)
-	}
-	return true, nil
-}
-
-// adminErrorRE matches AdminAPIRequest's error for an HTTP error status.
-var adminErrorRE = regexp.MustCompile(`(?s)HTTP (\d{3}): (.*)$`)
-
-// apiError turns an AdminAPIRequest error into the message a person needs:
-// the API's own message for an error status, a hint for an unreachable
-// endpoint.
-func (c *cli) apiError(err error) error {
-	msg := err.Error()
-	if m := adminErrorRE.FindStringSubmatch(msg); m != nil {
-		var body adminapi.Error
-		if json.Unmarshal([]byte(m[2]), &body) == nil && body.Error != "" {
-			return fmt.Errorf("%s (HTTP %s)", flagMessage(body), m[1])
-		}
-		if m[1] == "404" {
-			return fmt.Errorf("the admin API at %s has no webhook endpoints: is this Caddy built with the webhook plugin? (HTTP 404: %s)", c.addr, strings.TrimSpace(m[2]))
-		}
-		return fmt.Errorf("admin API at %s: HTTP %s: %s", c.addr, m[1], strings.TrimSpace(m[2]))
-	}
-	if strings.HasPrefix(msg, "performing request") {
-		return fmt.Errorf("reach the admin API at %s: %w (is Caddy running? see --address and --config)", c.addr, err)
-	}
-	return err
-}
-
-// flagMessage is the API's error message, naming the flag the user typed
-// ("invalid --delivery: …" for the parameter delivery_id) when the error
-// is about a query parameter; the path's id is no flag and keeps its
-// message.
-func flagMessage(e adminapi.Error) string {
-	if e.Param == "" || e.Param == "id" {
-		return e.Error
-	}
-	reason, ok := strings.CutPrefix(e.Error, "invalid parameter "+e.Param+": ")
-	if !ok {
-		return e.Error
-	}
-	return "invalid --" + flagOf(e.Param) + ": " + reason
-}
-
-func (c *cli) stats(_ *cobra.Command, _ []string) error {
+func (c *client) stats(_ *cobra.Command, _ []string) error {
 	var st adminapi.StatsResponse
 	if ok, err := c.call(http.MethodGet, "/webhook/stats", &st); !ok {
 		return err
@@ -404,7 +285,7 @@ func (c *cli) stats(_ *cobra.Command, _ []string) error {
 }
 
 // statsTable prints the counts, one line per source and target.
-func (c *cli) statsTable(counts []adminapi.StatsCount) error {
+func (c *client) statsTable(counts []adminapi.StatsCount) error {
 	type key struct{ source, target string }
 	rows := map[key]map[queue.Status]int64{}
 	marks := map[key]string{}
@@ -453,7 +334,7 @@ func routeMarks(n adminapi.StatsCount) string {
 // statsHints prints what to do about pauses, dead and unroutable jobs, as
 // commands the user can paste: the sources named, and the flags that
 // found the admin endpoint kept.
-func (c *cli) statsHints(st adminapi.StatsResponse) {
+func (c *client) statsHints(st adminapi.StatsResponse) {
 	if len(st.Pauses) > 0 {
 		fmt.Fprintln(c.out, pauseLine(st.Pauses))
 		for _, p := range st.Pauses {
@@ -490,7 +371,7 @@ func (c *cli) statsHints(st adminapi.StatsResponse) {
 // hint is the command `caddy webhook <args>` as the user can paste it: each
 // argument quoted for a shell where it needs it, followed by the flags
 // with which the user found the admin endpoint.
-func (c *cli) hint(args ...string) string {
+func (c *client) hint(args ...string) string {
 	parts := []string{"caddy", "webhook"}
 	for _, a := range append(args, c.endpointFlags...) {
 		parts = append(parts, shellWord(a))
@@ -510,7 +391,7 @@ func shellWord(s string) string {
 	return shellQuote(s)
 }
 
-func (c *cli) list(cmd *cobra.Command, _ []string) error {
+func (c *client) list(cmd *cobra.Command, _ []string) error {
 	q := url.Values{}
 	flagQuery(cmd, q, "status", "source", "target", "event", "delivery", "since", "until")
 	var page queue.JobPage
@@ -552,7 +433,7 @@ func pageURI(cmd *cobra.Command, path string, q url.Values) string {
 
 // endPage writes a listing's table and, when another page follows, how to
 // ask for it.
-func (c *cli) endPage(tw *tabwriter.Writer, next int64) error {
+func (c *client) endPage(tw *tabwriter.Writer, next int64) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -562,7 +443,7 @@ func (c *cli) endPage(tw *tabwriter.Writer, next int64) error {
 	return nil
 }
 
-func (c *cli) show(_ *cobra.Command, args []string) error {
+func (c *client) show(_ *cobra.Command, args []string) error {
 	var job adminapi.JobResponse
 	if ok, err := c.call(http.MethodGet, "/webhook/jobs/"+args[0], &job); !ok {
 		return err
@@ -645,7 +526,7 @@ func replayArgs(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
-func (c *cli) replay(cmd *cobra.Command, args []string) error {
+func (c *client) replay(cmd *cobra.Command, args []string) error {
 	fl := cmd.Flags()
 	id, _ := fl.GetInt64("id")
 	allDead, _ := fl.GetBool("all-dead")
@@ -672,7 +553,7 @@ func (c *cli) replay(cmd *cobra.Command, args []string) error {
 
 // replayJobs replays the jobs of ids, checked numbers, one request each,
 // and stops at the first that fails: the ones before it stay replayed.
-func (c *cli) replayJobs(ids []string) error {
+func (c *client) replayJobs(ids []string) error {
 	for _, id := range ids {
 		var r adminapi.ReplayResponse
 		if ok, err := c.call(http.MethodPost, "/webhook/jobs/"+id+"/replay", &r); err != nil {
@@ -685,7 +566,7 @@ func (c *cli) replayJobs(ids []string) error {
 }
 
 // replayDead replays every dead job of source and target (empty: any).
-func (c *cli) replayDead(source, target string) error {
+func (c *client) replayDead(source, target string) error {
 	q := url.Values{"status": {string(queue.StatusDead)}}
 	if source != "" {
 		q.Set("source", source)
@@ -709,7 +590,7 @@ func (c *cli) replayDead(source, target string) error {
 	return nil
 }
 
-func (c *cli) discard(cmd *cobra.Command, args []string) error {
+func (c *client) discard(cmd *cobra.Command, args []string) error {
 	fl := cmd.Flags()
 	source, _ := fl.GetString("source")
 	target, _ := fl.GetString("target")
@@ -750,7 +631,7 @@ func (c *cli) discard(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
-func (c *cli) purge(cmd *cobra.Command, _ []string) error {
+func (c *client) purge(cmd *cobra.Command, _ []string) error {
 	uri := "/webhook/purge"
 	if s, _ := cmd.Flags().GetString("older-than"); s != "" {
 		d, err := caddy.ParseDuration(s)

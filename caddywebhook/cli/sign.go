@@ -1,4 +1,4 @@
-package caddywebhook
+package cli
 
 import (
 	"bytes"

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
+	"github.com/caddywebhook/caddywebhook/caddywebhook/cli"
 	"github.com/caddywebhook/caddywebhook/queue"
 	"github.com/caddywebhook/caddywebhook/signature"
 )
@@ -198,7 +199,7 @@ func TestCLITail(t *testing.T) {
 	errR, errW := io.Pipe()
 	root := &cobra.Command{Use: "caddy", SilenceUsage: true, SilenceErrors: true}
 	wh := &cobra.Command{Use: "webhook"}
-	buildWebhookCommand(wh, time.Now)
+	cli.Build(wh, time.Now)
 	root.AddCommand(wh)
 	root.SetOut(outW)
 	root.SetErr(errW)

@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
+	"github.com/caddywebhook/caddywebhook/caddywebhook/cli"
 	"github.com/caddywebhook/caddywebhook/internal/testutil"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
@@ -66,7 +67,7 @@ func runCLI(t *testing.T, now time.Time, args ...string) cliResult {
 	t.Helper()
 	root := &cobra.Command{Use: "caddy", SilenceUsage: true}
 	wh := &cobra.Command{Use: "webhook"}
-	buildWebhookCommand(wh, func() time.Time { return now })
+	cli.Build(wh, func() time.Time { return now })
 	root.AddCommand(wh)
 	var out, errOut bytes.Buffer
 	root.SetOut(&out)
@@ -644,31 +645,6 @@ func TestCLIRegistered(t *testing.T) {
 		if c.PersistentFlags().Lookup(flag) == nil {
 			t.Errorf("no --%s flag", flag)
 		}
-	}
-}
-
-// TestCLICell: a value from a sender or an upstream cannot drive the
-// terminal or break the table's alignment.
-func TestCLICell(t *testing.T) {
-	tests := []struct {
-		name, in string
-		n        int
-		want     string
-	}{
-		{"plain", "push", 0, "push"},
-		{"empty is a dash", " \n ", 0, "-"},
-		{"escape sequence", "push\x1b[2J", 0, "push\uFFFD[2J"},
-		{"newline and tab make one line", "a\n\tb", 0, "a b"},
-		{"C1 control", "a\u009bb", 0, "a\uFFFDb"},
-		{"multibyte text kept", "café ✓", 0, "café ✓"},
-		{"cut with the marker", "connection refused", 13, "connection…"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := cell(tt.in, tt.n); got != tt.want {
-				t.Errorf("cell(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
-			}
-		})
 	}
 }
 
