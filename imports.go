@@ -15,6 +15,8 @@ import (
 	_ "github.com/caddywebhook/caddywebhook/caddywebhook"
 	// the `caddy webhook` command, a client of the admin API
 	_ "github.com/caddywebhook/caddywebhook/caddywebhook/cli"
+	// http.handlers.webhook_dashboard
+	_ "github.com/caddywebhook/caddywebhook/caddywebhook/dashboard"
 	// http.handlers.webhook_consumer, and `caddy webhook listen`
 	_ "github.com/caddywebhook/caddywebhook/caddywebhook/consumer"
 	// webhook.storage.postgres

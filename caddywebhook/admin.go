@@ -19,11 +19,13 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
+	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/adminhook"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
 func init() {
 	caddy.RegisterModule(adminAPI{})
+	adminhook.Install(serveAdmin)
 }
 
 // adminAPI serves the webhook queue under /webhook/ on Caddy's admin
@@ -189,14 +191,21 @@ var dashboardAdmin = sync.OnceValue(func() *adminAPI {
 })
 
 // serveAdmin serves the /webhook/ endpoint at path (/webhook/stats, …)
-// in-process, exactly as the admin server would. The dashboard calls it, so
-// the page reaches every operation without Caddy's admin port being exposed,
-// and the two can never disagree. The error is for the caller to answer
-// with writeAPIError.
-func serveAdmin(w http.ResponseWriter, r *http.Request, path string) error {
+// in-process, exactly as the admin server would, and answers its error.
+// The dashboard calls it through adminhook, so the page reaches every
+// operation without Caddy's admin port being exposed, and the two can never
+// disagree.
+func serveAdmin(w http.ResponseWriter, r *http.Request, path string) {
 	r = r.Clone(r.Context())
 	r.URL.Path, r.URL.RawPath = path, ""
-	return dashboardAdmin().serveWebhook(w, r)
+	err := dashboardAdmin().serveWebhook(w, r)
+	if err == nil {
+		return
+	}
+	if apiErr := (caddy.APIError{}); errors.As(err, &apiErr) && apiErr.HTTPStatus == 499 {
+		return // the client went away; nobody to answer
+	}
+	writeAPIError(w, err)
 }
 
 func (a *adminAPI) handleStats(w http.ResponseWriter, r *http.Request, q *activeQueue, _ int64) error {
@@ -517,17 +526,17 @@ func writeAPIError(w http.ResponseWriter, err error) int {
 	if !errors.As(err, &apiErr) {
 		apiErr = caddy.APIError{HTTPStatus: http.StatusInternalServerError, Err: err}
 	}
-	body := adminapi.Error{Error: apiErr.Message}
-	if body.Error == "" && apiErr.Err != nil {
-		body.Error = apiErr.Err.Error()
+	msg := apiErr.Message
+	if msg == "" && apiErr.Err != nil {
+		msg = apiErr.Err.Error()
 	}
 	// caddy.APIError does not unwrap: look inside it.
 	var pe paramError
-	if errors.As(err, &pe) || errors.As(apiErr.Err, &pe) {
-		body.Param = pe.param
+	if !errors.As(err, &pe) {
+		errors.As(apiErr.Err, &pe)
 	}
 	status := cmp.Or(apiErr.HTTPStatus, http.StatusInternalServerError)
-	_ = adminapi.WriteJSON(w, status, body) // two strings always encode
+	adminapi.WriteError(w, status, msg, pe.param)
 	return status
 }
 

@@ -24,10 +24,6 @@ func init() {
 	// not shadow the receiver; request_body (a size limit) and header still
 	// run before it.
 	httpcaddyfile.RegisterDirectiveOrder("webhook_receiver", httpcaddyfile.After, "request_body")
-	httpcaddyfile.RegisterHandlerDirective("webhook_dashboard", parseDashboardDirective)
-	// With the handlers that respond, after basic_auth and forward_auth, so
-	// that the authentication in the same block always runs first.
-	httpcaddyfile.RegisterDirectiveOrder("webhook_dashboard", httpcaddyfile.Before, "respond")
 }
 
 // parseGlobalOption turns the global option `webhook { … }` into the webhook
