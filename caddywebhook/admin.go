@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -30,8 +29,8 @@ func init() {
 
 // adminAPI serves the webhook queue under /webhook/ on Caddy's admin
 // endpoint: stats, listing, one job in full, replay of one or of every dead
-// job, discard of one job or of every job matching a filter, and purge. It acts on the store of the running webhook app
-// (currentQueue), looked up per request, because the admin server outlives
+// job, discard of one job or of every job matching a filter, and purge. It acts on the running webhook app
+// (its runningConfig), looked up per request, because the admin server outlives
 // config reloads while the app it should talk to changes.
 //
 // Nothing it returns can hold a secret: the store never sees one. A job's
@@ -41,6 +40,9 @@ type adminAPI struct {
 	now func() time.Time
 	// mux dispatches routes(); Routes builds it.
 	mux *http.ServeMux
+	// running returns the config the API acts on; nil means the running
+	// app's (current). Tests give each API a config of its own.
+	running func() *runningConfig
 }
 
 // CaddyModule returns the Caddy module information.
@@ -83,7 +85,7 @@ type adminRoute struct {
 
 // queueHandler serves one endpoint on the active queue; id is the job or
 // event id from the path, or 0 for the endpoints without one.
-type queueHandler func(w http.ResponseWriter, r *http.Request, q *activeQueue, id int64) error
+type queueHandler func(w http.ResponseWriter, r *http.Request, q *runningConfig, id int64) error
 
 // routes is the admin API, one line an endpoint (docs/ADMIN.md).
 func (a *adminAPI) routes() []adminRoute {
@@ -114,7 +116,10 @@ func (a *adminAPI) routes() []adminRoute {
 func (a *adminAPI) newMux() *http.ServeMux {
 	mux := http.NewServeMux()
 	for _, rt := range a.routes() {
-		mux.Handle(rt.pattern, rt)
+		mux.HandleFunc(rt.pattern, func(w http.ResponseWriter, r *http.Request) {
+			rw := w.(*routedWriter)
+			rw.err = a.serveRoute(rt, rw.ResponseWriter, r)
+		})
 	}
 	mux.HandleFunc(adminapi.BasePath, func(w http.ResponseWriter, r *http.Request) {
 		var allow []string
@@ -146,15 +151,10 @@ type routedWriter struct {
 	err error
 }
 
-// ServeHTTP runs the route's handler on the active queue, after the checks
-// every route makes: the id in the path, the query parameters, a running
-// app.
-func (rt adminRoute) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rw := w.(*routedWriter)
-	rw.err = rt.serve(rw.ResponseWriter, r)
-}
-
-func (rt adminRoute) serve(w http.ResponseWriter, r *http.Request) error {
+// serveRoute runs the route's handler on the running config, after the
+// checks every route makes: the id in the path, the query parameters, a
+// running app.
+func (a *adminAPI) serveRoute(rt adminRoute, w http.ResponseWriter, r *http.Request) error {
 	var id int64
 	var err error
 	if s := r.PathValue("job"); s != "" {
@@ -168,7 +168,7 @@ func (rt adminRoute) serve(w http.ResponseWriter, r *http.Request) error {
 	if err := checkParams(r.URL.Query(), rt.params); err != nil {
 		return err
 	}
-	q := currentQueue()
+	q := a.config()
 	if q == nil {
 		return apiError(http.StatusServiceUnavailable, "no webhook app is running (add the global option `webhook` or a webhook_receiver to the config)")
 	}
@@ -182,13 +182,6 @@ func (a *adminAPI) serveWebhook(w http.ResponseWriter, r *http.Request) error {
 	a.mux.ServeHTTP(rw, r)
 	return rw.err
 }
-
-// dashboardAdmin is the admin API the dashboard calls in-process.
-var dashboardAdmin = sync.OnceValue(func() *adminAPI {
-	a := new(adminAPI)
-	a.mux = a.newMux()
-	return a
-})
 
 // serveAdmin serves the /webhook/ endpoint at path (/webhook/stats, …)
 // in-process, exactly as the admin server would, and answers its error.
@@ -208,7 +201,7 @@ func serveAdmin(w http.ResponseWriter, r *http.Request, path string) {
 	writeAPIError(w, err)
 }
 
-func (a *adminAPI) handleStats(w http.ResponseWriter, r *http.Request, q *activeQueue, _ int64) error {
+func (a *adminAPI) handleStats(w http.ResponseWriter, r *http.Request, q *runningConfig, _ int64) error {
 	st, err := q.Store.Stats(r.Context(), a.clock())
 	if err != nil {
 		return storeError(0, err)
@@ -248,7 +241,7 @@ func (a *adminAPI) handleStats(w http.ResponseWriter, r *http.Request, q *active
 	return adminapi.WriteJSON(w, http.StatusOK, resp)
 }
 
-func (a *adminAPI) handleList(w http.ResponseWriter, r *http.Request, q *activeQueue, _ int64) error {
+func (a *adminAPI) handleList(w http.ResponseWriter, r *http.Request, q *runningConfig, _ int64) error {
 	query := r.URL.Query()
 	p := queue.ListParams{Filter: queue.Filter{Target: query.Get("target")}}
 	if s := query.Get("status"); s != "" {
@@ -285,7 +278,7 @@ func (a *adminAPI) handleList(w http.ResponseWriter, r *http.Request, q *activeQ
 // running config nor in any job, so that a misspelt filter does not look
 // like a source with no jobs. The stats it reads cost the same however
 // many jobs there are.
-func (a *adminAPI) knownSource(ctx context.Context, q *activeQueue, source string) error {
+func (a *adminAPI) knownSource(ctx context.Context, q *runningConfig, source string) error {
 	if slices.ContainsFunc(q.Routes, func(rt queue.Route) bool { return rt.Source == source }) {
 		return nil
 	}
@@ -299,7 +292,7 @@ func (a *adminAPI) knownSource(ctx context.Context, q *activeQueue, source strin
 	return badParam("source", "%q is not a source of the running config, and no job has it", source)
 }
 
-func (a *adminAPI) handleGet(w http.ResponseWriter, r *http.Request, q *activeQueue, id int64) error {
+func (a *adminAPI) handleGet(w http.ResponseWriter, r *http.Request, q *runningConfig, id int64) error {
 	job, err := q.Store.GetJob(r.Context(), id)
 	if err != nil {
 		return storeError(id, err)
@@ -314,18 +307,18 @@ func (a *adminAPI) handleGet(w http.ResponseWriter, r *http.Request, q *activeQu
 	if utf8.Valid(job.Payload) {
 		resp.PayloadText = string(job.Payload)
 	}
-	resp.Filter = filterTook(queue.Route{Source: job.Source, Target: job.Target})
+	resp.Filter = q.filterTook(queue.Route{Source: job.Source, Target: job.Target})
 	return adminapi.WriteJSON(w, http.StatusOK, resp)
 }
 
-func (a *adminAPI) handleReplay(w http.ResponseWriter, r *http.Request, q *activeQueue, id int64) error {
+func (a *adminAPI) handleReplay(w http.ResponseWriter, r *http.Request, q *runningConfig, id int64) error {
 	if err := q.Store.Replay(r.Context(), id); err != nil {
 		return storeError(id, err)
 	}
 	return adminapi.WriteJSON(w, http.StatusOK, adminapi.ReplayResponse{ID: id, Replayed: 1})
 }
 
-func (a *adminAPI) handleReplayDead(w http.ResponseWriter, r *http.Request, q *activeQueue, _ int64) error {
+func (a *adminAPI) handleReplayDead(w http.ResponseWriter, r *http.Request, q *runningConfig, _ int64) error {
 	query := r.URL.Query()
 	// Only dead jobs can be replayed; status is required anyway so that the
 	// request says what it does, and so a later widening cannot change the
@@ -360,7 +353,7 @@ func (a *adminAPI) handleReplayDead(w http.ResponseWriter, r *http.Request, q *a
 // matching returns the counts of status whose route matches source and
 // target (empty: any), from the store's stats, which cost the same however
 // many jobs there are. The bulk operations act route by route.
-func (a *adminAPI) matching(ctx context.Context, q *activeQueue, status queue.Status, source, target string) ([]queue.Count, error) {
+func (a *adminAPI) matching(ctx context.Context, q *runningConfig, status queue.Status, source, target string) ([]queue.Count, error) {
 	st, err := q.Store.Stats(ctx, a.clock())
 	if err != nil {
 		return nil, err
@@ -374,7 +367,7 @@ func (a *adminAPI) matching(ctx context.Context, q *activeQueue, status queue.St
 	return out, nil
 }
 
-func (a *adminAPI) handleDiscard(w http.ResponseWriter, r *http.Request, q *activeQueue, id int64) error {
+func (a *adminAPI) handleDiscard(w http.ResponseWriter, r *http.Request, q *runningConfig, id int64) error {
 	if err := q.Store.Discard(r.Context(), id); err != nil {
 		return storeError(id, err)
 	}
@@ -386,7 +379,7 @@ func (a *adminAPI) handleDiscard(w http.ResponseWriter, r *http.Request, q *acti
 // It needs a source or unroutable=true, so that no request deletes every
 // job of every route by leaving a parameter out; unroutable=true keeps
 // only the routes the running config does not have.
-func (a *adminAPI) handleDiscardJobs(w http.ResponseWriter, r *http.Request, q *activeQueue, _ int64) error {
+func (a *adminAPI) handleDiscardJobs(w http.ResponseWriter, r *http.Request, q *runningConfig, _ int64) error {
 	query := r.URL.Query()
 	source, target := query.Get("source"), query.Get("target")
 	statuses := []queue.Status{queue.StatusPending, queue.StatusDead}
@@ -429,7 +422,7 @@ func (a *adminAPI) handleDiscardJobs(w http.ResponseWriter, r *http.Request, q *
 	return adminapi.WriteJSON(w, http.StatusOK, resp)
 }
 
-func (a *adminAPI) handlePurge(w http.ResponseWriter, r *http.Request, q *activeQueue, _ int64) error {
+func (a *adminAPI) handlePurge(w http.ResponseWriter, r *http.Request, q *runningConfig, _ int64) error {
 	olderThan := q.Retention
 	if s := r.URL.Query().Get("older_than"); s != "" {
 		d, err := caddy.ParseDuration(s)
@@ -451,6 +444,14 @@ func (a *adminAPI) handlePurge(w http.ResponseWriter, r *http.Request, q *active
 		return storeError(0, fmt.Errorf("purge done jobs (%d purged before the error): %w", total, err))
 	}
 	return adminapi.WriteJSON(w, http.StatusOK, adminapi.PurgeResponse{Purged: total, Cutoff: cutoff.UTC(), OlderThan: olderThan.String()})
+}
+
+// config returns the config the API acts on, nil when no webhook app runs.
+func (a *adminAPI) config() *runningConfig {
+	if a.running != nil {
+		return a.running()
+	}
+	return current.Load()
 }
 
 func (a *adminAPI) clock() time.Time {

@@ -2,6 +2,7 @@ package caddywebhook
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
@@ -92,7 +93,7 @@ func pageParams(get func(string) string) (limit int, cursor int64, err error) {
 	return limit, cursor, nil
 }
 
-func (a *adminAPI) handleEvents(w http.ResponseWriter, r *http.Request, q *activeQueue, _ int64) error {
+func (a *adminAPI) handleEvents(w http.ResponseWriter, r *http.Request, q *runningConfig, _ int64) error {
 	query := r.URL.Query()
 	var p queue.EventListParams
 	var err error
@@ -120,7 +121,7 @@ func (a *adminAPI) handleEvents(w http.ResponseWriter, r *http.Request, q *activ
 	return adminapi.WriteJSON(w, http.StatusOK, page)
 }
 
-func (a *adminAPI) handleEvent(w http.ResponseWriter, r *http.Request, q *activeQueue, id int64) error {
+func (a *adminAPI) handleEvent(w http.ResponseWriter, r *http.Request, q *runningConfig, id int64) error {
 	ev, err := q.Store.GetEvent(r.Context(), id)
 	if err != nil {
 		return eventStoreError(id, err)
@@ -133,7 +134,7 @@ func (a *adminAPI) handleEvent(w http.ResponseWriter, r *http.Request, q *active
 		resp.PayloadText = string(ev.Payload)
 	}
 	for _, j := range ev.Jobs {
-		if f := filterTook(queue.Route{Source: ev.Source, Target: j.Target}); f != "" {
+		if f := q.filterTook(queue.Route{Source: ev.Source, Target: j.Target}); f != "" {
 			if resp.Filters == nil {
 				resp.Filters = make(map[string]string)
 			}
@@ -143,7 +144,7 @@ func (a *adminAPI) handleEvent(w http.ResponseWriter, r *http.Request, q *active
 	return adminapi.WriteJSON(w, http.StatusOK, resp)
 }
 
-func (a *adminAPI) handleSendEvent(w http.ResponseWriter, r *http.Request, q *activeQueue, id int64) error {
+func (a *adminAPI) handleSendEvent(w http.ResponseWriter, r *http.Request, q *runningConfig, id int64) error {
 	target := r.URL.Query().Get("target")
 	if target == "" {
 		return badParam("target", "is required: the target of the event's source to send it to")
@@ -152,7 +153,7 @@ func (a *adminAPI) handleSendEvent(w http.ResponseWriter, r *http.Request, q *ac
 	if err != nil {
 		return eventStoreError(id, err)
 	}
-	src, ok := lookupSource(q, ev.Source)
+	src, ok := q.source(ev.Source)
 	if !ok {
 		return apiError(http.StatusBadRequest, "source %q of event %d is not in the running config", ev.Source, id)
 	}
@@ -169,7 +170,7 @@ func (a *adminAPI) handleSendEvent(w http.ResponseWriter, r *http.Request, q *ac
 	return adminapi.WriteJSON(w, http.StatusOK, adminapi.SendEventResponse{EventID: id, JobID: jobID, Target: target})
 }
 
-func (a *adminAPI) handleResend(w http.ResponseWriter, r *http.Request, q *activeQueue, id int64) error {
+func (a *adminAPI) handleResend(w http.ResponseWriter, r *http.Request, q *runningConfig, id int64) error {
 	if err := q.Store.Resend(r.Context(), id); err != nil {
 		return eventStoreError(id, err)
 	}
@@ -180,7 +181,7 @@ func (a *adminAPI) handleResend(w http.ResponseWriter, r *http.Request, q *activ
 // maxInjectOverhead is what the JSON around an injected body may add.
 const maxInjectOverhead = 64 << 10
 
-func (a *adminAPI) handleInject(w http.ResponseWriter, r *http.Request, q *activeQueue, _ int64) error {
+func (a *adminAPI) handleInject(w http.ResponseWriter, r *http.Request, q *runningConfig, _ int64) error {
 	// The body cap is the source's, which the body names: read up to the
 	// largest one a source may have (base64 adds a third) and check after.
 	raw, err := io.ReadAll(io.LimitReader(r.Body, maxMaxBody/3*4+maxInjectOverhead+1))
@@ -199,7 +200,7 @@ func (a *adminAPI) handleInject(w http.ResponseWriter, r *http.Request, q *activ
 	if req.Source == "" {
 		return apiError(http.StatusBadRequest, "source is required")
 	}
-	src, ok := lookupSource(q, req.Source)
+	src, ok := q.source(req.Source)
 	if !ok {
 		return apiError(http.StatusBadRequest, "source %q is not in the running config", req.Source)
 	}
@@ -294,13 +295,13 @@ func injectHeaders(given map[string]string) ([]queue.Header, error) {
 // and the client can tell a quiet stream from a dead one.
 const tailKeepalive = 15 * time.Second
 
-func (a *adminAPI) handleTail(w http.ResponseWriter, r *http.Request, _ *activeQueue, _ int64) error {
+func (a *adminAPI) handleTail(w http.ResponseWriter, r *http.Request, q *runningConfig, _ int64) error {
 	query := r.URL.Query()
 	if o := query.Get("outcome"); o != "" && !slices.Contains(tailOutcomes(), o) {
 		return badParam("outcome", "must be an outcome word (%s), not %q", strings.Join(tailOutcomes(), ", "), o)
 	}
 	rc := http.NewResponseController(w)
-	sub := tails.subscribe(tailFilter{source: query.Get("source"), target: query.Get("target"), outcome: query.Get("outcome")})
+	sub := tails.subscribe(tailFilter{source: query.Get("source"), target: query.Get("target"), outcome: query.Get("outcome")}, q.maxTails)
 	if sub == nil {
 		w.Header().Set("Retry-After", "30")
 		return apiError(http.StatusServiceUnavailable, "too many live tails open (max_tails); close one or raise max_tails")
@@ -310,7 +311,7 @@ func (a *adminAPI) handleTail(w http.ResponseWriter, r *http.Request, _ *activeQ
 	// write must reach the connection within it, and a line it takes must
 	// be younger than it. Otherwise one stalled reader would hold its
 	// goroutine and buffer for as long as its TCP connection lives.
-	maxLag := tails.lag()
+	maxLag := cmp.Or(q.tailMaxLag, defaultTailMaxLag)
 	lagging := func(l adminapi.TailLine) bool { return time.Since(l.Time) > maxLag }
 	deadline := func() { _ = rc.SetWriteDeadline(time.Now().Add(maxLag)) }
 	deadline()
@@ -386,14 +387,6 @@ func writeEvent(w io.Writer, l adminapi.TailLine) error {
 	}
 	_, err = fmt.Fprintf(w, "data: %s\n\n", b)
 	return err
-}
-
-// lookupSource finds source in the config of the active queue's app.
-func lookupSource(q *activeQueue, source string) (sourceConfig, bool) {
-	if q.owner == nil {
-		return sourceConfig{}, false
-	}
-	return q.owner.source(source)
 }
 
 // adminLogger logs the operators' writes, as Caddy's admin logs its own.

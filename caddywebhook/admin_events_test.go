@@ -21,10 +21,11 @@ import (
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
-// testConfigApp is an app with a running config for the admin tests: github has the
-// targets http (every event) and exec (push only), with a 1 KiB body cap.
-func testConfigApp() *App {
-	return &App{sources: map[string]sourceConfig{"github": {
+// testSources are the sources of a running config for the admin tests:
+// github has the targets http (every event) and exec (push only), with a
+// 1 KiB body cap.
+func testSources() map[string]sourceConfig {
+	return map[string]sourceConfig{"github": {
 		targets: []string{"http", "exec"},
 		targetsFor: func(ev *rules.Event) []string {
 			eventType := ev.EventType
@@ -34,16 +35,33 @@ func testConfigApp() *App {
 			return []string{"http"}
 		},
 		maxBody: 1024,
-	}}}
+	}}
 }
 
-// withConfig makes the fixture's store active under an app with the
-// test config, as a running App does.
+// publish makes the fixture's running config the process's, as a running
+// App's Start does, for the dashboard, which reaches the admin API
+// in-process. A test that calls it touches process state: it cannot run in
+// parallel.
+func (f *adminFixture) publish(t *testing.T) {
+	t.Helper()
+	cfg := f.cfg.Load()
+	current.Store(cfg)
+	t.Cleanup(func() { current.CompareAndSwap(cfg, nil) })
+}
+
+// configure publishes a copy of the fixture's running config that change
+// made, as a new app's Start would: a published config never changes.
+func (f *adminFixture) configure(change func(*runningConfig)) {
+	c := *f.cfg.Load()
+	change(&c)
+	f.cfg.Store(&c)
+}
+
+// withConfig gives the fixture's running config the test sources, as a
+// running App's has its receivers'.
 func (f *adminFixture) withConfig(t *testing.T) {
 	t.Helper()
-	owner := testConfigApp()
-	setActiveQueue(owner, f.store, 24*time.Hour, adminRoutes, nil, nil)
-	t.Cleanup(func() { clearActiveQueue(owner) })
+	f.cfg.Store(&runningConfig{Store: f.store, Retention: 24 * time.Hour, Routes: adminRoutes, sources: testSources()})
 }
 
 // message is the error message of an error response, else the body.
@@ -316,9 +334,9 @@ func TestAdminInject(t *testing.T) {
 func TestTailHub(t *testing.T) {
 	t.Run("filters", func(t *testing.T) {
 		var h tailHub
-		all := h.subscribe(tailFilter{})
-		mail := h.subscribe(tailFilter{source: "shop", target: "mail"})
-		dead := h.subscribe(tailFilter{outcome: "dead"})
+		all := h.subscribe(tailFilter{}, 0)
+		mail := h.subscribe(tailFilter{source: "shop", target: "mail"}, 0)
+		dead := h.subscribe(tailFilter{outcome: "dead"}, 0)
 		h.publish(adminapi.TailLine{Kind: adminapi.TailReceived, Source: "shop", Outcome: "accepted"})
 		h.publish(adminapi.TailLine{Kind: adminapi.TailDelivery, Source: "shop", Target: "mail", Outcome: "delivered"})
 		h.publish(adminapi.TailLine{Kind: adminapi.TailDelivery, Source: "shop", Target: "chat", Outcome: "dead"})
@@ -348,7 +366,7 @@ func TestTailHub(t *testing.T) {
 	})
 	t.Run("a slow subscriber loses lines, publish never waits", func(t *testing.T) {
 		var h tailHub
-		s := h.subscribe(tailFilter{})
+		s := h.subscribe(tailFilter{}, 0)
 		defer h.unsubscribe(s)
 		for range tailBuffer + 10 {
 			h.publish(adminapi.TailLine{Kind: adminapi.TailReceived})
@@ -428,7 +446,6 @@ func TestAdminTailLimits(t *testing.T) {
 	f := setupAdmin(t)
 	srv := httptest.NewServer(f.handler)
 	defer srv.Close()
-	t.Cleanup(func() { tails.limit(0, 0) })
 	open := func(t *testing.T) (*http.Response, context.CancelFunc) {
 		t.Helper()
 		ctx, cancel := context.WithCancel(t.Context())
@@ -445,7 +462,7 @@ func TestAdminTailLimits(t *testing.T) {
 	}
 
 	t.Run("past max_tails 503", func(t *testing.T) {
-		tails.limit(2, 0)
+		f.configure(func(c *runningConfig) { c.maxTails = 2 })
 		for range 2 {
 			if resp, _ := open(t); resp.StatusCode != http.StatusOK {
 				t.Fatalf("tail within the cap: %d", resp.StatusCode)
@@ -460,17 +477,17 @@ func TestAdminTailLimits(t *testing.T) {
 	t.Run("default cap", func(t *testing.T) {
 		var h tailHub
 		for i := range defaultMaxTails {
-			if h.subscribe(tailFilter{}) == nil {
+			if h.subscribe(tailFilter{}, 0) == nil {
 				t.Fatalf("subscriber %d refused under the default cap %d", i+1, defaultMaxTails)
 			}
 		}
-		if h.subscribe(tailFilter{}) != nil {
+		if h.subscribe(tailFilter{}, 0) != nil {
 			t.Errorf("subscriber past the default cap %d accepted", defaultMaxTails)
 		}
 	})
 
 	t.Run("a line older than tail_max_lag closes the tail", func(t *testing.T) {
-		tails.limit(0, time.Second)
+		f.configure(func(c *runningConfig) { c.maxTails, c.tailMaxLag = 0, time.Second })
 		resp, _ := open(t)
 		r := bufio.NewReader(resp.Body)
 		if s, err := r.ReadString('\n'); err != nil || !strings.HasPrefix(s, ":") {
@@ -485,7 +502,7 @@ func TestAdminTailLimits(t *testing.T) {
 
 	t.Run("a reader that stops reading is dropped", func(t *testing.T) {
 		const lag = 300 * time.Millisecond
-		tails.limit(0, lag)
+		f.configure(func(c *runningConfig) { c.maxTails, c.tailMaxLag = 0, lag })
 		conn, err := net.Dial("tcp", srv.Listener.Addr().String())
 		if err != nil {
 			t.Fatal(err)

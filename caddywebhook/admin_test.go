@@ -34,8 +34,9 @@ type adminFixture struct {
 	api     *adminAPI
 	handler http.Handler
 	now     atomic.Int64 // unix nanoseconds; read by the store and the API
-	owner   *App         // the active-queue owner token
-	seq     int
+	// cfg is the running config the fixture's API acts on; nil: no app runs.
+	cfg atomic.Pointer[runningConfig]
+	seq int
 }
 
 // adminRoutes are the routes of the fixture's running config. Jobs of
@@ -49,7 +50,7 @@ var adminRoutes = []queue.Route{
 // 24h retention and returns the fixture. The clock starts at adminT0.
 func setupAdmin(t *testing.T) *adminFixture {
 	t.Helper()
-	f := &adminFixture{owner: new(App)}
+	f := new(adminFixture)
 	f.now.Store(adminT0.UnixNano())
 	clock := func() time.Time { return time.Unix(0, f.now.Load()).UTC() }
 	f.dbPath = filepath.Join(t.TempDir(), "queue.db")
@@ -63,9 +64,8 @@ func setupAdmin(t *testing.T) *adminFixture {
 	}
 	t.Cleanup(func() { st.Close() })
 	f.store = st
-	f.api = &adminAPI{now: clock}
-	setActiveQueue(f.owner, st, 24*time.Hour, adminRoutes, nil, nil)
-	t.Cleanup(func() { clearActiveQueue(f.owner) })
+	f.api = &adminAPI{now: clock, running: f.cfg.Load}
+	f.cfg.Store(&runningConfig{Store: st, Retention: 24 * time.Hour, Routes: adminRoutes})
 	f.handler = adminMux(f.api)
 	return f
 }
@@ -571,7 +571,7 @@ func wantAllow(allow string) func(*testing.T, *adminFixture, adminData, *httptes
 
 func TestAdminNoApp(t *testing.T) {
 	f := setupAdmin(t)
-	clearActiveQueue(f.owner)
+	f.cfg.Store(nil)
 	for _, tt := range []struct{ method, target string }{
 		{http.MethodGet, "/webhook/stats"},
 		{http.MethodGet, "/webhook/jobs"},
@@ -702,7 +702,7 @@ func TestAdminPurge(t *testing.T) {
 
 func TestAdminPurgeWithoutRetention(t *testing.T) {
 	f := setupAdmin(t)
-	setActiveQueue(f.owner, f.store, 0, adminRoutes, nil, nil)
+	f.cfg.Store(&runningConfig{Store: f.store, Routes: adminRoutes})
 	f.addJob(t, jobSpec{source: "github", target: "http", status: queue.StatusDone, finished: time.Hour})
 	rec := f.do(t, http.MethodPost, "/webhook/purge")
 	if rec.Code != http.StatusBadRequest {

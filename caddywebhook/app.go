@@ -146,12 +146,10 @@ type App struct {
 	started  bool
 	pool     *queue.Pool
 	keeper   *queue.Housekeeper
-	notify   *notifier    // nil without Notify
-	pauses   *pauseSet    // nil without a pool
-	flow     *queue.Flow  // nil when no target has a rate, concurrency or circuit breaker
-	pull     *Pull        // nil without pull targets (pull.go)
-	traced   bool         // this app holds a spanExport reference (Tracing)
-	events   *caddyEvents // the config's `events` app; nil without one
+	notify   *notifier      // nil without Notify
+	live     *runningConfig // what Start published; nil before and after
+	traced   bool           // this app holds a spanExport reference (Tracing)
+	events   *caddyEvents   // the config's `events` app; nil without one
 }
 
 // BackoffConfig is the retry backoff of failing jobs.
@@ -171,11 +169,6 @@ func (*App) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-// stores shares open stores across config loads, keyed by backend and
-// location: "sqlite:" + absolute path, or "postgres:" + a fingerprint of
-// the DSN (never the DSN) + "/" + schema.
-var stores = caddy.NewUsagePool()
-
 // sharedStore is a store in the usage pool; it closes when the last app
 // holding it is cleaned up.
 type sharedStore struct {
@@ -184,12 +177,6 @@ type sharedStore struct {
 	settings string     // the Storage settings it was opened with
 	wakers   pullWakers // the consumers waiting for pull targets' jobs (pull.go)
 }
-
-// openStores lists the stores open now, by key, for readers that must
-// not wait on the usage pool: its Range waits for a store still opening
-// (a migration may take minutes) while holding the pool's lock, which
-// every config load needs.
-var openStores sync.Map
 
 // Destruct implements caddy.Destructor.
 func (s *sharedStore) Destruct() error {
@@ -418,6 +405,8 @@ func (a *App) Start() error {
 	redact := a.redactorLocked()
 	policyFor := a.policyFor(a.policies)
 	limits := maps.Clone(a.limits)
+	rules := maps.Clone(a.rules)
+	sources := maps.Clone(a.sources)
 	a.mu.Unlock()
 
 	var notify *notifier
@@ -476,12 +465,24 @@ func (a *App) Start() error {
 	if pauses != nil {
 		pauses.Start(a.ctx)
 	}
+	live := &runningConfig{
+		Store:      store,
+		Retention:  a.retention(),
+		Routes:     routes,
+		pauses:     pauses,
+		rules:      rules,
+		sources:    sources,
+		pull:       pull,
+		maxTails:   a.MaxTails,
+		tailMaxLag: time.Duration(a.TailMaxLag),
+	}
+	if flow != nil {
+		live.Circuits = flow.Circuits
+	}
 	a.mu.Lock()
-	a.pool, a.keeper, a.notify, a.pauses, a.flow, a.pull = pool, keeper, notify, pauses, flow, pull
+	a.pool, a.keeper, a.notify, a.live = pool, keeper, notify, live
 	a.mu.Unlock()
-	setActiveQueue(a, store, a.retention(), routes, pauses, flow)
-	setActiveRules(a, a.rules)
-	tails.limit(a.MaxTails, time.Duration(a.TailMaxLag))
+	current.Store(live)
 
 	a.logStarted(pool, pull, routes)
 	return nil
@@ -567,17 +568,20 @@ const stopMargin = 5 * time.Second
 // replaces this one; Cleanup releases it.
 func (a *App) Stop() error {
 	a.mu.Lock()
-	pool, keeper, notify, pauses, pull := a.pool, a.keeper, a.notify, a.pauses, a.pull
-	a.pool, a.keeper, a.notify, a.pauses, a.flow, a.pull = nil, nil, nil, nil, nil, nil
+	pool, keeper, notify, live := a.pool, a.keeper, a.notify, a.live
+	a.pool, a.keeper, a.notify, a.live = nil, nil, nil, nil
 	a.mu.Unlock()
-	if pull != nil {
-		pull.stop()
-	}
-	clearActiveQueue(a)
-	clearActiveRules(a)
-	// A draining pool claims nothing more, so its pauses need no refresh.
-	if pauses != nil {
-		pauses.Stop()
+	if live != nil {
+		// Unless a reload's new app has published its own already.
+		current.CompareAndSwap(live, nil)
+		if live.pull != nil {
+			live.pull.stop()
+		}
+		// A draining pool claims nothing more, so its pauses need no
+		// refresh.
+		if live.pauses != nil {
+			live.pauses.Stop()
+		}
 	}
 
 	grace := cmp.Or(time.Duration(a.ShutdownGrace), queue.DefaultShutdownGrace)
@@ -621,13 +625,6 @@ func (a *App) Stop() error {
 	}
 	return nil
 }
-
-// drains holds the pools of replaced configs whose deliveries are still
-// finishing, for stopDrains.
-var drains = struct {
-	mu    sync.Mutex
-	pools map[*queue.Pool]drainState
-}{pools: make(map[*queue.Pool]drainState)}
 
 // drainState is one draining pool's shutdown grace, and done, closed when
 // its drain has ended: the pool done, its notices stored, its store

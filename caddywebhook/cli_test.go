@@ -476,7 +476,7 @@ func TestCLIErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f, d := setupCLI(t)
 			if tt.noApp {
-				clearActiveQueue(f.owner)
+				f.cfg.Store(nil)
 			}
 			res := f.cli(t, tt.args(d)...)
 			if res.code != 1 {

@@ -109,6 +109,7 @@ func TestDashboardAPI(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := setupAdmin(t)
+			f.publish(t)
 			dead := f.addJob(t, jobSpec{source: "github", target: "http", status: queue.StatusDead, eventType: "push",
 				lastError: "upstream answered 500: boom"})
 			d := setupDashboard(t, tt.readOnly)

@@ -84,7 +84,7 @@ func TestAppCircuitBreaker(t *testing.T) {
 		}
 	}
 
-	q := currentQueue()
+	q := current.Load()
 	testutil.Eventually(t, func() bool { return q.Circuits()[route] == queue.CircuitOpen },
 		func() string { return fmt.Sprintf("circuits %v, want %v open", q.Circuits(), route) })
 	if n := requests.Load(); n != 2 {
@@ -187,7 +187,7 @@ func TestAppPauseWithFlow(t *testing.T) {
 				flowing["rate"] = tt.deliverRate
 			}
 			h.load(t, map[string]any{"workers": 2, "poll_interval": "50ms"}, githubReceiver("pf", held, flowing))
-			q := currentQueue()
+			q := current.Load()
 			if q.Circuits == nil {
 				t.Fatal("no flow control in the running config: the test needs one")
 			}

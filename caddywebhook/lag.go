@@ -17,11 +17,6 @@ const lagWindow = 5 * time.Minute
 // lag: a fixed ring, so memory stays bounded however fast it delivers.
 const lagSamples = 512
 
-// recentLags holds the lag of each route's last deliveries in this
-// process, for the dashboard's p50 and p99 (the admin API's stats); the
-// histogram caddy_webhook_delivery_lag_seconds is the metric to alert on.
-var recentLags = &lagRings{routes: make(map[queue.Route]*lagRing)}
-
 type lagRings struct {
 	mu     sync.Mutex
 	routes map[queue.Route]*lagRing

@@ -21,7 +21,7 @@ func TestAdminPause(t *testing.T) {
 	f.addJob(t, jobSpec{source: "github", target: "exec", status: queue.StatusPending})
 	f.addJob(t, jobSpec{source: "stripe", target: "http", status: queue.StatusPending})
 	set := newPauseSet(f.store, zap.NewNop())
-	setActiveQueue(f.owner, f.store, 24*time.Hour, adminRoutes, set, nil)
+	f.cfg.Store(&runningConfig{Store: f.store, Retention: 24 * time.Hour, Routes: adminRoutes, pauses: set})
 
 	ghHTTP, ghExec, stripe := queue.Route{Source: "github", Target: "http"}, queue.Route{Source: "github", Target: "exec"}, queue.Route{Source: "stripe", Target: "http"}
 	steps := []struct {

@@ -70,10 +70,10 @@ type Pull struct {
 func (a *App) Pull() (*Pull, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.pull == nil {
+	if a.live == nil || a.live.pull == nil {
 		return nil, errNotRunning
 	}
-	return a.pull, nil
+	return a.live.pull, nil
 }
 
 // wrappedTarget is a Target that wraps another, as a content rule's

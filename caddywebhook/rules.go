@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -259,27 +258,6 @@ func (o *onceAMinute) first(key string, now time.Time) bool {
 	}
 	o.seen[key] = struct{}{}
 	return true
-}
-
-// activeRules are the compiled rules of the running config, by route, for
-// the admin API's rule test; the owner check is activeQueue's.
-var activeRules atomic.Pointer[rulesOf]
-
-type rulesOf struct {
-	owner  *App // the app whose config compiled them
-	routes map[queue.Route]routeRules
-}
-
-func setActiveRules(owner *App, routes map[queue.Route]routeRules) {
-	activeRules.Store(&rulesOf{owner: owner, routes: routes})
-}
-
-// clearActiveRules forgets the rules of owner, unless a newer app's
-// replaced them already.
-func clearActiveRules(owner *App) {
-	if cur := activeRules.Load(); cur != nil && cur.owner == owner {
-		activeRules.CompareAndSwap(cur, nil)
-	}
 }
 
 // ruleArgs reads the expression of a `filter`, `body` or `header <name>`

@@ -24,7 +24,7 @@ import (
 // maxRulesTestBody bounds the body of a rule test request.
 const maxRulesTestBody = 8 << 20
 
-func (a *adminAPI) handleRulesTest(w http.ResponseWriter, r *http.Request, q *activeQueue, _ int64) error {
+func (a *adminAPI) handleRulesTest(w http.ResponseWriter, r *http.Request, q *runningConfig, _ int64) error {
 	raw, err := io.ReadAll(io.LimitReader(r.Body, maxRulesTestBody+1))
 	if err != nil {
 		return apiError(http.StatusBadRequest, "read request body: %v", err)
@@ -91,7 +91,7 @@ func (a *adminAPI) handleRulesTest(w http.ResponseWriter, r *http.Request, q *ac
 		return badParam("target", "is required (with an event or a body; a job has its own)")
 	}
 	ev.Source, ev.Target = req.Source, req.Target
-	rr, ok := runningRules(queue.Route{Source: req.Source, Target: req.Target})
+	rr, ok := q.routeRules(queue.Route{Source: req.Source, Target: req.Target})
 	if !ok {
 		return badParam("target", "%q is not a target of source %q in the running config", req.Target, req.Source)
 	}
@@ -139,30 +139,6 @@ func (rr routeRules) test(job *queue.Job) adminapi.RulesTestResponse {
 	}
 	resp.Request = req
 	return resp
-}
-
-// runningRules returns the compiled rules of route in the running config.
-func runningRules(route queue.Route) (routeRules, bool) {
-	cur := activeRules.Load()
-	if cur == nil {
-		return routeRules{}, false
-	}
-	rr, ok := cur.routes[route]
-	return rr, ok
-}
-
-// filterTook returns the filter of route in the running config, when it
-// has one: for the job and event pages, a job of that route is an event
-// its filter took.
-func filterTook(route queue.Route) string {
-	rr, ok := runningRules(route)
-	if !ok {
-		return ""
-	}
-	if srcs := rr.filter.Sources(); len(srcs) > 0 {
-		return srcs[0]
-	}
-	return ""
 }
 
 func quoteOrEmpty(s string) string {

@@ -51,10 +51,6 @@ type tailHub struct {
 	n    atomic.Int32 // subscribers, read without the lock
 	mu   sync.RWMutex
 	subs map[*tailSub]struct{}
-	// max and maxLag are the running config's MaxTails and TailMaxLag,
-	// 0 for the defaults.
-	max    int
-	maxLag atomic.Int64 // nanoseconds
 }
 
 // tailSub is one subscriber.
@@ -64,36 +60,17 @@ type tailSub struct {
 	dropped atomic.Int64
 }
 
-// tails is the process's hub; like the active queue, it outlives reloads.
-var tails tailHub
-
 // active reports whether anyone listens; publishers check it before they
 // build a line.
 func (h *tailHub) active() bool { return h.n.Load() > 0 }
 
-// limit sets the cap on subscribers and the lag a reader is allowed, 0
-// for the defaults; the subscribers open past a lowered cap stay.
-func (h *tailHub) limit(maxTails int, maxLag time.Duration) {
-	h.mu.Lock()
-	h.max = maxTails
-	h.mu.Unlock()
-	h.maxLag.Store(int64(maxLag))
-}
-
-// lag is how long a reader may fall behind before its tail is closed.
-func (h *tailHub) lag() time.Duration {
-	if d := time.Duration(h.maxLag.Load()); d > 0 {
-		return d
-	}
-	return defaultTailMaxLag
-}
-
-// subscribe adds a subscriber, or returns nil when the cap is reached;
-// the caller must unsubscribe the one it got.
-func (h *tailHub) subscribe(f tailFilter) *tailSub {
+// subscribe adds a subscriber, or returns nil when max subscribers (0:
+// the default) are open already; the caller must unsubscribe the one it
+// got. The subscribers open past a lowered cap stay.
+func (h *tailHub) subscribe(f tailFilter, max int) *tailSub {
 	s := &tailSub{filter: f, lines: make(chan adminapi.TailLine, tailBuffer)}
 	h.mu.Lock()
-	if max := cmp.Or(h.max, defaultMaxTails); len(h.subs) >= max {
+	if len(h.subs) >= cmp.Or(max, defaultMaxTails) {
 		h.mu.Unlock()
 		return nil
 	}

@@ -75,13 +75,6 @@ func (h attemptHandler) Handle(ctx context.Context, job *queue.Job) error {
 	return err
 }
 
-// spanExport is the tracer provider of the apps whose config turns
-// tracing on, shared as Caddy's tracing handler shares its own: built on
-// first use, with the exporter the OTEL_* environment variables choose
-// (autoexport: OTLP by default, OTEL_TRACES_EXPORTER, OTEL_EXPORTER_OTLP_*),
-// flushed and shut down when the last app lets go.
-var spanExport sharedTracer
-
 type sharedTracer struct {
 	mu       sync.Mutex
 	provider *sdktrace.TracerProvider
