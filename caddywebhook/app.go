@@ -15,7 +15,6 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"github.com/caddywebhook/caddywebhook/queue"
 )
@@ -169,21 +168,6 @@ func (*App) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-// sharedStore is a store in the usage pool; it closes when the last app
-// holding it is cleaned up.
-type sharedStore struct {
-	queue.Store
-	key      string     // its key in stores and openStores
-	settings string     // the Storage settings it was opened with
-	wakers   pullWakers // the consumers waiting for pull targets' jobs (pull.go)
-}
-
-// Destruct implements caddy.Destructor.
-func (s *sharedStore) Destruct() error {
-	openStores.CompareAndDelete(s.key, s)
-	return s.Close()
-}
-
 // Provision sets defaults and registers the metrics. It opens nothing:
 // `caddy validate` provisions too and must change nothing on disk or in a
 // database, so the store opens when the app starts.
@@ -233,53 +217,6 @@ func (a *App) Validate() error {
 // It is complete once every module of the config is provisioned, before
 // the app starts.
 func (a *App) Secrets() *Secrets { return a.secrets }
-
-// queueStore returns the store, opening (or sharing) it on first use.
-func (a *App) queueStore() (queue.Store, error) {
-	if s := a.opened.Load(); s != nil {
-		return s, nil
-	}
-	a.storeMu.Lock()
-	defer a.storeMu.Unlock()
-	if s := a.opened.Load(); s != nil {
-		return s, nil
-	}
-	if a.released {
-		return nil, queue.ErrClosed
-	}
-	st := a.storage
-	key, settings := st.StoreKey(), st.StoreSettings()
-	val, _, err := stores.LoadOrNew(key, func() (caddy.Destructor, error) {
-		s, err := st.OpenStore(a.ctx)
-		if err != nil {
-			return nil, err
-		}
-		shared := &sharedStore{Store: s, key: key, settings: settings}
-		openStores.Store(key, shared)
-		return shared, nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("webhook: open store %s: %w", st.StoreName(), err)
-	}
-	a.storeKey = key
-	shared := val.(*sharedStore)
-	if shared.settings != settings {
-		a.logger.Warn("storage settings change when Caddy restarts: the open store is shared across reloads",
-			zap.String("store", st.StoreName()),
-			zap.String("configured", settings),
-			zap.String("in_effect", shared.settings))
-	}
-	a.opened.Store(shared)
-	return shared, nil
-}
-
-// openedStore returns the store if it is open, else nil.
-func (a *App) openedStore() queue.Store {
-	if s := a.opened.Load(); s != nil {
-		return s.Store
-	}
-	return nil
-}
 
 // validate checks the numbers; each message names the option.
 func (a *App) validate() error {
@@ -556,10 +493,6 @@ func (a *App) logStarted(pool *queue.Pool, pull *Pull, routes []queue.Route) {
 	}
 }
 
-// stopMargin is how long Stop waits past the grace for handlers that ignore
-// their cancelled context before it hands their jobs back regardless.
-const stopMargin = 5 * time.Second
-
 // Stop stops housekeeping and the pool's claims. When Caddy exits, it
 // gives running deliveries (this pool's and those still draining from
 // earlier configs) the shutdown grace and hands the rest back without
@@ -626,90 +559,6 @@ func (a *App) Stop() error {
 	return nil
 }
 
-// drainState is one draining pool's shutdown grace, and done, closed when
-// its drain has ended: the pool done, its notices stored, its store
-// reference dropped.
-type drainState struct {
-	grace time.Duration
-	done  chan struct{}
-}
-
-// drain lets pool's running deliveries finish in the background after a
-// reload: the pool stops claiming at once, hands back the jobs it claimed
-// ahead, and keeps extending the leases of the running ones until each
-// returns (bounded by its target's timeout), so the new config's pool
-// never starts them again. The drain holds its own reference to the
-// store, which this app's Cleanup would otherwise close under it, and
-// drops it when done. notify, if not nil, is stopped (its open windows
-// stored) after the pool, so the deaths of the drained deliveries are in
-// its notices.
-func (a *App) drain(pool *queue.Pool, grace time.Duration, notify *notifier) {
-	key := a.storeKey
-	if _, _, err := stores.LoadOrNew(key, func() (caddy.Destructor, error) {
-		return nil, errors.New("store is closed")
-	}); err != nil {
-		// This app holds a reference until Cleanup, so the store is open;
-		// should it not be, a real stop is the safe way out.
-		a.logger.Error("webhook pool cannot drain in the background; stopping it", zap.Error(err))
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), grace+stopMargin)
-		defer cancel()
-		_ = pool.Stop(ctx)
-		if notify != nil {
-			_ = notify.Stop(ctx)
-		}
-		return
-	}
-	done := make(chan struct{})
-	drains.mu.Lock()
-	drains.pools[pool] = drainState{grace: grace, done: done}
-	drains.mu.Unlock()
-	pool.Drain()
-	logger := a.logger.With(zap.String("lease_owner", pool.Owner()))
-	logger.Info("webhook pool draining: running deliveries finish in the background")
-	go func() {
-		defer close(done)
-		<-pool.Done()
-		if notify != nil {
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), grace+stopMargin)
-			if err := notify.Stop(ctx); err != nil {
-				logger.Error("store the notices of a drained pool", zap.Error(err))
-			}
-			cancel()
-		}
-		drains.mu.Lock()
-		delete(drains.pools, pool)
-		drains.mu.Unlock()
-		if _, err := stores.Delete(key); err != nil {
-			logger.Error("close store after drain", zap.Error(err))
-		}
-		logger.Info("webhook pool drained")
-	}()
-}
-
-// stopDrains stops every pool still draining, all at once: each gives its
-// running deliveries its shutdown grace, then hands them back uncharged.
-// It returns when all have stopped and their drains have ended (the
-// notices of their last deliveries stored: the process exits next), or
-// when ctx ends.
-func stopDrains(ctx context.Context) {
-	drains.mu.Lock()
-	pools := maps.Clone(drains.pools)
-	drains.mu.Unlock()
-	var wg sync.WaitGroup
-	for pool, d := range pools {
-		wg.Go(func() {
-			pctx, cancel := context.WithTimeout(ctx, d.grace+stopMargin)
-			defer cancel()
-			_ = pool.Stop(pctx)
-			select {
-			case <-d.done:
-			case <-ctx.Done():
-			}
-		})
-	}
-	wg.Wait()
-}
-
 // Cleanup releases this app's reference to the store; the last reference
 // closes it. It is safe after a failed Provision.
 func (a *App) Cleanup() error {
@@ -751,138 +600,6 @@ func (rt router) Handle(ctx context.Context, job *queue.Job) error {
 	return t.Deliver(ctx, job)
 }
 
-// Outcome words of a delivery attempt, in logs, metrics and the attempt
-// history the admin API and the CLI show.
-const (
-	deliveryDelivered  = "delivered"
-	deliveryRetry      = "retry"
-	deliveryDead       = "dead"
-	deliveryLeaseLost  = "lease_lost"
-	deliveryHandedBack = "handed_back"
-)
-
-// deliveryOutcomes lists the outcome words of a delivery attempt, for the
-// checks of a filter on them.
-var deliveryOutcomes = [...]string{deliveryDelivered, deliveryRetry, deliveryDead, deliveryLeaseLost, deliveryHandedBack}
-
-// attemptOutcome is the outcome word of a recorded attempt after which its
-// job's status became status. The stores record that status in the
-// history (and rows already stored keep it), so it is mapped here, where
-// the logs get their word too.
-func attemptOutcome(status queue.Status) string {
-	switch status {
-	case queue.StatusDone:
-		return deliveryDelivered
-	case queue.StatusPending:
-		return deliveryRetry
-	case queue.StatusDead:
-		return deliveryDead
-	case queue.StatusRunning:
-		// A hand-back records the attempt with the job still running.
-		return deliveryHandedBack
-	}
-	return string(status)
-}
-
-// maxLoggedError bounds the error text of a delivery in logs and tail
-// lines, which queue.SafeLine makes one line. The text comes from the
-// target (an HTTP status, an exit code and the tail of a program's
-// output), which targets keep free of secrets and headers.
-const maxLoggedError = 512
-
-// observer turns the pool's and the housekeeper's events into logs and
-// metrics. It logs identifiers and outcome words, never payloads, headers
-// or secrets.
-type observer struct {
-	queue.NopObserver
-	logger *zap.Logger
-	notify *notifier    // nil without notifications
-	events *caddyEvents // nil without Caddy's events app
-}
-
-func jobFields(job *queue.Job, extra ...zap.Field) []zap.Field {
-	ids := [...]zap.Field{
-		zap.String("source", job.Source),
-		zap.String("target", job.Target),
-		zap.Int64("job_id", job.ID),
-		zap.String("delivery_id", job.DeliveryID),
-		zap.String("event_type", job.EventType),
-		zap.Int("attempt", job.Attempt),
-	}
-	// Room for what JobFinished may still add (an error, and a next
-	// attempt or a note), so its line costs one slice, not a second.
-	fields := make([]zap.Field, 0, len(ids)+len(extra)+2)
-	return append(append(fields, ids[:]...), extra...)
-}
-
-// JobFinished implements queue.Observer.
-func (o *observer) JobFinished(job *queue.Job, c queue.Completion, recorded bool, err error) {
-	word, level := attemptOutcome(c.Status), zapcore.InfoLevel
-	switch {
-	case !recorded:
-		word, level = deliveryLeaseLost, zapcore.WarnLevel
-	case c.Status == queue.StatusPending:
-		level = zapcore.WarnLevel
-	case c.Status == queue.StatusDead:
-		level = zapcore.ErrorLevel
-	}
-	webhookMetrics.deliveries.WithLabelValues(job.Source, job.Target, word).Inc()
-	tails.publishDelivery(job, word, c.Duration, c.Error)
-	if recorded && c.Status == queue.StatusDead {
-		if o.notify != nil {
-			o.notify.JobDead(job, c)
-		}
-		o.events.jobDead(job, c)
-	}
-	if recorded {
-		webhookMetrics.duration.WithLabelValues(job.Source, job.Target).Observe(c.Duration.Seconds())
-		if c.Status == queue.StatusDone {
-			observeDelivered(job, c)
-		}
-	}
-	ce := o.logger.Check(level, word)
-	if ce == nil {
-		return
-	}
-	fields := jobFields(job, zap.String("outcome", word), zap.Duration("duration", c.Duration))
-	if c.Status == queue.StatusPending && recorded {
-		fields = append(fields, zap.Time("next_attempt", c.RunAt))
-	}
-	if c.Error != "" {
-		fields = append(fields, zap.String("error", queue.SafeLine(c.Error, maxLoggedError)))
-	}
-	if !recorded && err == nil {
-		fields = append(fields, zap.String("note", "delivered, but the job was no longer ours to record; it may be delivered again"))
-	}
-	ce.Write(fields...)
-}
-
-// JobHandedBack implements queue.Observer.
-func (o *observer) JobHandedBack(job *queue.Job) {
-	webhookMetrics.deliveries.WithLabelValues(job.Source, job.Target, deliveryHandedBack).Inc()
-	tails.publishDelivery(job, deliveryHandedBack, 0, "")
-	o.logger.Info(deliveryHandedBack, jobFields(job, zap.String("outcome", deliveryHandedBack))...)
-}
-
-// LeaseLost implements queue.Observer. For a job whose delivery started,
-// the attempt's JobFinished follows and counts it; a job claimed ahead and
-// lost before it started was never delivered, and is only logged.
-func (o *observer) LeaseLost(job *queue.Job) {
-	o.logger.Warn("lease lost; delivery cancelled", jobFields(job, zap.String("outcome", deliveryLeaseLost))...)
-}
-
-// StoreError implements queue.Observer and queue.HousekeeperObserver.
-func (o *observer) StoreError(op string, err error) {
-	o.logger.Error("queue store error", zap.String("op", op), zap.Error(err))
-}
-
-// Purged implements queue.HousekeeperObserver.
-func (o *observer) Purged(jobs int, cutoff time.Time) {
-	if jobs > 0 {
-		o.logger.Info("purged delivered jobs", zap.Int("jobs", jobs), zap.Time("finished_before", cutoff))
-	}
-}
-
 // Interface guards
 var (
 	_ caddy.App          = (*App)(nil)
@@ -890,7 +607,4 @@ var (
 	_ caddy.Validator    = (*App)(nil)
 	_ caddy.CleanerUpper = (*App)(nil)
 	_ queue.Handler      = router(nil)
-	_ queue.Observer     = (*observer)(nil)
-
-	_ queue.HousekeeperObserver = (*observer)(nil)
 )
