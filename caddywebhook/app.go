@@ -366,6 +366,7 @@ func (a *App) Start() error {
 		return fmt.Errorf("webhook: %w", err)
 	}
 
+	d := &delivery{store: store, targets: handlers, policyFor: policyFor, limits: limits, redact: redact, notify: notify, obs: obs}
 	handler := attemptHandler{next: redactingHandler{next: router(handlers), r: redact}}
 	if a.Tracing {
 		if handler.tracer, err = a.acquireTracer(); err != nil {
@@ -374,14 +375,20 @@ func (a *App) Start() error {
 	}
 	// The pool never claims a pull target's jobs: its consumers do.
 	pulled, pooled := pullRoutes(routes, handlers)
-	pool, pauses, flow, err := a.newPool(store, pooled, handler, policyFor, limits, notify, obs)
+	side, err := a.newPool(d, pooled, handler)
 	if err != nil {
 		return err
 	}
-
-	pull, pauses, err := a.newPullSide(store, pulled, handlers, policyFor, redact, pauses, obs)
-	if err != nil {
-		return err
+	pool, pauses, flow := side.pool, side.pauses, side.flow
+	var pull *Pull
+	if len(pulled) > 0 {
+		if pauses == nil {
+			// Read before the first claim, as the pool's are.
+			if pauses, err = a.newPauses(store); err != nil {
+				return err
+			}
+		}
+		pull = a.newPull(d, pulled, pauses.paused)
 	}
 
 	if err := keeper.Start(a.ctx); err != nil {
@@ -425,37 +432,65 @@ func (a *App) Start() error {
 	return nil
 }
 
-// newPool builds the worker pool over routes, with its pause set and flow
-// control (nil when no target has a limit), or returns nils when workers
-// is 0 or no receiver names a target. The pauses are read before the
-// pool's first claim, so a paused route stays paused across a restart
-// from the first moment.
-func (a *App) newPool(store queue.Store, routes []queue.Route, handler queue.Handler, policyFor func(*queue.Job) (queue.RetryPolicy, int),
-	limits map[queue.Route]queue.FlowLimits, notify *notifier, obs *observer) (*queue.Pool, *pauseSet, *queue.Flow, error) {
-	n := a.workers()
-	if n == 0 || len(routes) == 0 {
-		return nil, nil, nil, nil
-	}
+// delivery is what Start hands the builders of the pool and the pull
+// side: the store, each route's target (its transform included), retry
+// policy and flow limits, and where attempts are reported.
+type delivery struct {
+	store     *sharedStore
+	targets   map[queue.Route]Target
+	policyFor func(*queue.Job) (queue.RetryPolicy, int)
+	limits    map[queue.Route]queue.FlowLimits
+	redact    *redactor // takes the config's secrets out of attempts' errors
+	notify    *notifier // nil without Notify
+	obs       queue.Observer
+}
+
+// poolSide is the worker pool with its pause set and flow control (nil
+// when no target has a limit); all nil when no pool runs.
+type poolSide struct {
+	pool   *queue.Pool
+	pauses *pauseSet
+	flow   *queue.Flow
+}
+
+// newPauses reads the store's pauses into a pause set, before the first
+// claim, so a paused route stays paused across a restart from the first
+// moment.
+func (a *App) newPauses(store queue.Store) (*pauseSet, error) {
 	pauses := newPauseSet(store, a.logger)
 	if err := pauses.refresh(a.ctx); err != nil {
-		return nil, nil, nil, fmt.Errorf("webhook: %w", err)
+		return nil, fmt.Errorf("webhook: %w", err)
+	}
+	return pauses, nil
+}
+
+// newPool builds the worker pool over routes with handler, or none when
+// workers is 0 or no receiver names a target.
+func (a *App) newPool(d *delivery, routes []queue.Route, handler queue.Handler) (poolSide, error) {
+	n := a.workers()
+	if n == 0 || len(routes) == 0 {
+		return poolSide{}, nil
+	}
+	pauses, err := a.newPauses(d.store)
+	if err != nil {
+		return poolSide{}, err
 	}
 	// With flow control the flow answers for pauses too (its plan
 	// names the routes a claim reads).
-	flow := a.newFlow(routes, limits, notify, pauses.paused)
+	flow := a.newFlow(routes, d.limits, d.notify, pauses.paused)
 	cfg := queue.PoolConfig{
-		Store:         store,
+		Store:         d.store,
 		Handler:       handler,
 		Workers:       n,
 		Lease:         time.Duration(a.Lease),
 		PollInterval:  time.Duration(a.PollInterval),
 		MaxAttempts:   a.MaxAttempts,
-		PolicyFor:     policyFor,
+		PolicyFor:     d.policyFor,
 		MaxRetryAfter: time.Duration(a.MaxRetryAfter),
 		ShutdownGrace: time.Duration(a.ShutdownGrace),
 		Routes:        routes,
 		Paused:        pauses.paused,
-		Observer:      obs,
+		Observer:      d.obs,
 	}
 	if flow != nil {
 		cfg.Flow = flow
@@ -468,9 +503,9 @@ func (a *App) newPool(store queue.Store, routes []queue.Route, handler queue.Han
 	}
 	pool, err := queue.NewPool(cfg)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("webhook: %w", err)
+		return poolSide{}, fmt.Errorf("webhook: %w", err)
 	}
-	return pool, pauses, flow, nil
+	return poolSide{pool: pool, pauses: pauses, flow: flow}, nil
 }
 
 // logStarted logs how the queue started: with a pool, with pull targets

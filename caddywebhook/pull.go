@@ -58,8 +58,8 @@ type Pull struct {
 	shapers  map[queue.Route]jobShaper // the routes whose jobs a transform reshapes
 	paused   func(queue.Route) bool
 	obs      queue.Observer
-	redact   *redactor // takes the config's secrets out of attempts' errors, as the pool's handler does
-	wakers   *pullWakers
+	redact   *redactor   // takes the config's secrets out of attempts' errors, as the pool's handler does
+	wakers   *pullWakers // the shared store's: the consumers waiting for jobs
 	now      func() time.Time
 	stopped  chan struct{} // closed when the app stops
 	stopOnce sync.Once
@@ -120,8 +120,9 @@ func pullRoutes(routes []queue.Route, targets map[queue.Route]Target) (pulled ma
 	return pulled, pooled
 }
 
-// newPull builds the pull side of a starting app over its pull routes.
-func (a *App) newPull(store queue.Store, routes map[string][]queue.Route, targets map[queue.Route]Target, policyFor func(*queue.Job) (queue.RetryPolicy, int), redact *redactor, paused func(queue.Route) bool, obs queue.Observer) *Pull {
+// newPull builds the pull side of a starting app over the routes of its
+// pull targets, by target, leaving out the routes paused reports.
+func (a *App) newPull(d *delivery, routes map[string][]queue.Route, paused func(queue.Route) bool) *Pull {
 	base := queue.Decider{MaxAttempts: a.MaxAttempts, MaxRetryAfter: time.Duration(a.MaxRetryAfter)}
 	if a.Backoff != nil {
 		base.Retry = queue.Backoff{Base: time.Duration(a.Backoff.Base), Max: time.Duration(a.Backoff.Max)}
@@ -130,34 +131,35 @@ func (a *App) newPull(store queue.Store, routes map[string][]queue.Route, target
 	shapers := make(map[queue.Route]jobShaper)
 	for _, rs := range routes {
 		for _, r := range rs {
-			if s, ok := targets[r].(jobShaper); ok {
+			if s, ok := d.targets[r].(jobShaper); ok {
 				shapers[r] = s
 			}
-			d := base
-			if policyFor != nil {
-				retry, maxAttempts := policyFor(&queue.Job{Source: r.Source, Target: r.Target})
+			dec := base
+			if d.policyFor != nil {
+				retry, maxAttempts := d.policyFor(&queue.Job{Source: r.Source, Target: r.Target})
 				if retry != nil {
-					d.Retry = retry
+					dec.Retry = retry
 				}
 				if maxAttempts != 0 {
-					d.MaxAttempts = maxAttempts
+					dec.MaxAttempts = maxAttempts
 				}
 			}
-			deciders[r] = d
+			deciders[r] = dec
 		}
 	}
 	p := &Pull{
-		store:    store,
+		store:    d.store,
 		lease:    time.Duration(a.Lease),
 		poll:     time.Duration(a.PollInterval),
 		routes:   routes,
 		deciders: deciders,
 		shapers:  shapers,
 		paused:   paused,
-		obs:      obs,
-		redact:   redact,
+		obs:      d.obs,
+		redact:   d.redact,
 		now:      time.Now,
 		stopped:  make(chan struct{}),
+		wakers:   &d.store.wakers,
 	}
 	if p.lease == 0 {
 		p.lease = queue.DefaultLease
@@ -165,26 +167,7 @@ func (a *App) newPull(store queue.Store, routes map[string][]queue.Route, target
 	if p.poll == 0 {
 		p.poll = queue.DefaultPollInterval
 	}
-	if s, ok := store.(*sharedStore); ok {
-		p.wakers = &s.wakers
-	}
 	return p
-}
-
-// newPullSide builds the pull side over the pull routes, nil without any,
-// with the pool's pause set, or one of its own when no pool runs.
-func (a *App) newPullSide(store queue.Store, pulled map[string][]queue.Route, targets map[queue.Route]Target, policyFor func(*queue.Job) (queue.RetryPolicy, int), redact *redactor, pauses *pauseSet, obs queue.Observer) (*Pull, *pauseSet, error) {
-	if len(pulled) == 0 {
-		return nil, pauses, nil
-	}
-	if pauses == nil {
-		// Read before the first claim, as the pool's are.
-		pauses = newPauseSet(store, a.logger)
-		if err := pauses.refresh(a.ctx); err != nil {
-			return nil, nil, fmt.Errorf("webhook: %w", err)
-		}
-	}
-	return a.newPull(store, pulled, targets, policyFor, redact, pauses.paused, obs), pauses, nil
 }
 
 // stop ends the pull side: waiting claims answer at once.
@@ -213,9 +196,6 @@ func (p *Pull) Stopped() <-chan struct{} { return p.stopped }
 // resend, a hand-back. Take it before a claim that finds nothing, then
 // wait on it, the poll interval, or Stopped.
 func (p *Pull) Ready(target string) <-chan struct{} {
-	if p.wakers == nil {
-		return nil
-	}
 	return p.wakers.wait(target)
 }
 
@@ -468,7 +448,7 @@ func (p *Pull) Answer(ctx context.Context, allowed []string, acks []Ack) ([]AckR
 		woken := make(map[string]bool)
 		for k, i := range finished {
 			j := held[acks[i].Claim.ID]
-			if recorded[k] && cs[k].Status != queue.StatusPending && !woken[j.Target] && p.wakers != nil {
+			if recorded[k] && cs[k].Status != queue.StatusPending && !woken[j.Target] {
 				woken[j.Target] = true
 				p.wakers.wake(j.Target)
 			}

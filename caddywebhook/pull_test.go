@@ -84,8 +84,8 @@ func TestPullShape(t *testing.T) {
 	}
 	route := queue.Route{Source: "github", Target: "laptop"}
 	app := &App{}
-	p := app.newPull(store, map[string][]queue.Route{"laptop": {route}},
-		map[queue.Route]Target{route: shapingTarget{next: fakePull{}}}, nil, nil, nil, queue.NopObserver{})
+	p := app.newPull(&delivery{store: &sharedStore{Store: store}, targets: map[queue.Route]Target{route: shapingTarget{next: fakePull{}}},
+		obs: queue.NopObserver{}}, map[string][]queue.Route{"laptop": {route}}, nil)
 	jobs, err := p.Claim(t.Context(), "laptop", 10)
 	if err != nil {
 		t.Fatal(err)
@@ -122,8 +122,8 @@ func TestPullRedactsErrors(t *testing.T) {
 	}
 	t.Cleanup(func() { store.Close() })
 	route := queue.Route{Source: "github", Target: "laptop"}
-	p := (&App{}).newPull(store, map[string][]queue.Route{"laptop": {route}},
-		map[queue.Route]Target{route: fakePull{}}, nil, newRedactor([]string{secret}), nil, queue.NopObserver{})
+	p := (&App{}).newPull(&delivery{store: &sharedStore{Store: store}, targets: map[queue.Route]Target{route: fakePull{}},
+		redact: newRedactor([]string{secret}), obs: queue.NopObserver{}}, map[string][]queue.Route{"laptop": {route}}, nil)
 	tests := []struct {
 		name    string
 		outcome Outcome

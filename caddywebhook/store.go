@@ -32,7 +32,7 @@ func (s *sharedStore) Destruct() error {
 }
 
 // queueStore returns the store, opening (or sharing) it on first use.
-func (a *App) queueStore() (queue.Store, error) {
+func (a *App) queueStore() (*sharedStore, error) {
 	if s := a.opened.Load(); s != nil {
 		return s, nil
 	}
