@@ -376,7 +376,7 @@ func (a *adminAPI) handleTail(w http.ResponseWriter, r *http.Request, q *running
 // tailOutcomes are the outcome words a tail line can carry: the
 // receiver's, then a delivery attempt's.
 func tailOutcomes() []string {
-	return slices.Concat(outcomeWords[:], deliveryOutcomes[:])
+	return slices.Concat(outcomeWords[:], adminapi.AttemptWords())
 }
 
 // writeEvent writes one server-sent event holding l as JSON.

@@ -331,7 +331,7 @@ func TestAdminRoutes(t *testing.T) {
 				if string(j.Payload) != `{"ref":"refs/heads/main"}` || j.PayloadText != `{"ref":"refs/heads/main"}` {
 					t.Errorf("payload = %q, payload_text = %q", j.Payload, j.PayloadText)
 				}
-				if len(j.History) != 1 || j.History[0].Outcome != deliveryDead || j.History[0].Error != "upstream answered 400 Bad Request" ||
+				if len(j.History) != 1 || j.History[0].Outcome != adminapi.AttemptDead || j.History[0].Error != "upstream answered 400 Bad Request" ||
 					j.History[0].Code != queue.CodeOf(400) || j.History[0].Duration != 420*time.Microsecond {
 					t.Errorf("history = %+v", j.History)
 				}

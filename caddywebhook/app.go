@@ -367,7 +367,7 @@ func (a *App) Start() error {
 	}
 
 	d := &delivery{store: store, targets: handlers, policyFor: policyFor, limits: limits, redact: redact, notify: notify, obs: obs}
-	handler := attemptHandler{next: redactingHandler{next: router(handlers), r: redact}}
+	handler := attemptHandler{next: redactingHandler{next: router(handlers), r: redact}, last: a.lastAttempt(policyFor)}
 	if a.Tracing {
 		if handler.tracer, err = a.acquireTracer(); err != nil {
 			return err
@@ -430,6 +430,20 @@ func (a *App) Start() error {
 
 	a.logStarted(pool, pull, routes)
 	return nil
+}
+
+// lastAttempt reports whether a job is on the last attempt its route's
+// budget allows, as queue.Decider counts it (from the last replay on).
+func (a *App) lastAttempt(policyFor func(*queue.Job) (queue.RetryPolicy, int)) func(*queue.Job) bool {
+	return func(job *queue.Job) bool {
+		budget := cmp.Or(a.MaxAttempts, queue.DefaultMaxAttempts)
+		if policyFor != nil {
+			if _, n := policyFor(job); n != 0 {
+				budget = n
+			}
+		}
+		return job.Attempt-job.ReplayBase >= budget
+	}
 }
 
 // delivery is what Start hands the builders of the pool and the pull

@@ -10,38 +10,25 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
-// Outcome words of a delivery attempt, in logs, metrics and the attempt
-// history the admin API and the CLI show.
-const (
-	deliveryDelivered  = "delivered"
-	deliveryRetry      = "retry"
-	deliveryDead       = "dead"
-	deliveryLeaseLost  = "lease_lost"
-	deliveryHandedBack = "handed_back"
-)
-
-// deliveryOutcomes lists the outcome words of a delivery attempt, for the
-// checks of a filter on them.
-var deliveryOutcomes = [...]string{deliveryDelivered, deliveryRetry, deliveryDead, deliveryLeaseLost, deliveryHandedBack}
-
-// attemptOutcome is the outcome word of a recorded attempt after which its
+// attemptOutcome is the attempt word of a recorded attempt after which its
 // job's status became status. The stores record that status in the
 // history (and rows already stored keep it), so it is mapped here, where
 // the logs get their word too.
 func attemptOutcome(status queue.Status) string {
 	switch status {
 	case queue.StatusDone:
-		return deliveryDelivered
+		return adminapi.AttemptDelivered
 	case queue.StatusPending:
-		return deliveryRetry
+		return adminapi.AttemptRetry
 	case queue.StatusDead:
-		return deliveryDead
+		return adminapi.AttemptDead
 	case queue.StatusRunning:
 		// A hand-back records the attempt with the job still running.
-		return deliveryHandedBack
+		return adminapi.AttemptHandedBack
 	}
 	return string(status)
 }
@@ -82,7 +69,7 @@ func (o *observer) JobFinished(job *queue.Job, c queue.Completion, recorded bool
 	word, level := attemptOutcome(c.Status), zapcore.InfoLevel
 	switch {
 	case !recorded:
-		word, level = deliveryLeaseLost, zapcore.WarnLevel
+		word, level = adminapi.AttemptLeaseLost, zapcore.WarnLevel
 	case c.Status == queue.StatusPending:
 		level = zapcore.WarnLevel
 	case c.Status == queue.StatusDead:
@@ -121,16 +108,16 @@ func (o *observer) JobFinished(job *queue.Job, c queue.Completion, recorded bool
 
 // JobHandedBack implements queue.Observer.
 func (o *observer) JobHandedBack(job *queue.Job) {
-	webhookMetrics.deliveries.WithLabelValues(job.Source, job.Target, deliveryHandedBack).Inc()
-	tails.publishDelivery(job, deliveryHandedBack, 0, "")
-	o.logger.Info(deliveryHandedBack, jobFields(job, zap.String("outcome", deliveryHandedBack))...)
+	webhookMetrics.deliveries.WithLabelValues(job.Source, job.Target, adminapi.AttemptHandedBack).Inc()
+	tails.publishDelivery(job, adminapi.AttemptHandedBack, 0, "")
+	o.logger.Info(adminapi.AttemptHandedBack, jobFields(job, zap.String("outcome", adminapi.AttemptHandedBack))...)
 }
 
 // LeaseLost implements queue.Observer. For a job whose delivery started,
 // the attempt's JobFinished follows and counts it; a job claimed ahead and
 // lost before it started was never delivered, and is only logged.
 func (o *observer) LeaseLost(job *queue.Job) {
-	o.logger.Warn("lease lost; delivery cancelled", jobFields(job, zap.String("outcome", deliveryLeaseLost))...)
+	o.logger.Warn("lease lost; delivery cancelled", jobFields(job, zap.String("outcome", adminapi.AttemptLeaseLost))...)
 }
 
 // StoreError implements queue.Observer and queue.HousekeeperObserver.

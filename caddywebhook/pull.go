@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
@@ -329,28 +330,29 @@ func (p *Pull) Extend(ctx context.Context, allowed []string, claims []queue.Clai
 	return lost, nil
 }
 
-// Outcome is a consumer's answer for one claim.
-type Outcome string
+// AckOutcome is what a consumer says became of its attempt at one claim:
+// one of the attempt words (adminapi.Attempt…) a consumer may report.
+type AckOutcome string
 
 // The outcomes a consumer may report.
 const (
-	// OutcomeDone: delivered; the job is done.
-	OutcomeDone Outcome = "done"
-	// OutcomeRetry: a transient failure; the job is retried after the
+	// AckDelivered: delivered; the job is done.
+	AckDelivered AckOutcome = adminapi.AttemptDelivered
+	// AckRetry: a transient failure; the job is retried after the
 	// target's backoff (or RetryAfter, if longer), or goes dead if that
 	// was its last attempt.
-	OutcomeRetry Outcome = "retry"
-	// OutcomeDead: a permanent failure; the job goes dead at once.
-	OutcomeDead Outcome = "dead"
-	// OutcomeHandBack: not attempted (the consumer stops, its app is not
+	AckRetry AckOutcome = adminapi.AttemptRetry
+	// AckDead: a permanent failure; the job goes dead at once.
+	AckDead AckOutcome = adminapi.AttemptDead
+	// AckHandedBack: not attempted (the consumer stops, its app is not
 	// listening); the job is pending again at once, its attempt uncharged.
-	OutcomeHandBack Outcome = "handback"
+	AckHandedBack AckOutcome = adminapi.AttemptHandedBack
 )
 
 // Valid reports whether o is one of the four outcomes.
-func (o Outcome) Valid() bool {
+func (o AckOutcome) Valid() bool {
 	switch o {
-	case OutcomeDone, OutcomeRetry, OutcomeDead, OutcomeHandBack:
+	case AckDelivered, AckRetry, AckDead, AckHandedBack:
 		return true
 	}
 	return false
@@ -359,7 +361,7 @@ func (o Outcome) Valid() bool {
 // Ack is a consumer's answer for one claim.
 type Ack struct {
 	Claim   queue.Claimed
-	Outcome Outcome
+	Outcome AckOutcome
 	// Error is the attempt's error, kept as the job's last error for
 	// retry and dead (as queue.SafeText makes it).
 	Error string
@@ -371,8 +373,8 @@ type Ack struct {
 	Duration time.Duration
 }
 
-// AckResult says what became of one Ack.
-type AckResult struct {
+// AckReply says what became of one Ack: the server's reply to it.
+type AckReply struct {
 	ID int64
 	// Recorded is false when the claim was no longer held (the lease ran
 	// out and the job was claimed again, or it was answered already), or
@@ -391,12 +393,12 @@ type AckResult struct {
 func ackError(a Ack) error {
 	msg := cmp.Or(a.Error, "consumer answered "+string(a.Outcome))
 	switch a.Outcome {
-	case OutcomeRetry:
+	case AckRetry:
 		if a.RetryAfter > 0 {
 			return queue.RetryAfter(errors.New(msg), a.RetryAfter)
 		}
 		return errors.New(msg)
-	case OutcomeDead:
+	case AckDead:
 		return queue.Permanent(errors.New(msg))
 	}
 	return nil
@@ -406,7 +408,7 @@ func ackError(a Ack) error {
 // allowed, each fenced as the pool's own Finish and HandBack are: an
 // answer for a claim no longer held changes nothing. Results are in the
 // order of acks.
-func (p *Pull) Answer(ctx context.Context, allowed []string, acks []Ack) ([]AckResult, error) {
+func (p *Pull) Answer(ctx context.Context, allowed []string, acks []Ack) ([]AckReply, error) {
 	claims := make([]queue.Claimed, len(acks))
 	for i, a := range acks {
 		claims[i] = a.Claim
@@ -415,7 +417,7 @@ func (p *Pull) Answer(ctx context.Context, allowed []string, acks []Ack) ([]AckR
 	if err != nil {
 		return nil, err
 	}
-	results := make([]AckResult, len(acks))
+	results := make([]AckReply, len(acks))
 	var cs []queue.Completion
 	var finished []int // indexes into acks of cs
 	var errs []error   // the attempts' errors, for the observer
@@ -427,7 +429,7 @@ func (p *Pull) Answer(ctx context.Context, allowed []string, acks []Ack) ([]AckR
 		if !ok || j.Fence != a.Claim.Fence {
 			continue
 		}
-		if a.Outcome == OutcomeHandBack {
+		if a.Outcome == AckHandedBack {
 			handBack[j.Target] = append(handBack[j.Target], i)
 			continue
 		}

@@ -126,11 +126,11 @@ func TestPullRedactsErrors(t *testing.T) {
 		redact: newRedactor([]string{secret}), obs: queue.NopObserver{}}, map[string][]queue.Route{"laptop": {route}}, nil)
 	tests := []struct {
 		name    string
-		outcome Outcome
+		outcome AckOutcome
 		status  queue.Status
 	}{
-		{"retry", OutcomeRetry, queue.StatusPending},
-		{"dead", OutcomeDead, queue.StatusDead},
+		{"retry", AckRetry, queue.StatusPending},
+		{"dead", AckDead, queue.StatusDead},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

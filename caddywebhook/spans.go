@@ -14,6 +14,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.17.0"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
 	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/tracecontext"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
@@ -28,14 +29,6 @@ var (
 	attrStatusCode = attribute.Key("http.response.status_code")
 )
 
-// The outcome words of an attempt's span: the handler's view, before the
-// retry policy decides whether a failure retries or parks the job.
-const (
-	spanDelivered = "delivered"
-	spanFailed    = "failed"   // a transient error: the job retries unless out of attempts
-	spanRejected  = "rejected" // a permanent error: the job goes dead
-)
-
 // attemptSpanName names each delivery attempt's span.
 const attemptSpanName = "webhook delivery"
 
@@ -46,6 +39,10 @@ const attemptSpanName = "webhook delivery"
 type attemptHandler struct {
 	next   queue.Handler
 	tracer trace.Tracer // nil: no span is exported
+	// last reports whether job is on its last attempt, so that a span
+	// says dead for a failure that parks the job, as the logs do; nil:
+	// never.
+	last func(job *queue.Job) bool
 }
 
 // Handle implements queue.Handler.
@@ -61,15 +58,17 @@ func (h attemptHandler) Handle(ctx context.Context, job *queue.Job) error {
 		trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(attrSource.String(job.Source), attrTarget.String(job.Target), attrAttempt.Int(job.Attempt)))
 	err := h.next.Handle(ctx, job)
+	word := adminapi.AttemptDelivered
 	switch {
 	case err == nil:
-		span.SetAttributes(attrOutcome.String(spanDelivered))
-	case queue.IsPermanent(err):
-		span.SetAttributes(attrOutcome.String(spanRejected))
-		span.SetStatus(codes.Error, spanRejected)
+	case queue.IsPermanent(err) || h.last != nil && h.last(job):
+		word = adminapi.AttemptDead
 	default:
-		span.SetAttributes(attrOutcome.String(spanFailed))
-		span.SetStatus(codes.Error, spanFailed)
+		word = adminapi.AttemptRetry
+	}
+	span.SetAttributes(attrOutcome.String(word))
+	if err != nil {
+		span.SetStatus(codes.Error, word)
 	}
 	span.End()
 	return err

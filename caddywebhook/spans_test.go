@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/hex"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,10 +15,13 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
 	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/tracecontext"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
@@ -259,6 +263,57 @@ func TestAttemptTraceAllocs(t *testing.T) {
 			}
 			if _, want, _ := strings.Cut(tt.stored, "\n"); state != want {
 				t.Errorf("tracestate = %q, want %q", state, want)
+			}
+		})
+	}
+}
+
+// TestAttemptSpanWords: an attempt's span says what became of it with the
+// attempt words of the logs and metrics, dead for a failure on the last
+// attempt too.
+func TestAttemptSpanWords(t *testing.T) {
+	t.Parallel()
+	const stored = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	tests := []struct {
+		name    string
+		err     error
+		attempt int
+		want    string
+	}{
+		{"delivered", nil, 1, adminapi.AttemptDelivered},
+		{"transient, attempts left", errors.New("upstream answered 503"), 2, adminapi.AttemptRetry},
+		{"transient, the last attempt", errors.New("upstream answered 503"), 3, adminapi.AttemptDead},
+		{"transient after a replay", errors.New("upstream answered 503"), 4, adminapi.AttemptRetry},
+		{"permanent", queue.Permanent(errors.New("upstream answered 400")), 1, adminapi.AttemptDead},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			rec := tracetest.NewSpanRecorder()
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+			a := &App{MaxAttempts: 3}
+			h := attemptHandler{
+				next:   queue.HandlerFunc(func(context.Context, *queue.Job) error { return tt.err }),
+				tracer: tp.Tracer("test"),
+				last:   a.lastAttempt(nil),
+			}
+			job := &queue.Job{Trace: stored, Attempt: tt.attempt}
+			if tt.name == "transient after a replay" {
+				job.ReplayBase = 3
+			}
+			_ = h.Handle(t.Context(), job)
+			spans := rec.Ended()
+			if len(spans) != 1 {
+				t.Fatalf("%d spans, want 1", len(spans))
+			}
+			var got string
+			for _, kv := range spans[0].Attributes() {
+				if kv.Key == attrOutcome {
+					got = kv.Value.AsString()
+				}
+			}
+			if got != tt.want {
+				t.Errorf("webhook.outcome = %q, want %q", got, tt.want)
 			}
 		})
 	}

@@ -277,6 +277,34 @@ type RulesTestOutput struct {
 	BodyBase64 string         `json:"body_base64,omitempty"`
 }
 
+// The attempt words: what became of one delivery attempt. They are the one
+// vocabulary of every place an attempt is told: the log line's message and
+// its outcome field, the outcome label of caddy_webhook_deliveries_total,
+// the tail's delivery lines, a job's history (AttemptResponse), the
+// webhook.outcome attribute of an attempt's span, and the outcome a
+// consumer answers with (POST …/ack; docs/CONSUMER.md).
+const (
+	// AttemptDelivered: the target took the event; the job is done.
+	AttemptDelivered = "delivered"
+	// AttemptRetry: a transient failure; the job is tried again after
+	// its backoff (or the wait the target asked for).
+	AttemptRetry = "retry"
+	// AttemptDead: a permanent failure, or the last attempt failed; the
+	// job is parked as dead until an operator replays it.
+	AttemptDead = "dead"
+	// AttemptLeaseLost: the lease ended before the attempt's result could
+	// be recorded; nothing was recorded, and the job may run again.
+	AttemptLeaseLost = "lease_lost"
+	// AttemptHandedBack: not finished (a stop, a reload, a consumer that
+	// lets go); the job is pending again at once, the attempt uncharged.
+	AttemptHandedBack = "handed_back"
+)
+
+// AttemptWords are the attempt words, in the order of the table above.
+func AttemptWords() []string {
+	return []string{AttemptDelivered, AttemptRetry, AttemptDead, AttemptLeaseLost, AttemptHandedBack}
+}
+
 // TailLine is one line of GET /webhook/tail, sent as the data of a
 // server-sent event. It carries what the logs already carry: ids, source,
 // target, event type, outcome word, the receiver's status code, attempt

@@ -61,15 +61,27 @@ type ClaimResponse struct {
 	LeaseMS int64        `json:"lease_ms"`
 }
 
-// Lease names one claim: a job id and the fence its claim was given.
-type Lease struct {
-	ID    int64 `json:"id"`
-	Fence int64 `json:"fence"`
+// ExtendRequest is the body of POST …/extend: the claims to extend, each
+// a job id and the fence its claim was given, {"id": 7, "fence": 3}.
+type ExtendRequest struct {
+	Leases []queue.Claimed `json:"leases"`
 }
 
-// ExtendRequest is the body of POST …/extend.
-type ExtendRequest struct {
-	Leases []Lease `json:"leases"`
+// MarshalJSON writes the claims with the names the API documents;
+// queue.Claimed has no JSON names of its own, and the API reads them in
+// any case, as encoding/json does.
+func (r ExtendRequest) MarshalJSON() ([]byte, error) {
+	type claim struct {
+		ID    int64 `json:"id"`
+		Fence int64 `json:"fence"`
+	}
+	leases := make([]claim, len(r.Leases))
+	for i, c := range r.Leases {
+		leases[i] = claim(c)
+	}
+	return json.Marshal(struct {
+		Leases []claim `json:"leases"`
+	}{leases})
 }
 
 // ExtendResponse lists the claims that could not be extended: they are
@@ -79,8 +91,11 @@ type ExtendResponse struct {
 	LeaseMS int64   `json:"lease_ms"`
 }
 
-// AckResult is one answer in the body of POST …/ack.
-type AckResult struct {
+// Ack is one answer in the body of POST …/ack: what became of the
+// consumer's attempt at one claim. Outcome is an attempt word: delivered,
+// retry, dead or handed_back (done and handback, their older spellings,
+// are read as the first and the last).
+type Ack struct {
 	ID         int64  `json:"id"`
 	Fence      int64  `json:"fence"`
 	Outcome    string `json:"outcome"`
@@ -91,12 +106,12 @@ type AckResult struct {
 
 // AckRequest is the body of POST …/ack.
 type AckRequest struct {
-	Results []AckResult `json:"results"`
+	Results []Ack `json:"results"`
 }
 
-// AckAnswer says what became of one answer: recorded false means the
+// AckReply says what became of one answer: recorded false means the
 // claim was no longer held and nothing changed.
-type AckAnswer struct {
+type AckReply struct {
 	ID       int64        `json:"id"`
 	Recorded bool         `json:"recorded"`
 	Status   queue.Status `json:"status,omitempty"`
@@ -105,7 +120,7 @@ type AckAnswer struct {
 
 // AckResponse answers an ack, one entry per result, in order.
 type AckResponse struct {
-	Results []AckAnswer `json:"results"`
+	Results []AckReply `json:"results"`
 }
 
 // badRequest is a request error with the field it names.
@@ -321,11 +336,7 @@ func (h *Handler) serveExtend(w http.ResponseWriter, r *http.Request) {
 	if p == nil {
 		return
 	}
-	claims := make([]queue.Claimed, len(req.Leases))
-	for i, l := range req.Leases {
-		claims[i] = queue.Claimed{ID: l.ID, Fence: l.Fence}
-	}
-	lost, err := p.Extend(r.Context(), h.Targets, claims)
+	lost, err := p.Extend(r.Context(), h.Targets, req.Leases)
 	if err != nil {
 		h.storeFailed(w, "extend leases", err)
 		return
@@ -350,13 +361,13 @@ func (h *Handler) serveAck(w http.ResponseWriter, r *http.Request) {
 	acks := make([]caddywebhook.Ack, len(req.Results))
 	for i, res := range req.Results {
 		at := fmt.Sprintf("results[%d].", i)
-		o := caddywebhook.Outcome(res.Outcome)
+		o := ackOutcome(res.Outcome)
 		if !o.Valid() {
-			adminapi.WriteError(w, http.StatusBadRequest, fmt.Sprintf("%soutcome: %q is not done, retry, dead or handback", at, res.Outcome), at+"outcome")
+			adminapi.WriteError(w, http.StatusBadRequest, fmt.Sprintf("%soutcome: %q is not delivered, retry, dead or handed_back", at, res.Outcome), at+"outcome")
 			return
 		}
 		after, bad := parseDuration(at+"retry_after", res.RetryAfter)
-		if bad == nil && after > 0 && o != caddywebhook.OutcomeRetry {
+		if bad == nil && after > 0 && o != caddywebhook.AckRetry {
 			bad = fieldError(at+"retry_after", "%sretry_after: only for the outcome retry", at)
 		}
 		if bad != nil {
@@ -384,9 +395,22 @@ func (h *Handler) serveAck(w http.ResponseWriter, r *http.Request) {
 		h.storeFailed(w, "record answers", err)
 		return
 	}
-	resp := AckResponse{Results: make([]AckAnswer, len(results))}
+	resp := AckResponse{Results: make([]AckReply, len(results))}
 	for i, res := range results {
-		resp.Results[i] = AckAnswer{ID: res.ID, Recorded: res.Recorded, Status: res.Status, RunAt: res.RunAt}
+		resp.Results[i] = AckReply{ID: res.ID, Recorded: res.Recorded, Status: res.Status, RunAt: res.RunAt}
 	}
 	adminapi.WriteJSON(w, http.StatusOK, resp)
+}
+
+// ackOutcome reads an answer's outcome: an attempt word, or one of the
+// spellings the API took before it spoke the attempt words of the logs
+// and metrics (done, handback), which it still takes.
+func ackOutcome(s string) caddywebhook.AckOutcome {
+	switch s {
+	case "done":
+		return caddywebhook.AckDelivered
+	case "handback":
+		return caddywebhook.AckHandedBack
+	}
+	return caddywebhook.AckOutcome(s)
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
+	"github.com/caddywebhook/caddywebhook/queue"
 )
 
 // client speaks the consumer API for `caddy webhook listen`.
@@ -93,13 +94,13 @@ func (c *client) claim(ctx context.Context, target string, limit int, wait time.
 	return resp, err
 }
 
-func (c *client) extend(ctx context.Context, leases []Lease) (ExtendResponse, error) {
+func (c *client) extend(ctx context.Context, leases []queue.Claimed) (ExtendResponse, error) {
 	var resp ExtendResponse
 	err := c.post(ctx, "extend", ExtendRequest{Leases: leases}, &resp)
 	return resp, err
 }
 
-func (c *client) ack(ctx context.Context, results []AckResult) (AckResponse, error) {
+func (c *client) ack(ctx context.Context, results []Ack) (AckResponse, error) {
 	var resp AckResponse
 	err := c.post(ctx, "ack", AckRequest{Results: results}, &resp)
 	return resp, err

@@ -80,7 +80,7 @@ type listener struct {
 
 // heldJob is one claim the listener holds.
 type heldJob struct {
-	lease   Lease
+	lease   queue.Claimed
 	cancel  context.CancelFunc
 	fence   *time.Timer // cancels the delivery before its lease can end unextended
 	lost    bool        // the lease is gone: answer nothing
@@ -288,7 +288,7 @@ func (l *listener) appListening(ctx context.Context) bool {
 func (l *listener) start(ctx context.Context, j ClaimedJob) {
 	l.holds <- struct{}{}
 	dctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	h := &heldJob{lease: Lease{ID: j.ID, Fence: j.Fence}, cancel: cancel}
+	h := &heldJob{lease: queue.Claimed{ID: j.ID, Fence: j.Fence}, cancel: cancel}
 	l.mu.Lock()
 	lease := l.lease
 	// The delivery is cancelled a quarter of the lease before the lease
@@ -366,7 +366,7 @@ func (l *listener) deliver(ctx context.Context, h *heldJob, j ClaimedJob) {
 	l.mu.Lock()
 	lost, stopped := h.lost, h.stopped
 	l.mu.Unlock()
-	res := AckResult{ID: j.ID, Fence: j.Fence, Duration: took.String()}
+	res := Ack{ID: j.ID, Fence: j.Fence, Duration: took.String()}
 	word := ""
 	switch {
 	case lost:
@@ -378,7 +378,7 @@ func (l *listener) deliver(ctx context.Context, h *heldJob, j ClaimedJob) {
 	case refused && code == 0:
 		// The app is not listening: not the event's fault. Hand it back
 		// uncharged and wait for the app.
-		res.Outcome, word = string(caddywebhook.OutcomeHandBack), "handed back"
+		res.Outcome, word = string(caddywebhook.AckHandedBack), "handed back"
 		l.mu.Lock()
 		first := !l.appDown
 		l.appDown = true
@@ -387,11 +387,11 @@ func (l *listener) deliver(ctx context.Context, h *heldJob, j ClaimedJob) {
 			l.logf("local app at %s refused the connection; holding deliveries until it listens", l.fwd.Host)
 		}
 	case err == nil:
-		res.Outcome, word = string(caddywebhook.OutcomeDone), "done"
+		res.Outcome, word = string(caddywebhook.AckDelivered), "done"
 	case queue.IsPermanent(err):
-		res.Outcome, res.Error, word = string(caddywebhook.OutcomeDead), err.Error(), "dead"
+		res.Outcome, res.Error, word = string(caddywebhook.AckDead), err.Error(), "dead"
 	default:
-		res.Outcome, res.Error, word = string(caddywebhook.OutcomeRetry), err.Error(), "retry"
+		res.Outcome, res.Error, word = string(caddywebhook.AckRetry), err.Error(), "retry"
 		if after, ok := queue.RetryAfterOf(err); ok && after > 0 {
 			res.RetryAfter = after.String()
 		}
@@ -403,7 +403,7 @@ func (l *listener) deliver(ctx context.Context, h *heldJob, j ClaimedJob) {
 		word = "not answered"
 	case !answer.Recorded:
 		word = "lease lost"
-	case answer.Status == queue.StatusPending && res.Outcome == string(caddywebhook.OutcomeRetry):
+	case answer.Status == queue.StatusPending && res.Outcome == string(caddywebhook.AckRetry):
 		word = "retry at " + answer.RunAt.Local().Format(time.TimeOnly)
 	case answer.Status == queue.StatusDead:
 		word = "dead"
@@ -423,7 +423,7 @@ func (l *listener) deliver(ctx context.Context, h *heldJob, j ClaimedJob) {
 
 // answer sends one result, again after network errors, until the lease
 // it answers for can have ended.
-func (l *listener) answer(ctx context.Context, res AckResult) (AckAnswer, bool) {
+func (l *listener) answer(ctx context.Context, res Ack) (AckReply, bool) {
 	l.mu.Lock()
 	deadline := time.Now().Add(l.lease)
 	l.mu.Unlock()
@@ -435,10 +435,10 @@ func (l *listener) answer(ctx context.Context, res AckResult) (AckAnswer, bool) 
 		}
 		if isFatal(err) || time.Now().Add(retry).After(deadline) {
 			l.logf("cannot answer for job %d: %v", res.ID, redactURL(err))
-			return AckAnswer{}, false
+			return AckReply{}, false
 		}
 		if !sleep(ctx, jitter(retry)) {
-			return AckAnswer{}, false
+			return AckReply{}, false
 		}
 		retry = min(retry*2, retryMax)
 	}
@@ -456,12 +456,12 @@ type ackBatch struct {
 }
 
 type pendingAck struct {
-	res  AckResult
+	res  Ack
 	done chan ackReply // buffered 1
 }
 
 type ackReply struct {
-	ans AckAnswer
+	ans AckReply
 	err error
 }
 
@@ -470,7 +470,7 @@ type ackReply struct {
 const ackTimeout = 30 * time.Second
 
 // send queues res and returns the server's answer for it.
-func (b *ackBatch) send(ctx context.Context, api *client, res AckResult) (AckAnswer, error) {
+func (b *ackBatch) send(ctx context.Context, api *client, res Ack) (AckReply, error) {
 	p := &pendingAck{res: res, done: make(chan ackReply, 1)}
 	b.mu.Lock()
 	b.queue = append(b.queue, p)
@@ -480,7 +480,7 @@ func (b *ackBatch) send(ctx context.Context, api *client, res AckResult) (AckAns
 		case r := <-p.done:
 			return r.ans, r.err
 		case <-ctx.Done():
-			return AckAnswer{}, ctx.Err()
+			return AckReply{}, ctx.Err()
 		}
 	}
 	b.flushing = true
@@ -496,7 +496,7 @@ func (b *ackBatch) send(ctx context.Context, api *client, res AckResult) (AckAns
 			break
 		}
 		b.mu.Unlock()
-		results := make([]AckResult, n)
+		results := make([]Ack, n)
 		for i, q := range batch {
 			results[i] = q.res
 		}
@@ -573,7 +573,7 @@ func (l *listener) extendLoop(ctx context.Context) {
 		}
 		last = time.Now()
 		l.mu.Lock()
-		leases := make([]Lease, 0, len(l.held))
+		leases := make([]queue.Claimed, 0, len(l.held))
 		for _, h := range l.held {
 			if !h.lost && !h.stopped {
 				leases = append(leases, h.lease)
@@ -609,7 +609,7 @@ func (l *listener) extendLoop(ctx context.Context) {
 // cap, and returns the claims it lost, the lease the server gives, and
 // the leases of the requests it answered: a failed request's self-fences
 // cancel their deliveries in time if failures go on.
-func (l *listener) extend(ctx context.Context, leases []Lease) (lost map[int64]bool, leaseMS int64, extended []Lease) {
+func (l *listener) extend(ctx context.Context, leases []queue.Claimed) (lost map[int64]bool, leaseMS int64, extended []queue.Claimed) {
 	lost = make(map[int64]bool)
 	for chunk := range slices.Chunk(leases, maxLeases) {
 		resp, err := l.api.extend(ctx, chunk)
@@ -636,7 +636,7 @@ func (l *listener) shutdown(ctx context.Context) {
 	l.mu.Unlock()
 	l.wg.Wait()
 	l.mu.Lock()
-	var leases []Lease
+	var leases []queue.Claimed
 	for id, h := range l.held {
 		h.fence.Stop()
 		if !h.lost {
@@ -646,9 +646,9 @@ func (l *listener) shutdown(ctx context.Context) {
 	}
 	l.mu.Unlock()
 	if len(leases) > 0 {
-		results := make([]AckResult, len(leases))
+		results := make([]Ack, len(leases))
 		for i, ls := range leases {
-			results[i] = AckResult{ID: ls.ID, Fence: ls.Fence, Outcome: string(caddywebhook.OutcomeHandBack)}
+			results[i] = Ack{ID: ls.ID, Fence: ls.Fence, Outcome: string(caddywebhook.AckHandedBack)}
 		}
 		hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		handed := 0

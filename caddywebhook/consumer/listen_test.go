@@ -127,9 +127,9 @@ func TestListenExtendsInChunks(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			leases := make([]Lease, tt.leases)
+			leases := make([]queue.Claimed, tt.leases)
 			for i := range leases {
-				leases[i] = Lease{ID: int64(i + 1), Fence: 1}
+				leases[i] = queue.Claimed{ID: int64(i + 1), Fence: 1}
 			}
 			lost, leaseMS, extended := l.extend(t.Context(), leases)
 			if !slices.Equal(sizes, tt.sizes) {
@@ -199,7 +199,7 @@ func TestListenLosesLease(t *testing.T) {
 					mu.Lock()
 					acks++
 					mu.Unlock()
-					json.NewEncoder(w).Encode(AckResponse{Results: []AckAnswer{{ID: 7, Recorded: true}}})
+					json.NewEncoder(w).Encode(AckResponse{Results: []AckReply{{ID: 7, Recorded: true}}})
 				}
 			}))
 			defer api.Close()
@@ -267,7 +267,7 @@ func TestListenForgetsOnlyItsClaim(t *testing.T) {
 	l := &listener{held: map[int64]*heldJob{}}
 	claim := func(fence int64) (*heldJob, *bool) {
 		cancelled := new(bool)
-		h := &heldJob{lease: Lease{ID: 7, Fence: fence}, cancel: func() { *cancelled = true }, fence: time.AfterFunc(time.Hour, func() {})}
+		h := &heldJob{lease: queue.Claimed{ID: 7, Fence: fence}, cancel: func() { *cancelled = true }, fence: time.AfterFunc(time.Hour, func() {})}
 		t.Cleanup(func() { h.fence.Stop() })
 		return h, cancelled
 	}
