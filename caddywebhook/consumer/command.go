@@ -56,7 +56,7 @@ from a flag, so it stays out of the shell's history and the process list.
 	f.Int("concurrency", DefaultConcurrency, "Deliveries to the local app at once")
 	f.String("sign-secret-env", "", "The environment variable that holds a Standard Webhooks secret (whsec_…) to sign each forwarded request with")
 	f.Duration("timeout", 10*time.Second, "How long one local request may take")
-	f.Duration("wait", DefaultListenWait, "How long each claim waits on the server for events")
+	f.Duration("wait", DefaultListenWait, "How long each claim waits on the server for events (at most a quarter of the server's lease)")
 	return cmd
 }
 
