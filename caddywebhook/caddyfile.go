@@ -236,6 +236,23 @@ func parseDuration(d *caddyfile.Dispenser, opt, s string) (caddy.Duration, error
 	return caddy.Duration(v), nil
 }
 
+// fieldSourceArgs reads `header <name> | json <field>`, where a delivery
+// id, an event type or an ordering key comes from; opt names the option
+// in the messages.
+func fieldSourceArgs(d *caddyfile.Dispenser, opt string) (FieldSource, error) {
+	var from, name string
+	if !d.AllArgs(&from, &name) {
+		return FieldSource{}, d.Errf("webhook_receiver: %s needs a source and a name: %s header <name> | %s json <field>", opt, opt, opt)
+	}
+	switch from {
+	case "header":
+		return FieldSource{Header: name}, nil
+	case "json":
+		return FieldSource{JSON: name}, nil
+	}
+	return FieldSource{}, d.Errf("webhook_receiver: %s: %q is not header or json", opt, from)
+}
+
 // parseReceiverDirective parses the webhook_receiver directive; the matcher
 // has already been taken off by httpcaddyfile.
 func parseReceiverDirective(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
@@ -369,38 +386,21 @@ func (rc *Receiver) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				rc.MinBodyRate = int64(n)
 			}
 		case "delivery_id", "event_type":
-			var from, name string
-			if !d.AllArgs(&from, &name) {
-				return d.Errf("webhook_receiver: %s needs a source and a name: %s header <name> | %s json <field>", opt, opt, opt)
-			}
-			f := new(FieldSource)
-			switch from {
-			case "header":
-				f.Header = name
-			case "json":
-				f.JSON = name
-			default:
-				return d.Errf("webhook_receiver: %s: %q is not header or json", opt, from)
+			f, err := fieldSourceArgs(d, opt)
+			if err != nil {
+				return err
 			}
 			if opt == "delivery_id" {
-				rc.DeliveryID = f
+				rc.DeliveryID = &f
 			} else {
-				rc.EventType = f
+				rc.EventType = &f
 			}
 		case "ordering_key":
-			var from, name string
-			if !d.AllArgs(&from, &name) {
-				return d.Errf("webhook_receiver: ordering_key needs a source and a name: ordering_key header <name> | ordering_key json <field>")
+			f, err := fieldSourceArgs(d, opt)
+			if err != nil {
+				return err
 			}
-			k := new(OrderingKey)
-			switch from {
-			case "header":
-				k.Header = name
-			case "json":
-				k.JSON = name
-			default:
-				return d.Errf("webhook_receiver: ordering_key: %q is not header or json", from)
-			}
+			k := &OrderingKey{Header: f.Header, JSON: f.JSON}
 			for nesting := d.Nesting(); d.NextBlock(nesting); {
 				switch d.Val() {
 				case "on_dead":
