@@ -93,6 +93,7 @@ func (f *adminFixture) doWant(t *testing.T, method, target string, wantStatus in
 }
 
 func TestAdminEvents(t *testing.T) {
+	t.Parallel()
 	f := setupAdmin(t)
 	d := f.seed(t)
 	bare, err := f.store.Enqueue(t.Context(), queue.Event{Source: "github", DeliveryID: "ping-1", EventType: "ping", Payload: []byte(`{"zen":"x"}`)})
@@ -161,6 +162,7 @@ func TestAdminEvents(t *testing.T) {
 }
 
 func TestAdminJobsFilters(t *testing.T) {
+	t.Parallel()
 	f := setupAdmin(t)
 	d := f.seed(t)
 	tests := []struct {
@@ -194,6 +196,7 @@ func TestAdminJobsFilters(t *testing.T) {
 }
 
 func TestAdminResend(t *testing.T) {
+	t.Parallel()
 	f := setupAdmin(t)
 	d := f.seed(t)
 	tests := []struct {
@@ -226,6 +229,7 @@ func TestAdminResend(t *testing.T) {
 }
 
 func TestAdminSendEvent(t *testing.T) {
+	t.Parallel()
 	f := setupAdmin(t)
 	f.seed(t)
 	bare, err := f.store.Enqueue(t.Context(), queue.Event{Source: "github", DeliveryID: "ping-1", EventType: "ping", Payload: []byte(`{}`)})
@@ -264,6 +268,7 @@ func TestAdminSendEvent(t *testing.T) {
 }
 
 func TestAdminInject(t *testing.T) {
+	t.Parallel()
 	f := setupAdmin(t)
 	f.withConfig(t)
 	tests := []struct {

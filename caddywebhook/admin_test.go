@@ -240,6 +240,7 @@ func (f *adminFixture) seed(t *testing.T) adminData {
 }
 
 func TestAdminRoutes(t *testing.T) {
+	t.Parallel()
 	type check func(t *testing.T, f *adminFixture, d adminData, rec *httptest.ResponseRecorder)
 	tests := []struct {
 		name       string
@@ -570,6 +571,7 @@ func wantAllow(allow string) func(*testing.T, *adminFixture, adminData, *httptes
 }
 
 func TestAdminNoApp(t *testing.T) {
+	t.Parallel()
 	f := setupAdmin(t)
 	f.cfg.Store(nil)
 	for _, tt := range []struct{ method, target string }{
@@ -592,6 +594,7 @@ func TestAdminNoApp(t *testing.T) {
 }
 
 func TestAdminListPaging(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		query     string
@@ -657,6 +660,7 @@ func TestAdminListPaging(t *testing.T) {
 }
 
 func TestAdminPurge(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		done       int // done jobs finished 48h ago
@@ -701,6 +705,7 @@ func TestAdminPurge(t *testing.T) {
 }
 
 func TestAdminPurgeWithoutRetention(t *testing.T) {
+	t.Parallel()
 	f := setupAdmin(t)
 	f.cfg.Store(&runningConfig{Store: f.store, Routes: adminRoutes})
 	f.addJob(t, jobSpec{source: "github", target: "http", status: queue.StatusDone, finished: time.Hour})
@@ -774,6 +779,7 @@ func TestAdminStoreFailures(t *testing.T) {
 // also in rows stored before the words changed, to the words of the logs
 // and metrics.
 func TestAttemptOutcome(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		status queue.Status
 		want   string
@@ -811,6 +817,7 @@ func TestAdminModule(t *testing.T) {
 // have: stats mark them, a bulk replay leaves them dead, and the bulk
 // discard deletes them by filter.
 func TestAdminUnroutable(t *testing.T) {
+	t.Parallel()
 	type ids struct{ gonePending, goneDead, routedPending, routedDead int64 }
 	setup := func(t *testing.T) (*adminFixture, ids) {
 		f := setupAdmin(t)
@@ -901,6 +908,7 @@ func TestAdminUnroutable(t *testing.T) {
 // TestAdminErrorParam: an error about a parameter names it in the param
 // field, which clients read instead of the message.
 func TestAdminErrorParam(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, method, target string
 		wantStatus           int

@@ -21,6 +21,7 @@ import (
 )
 
 func TestCLIOps(t *testing.T) {
+	t.Parallel()
 	f, d := setupCLI(t)
 	bare, err := f.store.Enqueue(t.Context(), queue.Event{Source: "github", DeliveryID: "ping-1", EventType: "ping", Payload: []byte(`{"zen":"x"}`)})
 	if err != nil {

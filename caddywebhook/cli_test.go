@@ -109,6 +109,7 @@ var columnGap = regexp.MustCompile(`(\S) {2,}`)
 func squeeze(s string) string { return columnGap.ReplaceAllString(s, "$1 | ") }
 
 func TestCLIOutput(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		args func(d adminData) []string
@@ -285,6 +286,7 @@ func static(args ...string) func(adminData) []string { return func(adminData) []
 // TestCLIEffects checks that the mutating subcommands changed the store,
 // not only printed the right words.
 func TestCLIEffects(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		args  func(d adminData) []string
@@ -355,6 +357,7 @@ func wantStatus(t *testing.T, f *cliFixture, id int64, want queue.Status) {
 }
 
 func TestCLIJSON(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		args  func(d adminData) []string
@@ -442,6 +445,7 @@ func mustJSON(t *testing.T, b []byte, v any) {
 }
 
 func TestCLIErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name        string
 		args        func(d adminData) []string
@@ -589,6 +593,7 @@ func writeFile(t *testing.T, path, content string) {
 }
 
 func TestCLIUnreachable(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		handler http.Handler // nil: nothing listens

@@ -16,6 +16,7 @@ import (
 // step: what each answers, what stats mark paused, and the app's pause set
 // the pool reads, which each change refreshes at once.
 func TestAdminPause(t *testing.T) {
+	t.Parallel()
 	f := setupAdmin(t)
 	f.addJob(t, jobSpec{source: "github", target: "http", status: queue.StatusPending})
 	f.addJob(t, jobSpec{source: "github", target: "exec", status: queue.StatusPending})
@@ -81,6 +82,7 @@ func TestAdminPause(t *testing.T) {
 // TestCLIPause runs caddy webhook pause, stats and resume in order
 // against the admin API, and the refusals.
 func TestCLIPause(t *testing.T) {
+	t.Parallel()
 	f, _ := setupCLI(t)
 	steps := []struct {
 		name string

@@ -46,6 +46,7 @@ func (s shapingTarget) shapeJob(job *queue.Job) (*queue.Job, error) {
 }
 
 func TestPullRoutes(t *testing.T) {
+	t.Parallel()
 	route := func(target string) queue.Route { return queue.Route{Source: "github", Target: target} }
 	targets := map[queue.Route]Target{
 		route("http"):         pushTarget{},
@@ -72,6 +73,7 @@ func TestPullRoutes(t *testing.T) {
 // TestPullShape: a consumer is handed the job as the transform made it, and
 // a job whose transform fails goes dead at once instead of being handed out.
 func TestPullShape(t *testing.T) {
+	t.Parallel()
 	store, err := sqlite.Open(t.Context(), sqlite.Config{Path: filepath.Join(t.TempDir(), "queue.db")})
 	if err != nil {
 		t.Fatal(err)
@@ -115,6 +117,7 @@ func TestPullShape(t *testing.T) {
 // pool's own attempts are: a consumer may echo an upstream that echoed
 // the request's credentials.
 func TestPullRedactsErrors(t *testing.T) {
+	t.Parallel()
 	const secret = "target-token-0123456789"
 	store, err := sqlite.Open(t.Context(), sqlite.Config{Path: filepath.Join(t.TempDir(), "queue.db")})
 	if err != nil {

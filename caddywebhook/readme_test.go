@@ -77,6 +77,7 @@ type readmeRow struct {
 }
 
 func TestReadmeReference(t *testing.T) {
+	t.Parallel()
 	fields, modules := parseConfigStructs(t)
 	tables := parseReadmeTables(t, referencePage)
 
@@ -371,6 +372,7 @@ func containsPhrase(s, phrase string) bool {
 }
 
 func TestReadmeHelpers(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		s, phrase string

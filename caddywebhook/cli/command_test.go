@@ -5,6 +5,7 @@ import "testing"
 // TestCLICell: a value from a sender or an upstream cannot drive the
 // terminal or break the table's alignment.
 func TestCLICell(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, in string
 		n        int
