@@ -328,7 +328,9 @@ func (t *Target) roundTrip(ctx context.Context, job *queue.Job, deadline time.Ti
 	resp, err := t.transport.RoundTrip(req)
 	if err != nil {
 		cancel()
-		return nil, t.networkError(ctx, attemptCtx.Err() != nil, err)
+		// Timed out only if the deadline passed, as the plain client
+		// decides (the context, cancelled just above, cannot say).
+		return nil, t.networkError(ctx, !time.Now().Before(deadline), err)
 	}
 	// The attempt's context lives until the body is closed: cancelling it
 	// earlier would cut the body off.
