@@ -63,7 +63,7 @@ var tails tailHub
 var recentLags = &lagRings{routes: make(map[queue.Route]*lagRing)}
 
 // spanExport is the tracer provider of the apps whose config turns
-// tracing on (tracing.go), shared as Caddy's tracing handler shares its
+// tracing on (spans.go), shared as Caddy's tracing handler shares its
 // own: built when the first such app starts, with the exporter the OTEL_*
 // environment variables choose (autoexport: OTLP by default,
 // OTEL_TRACES_EXPORTER, OTEL_EXPORTER_OTLP_*), flushed and shut down when
