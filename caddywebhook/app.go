@@ -16,11 +16,13 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/pullside"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
 func init() {
 	caddy.RegisterModule(new(App))
+	pullside.Install(pullSideOf)
 	// A config without the webhook app may be the one running when Caddy
 	// exits: the pools still draining from earlier configs stop then too.
 	caddy.OnExit(func(ctx context.Context) { stopDrains(ctx) })
@@ -380,7 +382,7 @@ func (a *App) Start() error {
 		return err
 	}
 	pool, pauses, flow := side.pool, side.pauses, side.flow
-	var pull *Pull
+	var pull *pullSide
 	if len(pulled) > 0 {
 		if pauses == nil {
 			// Read before the first claim, as the pool's are.
@@ -524,7 +526,7 @@ func (a *App) newPool(d *delivery, routes []queue.Route, handler queue.Handler) 
 
 // logStarted logs how the queue started: with a pool, with pull targets
 // only, or receiving only.
-func (a *App) logStarted(pool *queue.Pool, pull *Pull, routes []queue.Route) {
+func (a *App) logStarted(pool *queue.Pool, pull *pullSide, routes []queue.Route) {
 	fields := []zap.Field{zap.Int("routes", len(routes)), zap.Int("workers", a.workers())}
 	if pull != nil {
 		fields = append(fields, zap.Strings("pull_targets", pull.Targets()))

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
+	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/pullside"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
@@ -48,9 +48,10 @@ var (
 	errNotRunning = errors.New("webhook app not running")
 )
 
-// Pull hands out the jobs of one running config's pull targets to
-// consumers. Get it with App.Pull at request time: a reload replaces it.
-type Pull struct {
+// pullSide hands out the jobs of one running config's pull targets to
+// consumers: the pullside.Side the consumer endpoint gets through
+// pullside.Of, at request time, since a reload replaces it.
+type pullSide struct {
 	store    queue.Store
 	lease    time.Duration
 	poll     time.Duration
@@ -66,8 +67,13 @@ type Pull struct {
 	stopOnce sync.Once
 }
 
-// Pull returns the pull side of the running app, or errNotRunning.
-func (a *App) Pull() (*Pull, error) {
+// pullSideOf returns the pull side of app, a running *App, or
+// errNotRunning.
+func pullSideOf(app any) (pullside.Side, error) {
+	a, ok := app.(*App)
+	if !ok {
+		return nil, errNotRunning
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.live == nil || a.live.pull == nil {
@@ -123,7 +129,7 @@ func pullRoutes(routes []queue.Route, targets map[queue.Route]Target) (pulled ma
 
 // newPull builds the pull side of a starting app over the routes of its
 // pull targets, by target, leaving out the routes paused reports.
-func (a *App) newPull(d *delivery, routes map[string][]queue.Route, paused func(queue.Route) bool) *Pull {
+func (a *App) newPull(d *delivery, routes map[string][]queue.Route, paused func(queue.Route) bool) *pullSide {
 	base := queue.Decider{MaxAttempts: a.MaxAttempts, MaxRetryAfter: time.Duration(a.MaxRetryAfter)}
 	if a.Backoff != nil {
 		base.Retry = queue.Backoff{Base: time.Duration(a.Backoff.Base), Max: time.Duration(a.Backoff.Max)}
@@ -148,7 +154,7 @@ func (a *App) newPull(d *delivery, routes map[string][]queue.Route, paused func(
 			deciders[r] = dec
 		}
 	}
-	p := &Pull{
+	p := &pullSide{
 		store:    d.store,
 		lease:    time.Duration(a.Lease),
 		poll:     time.Duration(a.PollInterval),
@@ -172,38 +178,38 @@ func (a *App) newPull(d *delivery, routes map[string][]queue.Route, paused func(
 }
 
 // stop ends the pull side: waiting claims answer at once.
-func (p *Pull) stop() { p.stopOnce.Do(func() { close(p.stopped) }) }
+func (p *pullSide) stop() { p.stopOnce.Do(func() { close(p.stopped) }) }
 
 // Lease is how long a consumer's claim holds without an extension: the
 // app's lease.
-func (p *Pull) Lease() time.Duration { return p.lease }
+func (p *pullSide) Lease() time.Duration { return p.lease }
 
 // PollInterval is how often a waiting claim asks the store again when
 // nothing in this process signalled new work: work enqueued by another
 // instance sharing the store, or a retry come due.
-func (p *Pull) PollInterval() time.Duration { return p.poll }
+func (p *pullSide) PollInterval() time.Duration { return p.poll }
 
 // Targets returns the names of the pull targets of the running config.
-func (p *Pull) Targets() []string { return slices.Sorted(maps.Keys(p.routes)) }
+func (p *pullSide) Targets() []string { return slices.Sorted(maps.Keys(p.routes)) }
 
 // Has reports whether target is a pull target of the running config.
-func (p *Pull) Has(target string) bool { _, ok := p.routes[target]; return ok }
+func (p *pullSide) Has(target string) bool { _, ok := p.routes[target]; return ok }
 
 // Stopped is closed when the app stops or a reload replaces it.
-func (p *Pull) Stopped() <-chan struct{} { return p.stopped }
+func (p *pullSide) Stopped() <-chan struct{} { return p.stopped }
 
 // Ready returns a channel that is closed when jobs of target may have
 // become claimable in this process: an event enqueued for it, a replay, a
 // resend, a hand-back. Take it before a claim that finds nothing, then
 // wait on it, the poll interval, or Stopped.
-func (p *Pull) Ready(target string) <-chan struct{} {
+func (p *pullSide) Ready(target string) <-chan struct{} {
 	return p.wakers.wait(target)
 }
 
 // Claim leases up to limit claimable jobs of target to its consumers, for
 // the app's lease, counting an attempt on each. The routes of target that
 // are paused are left out.
-func (p *Pull) Claim(ctx context.Context, target string, limit int) ([]*queue.Job, error) {
+func (p *pullSide) Claim(ctx context.Context, target string, limit int) ([]*queue.Job, error) {
 	routes, ok := p.routes[target]
 	if !ok {
 		return nil, errNoPullTarget
@@ -249,7 +255,7 @@ func (p *Pull) Claim(ctx context.Context, target string, limit int) ([]*queue.Jo
 // shape reshapes the claimed jobs of the routes with a transform. A job
 // whose transform fails goes dead at once with the error, as it would on
 // its way to any other target, and is not handed out.
-func (p *Pull) shape(ctx context.Context, jobs []*queue.Job) ([]*queue.Job, error) {
+func (p *pullSide) shape(ctx context.Context, jobs []*queue.Job) ([]*queue.Job, error) {
 	out := jobs[:0:0]
 	var failed []*queue.Job
 	var cs []queue.Completion
@@ -288,7 +294,7 @@ func (p *Pull) shape(ctx context.Context, jobs []*queue.Job) ([]*queue.Job, erro
 // held reads the claims still held of the pull targets in allowed, by id.
 // A claim of another target is left out as if it were not held: a
 // consumer learns nothing of the jobs it may not consume.
-func (p *Pull) held(ctx context.Context, allowed []string, claims []queue.Claimed) (map[int64]*queue.Job, error) {
+func (p *pullSide) held(ctx context.Context, allowed []string, claims []queue.Claimed) (map[int64]*queue.Job, error) {
 	jobs, err := p.store.Held(ctx, claims)
 	if err != nil {
 		return nil, fmt.Errorf("read claims: %w", err)
@@ -306,7 +312,7 @@ func (p *Pull) held(ctx context.Context, allowed []string, claims []queue.Claime
 // allowed, to the app's lease from now, and returns the ids it could not
 // extend: those claims are lost, and the consumer must stop working on
 // them.
-func (p *Pull) Extend(ctx context.Context, allowed []string, claims []queue.Claimed) (lost []int64, err error) {
+func (p *pullSide) Extend(ctx context.Context, allowed []string, claims []queue.Claimed) (lost []int64, err error) {
 	held, err := p.held(ctx, allowed, claims)
 	if err != nil {
 		return nil, err
@@ -330,75 +336,18 @@ func (p *Pull) Extend(ctx context.Context, allowed []string, claims []queue.Clai
 	return lost, nil
 }
 
-// AckOutcome is what a consumer says became of its attempt at one claim:
-// one of the attempt words (adminapi.Attempt…) a consumer may report.
-type AckOutcome string
-
-// The outcomes a consumer may report.
-const (
-	// AckDelivered: delivered; the job is done.
-	AckDelivered AckOutcome = adminapi.AttemptDelivered
-	// AckRetry: a transient failure; the job is retried after the
-	// target's backoff (or RetryAfter, if longer), or goes dead if that
-	// was its last attempt.
-	AckRetry AckOutcome = adminapi.AttemptRetry
-	// AckDead: a permanent failure; the job goes dead at once.
-	AckDead AckOutcome = adminapi.AttemptDead
-	// AckHandedBack: not attempted (the consumer stops, its app is not
-	// listening); the job is pending again at once, its attempt uncharged.
-	AckHandedBack AckOutcome = adminapi.AttemptHandedBack
-)
-
-// Valid reports whether o is one of the four outcomes.
-func (o AckOutcome) Valid() bool {
-	switch o {
-	case AckDelivered, AckRetry, AckDead, AckHandedBack:
-		return true
-	}
-	return false
-}
-
-// Ack is a consumer's answer for one claim.
-type Ack struct {
-	Claim   queue.Claimed
-	Outcome AckOutcome
-	// Error is the attempt's error, kept as the job's last error for
-	// retry and dead (as queue.SafeText makes it).
-	Error string
-	// RetryAfter, for a retry, asks for the next attempt no sooner than
-	// this (capped by the app's max_retry_after, and never sooner than
-	// the backoff), as an HTTP target's Retry-After does.
-	RetryAfter time.Duration
-	// Duration is how long the attempt took, for the job's history.
-	Duration time.Duration
-}
-
-// AckReply says what became of one Ack: the server's reply to it.
-type AckReply struct {
-	ID int64
-	// Recorded is false when the claim was no longer held (the lease ran
-	// out and the job was claimed again, or it was answered already), or
-	// is not one the consumer may answer for: nothing was changed.
-	Recorded bool
-	// Status is the job's status after a recorded answer: done, pending
-	// (to be retried, or handed back), or dead.
-	Status queue.Status
-	// RunAt is when a retried job is due again.
-	RunAt time.Time
-}
-
 // ackError is the attempt's error a consumer's answer stands for: nil
 // when done, transient (with the wait it asked for) for a retry, permanent
 // when dead.
-func ackError(a Ack) error {
+func ackError(a pullside.Ack) error {
 	msg := cmp.Or(a.Error, "consumer answered "+string(a.Outcome))
 	switch a.Outcome {
-	case AckRetry:
+	case pullside.AckRetry:
 		if a.RetryAfter > 0 {
 			return queue.RetryAfter(errors.New(msg), a.RetryAfter)
 		}
 		return errors.New(msg)
-	case AckDead:
+	case pullside.AckDead:
 		return queue.Permanent(errors.New(msg))
 	}
 	return nil
@@ -408,7 +357,7 @@ func ackError(a Ack) error {
 // allowed, each fenced as the pool's own Finish and HandBack are: an
 // answer for a claim no longer held changes nothing. Results are in the
 // order of acks.
-func (p *Pull) Answer(ctx context.Context, allowed []string, acks []Ack) ([]AckReply, error) {
+func (p *pullSide) Answer(ctx context.Context, allowed []string, acks []pullside.Ack) ([]pullside.AckReply, error) {
 	claims := make([]queue.Claimed, len(acks))
 	for i, a := range acks {
 		claims[i] = a.Claim
@@ -417,7 +366,7 @@ func (p *Pull) Answer(ctx context.Context, allowed []string, acks []Ack) ([]AckR
 	if err != nil {
 		return nil, err
 	}
-	results := make([]AckReply, len(acks))
+	results := make([]pullside.AckReply, len(acks))
 	var cs []queue.Completion
 	var finished []int // indexes into acks of cs
 	var errs []error   // the attempts' errors, for the observer
@@ -429,7 +378,7 @@ func (p *Pull) Answer(ctx context.Context, allowed []string, acks []Ack) ([]AckR
 		if !ok || j.Fence != a.Claim.Fence {
 			continue
 		}
-		if a.Outcome == AckHandedBack {
+		if a.Outcome == pullside.AckHandedBack {
 			handBack[j.Target] = append(handBack[j.Target], i)
 			continue
 		}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/pullside"
 	"github.com/caddywebhook/caddywebhook/queue"
 	"github.com/caddywebhook/caddywebhook/queue/sqlite"
 )
@@ -129,11 +130,11 @@ func TestPullRedactsErrors(t *testing.T) {
 		redact: newRedactor([]string{secret}), obs: queue.NopObserver{}}, map[string][]queue.Route{"laptop": {route}}, nil)
 	tests := []struct {
 		name    string
-		outcome AckOutcome
+		outcome pullside.AckOutcome
 		status  queue.Status
 	}{
-		{"retry", AckRetry, queue.StatusPending},
-		{"dead", AckDead, queue.StatusDead},
+		{"retry", pullside.AckRetry, queue.StatusPending},
+		{"dead", pullside.AckDead, queue.StatusDead},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -144,7 +145,7 @@ func TestPullRedactsErrors(t *testing.T) {
 			if err != nil || len(jobs) != 1 {
 				t.Fatalf("Claim = %d jobs, %v; want 1", len(jobs), err)
 			}
-			res, err := p.Answer(t.Context(), []string{"laptop"}, []Ack{{Claim: jobs[0].Claimed(), Outcome: tt.outcome,
+			res, err := p.Answer(t.Context(), []string{"laptop"}, []pullside.Ack{{Claim: jobs[0].Claimed(), Outcome: tt.outcome,
 				Error: "upstream answered 401: bad token " + secret}})
 			if err != nil || len(res) != 1 || !res[0].Recorded || res[0].Status != tt.status {
 				t.Fatalf("Answer = %+v, %v; want recorded, %s", res, err, tt.status)

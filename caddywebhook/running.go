@@ -32,7 +32,7 @@ type runningConfig struct {
 	// sources are the receivers' sources (admin_sources.go).
 	sources map[string]sourceConfig
 	// pull is the pull side, nil without pull targets (pull.go).
-	pull *Pull
+	pull *pullSide
 	// maxTails and tailMaxLag are App.MaxTails and App.TailMaxLag, 0 for
 	// their defaults.
 	maxTails   int

@@ -15,8 +15,8 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
-	"github.com/caddywebhook/caddywebhook/caddywebhook"
 	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
+	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/pullside"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
@@ -201,8 +201,8 @@ func parseDuration(param, v string) (time.Duration, *badRequest) {
 }
 
 // pull returns the running app's pull side, or answers 503.
-func (h *Handler) pull(w http.ResponseWriter) *caddywebhook.Pull {
-	p, err := h.app.Pull()
+func (h *Handler) pull(w http.ResponseWriter) pullside.Side {
+	p, err := pullside.Of(h.app)
 	if err != nil {
 		w.Header().Set("Retry-After", "1")
 		adminapi.WriteError(w, http.StatusServiceUnavailable, "no pull target is running; try again", "")
@@ -294,7 +294,7 @@ func cmpOrHeaders(h []queue.Header) []queue.Header {
 // this process signals new work, every poll interval, until wait has
 // passed. It returns early, with nothing, when the app stops; and when
 // the consumer goes away, with its error.
-func (h *Handler) claim(ctx context.Context, p *caddywebhook.Pull, target string, limit int, wait time.Duration) ([]*queue.Job, error) {
+func (h *Handler) claim(ctx context.Context, p pullside.Side, target string, limit int, wait time.Duration) ([]*queue.Job, error) {
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	poll := time.NewTimer(p.PollInterval())
@@ -358,7 +358,7 @@ func (h *Handler) serveAck(w http.ResponseWriter, r *http.Request) {
 		adminapi.WriteError(w, http.StatusBadRequest, fmt.Sprintf("results: %d answers, more than %d", len(req.Results), maxLeases), "results")
 		return
 	}
-	acks := make([]caddywebhook.Ack, len(req.Results))
+	acks := make([]pullside.Ack, len(req.Results))
 	for i, res := range req.Results {
 		at := fmt.Sprintf("results[%d].", i)
 		o := ackOutcome(res.Outcome)
@@ -367,7 +367,7 @@ func (h *Handler) serveAck(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		after, bad := parseDuration(at+"retry_after", res.RetryAfter)
-		if bad == nil && after > 0 && o != caddywebhook.AckRetry {
+		if bad == nil && after > 0 && o != pullside.AckRetry {
 			bad = fieldError(at+"retry_after", "%sretry_after: only for the outcome retry", at)
 		}
 		if bad != nil {
@@ -379,7 +379,7 @@ func (h *Handler) serveAck(w http.ResponseWriter, r *http.Request) {
 			adminapi.WriteError(w, bad.status, bad.msg, bad.param)
 			return
 		}
-		acks[i] = caddywebhook.Ack{
+		acks[i] = pullside.Ack{
 			Claim:   queue.Claimed{ID: res.ID, Fence: res.Fence},
 			Outcome: o, Error: res.Error, RetryAfter: after, Duration: dur,
 		}
@@ -405,12 +405,12 @@ func (h *Handler) serveAck(w http.ResponseWriter, r *http.Request) {
 // ackOutcome reads an answer's outcome: an attempt word, or one of the
 // spellings the API took before it spoke the attempt words of the logs
 // and metrics (done, handback), which it still takes.
-func ackOutcome(s string) caddywebhook.AckOutcome {
+func ackOutcome(s string) pullside.AckOutcome {
 	switch s {
 	case "done":
-		return caddywebhook.AckDelivered
+		return pullside.AckDelivered
 	case "handback":
-		return caddywebhook.AckHandedBack
+		return pullside.AckHandedBack
 	}
-	return caddywebhook.AckOutcome(s)
+	return pullside.AckOutcome(s)
 }

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/caddywebhook/caddywebhook/caddywebhook"
+	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/pullside"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
@@ -145,13 +145,13 @@ func (s *apiStore) Finish(_ context.Context, cs []queue.Completion) ([]bool, err
 		a := Ack{ID: c.JobID, Fence: c.Fence, Duration: c.Duration.String()}
 		switch st := l.claims[queue.Claimed{ID: c.JobID, Fence: c.Fence}]; {
 		case st != nil && st.refused:
-			a.Outcome = string(caddywebhook.AckHandedBack)
+			a.Outcome = string(pullside.AckHandedBack)
 		case c.Status == queue.StatusDone:
-			a.Outcome = string(caddywebhook.AckDelivered)
+			a.Outcome = string(pullside.AckDelivered)
 		case c.Status == queue.StatusDead:
-			a.Outcome, a.Error = string(caddywebhook.AckDead), c.Error
+			a.Outcome, a.Error = string(pullside.AckDead), c.Error
 		default:
-			a.Outcome, a.Error = string(caddywebhook.AckRetry), c.Error
+			a.Outcome, a.Error = string(pullside.AckRetry), c.Error
 			if wait := c.RunAt.Sub(c.Now); wait > 0 {
 				a.RetryAfter = wait.String()
 			}
@@ -211,7 +211,7 @@ func (s *apiStore) HandBack(ctx context.Context, _ string, claims []queue.Claime
 	for chunk := range slices.Chunk(claims, maxLeases) {
 		acks := make([]Ack, len(chunk))
 		for i, c := range chunk {
-			acks[i] = Ack{ID: c.ID, Fence: c.Fence, Outcome: string(caddywebhook.AckHandedBack)}
+			acks[i] = Ack{ID: c.ID, Fence: c.Fence, Outcome: string(pullside.AckHandedBack)}
 		}
 		hctx, cancel := context.WithTimeout(ctx, handBackTimeout)
 		_, err := s.l.api.ack(hctx, acks)
