@@ -1,4 +1,9 @@
-package caddywebhook
+// Package tracecontext is the W3C trace context (https://www.w3.org/TR/trace-context/)
+// of the plugin: read from an accepted request and kept with its event
+// (queue.Event.Trace), and made anew for each delivery attempt, which the
+// targets send on. The receiver, the app's attempt spans and the targets
+// share it; it is no part of the plugin's public API.
+package tracecontext
 
 import (
 	"context"
@@ -8,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -31,14 +37,14 @@ const (
 // a vendor cut a longer one, and 512 bytes is what it asks to propagate.
 const maxTracestate = 512
 
-// requestTrace returns the trace context to store with an event accepted
+// FromRequest returns the trace context to store with an event accepted
 // from r, in queue.Event.Trace's form: the span of Caddy's `tracing`
 // handler when it is in the route (it puts its span in the request's
 // context), else a valid incoming traceparent with its tracestate, else
 // "". An invalid traceparent is dropped, never stored as sent; an invalid
 // tracestate is dropped alone. Without either the cost is a context lookup
 // and a header lookup, no allocation.
-func requestTrace(r *http.Request) string {
+func FromRequest(r *http.Request) string {
 	if sc := trace.SpanContextFromContext(r.Context()); sc.IsValid() {
 		return formatTrace(sc.TraceID(), sc.SpanID(), sc.TraceFlags(), sc.TraceState().String())
 	}
@@ -210,10 +216,10 @@ func validKeyPart(s string, max int, digitFirst bool) bool {
 	return true
 }
 
-// parseTrace reads queue.Event.Trace back into the span context the
+// Parse reads queue.Event.Trace back into the span context the
 // event arrived in. ok is false for "" (and for anything this build did
 // not write).
-func parseTrace(stored string) (trace.SpanContext, bool) {
+func Parse(stored string) (trace.SpanContext, bool) {
 	if stored == "" {
 		return trace.SpanContext{}, false
 	}
@@ -252,10 +258,10 @@ type attemptTrace struct{ parent, state string }
 
 type attemptTraceKey struct{}
 
-// withAttemptTrace returns ctx carrying the attempt's trace context, made
+// WithAttempt returns ctx carrying the attempt's trace context, made
 // from queue.Job.Trace, or ctx as it was when stored holds none (or
 // nothing this build wrote).
-func withAttemptTrace(ctx context.Context, stored string) context.Context {
+func WithAttempt(ctx context.Context, stored string) context.Context {
 	parent, state, _ := strings.Cut(stored, "\n")
 	tid, _, flags, ok := parseTraceparent(parent)
 	if !ok {
@@ -288,11 +294,11 @@ func Traceparent(ctx context.Context) (traceparent, tracestate string) {
 	return b.String(), sc.TraceState().String()
 }
 
-// SetAttemptStatus records the HTTP status code an upstream answered an
+// SetStatus records the HTTP status code an upstream answered an
 // attempt with on the attempt's span, when spans are exported; otherwise
 // it does nothing.
-func SetAttemptStatus(ctx context.Context, code int) {
+func SetStatus(ctx context.Context, code int) {
 	if span := trace.SpanFromContext(ctx); span.IsRecording() {
-		span.SetAttributes(attrStatusCode.Int(code))
+		span.SetAttributes(attribute.Int("http.response.status_code", code))
 	}
 }

@@ -1,16 +1,14 @@
-package caddywebhook
+package cli
 
 import (
 	"cmp"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"net/http"
 	"net/url"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,6 +20,9 @@ import (
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 	"github.com/spf13/cobra"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
+	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/human"
+	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/subcommand"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
@@ -48,7 +49,7 @@ is not dead, no webhook app running, Caddy not reachable) the message goes
 to stderr and the exit code is 1.
 `,
 		CobraFunc: func(cmd *cobra.Command) {
-			buildWebhookCommand(cmd, time.Now)
+			Build(cmd, time.Now)
 		},
 	})
 }
@@ -72,9 +73,9 @@ const webhookExamples = `  # What is in the queue? Counts per source, target and
 const webhookDocsFooter = `Full documentation is available at:
 https://github.com/caddywebhook/caddywebhook/tree/main/docs`
 
-// buildWebhookCommand adds the flags and subcommands of `caddy webhook` to
+// Build adds the flags and subcommands of `caddy webhook` to
 // cmd; now is the clock for the ages the tables print.
-func buildWebhookCommand(cmd *cobra.Command, now func() time.Time) {
+func Build(cmd *cobra.Command, now func() time.Time) {
 	cmd.Example = webhookExamples
 	// Caddy's root command ends its help with Caddy's docs; this command
 	// and its subcommands, which inherit the template, end with the
@@ -96,11 +97,11 @@ func buildWebhookCommand(cmd *cobra.Command, now func() time.Time) {
 	pf.String("address", "", "The address to use to reach the admin API endpoint, if not the default")
 	pf.Bool("json", false, "Print the admin API's JSON response instead of a table")
 
-	// newCLI runs inside each subcommand, after cobra has parsed the
+	// newClient runs inside each subcommand, after cobra has parsed the
 	// persistent flags into the subcommand's flag set.
-	run := func(f func(c *cli, cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
+	run := func(f func(c *client, cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
 		return func(cmd *cobra.Command, args []string) error {
-			c, err := newCLI(cmd, now)
+			c, err := newClient(cmd, now)
 			if err != nil {
 				return err
 			}
@@ -121,7 +122,7 @@ running config).
 		Example: `  caddy webhook stats
   caddy webhook stats --json | jq '.counts[] | select(.status == "dead")'`,
 		Args: noArgs,
-		RunE: run((*cli).stats),
+		RunE: run((*client).stats),
 	}
 
 	list := &cobra.Command{
@@ -142,7 +143,7 @@ that neither the running config nor any job has is an error.
   caddy webhook list --source stripe --delivery evt_1N2b3c
   caddy webhook list --event push --since 1h`,
 		Args: noArgs,
-		RunE: run((*cli).list),
+		RunE: run((*client).list),
 	}
 	lf := list.Flags()
 	lf.String("status", "", "Only jobs in this status: pending, blocked, running, done or dead")
@@ -172,7 +173,7 @@ its headers, payload and jobs.
   caddy webhook show --source stripe --delivery evt_1N2b3c
   caddy webhook show --event 17`,
 		Args: showArgs,
-		RunE: run(func(c *cli, cmd *cobra.Command, args []string) error {
+		RunE: run(func(c *client, cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				return c.show(cmd, args)
 			}
@@ -199,7 +200,7 @@ job that is pending, running or done is refused with an error.
   caddy webhook replay --all-dead --source github
   caddy webhook replay --all-dead --source stripe --target exec`,
 		Args: replayArgs,
-		RunE: run((*cli).replay),
+		RunE: run((*client).replay),
 	}
 	replay.Flags().Int64("id", 0, "The dead job to replay (the same as giving its id as an argument)")
 	replay.Flags().Bool("all-dead", false, "Replay every dead job (narrow with --source and --target)")
@@ -230,7 +231,7 @@ marks them.
 			}
 			return jobIDArg("discard")(cmd, args)
 		},
-		RunE: run((*cli).discard),
+		RunE: run((*client).discard),
 	}
 	discard.Flags().String("source", "", "Discard every pending and dead job of this source")
 	discard.Flags().String("target", "", "With --source or --unroutable: only jobs for this target")
@@ -252,138 +253,20 @@ is accepted and delivered again.
 		Example: `  caddy webhook purge
   caddy webhook purge --older-than 7d`,
 		Args: noArgs,
-		RunE: run((*cli).purge),
+		RunE: run((*client).purge),
 	}
 	purge.Flags().String("older-than", "", "Purge done jobs finished longer ago than this (e.g. 72h, 7d); default: the app's retention")
 
 	cmd.AddCommand(stats, list, show, replay, discard, purge)
 	addEventCommands(cmd, run)
 	addRulesCommands(cmd, run)
-	for _, build := range subcommands {
+	for _, build := range subcommand.All() {
 		cmd.AddCommand(build())
 	}
 }
 
-// subcommands are the subcommands of `caddy webhook` that the plugin's
-// other packages add (the consumer package's listen), through
-// RegisterSubcommand.
-var subcommands []func() *cobra.Command
-
-// RegisterSubcommand adds the command build returns to `caddy webhook`.
-// It is for the plugin's own packages, from an init function: Caddy
-// builds its command tree when it runs, after every init.
-func RegisterSubcommand(build func() *cobra.Command) {
-	subcommands = append(subcommands, build)
-}
-
-// cli is one run of a `caddy webhook` subcommand.
-type cli struct {
-	addr string
-	json bool
-	out  io.Writer
-	now  func() time.Time
-	// endpointFlags are the --address, --config and --adapter flags the
-	// user gave, for the commands the CLI suggests.
-	endpointFlags []string
-}
-
-// newCLI finds the admin address as `caddy reload` does: --address if
-// given; else the admin listener of the config loaded by caddycmd.LoadConfig
-// (--config with --adapter, or a Caddyfile in the working directory); else
-// the default.
-func newCLI(cmd *cobra.Command, now func() time.Time) (*cli, error) {
-	fl := caddycmd.Flags{FlagSet: cmd.Flags()}
-	address, configFile, adapter := fl.String("address"), fl.String("config"), fl.String("adapter")
-	var config []byte
-	if address == "" {
-		var err error
-		config, configFile, _, err = caddycmd.LoadConfig(configFile, adapter)
-		if err != nil {
-			return nil, fmt.Errorf("load config to find the admin address (or give --address): %w", err)
-		}
-	}
-	addr, err := caddycmd.DetermineAdminAPIAddress(address, config, configFile, adapter)
-	if err != nil {
-		return nil, fmt.Errorf("determine admin API address: %w", err)
-	}
-	c := &cli{addr: addr, json: fl.Bool("json"), out: cmd.OutOrStdout(), now: now}
-	for _, name := range []string{"address", "config", "adapter"} {
-		if cmd.Flags().Changed(name) {
-			c.endpointFlags = append(c.endpointFlags, "--"+name, fl.String(name))
-		}
-	}
-	return c, nil
-}
-
-// call makes one admin API request. With --json it copies the response body
-// to the output and leaves v alone; otherwise it decodes the body into v.
-// It reports whether v was filled.
-func (c *cli) call(method, uri string, v any) (bool, error) {
-	return c.request(method, uri, nil, nil, v)
-}
-
-// request is call with request headers and a body (nil for none).
-func (c *cli) request(method, uri string, headers http.Header, body io.Reader, v any) (bool, error) {
-	resp, err := caddycmd.AdminAPIRequest(c.addr, method, uri, headers, body)
-	if err != nil {
-		return false, c.apiError(err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return false, fmt.Errorf("read response from %s: %w", c.addr, err)
-	}
-	if c.json {
-		_, err := c.out.Write(data)
-		return false, err
-	}
-	if err := json.Unmarshal(data, v); err != nil {
-		return false, fmt.Errorf("decode response from %s: %w", c.addr, err)
-	}
-	return true, nil
-}
-
-// adminErrorRE matches AdminAPIRequest's error for an HTTP error status.
-var adminErrorRE = regexp.MustCompile(`(?s)HTTP (\d{3}): (.*)$`)
-
-// apiError turns an AdminAPIRequest error into the message a person needs:
-// the API's own message for an error status, a hint for an unreachable
-// endpoint.
-func (c *cli) apiError(err error) error {
-	msg := err.Error()
-	if m := adminErrorRE.FindStringSubmatch(msg); m != nil {
-		var body apiErrorBody
-		if json.Unmarshal([]byte(m[2]), &body) == nil && body.Error != "" {
-			return fmt.Errorf("%s (HTTP %s)", flagMessage(body), m[1])
-		}
-		if m[1] == "404" {
-			return fmt.Errorf("the admin API at %s has no webhook endpoints: is this Caddy built with the webhook plugin? (HTTP 404: %s)", c.addr, strings.TrimSpace(m[2]))
-		}
-		return fmt.Errorf("admin API at %s: HTTP %s: %s", c.addr, m[1], strings.TrimSpace(m[2]))
-	}
-	if strings.HasPrefix(msg, "performing request") {
-		return fmt.Errorf("reach the admin API at %s: %w (is Caddy running? see --address and --config)", c.addr, err)
-	}
-	return err
-}
-
-// flagMessage is the API's error message, naming the flag the user typed
-// ("invalid --delivery: …" for the parameter delivery_id) when the error
-// is about a query parameter; the path's id is no flag and keeps its
-// message.
-func flagMessage(e apiErrorBody) string {
-	if e.Param == "" || e.Param == "id" {
-		return e.Error
-	}
-	reason, ok := strings.CutPrefix(e.Error, "invalid parameter "+e.Param+": ")
-	if !ok {
-		return e.Error
-	}
-	return "invalid --" + flagOf(e.Param) + ": " + reason
-}
-
-func (c *cli) stats(_ *cobra.Command, _ []string) error {
-	var st statsResponse
+func (c *client) stats(_ *cobra.Command, _ []string) error {
+	var st adminapi.StatsResponse
 	if ok, err := c.call(http.MethodGet, "/webhook/stats", &st); !ok {
 		return err
 	}
@@ -394,7 +277,7 @@ func (c *cli) stats(_ *cobra.Command, _ []string) error {
 	fmt.Fprintf(c.out, "events stored:  %d\n", st.Events)
 	oldest := "none"
 	if st.OldestPending > 0 {
-		oldest = humanDuration(st.OldestPending)
+		oldest = human.Duration(st.OldestPending)
 	}
 	fmt.Fprintf(c.out, "oldest pending: %s\n", oldest)
 	c.statsHints(st)
@@ -402,7 +285,7 @@ func (c *cli) stats(_ *cobra.Command, _ []string) error {
 }
 
 // statsTable prints the counts, one line per source and target.
-func (c *cli) statsTable(counts []statsCount) error {
+func (c *client) statsTable(counts []adminapi.StatsCount) error {
 	type key struct{ source, target string }
 	rows := map[key]map[queue.Status]int64{}
 	marks := map[key]string{}
@@ -434,7 +317,7 @@ func (c *cli) statsTable(counts []statsCount) error {
 
 // routeMarks says what holds a route's jobs back: " (unroutable)",
 // " (paused)", " (circuit open)".
-func routeMarks(n statsCount) string {
+func routeMarks(n adminapi.StatsCount) string {
 	var s string
 	if n.Unroutable {
 		s += " (unroutable)"
@@ -451,7 +334,7 @@ func routeMarks(n statsCount) string {
 // statsHints prints what to do about pauses, dead and unroutable jobs, as
 // commands the user can paste: the sources named, and the flags that
 // found the admin endpoint kept.
-func (c *cli) statsHints(st statsResponse) {
+func (c *client) statsHints(st adminapi.StatsResponse) {
 	if len(st.Pauses) > 0 {
 		fmt.Fprintln(c.out, pauseLine(st.Pauses))
 		for _, p := range st.Pauses {
@@ -488,7 +371,7 @@ func (c *cli) statsHints(st statsResponse) {
 // hint is the command `caddy webhook <args>` as the user can paste it: each
 // argument quoted for a shell where it needs it, followed by the flags
 // with which the user found the admin endpoint.
-func (c *cli) hint(args ...string) string {
+func (c *client) hint(args ...string) string {
 	parts := []string{"caddy", "webhook"}
 	for _, a := range append(args, c.endpointFlags...) {
 		parts = append(parts, shellWord(a))
@@ -508,7 +391,7 @@ func shellWord(s string) string {
 	return shellQuote(s)
 }
 
-func (c *cli) list(cmd *cobra.Command, _ []string) error {
+func (c *client) list(cmd *cobra.Command, _ []string) error {
 	q := url.Values{}
 	flagQuery(cmd, q, "status", "source", "target", "event", "delivery", "since", "until")
 	var page queue.JobPage
@@ -524,7 +407,7 @@ func (c *cli) list(cmd *cobra.Command, _ []string) error {
 	fmt.Fprintln(tw, "ID\tSOURCE\tTARGET\tSTATUS\tATTEMPTS\tEVENT\tDELIVERY\tAGE\tLAST ERROR")
 	for _, j := range page.Jobs {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", j.ID, cell(j.Source, 0), cell(j.Target, 0), j.Status,
-			j.Attempts, cell(j.EventType, 0), cell(j.DeliveryID, 0), humanDuration(now.Sub(j.CreatedAt)),
+			j.Attempts, cell(j.EventType, 0), cell(j.DeliveryID, 0), human.Duration(now.Sub(j.CreatedAt)),
 			cell(j.LastError, 60))
 	}
 	return c.endPage(tw, page.NextCursor)
@@ -550,7 +433,7 @@ func pageURI(cmd *cobra.Command, path string, q url.Values) string {
 
 // endPage writes a listing's table and, when another page follows, how to
 // ask for it.
-func (c *cli) endPage(tw *tabwriter.Writer, next int64) error {
+func (c *client) endPage(tw *tabwriter.Writer, next int64) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -560,8 +443,8 @@ func (c *cli) endPage(tw *tabwriter.Writer, next int64) error {
 	return nil
 }
 
-func (c *cli) show(_ *cobra.Command, args []string) error {
-	var job jobResponse
+func (c *client) show(_ *cobra.Command, args []string) error {
+	var job adminapi.JobResponse
 	if ok, err := c.call(http.MethodGet, "/webhook/jobs/"+args[0], &job); !ok {
 		return err
 	}
@@ -603,7 +486,7 @@ func (c *cli) show(_ *cobra.Command, args []string) error {
 		fmt.Fprintln(tw, "  ATTEMPT\tSTARTED\tDURATION\tOUTCOME\tSTATUS\tERROR")
 		for _, a := range job.History {
 			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\n", a.Attempt.Attempt, a.Started.UTC().Format(time.RFC3339),
-				Latency(a.Duration), a.Outcome, cell(a.Code.String(), 0), cell(a.Error, 80))
+				human.Latency(a.Duration), a.Outcome, cell(a.Code.String(), 0), cell(a.Error, 80))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -643,7 +526,7 @@ func replayArgs(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
-func (c *cli) replay(cmd *cobra.Command, args []string) error {
+func (c *client) replay(cmd *cobra.Command, args []string) error {
 	fl := cmd.Flags()
 	id, _ := fl.GetInt64("id")
 	allDead, _ := fl.GetBool("all-dead")
@@ -670,9 +553,9 @@ func (c *cli) replay(cmd *cobra.Command, args []string) error {
 
 // replayJobs replays the jobs of ids, checked numbers, one request each,
 // and stops at the first that fails: the ones before it stay replayed.
-func (c *cli) replayJobs(ids []string) error {
+func (c *client) replayJobs(ids []string) error {
 	for _, id := range ids {
-		var r replayResponse
+		var r adminapi.ReplayResponse
 		if ok, err := c.call(http.MethodPost, "/webhook/jobs/"+id+"/replay", &r); err != nil {
 			return err
 		} else if ok {
@@ -683,7 +566,7 @@ func (c *cli) replayJobs(ids []string) error {
 }
 
 // replayDead replays every dead job of source and target (empty: any).
-func (c *cli) replayDead(source, target string) error {
+func (c *client) replayDead(source, target string) error {
 	q := url.Values{"status": {string(queue.StatusDead)}}
 	if source != "" {
 		q.Set("source", source)
@@ -691,7 +574,7 @@ func (c *cli) replayDead(source, target string) error {
 	if target != "" {
 		q.Set("target", target)
 	}
-	var r replayResponse
+	var r adminapi.ReplayResponse
 	if ok, err := c.call(http.MethodPost, "/webhook/replay?"+q.Encode(), &r); !ok {
 		return err
 	}
@@ -707,7 +590,7 @@ func (c *cli) replayDead(source, target string) error {
 	return nil
 }
 
-func (c *cli) discard(cmd *cobra.Command, args []string) error {
+func (c *client) discard(cmd *cobra.Command, args []string) error {
 	fl := cmd.Flags()
 	source, _ := fl.GetString("source")
 	target, _ := fl.GetString("target")
@@ -723,7 +606,7 @@ func (c *cli) discard(cmd *cobra.Command, args []string) error {
 		if unroutable {
 			q.Set("unroutable", "true")
 		}
-		var r discardJobsResponse
+		var r adminapi.DiscardJobsResponse
 		if ok, err := c.call(http.MethodPost, "/webhook/discard?"+q.Encode(), &r); !ok {
 			return err
 		}
@@ -740,7 +623,7 @@ func (c *cli) discard(cmd *cobra.Command, args []string) error {
 	if target != "" || status != "" {
 		return errors.New("--target and --status narrow --source or --unroutable; with a job id the job is already chosen")
 	}
-	var r discardResponse
+	var r adminapi.DiscardResponse
 	if ok, err := c.call(http.MethodDelete, "/webhook/jobs/"+args[0], &r); !ok {
 		return err
 	}
@@ -748,7 +631,7 @@ func (c *cli) discard(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
-func (c *cli) purge(cmd *cobra.Command, _ []string) error {
+func (c *client) purge(cmd *cobra.Command, _ []string) error {
 	uri := "/webhook/purge"
 	if s, _ := cmd.Flags().GetString("older-than"); s != "" {
 		d, err := caddy.ParseDuration(s)
@@ -757,7 +640,7 @@ func (c *cli) purge(cmd *cobra.Command, _ []string) error {
 		}
 		uri += "?" + url.Values{"older_than": {d.String()}}.Encode()
 	}
-	var r purgeResponse
+	var r adminapi.PurgeResponse
 	if ok, err := c.call(http.MethodPost, uri, &r); !ok {
 		return err
 	}
@@ -792,62 +675,14 @@ func newTable(w io.Writer) *tabwriter.Writer {
 	return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 }
 
-// humanDuration rounds d to what a person reads at a glance: 42s, 3m12s,
-// 5h3m, 3d4h.
-func humanDuration(d time.Duration) string {
-	if d < 0 {
-		d = 0
-	}
-	switch {
-	case d < time.Minute:
-		return d.Round(time.Second).String()
-	case d < time.Hour:
-		d = d.Round(time.Second)
-		return fmt.Sprintf("%dm%ds", int(d/time.Minute), int(d%time.Minute/time.Second))
-	case d < 48*time.Hour:
-		d = d.Round(time.Minute)
-		return fmt.Sprintf("%dh%dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
-	}
-	d = d.Round(time.Hour)
-	return fmt.Sprintf("%dd%dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
-}
-
-// Latency prints how long an attempt took, keeping what a short one
-// would lose to rounding to whole milliseconds: 0.004 ms, 0.04 ms,
-// 0.4 ms, 4.2 ms, 180 ms, 1.5 s, 12 s, then as humanDuration from a
-// minute on. The dashboard's fmtLatency prints the same, and so does
-// every command that prints a duration (show, tail, listen).
-func Latency(d time.Duration) string {
-	ms := float64(d) / float64(time.Millisecond)
-	switch {
-	case d <= 0:
-		return "0 ms"
-	case d < time.Microsecond:
-		return "< 0.001 ms"
-	case d < 10*time.Microsecond:
-		return strconv.FormatFloat(ms, 'f', 3, 64) + " ms"
-	case d < 100*time.Microsecond:
-		return strconv.FormatFloat(ms, 'f', 2, 64) + " ms"
-	case d < 10*time.Millisecond:
-		return strconv.FormatFloat(ms, 'f', 1, 64) + " ms"
-	case d < time.Second:
-		return strconv.FormatFloat(ms, 'f', 0, 64) + " ms"
-	case d < 10*time.Second:
-		return strconv.FormatFloat(ms/1000, 'f', 1, 64) + " s"
-	case d < time.Minute:
-		return strconv.FormatFloat(ms/1000, 'f', 0, 64) + " s"
-	}
-	return humanDuration(d)
-}
-
 // when prints an instant in UTC with how far it is from now.
 func when(t, now time.Time) string {
 	if t.IsZero() {
 		return "-"
 	}
-	rel := humanDuration(now.Sub(t)) + " ago"
+	rel := human.Duration(now.Sub(t)) + " ago"
 	if t.After(now) {
-		rel = "in " + humanDuration(t.Sub(now))
+		rel = "in " + human.Duration(t.Sub(now))
 	}
 	return fmt.Sprintf("%s (%s)", t.UTC().Format(time.RFC3339), rel)
 }

@@ -14,11 +14,14 @@ import (
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
+	"github.com/caddywebhook/caddywebhook/caddywebhook/cli"
 	"github.com/caddywebhook/caddywebhook/queue"
 	"github.com/caddywebhook/caddywebhook/signature"
 )
 
 func TestCLIOps(t *testing.T) {
+	t.Parallel()
 	f, d := setupCLI(t)
 	bare, err := f.store.Enqueue(t.Context(), queue.Event{Source: "github", DeliveryID: "ping-1", EventType: "ping", Payload: []byte(`{"zen":"x"}`)})
 	if err != nil {
@@ -65,7 +68,7 @@ func TestCLIOps(t *testing.T) {
 		})
 	}
 	ev, err := f.store.FindEvent(t.Context(), "github", "demo-1")
-	if err != nil || string(ev.Payload) != `{"ref":"main"}` || ev.Headers[len(ev.Headers)-1].Name != injectedHeader {
+	if err != nil || string(ev.Payload) != `{"ref":"main"}` || ev.Headers[len(ev.Headers)-1].Name != adminapi.InjectedHeader {
 		t.Errorf("injected event %+v, %v", ev, err)
 	}
 	if j := f.getJob(t, d.githubExecDone); j.Status != queue.StatusPending {
@@ -197,7 +200,7 @@ func TestCLITail(t *testing.T) {
 	errR, errW := io.Pipe()
 	root := &cobra.Command{Use: "caddy", SilenceUsage: true, SilenceErrors: true}
 	wh := &cobra.Command{Use: "webhook"}
-	buildWebhookCommand(wh, time.Now)
+	cli.Build(wh, time.Now)
 	root.AddCommand(wh)
 	root.SetOut(outW)
 	root.SetErr(errW)

@@ -1,4 +1,4 @@
-package caddywebhook
+package cli
 
 import (
 	"bufio"
@@ -16,9 +16,10 @@ import (
 	"time"
 	"unicode/utf8"
 
-	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 	"github.com/spf13/cobra"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
+	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/human"
 	"github.com/caddywebhook/caddywebhook/queue"
 	"github.com/caddywebhook/caddywebhook/signature"
 )
@@ -28,7 +29,7 @@ import (
 // and resume.
 
 // cliRunner wraps a subcommand's body with the admin address lookup.
-type cliRunner func(f func(c *cli, cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error
+type cliRunner func(f func(c *client, cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error
 
 // addEventCommands adds events, resend, send, sign, tail, pause and resume
 // to cmd.
@@ -48,7 +49,7 @@ back from now such as 90m, 1h or 2d.
   caddy webhook events --source github --has-target false
   caddy webhook events --source stripe --delivery evt_1N2b3c`,
 		Args: noArgs,
-		RunE: run((*cli).events),
+		RunE: run((*client).events),
 	}
 	ef := events.Flags()
 	ef.String("source", "", "Only events of this source")
@@ -77,7 +78,7 @@ when it arrived.
 		Example: `  caddy webhook resend 42
   caddy webhook resend --event 17 --target http`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: run((*cli).resend),
+		RunE: run((*client).resend),
 	}
 	resend.Flags().Int64("event", 0, "The stored event to send")
 	resend.Flags().String("target", "", "With --event: the target of the event's source to send it to")
@@ -103,7 +104,7 @@ the whole path, verification included, sign a request with
 		Example: `  caddy webhook send github --event push --body push.json --header 'X-GitHub-Event: push'
   echo '{"type":"invoice.paid"}' | caddy webhook send stripe --event invoice.paid --body -`,
 		Args: sourceArg,
-		RunE: run((*cli).send),
+		RunE: run((*client).send),
 	}
 	send.Flags().String("event", "", "The event type, which picks the targets")
 	send.Flags().String("body", "", "The payload: a file, or - for stdin (default {})")
@@ -159,7 +160,7 @@ A reader too slow for the stream loses lines, and is told how many.
 		Example: `  caddy webhook tail
   caddy webhook tail --source stripe --outcome dead`,
 		Args: noArgs,
-		RunE: run((*cli).tail),
+		RunE: run((*client).tail),
 	}
 	tail.Flags().String("source", "", "Only events and deliveries of this source")
 	tail.Flags().String("target", "", "Only deliveries to this target")
@@ -185,7 +186,7 @@ paused routes.
 		Example: `  caddy webhook pause --source stripe --target http
   caddy webhook pause --source github`,
 		Args: noArgs,
-		RunE: run(func(c *cli, cmd *cobra.Command, _ []string) error { return c.pause(cmd, "/webhook/pause") }),
+		RunE: run(func(c *client, cmd *cobra.Command, _ []string) error { return c.pause(cmd, "/webhook/pause") }),
 	}
 	if !pause {
 		c.Use = "resume --source <name> [--target <name>]"
@@ -198,7 +199,7 @@ pause of the source, the whole source's and each target's.
 `
 		c.Example = `  caddy webhook resume --source stripe --target http
   caddy webhook resume --source github`
-		c.RunE = run(func(c *cli, cmd *cobra.Command, _ []string) error { return c.pause(cmd, "/webhook/resume") })
+		c.RunE = run(func(c *client, cmd *cobra.Command, _ []string) error { return c.pause(cmd, "/webhook/resume") })
 	}
 	c.Flags().String("source", "", "The source (required)")
 	c.Flags().String("target", "", "Only this target of the source")
@@ -206,13 +207,13 @@ pause of the source, the whole source's and each target's.
 }
 
 // pause calls the pause or resume endpoint and says what holds now.
-func (c *cli) pause(cmd *cobra.Command, path string) error {
+func (c *client) pause(cmd *cobra.Command, path string) error {
 	q := url.Values{}
 	flagQuery(cmd, q, "source", "target")
 	if q.Get("source") == "" {
 		return errors.New("--source is required: the source to pause or resume (--target narrows it to one target)")
 	}
-	var resp pauseResponse
+	var resp adminapi.PauseResponse
 	if ok, err := c.call(http.MethodPost, path+"?"+q.Encode(), &resp); !ok {
 		return err
 	}
@@ -264,7 +265,7 @@ func sourceArg(_ *cobra.Command, args []string) error {
 	if len(args) != 1 {
 		return errors.New("send needs one source, e.g. 'caddy webhook send github --event push'")
 	}
-	if !validName(args[0]) {
+	if !adminapi.ValidName(args[0]) {
 		return fmt.Errorf("source %q: use letters, digits, '.', '_' and '-'", args[0])
 	}
 	return nil
@@ -304,7 +305,7 @@ func flagQuery(cmd *cobra.Command, q url.Values, flags ...string) {
 	}
 }
 
-func (c *cli) events(cmd *cobra.Command, _ []string) error {
+func (c *client) events(cmd *cobra.Command, _ []string) error {
 	q := url.Values{}
 	flagQuery(cmd, q, "source", "delivery", "event", "since", "until", "has-target")
 	var page queue.EventPage
@@ -320,7 +321,7 @@ func (c *cli) events(cmd *cobra.Command, _ []string) error {
 	fmt.Fprintln(tw, "ID\tSOURCE\tDELIVERY\tEVENT\tAGE\tJOBS")
 	for _, e := range page.Events {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", e.ID, cell(e.Source, 0), cell(e.DeliveryID, 0), cell(e.EventType, 0),
-			humanDuration(now.Sub(e.CreatedAt)), eventJobs(e.Jobs))
+			human.Duration(now.Sub(e.CreatedAt)), eventJobs(e.Jobs))
 	}
 	return c.endPage(tw, page.NextCursor)
 }
@@ -337,7 +338,7 @@ func eventJobs(jobs []queue.EventJob) string {
 	return strings.Join(parts, ", ")
 }
 
-func (c *cli) showEvent(cmd *cobra.Command, _ []string) error {
+func (c *client) showEvent(cmd *cobra.Command, _ []string) error {
 	fl := cmd.Flags()
 	source, _ := fl.GetString("source")
 	delivery, _ := fl.GetString("delivery")
@@ -361,7 +362,7 @@ func (c *cli) showEvent(cmd *cobra.Command, _ []string) error {
 		}
 		id = page.Events[0].ID
 	}
-	var ev eventResponse
+	var ev adminapi.EventResponse
 	if ok, err := c.call(http.MethodGet, "/webhook/events/"+strconv.FormatInt(id, 10), &ev); !ok {
 		return err
 	}
@@ -406,7 +407,7 @@ func (c *cli) showEvent(cmd *cobra.Command, _ []string) error {
 // callData makes one admin API request with an optional JSON body and
 // decodes the response into v, whatever --json says: for the requests a
 // subcommand makes before the one whose response it prints.
-func (c *cli) callData(method, uri string, body any, v any) error {
+func (c *client) callData(method, uri string, body any, v any) error {
 	saved := c.json
 	c.json = false
 	defer func() { c.json = saved }()
@@ -415,7 +416,7 @@ func (c *cli) callData(method, uri string, body any, v any) error {
 }
 
 // callBody is call with a JSON request body (nil for none).
-func (c *cli) callBody(method, uri string, body any, v any) (bool, error) {
+func (c *client) callBody(method, uri string, body any, v any) (bool, error) {
 	if body == nil {
 		return c.call(method, uri, v)
 	}
@@ -427,7 +428,7 @@ func (c *cli) callBody(method, uri string, body any, v any) (bool, error) {
 	return c.request(method, uri, headers, bytes.NewReader(b), v)
 }
 
-func (c *cli) resend(cmd *cobra.Command, args []string) error {
+func (c *client) resend(cmd *cobra.Command, args []string) error {
 	fl := cmd.Flags()
 	eventID, _ := fl.GetInt64("event")
 	target, _ := fl.GetString("target")
@@ -438,7 +439,7 @@ func (c *cli) resend(cmd *cobra.Command, args []string) error {
 		if err := jobIDArg("resend")(cmd, args); err != nil {
 			return err
 		}
-		var r resendResponse
+		var r adminapi.ResendResponse
 		if ok, err := c.call(http.MethodPost, "/webhook/jobs/"+args[0]+"/resend", &r); !ok {
 			return err
 		}
@@ -448,7 +449,7 @@ func (c *cli) resend(cmd *cobra.Command, args []string) error {
 		if eventID < 1 {
 			return fmt.Errorf("--event must be a positive event id, not %d", eventID)
 		}
-		var r sendEventResponse
+		var r adminapi.SendEventResponse
 		uri := "/webhook/events/" + strconv.FormatInt(eventID, 10) + "/send?" + url.Values{"target": {target}}.Encode()
 		if ok, err := c.call(http.MethodPost, uri, &r); !ok {
 			return err
@@ -479,13 +480,13 @@ func readBodyFlag(cmd *cobra.Command) ([]byte, error) {
 	return b, nil
 }
 
-func (c *cli) send(cmd *cobra.Command, args []string) error {
+func (c *client) send(cmd *cobra.Command, args []string) error {
 	fl := cmd.Flags()
 	body, err := readBodyFlag(cmd)
 	if err != nil {
 		return err
 	}
-	req := injectRequest{Source: args[0], Headers: map[string]string{}}
+	req := adminapi.InjectRequest{Source: args[0], Headers: map[string]string{}}
 	req.EventType, _ = fl.GetString("event")
 	req.DeliveryID, _ = fl.GetString("delivery")
 	if utf8.Valid(body) {
@@ -502,7 +503,7 @@ func (c *cli) send(cmd *cobra.Command, args []string) error {
 		}
 		req.Headers[strings.TrimSpace(name)] = strings.TrimSpace(value)
 	}
-	var r injectResponse
+	var r adminapi.InjectResponse
 	if ok, err := c.callBody(http.MethodPost, "/webhook/send", req, &r); !ok {
 		return err
 	}
@@ -519,16 +520,16 @@ func (c *cli) send(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
-func (c *cli) tail(cmd *cobra.Command, _ []string) error {
+func (c *client) tail(cmd *cobra.Command, _ []string) error {
 	q := url.Values{}
 	flagQuery(cmd, q, "source", "target", "outcome")
 	uri := "/webhook/tail"
 	if len(q) > 0 {
 		uri += "?" + q.Encode()
 	}
-	resp, err := caddycmd.AdminAPIRequest(c.addr, http.MethodGet, uri, nil, nil)
+	resp, err := c.do(http.MethodGet, uri, nil, nil)
 	if err != nil {
-		return c.apiError(err)
+		return err
 	}
 	defer resp.Body.Close()
 	fmt.Fprintf(cmd.ErrOrStderr(), "following the webhook queue at %s (interrupt to stop)\n", c.addr)
@@ -549,7 +550,7 @@ func (c *cli) tail(cmd *cobra.Command, _ []string) error {
 			fmt.Fprintln(c.out, data)
 			continue
 		}
-		var l tailLine
+		var l adminapi.TailLine
 		if err := json.Unmarshal([]byte(data), &l); err != nil {
 			return fmt.Errorf("decode the stream from %s: %w", c.addr, err)
 		}
@@ -558,12 +559,12 @@ func (c *cli) tail(cmd *cobra.Command, _ []string) error {
 }
 
 // formatTailLine is one line of `caddy webhook tail`.
-func formatTailLine(l tailLine) string {
+func formatTailLine(l adminapi.TailLine) string {
 	at := l.Time.Local().Format("15:04:05.000")
 	switch l.Kind {
-	case tailDropped:
+	case adminapi.TailDropped:
 		return fmt.Sprintf("%s  … %d %s lost: this reader was too slow", at, l.Dropped, plural(int(l.Dropped), "line", "lines"))
-	case tailReceived:
+	case adminapi.TailReceived:
 		s := fmt.Sprintf("%s  received  %s  %s", at, cell(l.Source, 0), l.Outcome)
 		if l.Status != 0 {
 			s += " " + strconv.Itoa(l.Status)
@@ -580,7 +581,7 @@ func formatTailLine(l tailLine) string {
 		return s
 	}
 	s := fmt.Sprintf("%s  %-8s  %s → %s  job %d attempt %d  %s", at, l.Outcome, cell(l.Source, 0), cell(l.Target, 0),
-		l.JobID, l.Attempt, Latency(time.Duration(l.DurationMS*float64(time.Millisecond))))
+		l.JobID, l.Attempt, human.Latency(time.Duration(l.DurationMS*float64(time.Millisecond))))
 	if l.DeliveryID != "" {
 		s += "  delivery " + cell(l.DeliveryID, 0)
 	}

@@ -3,19 +3,26 @@ package caddywebhook
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/hex"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
+	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/tracecontext"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
@@ -188,4 +195,126 @@ func histogramCountSum(t *testing.T, route queue.Route) (uint64, float64) {
 		t.Fatal(err)
 	}
 	return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
+}
+
+func TestAttemptTraceparent(t *testing.T) {
+	const stored = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\nrojo=00f067aa0ba902b7"
+	var seen []string
+	h := attemptHandler{next: handlerFunc(func(ctx context.Context, job *queue.Job) error {
+		p, s := tracecontext.Traceparent(ctx)
+		seen = append(seen, p+"|"+s)
+		return nil
+	})}
+	for range 2 {
+		if err := h.Handle(t.Context(), &queue.Job{Trace: stored}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := h.Handle(t.Context(), &queue.Job{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 3 {
+		t.Fatalf("handled %d, want 3", len(seen))
+	}
+	for i, s := range seen[:2] {
+		sc, ok := tracecontext.Parse(s[:55])
+		if !ok || sc.TraceID().String() != "4bf92f3577b34da6a3ce929d0e0e4736" || sc.SpanID().String() == "00f067aa0ba902b7" || s[55:] != "|rojo=00f067aa0ba902b7" {
+			t.Errorf("attempt %d sent %q, want the stored trace id, a new span id and the tracestate", i+1, s)
+		}
+	}
+	if seen[0] == seen[1] {
+		t.Errorf("two attempts sent the same traceparent %q", seen[0])
+	}
+	if seen[2] != "|" {
+		t.Errorf("a job with no trace context sent %q, want none", seen[2])
+	}
+}
+
+type handlerFunc func(ctx context.Context, job *queue.Job) error
+
+func (f handlerFunc) Handle(ctx context.Context, job *queue.Job) error { return f(ctx, job) }
+
+// TestAttemptTraceAllocs: with no span exported an attempt costs its new
+// traceparent, the value holding it and the context around it; the stored
+// tracestate is sent as stored, never parsed and written out again.
+func TestAttemptTraceAllocs(t *testing.T) {
+	tests := []struct {
+		name   string
+		stored string
+		allocs float64
+	}{
+		{"no trace context", "", 0},
+		{"traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", 3},
+		{"traceparent and tracestate", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\nrojo=00f067aa0ba902b7,congo=t61rcWkgMzE", 3},
+	}
+	var parent, state string
+	h := attemptHandler{next: handlerFunc(func(ctx context.Context, job *queue.Job) error {
+		parent, state = tracecontext.Traceparent(ctx)
+		return nil
+	})}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			job := &queue.Job{Trace: tt.stored}
+			if n := testing.AllocsPerRun(100, func() { _ = h.Handle(t.Context(), job) }); n != tt.allocs {
+				t.Errorf("an attempt allocates %v times, want %v", n, tt.allocs)
+			}
+			if want, _, _ := strings.Cut(tt.stored, "\n"); len(parent) != len(want) || parent != "" && parent[:36] != want[:36] {
+				t.Errorf("traceparent = %q, want the trace id of %q", parent, want)
+			}
+			if _, want, _ := strings.Cut(tt.stored, "\n"); state != want {
+				t.Errorf("tracestate = %q, want %q", state, want)
+			}
+		})
+	}
+}
+
+// TestAttemptSpanWords: an attempt's span says what became of it with the
+// attempt words of the logs and metrics, dead for a failure on the last
+// attempt too.
+func TestAttemptSpanWords(t *testing.T) {
+	t.Parallel()
+	const stored = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	tests := []struct {
+		name    string
+		err     error
+		attempt int
+		want    string
+	}{
+		{"delivered", nil, 1, adminapi.AttemptDelivered},
+		{"transient, attempts left", errors.New("upstream answered 503"), 2, adminapi.AttemptRetry},
+		{"transient, the last attempt", errors.New("upstream answered 503"), 3, adminapi.AttemptDead},
+		{"transient after a replay", errors.New("upstream answered 503"), 4, adminapi.AttemptRetry},
+		{"permanent", queue.Permanent(errors.New("upstream answered 400")), 1, adminapi.AttemptDead},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			rec := tracetest.NewSpanRecorder()
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+			a := &App{MaxAttempts: 3}
+			h := attemptHandler{
+				next:   queue.HandlerFunc(func(context.Context, *queue.Job) error { return tt.err }),
+				tracer: tp.Tracer("test"),
+				last:   a.lastAttempt(nil),
+			}
+			job := &queue.Job{Trace: stored, Attempt: tt.attempt}
+			if tt.name == "transient after a replay" {
+				job.ReplayBase = 3
+			}
+			_ = h.Handle(t.Context(), job)
+			spans := rec.Ended()
+			if len(spans) != 1 {
+				t.Fatalf("%d spans, want 1", len(spans))
+			}
+			var got string
+			for _, kv := range spans[0].Attributes() {
+				if kv.Key == attrOutcome {
+					got = kv.Value.AsString()
+				}
+			}
+			if got != tt.want {
+				t.Errorf("webhook.outcome = %q, want %q", got, tt.want)
+			}
+		})
+	}
 }

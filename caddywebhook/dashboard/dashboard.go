@@ -1,4 +1,10 @@
-package caddywebhook
+// Package dashboard is the http.handlers.webhook_dashboard module: an
+// operator's page of the webhook queue that a site mounts behind Caddy's
+// own authentication. Its page and assets are embedded; its /api/ calls
+// the webhook admin API's route table in-process, so the page reaches
+// every operation without Caddy's admin endpoint being exposed, and the
+// two can never disagree.
+package dashboard
 
 import (
 	"bytes"
@@ -9,7 +15,6 @@ import (
 	"crypto/subtle"
 	"embed"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -25,17 +30,24 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
+
+	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
+	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/adminhook"
 )
 
 func init() {
 	caddy.RegisterModule(Dashboard{})
+	httpcaddyfile.RegisterHandlerDirective("webhook_dashboard", parseDashboardDirective)
+	// With the handlers that respond, after basic_auth and forward_auth, so
+	// that the authentication in the same block always runs first.
+	httpcaddyfile.RegisterDirectiveOrder("webhook_dashboard", httpcaddyfile.Before, "respond")
 }
 
 // dashboardAssets is the whole page: plain HTML, CSS and JavaScript written
 // by hand, embedded so that the plugin builds without a JavaScript toolchain
 // and the page works offline, with nothing loaded from elsewhere.
 //
-//go:embed dashboard
+//go:embed index.html app.js style.css
 var dashboardAssets embed.FS
 
 // Dashboard serves the operators' web page of the webhook queue: an
@@ -127,7 +139,7 @@ func dashboardToken() string {
 // Provision renders the page for this handler's token and mode.
 func (d *Dashboard) Provision(ctx caddy.Context) error {
 	d.logger = ctx.Logger()
-	raw, err := dashboardAssets.ReadFile("dashboard/index.html")
+	raw, err := dashboardAssets.ReadFile("index.html")
 	if err != nil {
 		return fmt.Errorf("webhook_dashboard: read embedded page: %w", err)
 	}
@@ -157,7 +169,7 @@ func (d *Dashboard) asset(name string) ([]byte, error) {
 	if name == "index.html" {
 		return d.index, nil
 	}
-	b, err := dashboardAssets.ReadFile("dashboard/" + name)
+	b, err := dashboardAssets.ReadFile(name)
 	if err != nil {
 		return nil, fmt.Errorf("webhook_dashboard: read embedded %s: %w", name, err)
 	}
@@ -218,19 +230,12 @@ func (d *Dashboard) serveAPI(w http.ResponseWriter, r *http.Request, rest string
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		if err := d.allowChange(r); err != nil {
 			d.logger.Debug("refused a state-changing request", zap.String("method", r.Method), zap.Error(err))
-			writeDashboardError(w, http.StatusForbidden, err.Error())
+			adminapi.WriteError(w, http.StatusForbidden, err.Error(), "")
 			return nil
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, dashboardMaxBody)
 	}
-	err := serveAdmin(w, r, adminBasePath+rest)
-	if err == nil {
-		return nil
-	}
-	if apiErr := (caddy.APIError{}); errors.As(err, &apiErr) && apiErr.HTTPStatus == 499 {
-		return nil // the client went away; nobody to answer
-	}
-	writeAPIError(w, err)
+	adminhook.Serve(w, r, adminapi.BasePath+rest)
 	return nil
 }
 
@@ -304,14 +309,6 @@ func originMatches(origin string, r *http.Request) bool {
 	oh, op := hostPort(u.Host)
 	rh, rp := hostPort(r.Host)
 	return oh != "" && oh == rh && op == rp
-}
-
-// writeDashboardError answers as the admin API does: {"error": "…"}.
-func writeDashboardError(w http.ResponseWriter, status int, msg string) {
-	b, _ := json.Marshal(map[string]string{"error": msg})
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
 }
 
 // parseDashboardDirective parses the webhook_dashboard directive; the

@@ -1,9 +1,7 @@
-package caddywebhook
+package cli
 
 import (
 	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -109,94 +107,17 @@ func signRequest(cmd *cobra.Command) (signedRequest, error) {
 	opts := signature.SignOptions{URL: target, Timestamp: time.Now()}
 	opts.EventType, _ = fl.GetString("event")
 	opts.ID, _ = fl.GetString("id")
-	body := file
-	if opts.ID == "" {
-		opts.ID, body = senderID(scheme, file)
-	}
-	// Some schemes carry their signature inside the body (mailgun,
-	// msgraph): then the body to send is the signed one, printed too.
-	signed, h, err := signature.SignBody(scheme, key, body, opts)
+	// As the scheme's sender sends it: its delivery id, the headers it
+	// always sends, its Content-Type. Some schemes carry their signature
+	// inside the body (mailgun, msgraph), and Stripe's id is the body's:
+	// then the body to send is another one, printed too.
+	signed, h, err := signature.SignAsSender(scheme, key, file, opts)
 	if err != nil {
 		// The key is never part of the message: Sign's errors name what is
 		// wrong with it, not its value.
 		return signedRequest{}, err
 	}
-	addSenderHeaders(scheme, h, signed, opts)
 	return signedRequest{body: signed, header: h, changed: !bytes.Equal(signed, file)}, nil
-}
-
-// uuidSchemes are the schemes whose senders give each delivery a UUID in
-// a header signature.SignOptions.ID fills: GitHub's X-GitHub-Delivery,
-// GitLab's X-Gitlab-Event-UUID, Shopify's X-Shopify-Event-Id, and the id
-// headers of the Gitea, Forgejo, Bitbucket, Linear, Sentry and Twitch
-// presets.
-var uuidSchemes = []string{"github", "gitlab", "shopify", "gitea", "forgejo", "bitbucket", "linear", "sentry", "twitch"}
-
-// senderID returns the delivery id the scheme's sender would give body,
-// and the body to send. Standard Webhooks and its senders (svix, polar)
-// get their "msg_…" id from signature.SignBody itself. A Stripe event's
-// id is the body's "id" ("evt_…"): a JSON object without one gets one,
-// so the event is deduplicated as Stripe's are, not on a body hash.
-func senderID(scheme string, body []byte) (string, []byte) {
-	switch {
-	case slices.Contains(uuidSchemes, scheme):
-		return newUUID(), body
-	case scheme == "stripe":
-		var m map[string]json.RawMessage
-		if json.Unmarshal(body, &m) != nil || m == nil || m["id"] != nil {
-			return "", body
-		}
-		id, _ := json.Marshal("evt_" + rand.Text())
-		m["id"] = id
-		if b, err := json.Marshal(m); err == nil {
-			return "", b
-		}
-	}
-	return "", body
-}
-
-// newUUID is a random (version 4) UUID.
-func newUUID() string {
-	var b [16]byte
-	rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b[:])
-	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
-}
-
-// addSenderHeaders adds what the scheme's sender sends besides its
-// signature: the Content-Type, and Shopify's headers, which its own SDK
-// requires (https://shopify.dev/docs/api/shopify-app-remix/v4/authenticate/webhook:
-// shop, apiVersion, webhookId, topic, triggeredAt and eventId are read from
-// them).
-func addSenderHeaders(scheme string, h http.Header, body []byte, opts signature.SignOptions) {
-	switch scheme {
-	case "twilio", "slack":
-		// Twilio posts its parameters as a form (a JSON body is signed
-		// through bodySHA256 in the URL instead), and Slack its slash
-		// commands and interactivity requests
-		// (https://api.slack.com/slash-commands); its Events API posts
-		// JSON.
-		if !json.Valid(body) {
-			h.Set("Content-Type", "application/x-www-form-urlencoded")
-		}
-	case "shopify":
-		setDefault(h, "X-Shopify-Shop-Domain", "example.myshopify.com")
-		setDefault(h, "X-Shopify-API-Version", "2025-07")
-		setDefault(h, "X-Shopify-Webhook-Id", newUUID())
-		setDefault(h, "X-Shopify-Topic", "orders/create")
-		setDefault(h, "X-Shopify-Triggered-At", opts.Timestamp.UTC().Format(time.RFC3339Nano))
-		setDefault(h, "X-Shopify-Event-Id", newUUID())
-	}
-	setDefault(h, "Content-Type", "application/json")
-}
-
-// setDefault sets name to value unless h has it.
-func setDefault(h http.Header, name, value string) {
-	if h.Get(name) == "" {
-		h.Set(name, value)
-	}
 }
 
 // shellQuote quotes s for a POSIX shell.

@@ -1,7 +1,6 @@
-package caddywebhook
+package tracecontext
 
 import (
-	"context"
 	"net/http/httptest"
 	"strconv"
 	"strings"
@@ -53,12 +52,12 @@ func TestRequestTrace(t *testing.T) {
 			for k, v := range tt.headers {
 				r.Header[k] = v
 			}
-			got := requestTrace(r)
+			got := FromRequest(r)
 			if got != tt.want {
-				t.Fatalf("requestTrace = %q, want %q", got, tt.want)
+				t.Fatalf("FromRequest = %q, want %q", got, tt.want)
 			}
 			if len(got) > queue.MaxTraceLen {
-				t.Fatalf("requestTrace is %d bytes, more than MaxTraceLen", len(got))
+				t.Fatalf("FromRequest is %d bytes, more than MaxTraceLen", len(got))
 			}
 		})
 	}
@@ -73,8 +72,8 @@ func TestRequestTraceFromSpan(t *testing.T) {
 	// request's (it injects the same context into the headers anyway).
 	r.Header.Set("Traceparent", "00-11111111111111111111111111111111-2222222222222222-01")
 	r = r.WithContext(trace.ContextWithSpanContext(r.Context(), sc))
-	if got, want := requestTrace(r), "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"; got != want {
-		t.Fatalf("requestTrace = %q, want %q", got, want)
+	if got, want := FromRequest(r), "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"; got != want {
+		t.Fatalf("FromRequest = %q, want %q", got, want)
 	}
 }
 
@@ -96,79 +95,8 @@ func TestRequestTraceAllocs(t *testing.T) {
 			for k, v := range tt.headers {
 				r.Header[k] = v
 			}
-			if n := testing.AllocsPerRun(100, func() { _ = requestTrace(r) }); n != tt.allocs {
-				t.Fatalf("requestTrace allocates %v times, want %v", n, tt.allocs)
-			}
-		})
-	}
-}
-
-func TestAttemptTraceparent(t *testing.T) {
-	const stored = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\nrojo=00f067aa0ba902b7"
-	var seen []string
-	h := attemptHandler{next: handlerFunc(func(ctx context.Context, job *queue.Job) error {
-		p, s := Traceparent(ctx)
-		seen = append(seen, p+"|"+s)
-		return nil
-	})}
-	for range 2 {
-		if err := h.Handle(t.Context(), &queue.Job{Trace: stored}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := h.Handle(t.Context(), &queue.Job{}); err != nil {
-		t.Fatal(err)
-	}
-	if len(seen) != 3 {
-		t.Fatalf("handled %d, want 3", len(seen))
-	}
-	for i, s := range seen[:2] {
-		tid, sid, _, ok := parseTraceparent(s[:55])
-		if !ok || tid.String() != "4bf92f3577b34da6a3ce929d0e0e4736" || sid.String() == "00f067aa0ba902b7" || s[55:] != "|rojo=00f067aa0ba902b7" {
-			t.Errorf("attempt %d sent %q, want the stored trace id, a new span id and the tracestate", i+1, s)
-		}
-	}
-	if seen[0] == seen[1] {
-		t.Errorf("two attempts sent the same traceparent %q", seen[0])
-	}
-	if seen[2] != "|" {
-		t.Errorf("a job with no trace context sent %q, want none", seen[2])
-	}
-}
-
-type handlerFunc func(ctx context.Context, job *queue.Job) error
-
-func (f handlerFunc) Handle(ctx context.Context, job *queue.Job) error { return f(ctx, job) }
-
-// TestAttemptTraceAllocs: with no span exported an attempt costs its new
-// traceparent, the value holding it and the context around it; the stored
-// tracestate is sent as stored, never parsed and written out again.
-func TestAttemptTraceAllocs(t *testing.T) {
-	tests := []struct {
-		name   string
-		stored string
-		allocs float64
-	}{
-		{"no trace context", "", 0},
-		{"traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", 3},
-		{"traceparent and tracestate", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\nrojo=00f067aa0ba902b7,congo=t61rcWkgMzE", 3},
-	}
-	var parent, state string
-	h := attemptHandler{next: handlerFunc(func(ctx context.Context, job *queue.Job) error {
-		parent, state = Traceparent(ctx)
-		return nil
-	})}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			job := &queue.Job{Trace: tt.stored}
-			if n := testing.AllocsPerRun(100, func() { _ = h.Handle(t.Context(), job) }); n != tt.allocs {
-				t.Errorf("an attempt allocates %v times, want %v", n, tt.allocs)
-			}
-			if want, _, _ := strings.Cut(tt.stored, "\n"); len(parent) != len(want) || parent != "" && parent[:36] != want[:36] {
-				t.Errorf("traceparent = %q, want the trace id of %q", parent, want)
-			}
-			if _, want, _ := strings.Cut(tt.stored, "\n"); state != want {
-				t.Errorf("tracestate = %q, want %q", state, want)
+			if n := testing.AllocsPerRun(100, func() { _ = FromRequest(r) }); n != tt.allocs {
+				t.Fatalf("FromRequest allocates %v times, want %v", n, tt.allocs)
 			}
 		})
 	}

@@ -14,6 +14,8 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.17.0"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
+	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/tracecontext"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
@@ -27,14 +29,6 @@ var (
 	attrStatusCode = attribute.Key("http.response.status_code")
 )
 
-// The outcome words of an attempt's span: the handler's view, before the
-// retry policy decides whether a failure retries or parks the job.
-const (
-	spanDelivered = "delivered"
-	spanFailed    = "failed"   // a transient error: the job retries unless out of attempts
-	spanRejected  = "rejected" // a permanent error: the job goes dead
-)
-
 // attemptSpanName names each delivery attempt's span.
 const attemptSpanName = "webhook delivery"
 
@@ -45,14 +39,18 @@ const attemptSpanName = "webhook delivery"
 type attemptHandler struct {
 	next   queue.Handler
 	tracer trace.Tracer // nil: no span is exported
+	// last reports whether job is on its last attempt, so that a span
+	// says dead for a failure that parks the job, as the logs do; nil:
+	// never.
+	last func(job *queue.Job) bool
 }
 
 // Handle implements queue.Handler.
 func (h attemptHandler) Handle(ctx context.Context, job *queue.Job) error {
 	if h.tracer == nil {
-		return h.next.Handle(withAttemptTrace(ctx, job.Trace), job)
+		return h.next.Handle(tracecontext.WithAttempt(ctx, job.Trace), job)
 	}
-	sc, ok := parseTrace(job.Trace)
+	sc, ok := tracecontext.Parse(job.Trace)
 	if !ok {
 		return h.next.Handle(ctx, job)
 	}
@@ -60,26 +58,21 @@ func (h attemptHandler) Handle(ctx context.Context, job *queue.Job) error {
 		trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(attrSource.String(job.Source), attrTarget.String(job.Target), attrAttempt.Int(job.Attempt)))
 	err := h.next.Handle(ctx, job)
+	word := adminapi.AttemptDelivered
 	switch {
 	case err == nil:
-		span.SetAttributes(attrOutcome.String(spanDelivered))
-	case queue.IsPermanent(err):
-		span.SetAttributes(attrOutcome.String(spanRejected))
-		span.SetStatus(codes.Error, spanRejected)
+	case queue.IsPermanent(err) || h.last != nil && h.last(job):
+		word = adminapi.AttemptDead
 	default:
-		span.SetAttributes(attrOutcome.String(spanFailed))
-		span.SetStatus(codes.Error, spanFailed)
+		word = adminapi.AttemptRetry
+	}
+	span.SetAttributes(attrOutcome.String(word))
+	if err != nil {
+		span.SetStatus(codes.Error, word)
 	}
 	span.End()
 	return err
 }
-
-// spanExport is the tracer provider of the apps whose config turns
-// tracing on, shared as Caddy's tracing handler shares its own: built on
-// first use, with the exporter the OTEL_* environment variables choose
-// (autoexport: OTLP by default, OTEL_TRACES_EXPORTER, OTEL_EXPORTER_OTLP_*),
-// flushed and shut down when the last app lets go.
-var spanExport sharedTracer
 
 type sharedTracer struct {
 	mu       sync.Mutex

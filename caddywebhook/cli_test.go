@@ -16,11 +16,12 @@ import (
 	"testing"
 	"time"
 
+	_ "github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile" // the caddyfile adapter, for --adapter caddyfile
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 	"github.com/spf13/cobra"
 
-	_ "github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile" // the caddyfile adapter, for --adapter caddyfile
-
+	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
+	"github.com/caddywebhook/caddywebhook/caddywebhook/cli"
 	"github.com/caddywebhook/caddywebhook/internal/testutil"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
@@ -66,7 +67,7 @@ func runCLI(t *testing.T, now time.Time, args ...string) cliResult {
 	t.Helper()
 	root := &cobra.Command{Use: "caddy", SilenceUsage: true}
 	wh := &cobra.Command{Use: "webhook"}
-	buildWebhookCommand(wh, func() time.Time { return now })
+	cli.Build(wh, func() time.Time { return now })
 	root.AddCommand(wh)
 	var out, errOut bytes.Buffer
 	root.SetOut(&out)
@@ -108,6 +109,7 @@ var columnGap = regexp.MustCompile(`(\S) {2,}`)
 func squeeze(s string) string { return columnGap.ReplaceAllString(s, "$1 | ") }
 
 func TestCLIOutput(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		args func(d adminData) []string
@@ -284,6 +286,7 @@ func static(args ...string) func(adminData) []string { return func(adminData) []
 // TestCLIEffects checks that the mutating subcommands changed the store,
 // not only printed the right words.
 func TestCLIEffects(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		args  func(d adminData) []string
@@ -354,6 +357,7 @@ func wantStatus(t *testing.T, f *cliFixture, id int64, want queue.Status) {
 }
 
 func TestCLIJSON(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		args  func(d adminData) []string
@@ -363,7 +367,7 @@ func TestCLIJSON(t *testing.T) {
 			name: "stats",
 			args: static("stats", "--json"),
 			check: func(t *testing.T, d adminData, out []byte) {
-				var st statsResponse
+				var st adminapi.StatsResponse
 				mustJSON(t, out, &st)
 				if len(st.Counts) != 6 || st.Events != 6 || st.OldestPending != 90*time.Second {
 					t.Errorf("stats = %+v", st)
@@ -385,7 +389,7 @@ func TestCLIJSON(t *testing.T) {
 			name: "show",
 			args: func(d adminData) []string { return []string{"show", fmt.Sprint(d.githubHTTPDead), "--json"} },
 			check: func(t *testing.T, d adminData, out []byte) {
-				var j jobResponse
+				var j adminapi.JobResponse
 				mustJSON(t, out, &j)
 				if j.PayloadText != `{"ref":"refs/heads/main"}` || len(j.History) != 1 {
 					t.Errorf("job = %+v", j)
@@ -417,7 +421,7 @@ func TestCLIJSON(t *testing.T) {
 			name: "purge",
 			args: static("purge", "--json"),
 			check: func(t *testing.T, d adminData, out []byte) {
-				var r purgeResponse
+				var r adminapi.PurgeResponse
 				mustJSON(t, out, &r)
 				if r.Purged != 1 {
 					t.Errorf("purge = %+v", r)
@@ -441,6 +445,7 @@ func mustJSON(t *testing.T, b []byte, v any) {
 }
 
 func TestCLIErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name        string
 		args        func(d adminData) []string
@@ -475,7 +480,7 @@ func TestCLIErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f, d := setupCLI(t)
 			if tt.noApp {
-				clearActiveQueue(f.owner)
+				f.cfg.Store(nil)
 			}
 			res := f.cli(t, tt.args(d)...)
 			if res.code != 1 {
@@ -588,6 +593,7 @@ func writeFile(t *testing.T, path, content string) {
 }
 
 func TestCLIUnreachable(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		handler http.Handler // nil: nothing listens
@@ -644,52 +650,6 @@ func TestCLIRegistered(t *testing.T) {
 		if c.PersistentFlags().Lookup(flag) == nil {
 			t.Errorf("no --%s flag", flag)
 		}
-	}
-}
-
-// TestCLICell: a value from a sender or an upstream cannot drive the
-// terminal or break the table's alignment.
-func TestCLICell(t *testing.T) {
-	tests := []struct {
-		name, in string
-		n        int
-		want     string
-	}{
-		{"plain", "push", 0, "push"},
-		{"empty is a dash", " \n ", 0, "-"},
-		{"escape sequence", "push\x1b[2J", 0, "push\uFFFD[2J"},
-		{"newline and tab make one line", "a\n\tb", 0, "a b"},
-		{"C1 control", "a\u009bb", 0, "a\uFFFDb"},
-		{"multibyte text kept", "café ✓", 0, "café ✓"},
-		{"cut with the marker", "connection refused", 13, "connection…"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := cell(tt.in, tt.n); got != tt.want {
-				t.Errorf("cell(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
-			}
-		})
-	}
-}
-
-func TestCLIHumanDuration(t *testing.T) {
-	tests := []struct {
-		in   time.Duration
-		want string
-	}{
-		{-time.Second, "0s"},
-		{1400 * time.Millisecond, "1s"},
-		{90 * time.Second, "1m30s"},
-		{time.Hour + 2*time.Minute + 40*time.Second, "1h3m"},
-		{47*time.Hour + 59*time.Minute, "47h59m"},
-		{3*24*time.Hour + 4*time.Hour + 10*time.Minute, "3d4h"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.in.String(), func(t *testing.T) {
-			if got := humanDuration(tt.in); got != tt.want {
-				t.Errorf("humanDuration(%v) = %q, want %q", tt.in, got, tt.want)
-			}
-		})
 	}
 }
 
@@ -821,34 +781,6 @@ func TestCLIOneTool(t *testing.T) {
 			}
 			if tt.check != nil {
 				tt.check(t, f, d)
-			}
-		})
-	}
-}
-
-// TestLatency prints an attempt's duration without rounding a short one
-// away: a delivery to a local upstream takes well under a millisecond.
-func TestCLILatency(t *testing.T) {
-	tests := []struct {
-		name string
-		d    time.Duration
-		want string
-	}{
-		{"none", 0, "0 ms"},
-		{"under a microsecond", 300 * time.Nanosecond, "< 0.001 ms"},
-		{"microseconds", 4200 * time.Nanosecond, "0.004 ms"},
-		{"tens of microseconds", 42 * time.Microsecond, "0.04 ms"},
-		{"sub-millisecond", 412345 * time.Nanosecond, "0.4 ms"},
-		{"milliseconds", 4240 * time.Microsecond, "4.2 ms"},
-		{"hundreds of milliseconds", 177400 * time.Microsecond, "177 ms"},
-		{"seconds", 1500 * time.Millisecond, "1.5 s"},
-		{"tens of seconds", 12400 * time.Millisecond, "12 s"},
-		{"minutes", 90 * time.Second, "1m30s"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := Latency(tt.d); got != tt.want {
-				t.Errorf("Latency(%v) = %q, want %q", tt.d, got, tt.want)
 			}
 		})
 	}
