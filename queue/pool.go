@@ -161,10 +161,18 @@ type Pool struct {
 	nextRetry time.Time      // earliest retry this pool scheduled, zero if none
 	flowWake  time.Time      // when the flow control holds routes back until, zero if none
 	finQ      []finishing    // completions waiting for the next Finish
+	finishing int            // completions in finQ or in a Finish call: handled, not yet recorded
 	flushing  bool           // a worker is sending finQ
+	// maxHeld bounds the claims the pool holds at once: running, buffered
+	// and waiting for their Finish (see room).
+	maxHeld int
 
 	freed chan struct{}  // a worker became idle or a job left running; buffered 1
 	wg    sync.WaitGroup // runs started and not yet returned from work
+	// giveUp is closed when Stop's grace has run out: a Finish that keeps
+	// failing stops being retried then (see flush).
+	giveUp     chan struct{}
+	giveUpOnce sync.Once
 	// handoff passes a run to a worker goroutine waiting for its next one
 	// (unbuffered); retire, closed once the last run has returned, ends
 	// those waiting; goroutines counts them all.
@@ -269,11 +277,13 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 		done:     make(chan struct{}),
 		handoff:  make(chan *run),
 		retire:   make(chan struct{}),
+		giveUp:   make(chan struct{}),
 	}
 	p.margin = p.lease / 4
 	if p.flow != nil {
 		p.ahead = 0
 	}
+	p.maxHeld = heldFactor * (p.workers + p.ahead)
 	if p.decider.Retry == nil {
 		p.decider.Retry = Backoff{}
 	}

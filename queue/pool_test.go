@@ -1017,55 +1017,6 @@ func TestPoolClaimRacingStopHandsBack(t *testing.T) {
 	}
 }
 
-// TestPoolFinishFailureLosesNothing: when Finish fails (a full disk, a lost
-// database), the completion is reported unrecorded and the job stays leased;
-// once the lease runs out another pool delivers it again.
-func TestPoolFinishFailureLosesNothing(t *testing.T) {
-	clk := newClock()
-	finishErr := errors.New("disk full")
-	var failing atomic.Bool
-	failing.Store(true)
-	s := &hookedStore{Store: setup(t, clk.Now), finishError: func() error {
-		if failing.Load() {
-			return finishErr
-		}
-		return nil
-	}}
-	storeErrs := make(chan error, 1)
-	obs := &storeErrorObserver{recorder: newRecorder(t, 10), errs: storeErrs}
-	a := newPool(t, queue.PoolConfig{
-		Store: s, Lease: time.Minute, Now: clk.Now, Observer: obs,
-		Handler: queue.HandlerFunc(func(context.Context, *queue.Job) error { return nil }),
-	})
-	recB := newRecorder(t, 10)
-	b := newPool(t, queue.PoolConfig{
-		Store: s, Lease: time.Minute, Now: clk.Now, Observer: recB,
-		Handler: queue.HandlerFunc(func(context.Context, *queue.Job) error { return nil }),
-	})
-	id := enqueue(t, s, "evt", "t")
-	runOnce(t, a, 1)
-	if f := obs.nextFinished(t); f.recorded {
-		t.Fatalf("completion reported recorded although Finish failed: %+v", f.c)
-	}
-	if err := testutil.Receive(t, storeErrs); !errors.Is(err, finishErr) {
-		t.Fatalf("store error = %v, want %v", err, finishErr)
-	}
-	if j := getJob(t, s, id); j.Status != queue.StatusRunning {
-		t.Fatalf("job after the failed finish: %s, want still running under its lease", j.Status)
-	}
-
-	failing.Store(false)
-	runOnce(t, b, 0) // the lease still holds
-	clk.Advance(time.Minute)
-	runOnce(t, b, 1)
-	if f := recB.nextFinished(t); !f.recorded || f.c.Status != queue.StatusDone {
-		t.Fatalf("redelivery: recorded %v %s, want recorded done", f.recorded, f.c.Status)
-	}
-	if j := getJob(t, s, id); j.Status != queue.StatusDone || j.Attempts != 2 {
-		t.Fatalf("job: %s with %d attempts, want done with 2", j.Status, j.Attempts)
-	}
-}
-
 // storeErrorObserver is a recorder that expects store errors and forwards
 // them instead of failing the test.
 type storeErrorObserver struct {
