@@ -25,7 +25,7 @@ const purgeChunk = 256
 // request its caller abandoned may still sit in the writer's channel and
 // is left to the garbage collector.
 func recycle(r *request) {
-	if r.state.Load() != stateAbandoned {
+	if st := r.state.Load(); st != stateAbandoned && st != stateLeft {
 		r.release()
 	}
 }
