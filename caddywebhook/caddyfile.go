@@ -49,6 +49,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 //		synchronous full|normal        # SQLite durability; default full
 //		max_batch <n>                  # writes per commit: SQLite 256, Postgres enqueues 128 (1: benchmarks only)
 //		min_free_space <size>          # SQLite: 503 disk_low below this much free; default 64MiB, at least 16MiB
+//		store_timeout <duration>       # each call on the queue; past it a request gets 503; default 5s
 //		storage postgres <dsn> {       # instead of sqlite: instances share the queue
 //			schema <name>              # default caddywebhook
 //			max_conns <n>              # per instance, plus one for LISTEN; default 10
@@ -93,7 +94,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if err := storage.storageLine(d); err != nil {
 				return err
 			}
-		case "synchronous", "max_batch", "min_free_space":
+		case "synchronous", "max_batch", "min_free_space", "store_timeout":
 			storage.option(d)
 		case "workers":
 			n, err := intArg(d, opt)
@@ -240,6 +241,14 @@ func CountArg(d *caddyfile.Dispenser, opt string) (int, error) {
 		return 0, d.Errf("webhook: %s must be at least 1", opt)
 	}
 	return n, nil
+}
+
+// DurationArg reads the one argument of option opt, a positive duration,
+// for the module packages' unmarshalers; the messages name opt.
+func DurationArg(d *caddyfile.Dispenser, opt string) (caddy.Duration, error) {
+	var v caddy.Duration
+	err := durationArg(d, opt, &v)
+	return v, err
 }
 
 // durationArg reads the one positive duration argument of option opt.
