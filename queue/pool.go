@@ -154,15 +154,16 @@ type Pool struct {
 	// then let the store time leases with its own clock.
 	storeClock bool
 
-	mu        sync.Mutex
-	busy      int            // handlers running
-	running   map[int64]*run // claimed and neither finished nor handed back, buffered too
-	buffered  []*run         // claimed ahead, not started, oldest first; at most ahead
-	nextRetry time.Time      // earliest retry this pool scheduled, zero if none
-	flowWake  time.Time      // when the flow control holds routes back until, zero if none
-	finQ      []finishing    // completions waiting for the next Finish
-	finishing int            // completions in finQ or in a Finish call: handled, not yet recorded
-	flushing  bool           // a worker is sending finQ
+	mu         sync.Mutex
+	busy       int            // handlers running
+	running    map[int64]*run // claimed and neither finished nor handed back, buffered too
+	buffered   []*run         // claimed ahead, not started, oldest first; at most ahead
+	nextRetry  time.Time      // earliest retry this pool scheduled, zero if none
+	flowWake   time.Time      // when the flow control holds routes back until, zero if none
+	finQ       []finishing    // completions waiting for the next Finish
+	finishing  int            // completions in finQ or in a Finish call: handled, not yet recorded
+	flushing   bool           // a worker is sending finQ
+	lastFinish time.Time      // when the last Finish was sent (see gatherLocked)
 	// maxHeld bounds the claims the pool holds at once: running, buffered
 	// and waiting for their Finish (see room).
 	maxHeld int
