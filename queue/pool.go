@@ -54,7 +54,9 @@ type PoolConfig struct {
 	// within Lease. A pool that cannot extend a lease (the store fails, or
 	// the process was paused) cancels the handler a quarter of the lease
 	// before the lease can run out, so that no other worker ever starts
-	// the job while this one still runs it. Default: 1m.
+	// the job while this one still runs it; for the same reason a job
+	// whose claim was answered that late (the lease counted from when the
+	// claim was sent) is handed back without starting. Default: 1m.
 	Lease time.Duration
 	// PollInterval bounds how long ready work can wait when nothing wakes
 	// the pool: work committed by another process, or a scheduled retry the
@@ -129,8 +131,12 @@ type PoolConfig struct {
 // commit. One Claim call
 // fills the idle workers and the buffer; one ExtendLeases call extends the
 // leases of running and buffered jobs alike; completions are finished in
-// batches. Several pools may share a store, in one process or several:
-// leases and the fence in Finish keep each job in one worker at a time.
+// batches, a failed Finish tried again until it is recorded. A pool holds
+// at most its workers' and buffer's jobs and 256 results waiting for their
+// Finish, so a store whose Finish falls behind slows the claims instead of
+// piling up leases. Several pools may
+// share a store, in one process or several: leases and the fence in
+// Finish keep each job in one worker at a time.
 //
 // A Pool is started once; after Stop it cannot be restarted.
 type Pool struct {
@@ -165,7 +171,8 @@ type Pool struct {
 	flushing   bool           // a worker is sending finQ
 	lastFinish time.Time      // when the last Finish was sent (see gatherLocked)
 	// maxHeld bounds the claims the pool holds at once: running, buffered
-	// and waiting for their Finish (see room).
+	// and waiting for their Finish, workers + ahead + finishChunk (see
+	// room).
 	maxHeld int
 
 	freed chan struct{}  // a worker became idle or a job left running; buffered 1
@@ -284,7 +291,7 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 	if p.flow != nil {
 		p.ahead = 0
 	}
-	p.maxHeld = heldFactor * (p.workers + p.ahead)
+	p.maxHeld = p.workers + p.ahead + finishChunk
 	if p.decider.Retry == nil {
 		p.decider.Retry = Backoff{}
 	}

@@ -92,9 +92,10 @@ func TestPoolFinishGivesUpAfterGrace(t *testing.T) {
 }
 
 // TestPoolHeldBound: with a Finish that does not answer, the pool claims
-// until it holds heldFactor × (workers + buffer) jobs, the results
-// waiting for their Finish included, and then claims nothing more, however
-// long it waits; once Finish answers, the rest drains, every job run once.
+// until it holds its workers' and buffer's jobs and 256 results waiting
+// for their Finish (one Finish chunk), and then claims nothing more,
+// however long it waits; once Finish answers, the rest drains, every job
+// run once.
 func TestPoolHeldBound(t *testing.T) {
 	tests := []struct {
 		name           string
@@ -105,8 +106,8 @@ func TestPoolHeldBound(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			const jobs = 40
-			bound := 2 * (tt.workers + tt.ahead)
+			const jobs = 300
+			bound := tt.workers + tt.ahead + 256
 			gate := make(chan struct{})
 			s := &hookedStore{Store: setup(t, nil), finishError: func() error {
 				<-gate
