@@ -20,9 +20,22 @@ func (p *Pool) loop(ctx context.Context) {
 	defer timer.Stop()
 	more := true // work may be ready: claim as soon as there is room
 	failures := 0
+	var lastClaim time.Time // when the last claim that came back short was sent
 	for ctx.Err() == nil {
 		if more && p.room() > 0 {
+			if d := time.Until(lastClaim.Add(claimGather)); d > 0 {
+				timer.Reset(d)
+				select {
+				case <-ctx.Done():
+					return
+				case <-timer.C:
+				}
+			}
+			sent := time.Now()
 			_, full, err := p.claim(ctx)
+			if !full {
+				lastClaim = sent
+			}
 			if err != nil && ctx.Err() == nil {
 				p.obs.StoreError("claim", err)
 			}
@@ -68,6 +81,14 @@ func (p *Pool) loop(ctx context.Context) {
 		}
 	}
 }
+
+// claimGather spaces the claims of a pool that finds little work: a claim
+// that came back short (all there was) is followed by the next one no
+// sooner than this, so at low rates the jobs that arrive meanwhile share
+// one claim, one statement and one commit (on PostgreSQL, 1.9–2.7 jobs a
+// claim at 1,000 jobs/s without it). A claim that came back full is
+// followed at once: a backlog is claimed as fast as workers free up.
+const claimGather = 5 * time.Millisecond
 
 // claimBackoff is the wait after the failures-th failed claim in a row:
 // 50ms, doubling, at most the poll interval (and at least 50ms).
