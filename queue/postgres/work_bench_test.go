@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -35,7 +36,8 @@ import (
 // and after: commits (pg_stat_database), WAL records, bytes and syncs
 // (pg_stat_wal), statements, top-level and nested, when the database has
 // pg_stat_statements, and the server's CPU time when it runs on this
-// machine (every process of its postmaster, from /proc). Every run checks
+// machine (every process of its postmaster, from /proc); and this
+// process's own CPU time a job (the pool, the producers, the driver). Every run checks
 // that no job ran twice and that no store call failed (a deadlock fails
 // one).
 func BenchmarkWork(b *testing.B) {
@@ -241,6 +243,7 @@ type serverCounters struct {
 	stmts                        bool
 	cpu                          time.Duration
 	cpuOK                        bool
+	self                         time.Duration // this process's CPU time: the pool, the producers, the driver
 }
 
 func readServer(tb testing.TB, conn *pgx.Conn) serverCounters {
@@ -262,6 +265,10 @@ FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname 
 	if err := conn.QueryRow(ctx, `SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer'`).Scan(&pid); err == nil {
 		c.cpu, c.cpuOK = postmasterCPU(pid)
 	}
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		c.self = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
 	return c
 }
 
@@ -270,7 +277,7 @@ func (a serverCounters) since(b serverCounters) serverCounters {
 		commits: a.commits - b.commits, deadlocks: a.deadlocks - b.deadlocks,
 		walRecords: a.walRecords - b.walRecords, walBytes: a.walBytes - b.walBytes, walSyn: a.walSyn - b.walSyn,
 		topCalls: a.topCalls - b.topCalls, nestedCalls: a.nestedCalls - b.nestedCalls, stmts: a.stmts && b.stmts,
-		cpu: a.cpu - b.cpu, cpuOK: a.cpuOK && b.cpuOK,
+		cpu: a.cpu - b.cpu, cpuOK: a.cpuOK && b.cpuOK, self: a.self - b.self,
 	}
 }
 
@@ -288,6 +295,7 @@ func (c serverCounters) report(b *testing.B, jobs int64) {
 	if c.cpuOK {
 		b.ReportMetric(float64(c.cpu.Microseconds())/float64(jobs), "server-us/job")
 	}
+	b.ReportMetric(float64(c.self.Microseconds())/float64(jobs), "client-us/job")
 }
 
 // postmasterCPU sums the CPU time of the server whose checkpointer is pid:
