@@ -218,11 +218,16 @@ func (b *batcher) enqueue(ctx context.Context, args enqueueArgs) (queue.EnqueueR
 		if r.state.CompareAndSwap(stateQueued, stateAbandoned) {
 			return queue.EnqueueResult{}, ctx.Err()
 		}
-		// The batch was sent, and its outcome is the truth, but not one
-		// worth waiting past the caller's deadline for: a server that
-		// stopped answering would hold the caller until the last request
-		// of the batch gave up. The event may be stored all the same; the
-		// sender's retry then finds it a duplicate.
+		// The batch was sent: its outcome is the truth, and a caller that
+		// was cancelled (its client went away) waits for it. One whose
+		// deadline passed does not: a server that stopped answering would
+		// hold it until the last request of the batch gave up. The event
+		// may be stored all the same; the sender's retry then finds it a
+		// duplicate.
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			<-r.done
+			return r.res, r.err
+		}
 		select {
 		case <-r.done:
 			return r.res, r.err

@@ -135,26 +135,39 @@ func (s *Store) do(ctx context.Context, r *request) error {
 		return fmt.Errorf("wait for the writer: %w", context.DeadlineExceeded)
 	}
 	var err error
+	timedOut := false
 	select {
 	case <-r.done:
 		return r.err
 	case <-ctx.Done():
 		err = ctx.Err()
+		timedOut = errors.Is(err, context.DeadlineExceeded)
 	case <-r.timer.C:
 		err = fmt.Errorf("wait for the writer: %w", context.DeadlineExceeded)
+		timedOut = true
 	}
 	if r.state.CompareAndSwap(stateQueued, stateAbandoned) {
 		return err
 	}
-	// The writer has it. Its outcome is the truth, but a writer stalled
-	// on its disk may not give one for a long time: the caller is not
-	// held past its deadline for it. r stays the writer's (stateLeft keeps
-	// it out of the pool), and its write may still commit.
+	// The writer has it, and its outcome is the truth: a caller that was
+	// cancelled (its client went away) waits for it, so it never reports a
+	// failure for a write that committed. But not past the deadline: a
+	// writer stalled on its disk may give no outcome for a long time.
+	if !timedOut {
+		select {
+		case <-r.done:
+			return r.err
+		case <-r.timer.C:
+			err = fmt.Errorf("wait for the writer: %w", context.DeadlineExceeded)
+		}
+	}
 	select {
 	case <-r.done:
 		return r.err
 	default:
 	}
+	// Left to the writer (stateLeft keeps it out of the pool, and the
+	// caller reads none of its outputs); its write may still commit.
 	if r.state.CompareAndSwap(stateTaken, stateLeft) {
 		return fmt.Errorf("%w (the write was begun and may still commit)", err)
 	}
