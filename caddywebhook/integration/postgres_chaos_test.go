@@ -41,8 +41,14 @@ func startChaosInstance(t *testing.T, db *pgTestDB, name, upstreamURL, webhook s
 		t.Fatal("the test DSN is not a URL")
 	}
 	in := &chaosInstance{name: name, proxy: testutil.NewProxy(t, u.Host), caddy: newCaddy(t)}
-	// The instance's DSN, through its proxy, overrides the suite's.
-	in.caddy.Env = []string{testutil.DSNEnv + "=" + in.proxy.ProxyDSN(t, db.dsn)}
+	// The instance's DSN, through its proxy, overrides the suite's; the
+	// log audit makes sure neither it nor its password is ever logged.
+	dsn := in.proxy.ProxyDSN(t, db.dsn)
+	in.caddy.Env = []string{testutil.DSNEnv + "=" + dsn}
+	forbidInLogs(kindSecret, dsn)
+	if pw, ok := u.User.Password(); ok && pw != "" {
+		forbidInLogs(kindSecret, pw)
+	}
 	text := in.caddy.Caddyfile(caddyConfig{Webhook: webhook, Site: githubSite(upstreamURL)})
 	sqliteLine := "storage sqlite " + in.caddy.DBPath + "\n"
 	if !strings.Contains(text, sqliteLine) {
