@@ -72,6 +72,10 @@
 //	attempts: autovacuum_vacuum_scale_factor = 0.05, autovacuum_vacuum_threshold = 1000
 //	events:   autovacuum_vacuum_scale_factor = 0.05, autovacuum_vacuum_threshold = 1000
 //
+// The store also analyzes its tables itself while they fill (see
+// analyze.go): autovacuum looks once a minute, and plans made for empty
+// tables would serve a new install's first backlog.
+//
 // Autovacuum must be on (the server default). Long-running transactions
 // elsewhere in the database hold back vacuum of these tables as of any
 // other; keep them short.
