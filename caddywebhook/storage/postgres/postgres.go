@@ -17,6 +17,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/caddywebhook/caddywebhook/caddywebhook"
+	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/caddyfileopt"
 	"github.com/caddywebhook/caddywebhook/queue"
 	"github.com/caddywebhook/caddywebhook/queue/postgres"
 )
@@ -171,13 +172,13 @@ func (s *Storage) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 		case "max_batch":
-			n, err := caddywebhook.CountArg(d, opt)
+			n, err := caddyfileopt.Count(d, opt)
 			if err != nil {
 				return err
 			}
 			s.MaxBatch = n
 		case "store_timeout":
-			v, err := caddywebhook.DurationArg(d, opt)
+			v, err := caddyfileopt.Duration(d, opt)
 			if err != nil {
 				return err
 			}
@@ -202,7 +203,7 @@ func (s *Storage) unmarshalBlock(d *caddyfile.Dispenser) error {
 				return d.Errf("webhook: storage postgres: schema needs one name")
 			}
 		case "max_conns":
-			n, err := caddywebhook.CountArg(d, "storage postgres: max_conns")
+			n, err := caddyfileopt.Count(d, "storage postgres: max_conns")
 			if err != nil {
 				return err
 			}
