@@ -25,9 +25,9 @@ const finishChunk = 256
 // statement and one commit a job (on PostgreSQL 2.2 jobs a Finish at 1,000
 // jobs/s). So a Finish is sent at most every finishGather, unless a pool's
 // worth of completions (workers + buffer, at most finishGatherMax) waits:
-// the completions of those few milliseconds share it. A pool that keeps
-// its Finish busy (a backlog) sends each batch as soon as the last one
-// returns, as before.
+// the completions of those few milliseconds share it. The wait counts
+// from when the last Finish was sent, so a pool that keeps its Finish busy
+// (a backlog) sends each batch as soon as the last one returns.
 const (
 	finishGather    = 5 * time.Millisecond
 	finishGatherMax = 32
@@ -43,7 +43,8 @@ const (
 // finish queues f for the next Finish call. The first worker to find no
 // Finish in flight sends the queue and keeps sending whatever arrived
 // meanwhile: completions that arrive together share one call, and a lone
-// completion is sent at once. The caller counted f in p.finishing.
+// one waits at most finishGather for company (gatherLocked). The caller
+// counted f in p.finishing.
 func (p *Pool) finish(ctx context.Context, f finishing) {
 	p.mu.Lock()
 	p.finQ = append(p.finQ, f)
