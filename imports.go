@@ -11,9 +11,12 @@
 package caddywebhook
 
 import (
-	// http.handlers.webhook_receiver, http.handlers.webhook_dashboard,
-	// the webhook app and admin.api.webhook.
+	// http.handlers.webhook_receiver, the webhook app and admin.api.webhook.
 	_ "github.com/caddywebhook/caddywebhook/caddywebhook"
+	// the `caddy webhook` command, a client of the admin API
+	_ "github.com/caddywebhook/caddywebhook/caddywebhook/cli"
+	// http.handlers.webhook_dashboard
+	_ "github.com/caddywebhook/caddywebhook/caddywebhook/dashboard"
 	// http.handlers.webhook_consumer, and `caddy webhook listen`
 	_ "github.com/caddywebhook/caddywebhook/caddywebhook/consumer"
 	// webhook.storage.postgres

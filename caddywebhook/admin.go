@@ -3,7 +3,6 @@ package caddywebhook
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -12,24 +11,26 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
+	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/adminhook"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
 func init() {
 	caddy.RegisterModule(adminAPI{})
+	adminhook.Install(serveAdmin)
 }
 
 // adminAPI serves the webhook queue under /webhook/ on Caddy's admin
 // endpoint: stats, listing, one job in full, replay of one or of every dead
-// job, discard of one job or of every job matching a filter, and purge. It acts on the store of the running webhook app
-// (currentQueue), looked up per request, because the admin server outlives
+// job, discard of one job or of every job matching a filter, and purge. It acts on the running webhook app
+// (its runningConfig), looked up per request, because the admin server outlives
 // config reloads while the app it should talk to changes.
 //
 // Nothing it returns can hold a secret: the store never sees one. A job's
@@ -39,6 +40,9 @@ type adminAPI struct {
 	now func() time.Time
 	// mux dispatches routes(); Routes builds it.
 	mux *http.ServeMux
+	// running returns the config the API acts on; nil means the running
+	// app's (current). Tests give each API a config of its own.
+	running func() *runningConfig
 }
 
 // CaddyModule returns the Caddy module information.
@@ -57,7 +61,7 @@ func (adminAPI) CaddyModule() caddy.ModuleInfo {
 func (a *adminAPI) Routes() []caddy.AdminRoute {
 	a.mux = a.newMux()
 	return []caddy.AdminRoute{{
-		Pattern: adminBasePath,
+		Pattern: adminapi.BasePath,
 		Handler: caddy.AdminHandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
 			if err := a.serveWebhook(w, r); err != nil {
 				status := writeAPIError(w, err)
@@ -68,13 +72,6 @@ func (a *adminAPI) Routes() []caddy.AdminRoute {
 		}),
 	}}
 }
-
-const (
-	adminBasePath = "/webhook/"
-
-	// adminMaxLimit bounds one page of a listing, as queue.ListParams does.
-	adminMaxLimit = 1000
-)
 
 // adminRoute is one endpoint: its method and path (an http.ServeMux
 // pattern, where {job} and {event} are ids), its handler, and the query
@@ -88,7 +85,7 @@ type adminRoute struct {
 
 // queueHandler serves one endpoint on the active queue; id is the job or
 // event id from the path, or 0 for the endpoints without one.
-type queueHandler func(w http.ResponseWriter, r *http.Request, q *activeQueue, id int64) error
+type queueHandler func(w http.ResponseWriter, r *http.Request, q *runningConfig, id int64) error
 
 // routes is the admin API, one line an endpoint (docs/ADMIN.md).
 func (a *adminAPI) routes() []adminRoute {
@@ -119,14 +116,17 @@ func (a *adminAPI) routes() []adminRoute {
 func (a *adminAPI) newMux() *http.ServeMux {
 	mux := http.NewServeMux()
 	for _, rt := range a.routes() {
-		mux.Handle(rt.pattern, rt)
+		mux.HandleFunc(rt.pattern, func(w http.ResponseWriter, r *http.Request) {
+			rw := w.(*routedWriter)
+			rw.err = a.serveRoute(rt, rw.ResponseWriter, r)
+		})
 	}
-	mux.HandleFunc(adminBasePath, func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc(adminapi.BasePath, func(w http.ResponseWriter, r *http.Request) {
 		var allow []string
 		probe := *r
 		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
 			probe.Method = m
-			if _, pattern := mux.Handler(&probe); pattern != adminBasePath {
+			if _, pattern := mux.Handler(&probe); pattern != adminapi.BasePath {
 				allow = append(allow, m)
 				if m == http.MethodGet {
 					allow = append(allow, http.MethodHead) // the mux serves HEAD with GET
@@ -151,15 +151,10 @@ type routedWriter struct {
 	err error
 }
 
-// ServeHTTP runs the route's handler on the active queue, after the checks
-// every route makes: the id in the path, the query parameters, a running
-// app.
-func (rt adminRoute) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rw := w.(*routedWriter)
-	rw.err = rt.serve(rw.ResponseWriter, r)
-}
-
-func (rt adminRoute) serve(w http.ResponseWriter, r *http.Request) error {
+// serveRoute runs the route's handler on the running config, after the
+// checks every route makes: the id in the path, the query parameters, a
+// running app.
+func (a *adminAPI) serveRoute(rt adminRoute, w http.ResponseWriter, r *http.Request) error {
 	var id int64
 	var err error
 	if s := r.PathValue("job"); s != "" {
@@ -173,7 +168,7 @@ func (rt adminRoute) serve(w http.ResponseWriter, r *http.Request) error {
 	if err := checkParams(r.URL.Query(), rt.params); err != nil {
 		return err
 	}
-	q := currentQueue()
+	q := a.config()
 	if q == nil {
 		return apiError(http.StatusServiceUnavailable, "no webhook app is running (add the global option `webhook` or a webhook_receiver to the config)")
 	}
@@ -188,58 +183,25 @@ func (a *adminAPI) serveWebhook(w http.ResponseWriter, r *http.Request) error {
 	return rw.err
 }
 
-// dashboardAdmin is the admin API the dashboard calls in-process.
-var dashboardAdmin = sync.OnceValue(func() *adminAPI {
-	a := new(adminAPI)
-	a.mux = a.newMux()
-	return a
-})
-
 // serveAdmin serves the /webhook/ endpoint at path (/webhook/stats, …)
-// in-process, exactly as the admin server would. The dashboard calls it, so
-// the page reaches every operation without Caddy's admin port being exposed,
-// and the two can never disagree. The error is for the caller to answer
-// with writeAPIError.
-func serveAdmin(w http.ResponseWriter, r *http.Request, path string) error {
+// in-process, exactly as the admin server would, and answers its error.
+// The dashboard calls it through adminhook, so the page reaches every
+// operation without Caddy's admin port being exposed, and the two can never
+// disagree.
+func serveAdmin(w http.ResponseWriter, r *http.Request, path string) {
 	r = r.Clone(r.Context())
 	r.URL.Path, r.URL.RawPath = path, ""
-	return dashboardAdmin().serveWebhook(w, r)
+	err := dashboardAdmin().serveWebhook(w, r)
+	if err == nil {
+		return
+	}
+	if apiErr := (caddy.APIError{}); errors.As(err, &apiErr) && apiErr.HTTPStatus == 499 {
+		return // the client went away; nobody to answer
+	}
+	writeAPIError(w, err)
 }
 
-// statsResponse is queue.Stats with each count marked when its route is
-// not in the running config, and the oldest pending age also spelt for
-// humans.
-type statsResponse struct {
-	queue.Stats
-	Counts []statsCount `json:"counts"`
-	// Unroutable is the number of pending jobs no worker takes, because
-	// their (source, target) is not in the running config.
-	Unroutable        int64  `json:"unroutable"`
-	OldestPendingText string `json:"oldest_pending,omitempty"`
-	// Pauses are the paused sources and targets, also those with no job.
-	Pauses []queue.Pause `json:"pauses"`
-	// Lag is each route's delivery lag (acceptance to delivery) over the
-	// last 5 minutes in the instance that answers: p50 and p99.
-	Lag []RecentLag `json:"lag"`
-}
-
-// statsCount is one count of the stats; Unroutable marks a route the
-// running config does not have (a target renamed or removed with jobs
-// left): its pending jobs wait until a config names it again or someone
-// discards them.
-type statsCount struct {
-	queue.Count
-	Unroutable bool `json:"unroutable,omitempty"`
-	// Paused marks a route paused as a whole source or as one target:
-	// no worker claims its jobs until it is resumed.
-	Paused bool `json:"paused,omitempty"`
-	// Circuit is open or half_open while the route's circuit breaker
-	// holds its deliveries back, in the instance that answers; absent
-	// when closed.
-	Circuit string `json:"circuit,omitempty"`
-}
-
-func (a *adminAPI) handleStats(w http.ResponseWriter, r *http.Request, q *activeQueue, _ int64) error {
+func (a *adminAPI) handleStats(w http.ResponseWriter, r *http.Request, q *runningConfig, _ int64) error {
 	st, err := q.Store.Stats(r.Context(), a.clock())
 	if err != nil {
 		return storeError(0, err)
@@ -249,9 +211,9 @@ func (a *adminAPI) handleStats(w http.ResponseWriter, r *http.Request, q *active
 		return storeError(0, err)
 	}
 	set := queue.NewPauses(pauses)
-	resp := statsResponse{Stats: st, Counts: make([]statsCount, len(st.Counts)), Pauses: pauses, Lag: recentLags.snapshot(a.clock())}
+	resp := adminapi.StatsResponse{Stats: st, Counts: make([]adminapi.StatsCount, len(st.Counts)), Pauses: pauses, Lag: recentLags.snapshot(a.clock())}
 	if resp.Lag == nil {
-		resp.Lag = []RecentLag{}
+		resp.Lag = []adminapi.RecentLag{}
 	}
 	if resp.Pauses == nil {
 		resp.Pauses = []queue.Pause{}
@@ -261,7 +223,7 @@ func (a *adminAPI) handleStats(w http.ResponseWriter, r *http.Request, q *active
 		circuits = q.Circuits()
 	}
 	for i, c := range st.Counts {
-		resp.Counts[i] = statsCount{
+		resp.Counts[i] = adminapi.StatsCount{
 			Count:      c,
 			Unroutable: !q.routable(c.Source, c.Target),
 			Paused:     set.Paused(queue.Route{Source: c.Source, Target: c.Target}),
@@ -276,10 +238,10 @@ func (a *adminAPI) handleStats(w http.ResponseWriter, r *http.Request, q *active
 	if st.OldestPending > 0 {
 		resp.OldestPendingText = st.OldestPending.Round(time.Second).String()
 	}
-	return writeJSON(w, http.StatusOK, resp)
+	return adminapi.WriteJSON(w, http.StatusOK, resp)
 }
 
-func (a *adminAPI) handleList(w http.ResponseWriter, r *http.Request, q *activeQueue, _ int64) error {
+func (a *adminAPI) handleList(w http.ResponseWriter, r *http.Request, q *runningConfig, _ int64) error {
 	query := r.URL.Query()
 	p := queue.ListParams{Filter: queue.Filter{Target: query.Get("target")}}
 	if s := query.Get("status"); s != "" {
@@ -309,14 +271,14 @@ func (a *adminAPI) handleList(w http.ResponseWriter, r *http.Request, q *activeQ
 	if page.Jobs == nil {
 		page.Jobs = []queue.JobSummary{}
 	}
-	return writeJSON(w, http.StatusOK, page)
+	return adminapi.WriteJSON(w, http.StatusOK, page)
 }
 
 // knownSource refuses, as a bad parameter, a source that is neither in the
 // running config nor in any job, so that a misspelt filter does not look
 // like a source with no jobs. The stats it reads cost the same however
 // many jobs there are.
-func (a *adminAPI) knownSource(ctx context.Context, q *activeQueue, source string) error {
+func (a *adminAPI) knownSource(ctx context.Context, q *runningConfig, source string) error {
 	if slices.ContainsFunc(q.Routes, func(rt queue.Route) bool { return rt.Source == source }) {
 		return nil
 	}
@@ -330,26 +292,7 @@ func (a *adminAPI) knownSource(ctx context.Context, q *activeQueue, source strin
 	return badParam("source", "%q is not a source of the running config, and no job has it", source)
 }
 
-// jobResponse is a job in full. The payload is base64 in JSON, as []byte
-// always is; payload_text repeats it as text when it is valid UTF-8, which
-// is what a human reading the response wants.
-type jobResponse struct {
-	queue.JobDetail
-	History     []attemptResponse `json:"history"`
-	PayloadText string            `json:"payload_text,omitempty"`
-	// Filter is the filter of the job's target in the running config,
-	// which took the event; empty when the target has none.
-	Filter string `json:"filter,omitempty"`
-}
-
-// attemptResponse is one attempt of the history, its outcome said with
-// the words of the logs and metrics (delivered, retry, dead, handed_back).
-type attemptResponse struct {
-	queue.Attempt
-	Outcome string `json:"outcome"`
-}
-
-func (a *adminAPI) handleGet(w http.ResponseWriter, r *http.Request, q *activeQueue, id int64) error {
+func (a *adminAPI) handleGet(w http.ResponseWriter, r *http.Request, q *runningConfig, id int64) error {
 	job, err := q.Store.GetJob(r.Context(), id)
 	if err != nil {
 		return storeError(id, err)
@@ -357,35 +300,25 @@ func (a *adminAPI) handleGet(w http.ResponseWriter, r *http.Request, q *activeQu
 	if job.Headers == nil {
 		job.Headers = []queue.Header{}
 	}
-	resp := jobResponse{JobDetail: job, History: make([]attemptResponse, len(job.History))}
+	resp := adminapi.JobResponse{JobDetail: job, History: make([]adminapi.AttemptResponse, len(job.History))}
 	for i, a := range job.History {
-		resp.History[i] = attemptResponse{Attempt: a, Outcome: attemptOutcome(a.Outcome)}
+		resp.History[i] = adminapi.AttemptResponse{Attempt: a, Outcome: attemptOutcome(a.Outcome)}
 	}
 	if utf8.Valid(job.Payload) {
 		resp.PayloadText = string(job.Payload)
 	}
-	resp.Filter = filterTook(queue.Route{Source: job.Source, Target: job.Target})
-	return writeJSON(w, http.StatusOK, resp)
+	resp.Filter = q.filterTook(queue.Route{Source: job.Source, Target: job.Target})
+	return adminapi.WriteJSON(w, http.StatusOK, resp)
 }
 
-// replayResponse reports a replay; ID is set when one job was replayed.
-// Unroutable counts the dead jobs the filter matched but a bulk replay
-// left dead, because their route is not in the running config: replayed,
-// they would only wait as pending jobs no worker takes.
-type replayResponse struct {
-	ID         int64 `json:"id,omitempty"`
-	Replayed   int   `json:"replayed"`
-	Unroutable int64 `json:"unroutable,omitempty"`
-}
-
-func (a *adminAPI) handleReplay(w http.ResponseWriter, r *http.Request, q *activeQueue, id int64) error {
+func (a *adminAPI) handleReplay(w http.ResponseWriter, r *http.Request, q *runningConfig, id int64) error {
 	if err := q.Store.Replay(r.Context(), id); err != nil {
 		return storeError(id, err)
 	}
-	return writeJSON(w, http.StatusOK, replayResponse{ID: id, Replayed: 1})
+	return adminapi.WriteJSON(w, http.StatusOK, adminapi.ReplayResponse{ID: id, Replayed: 1})
 }
 
-func (a *adminAPI) handleReplayDead(w http.ResponseWriter, r *http.Request, q *activeQueue, _ int64) error {
+func (a *adminAPI) handleReplayDead(w http.ResponseWriter, r *http.Request, q *runningConfig, _ int64) error {
 	query := r.URL.Query()
 	// Only dead jobs can be replayed; status is required anyway so that the
 	// request says what it does, and so a later widening cannot change the
@@ -401,7 +334,7 @@ func (a *adminAPI) handleReplayDead(w http.ResponseWriter, r *http.Request, q *a
 	if err != nil {
 		return storeError(0, err)
 	}
-	var resp replayResponse
+	var resp adminapi.ReplayResponse
 	for _, c := range routes {
 		if !q.routable(c.Source, c.Target) {
 			resp.Unroutable += c.Jobs
@@ -414,13 +347,13 @@ func (a *adminAPI) handleReplayDead(w http.ResponseWriter, r *http.Request, q *a
 			return storeError(0, fmt.Errorf("replay dead jobs (%d replayed before the error): %w", resp.Replayed, err))
 		}
 	}
-	return writeJSON(w, http.StatusOK, resp)
+	return adminapi.WriteJSON(w, http.StatusOK, resp)
 }
 
 // matching returns the counts of status whose route matches source and
 // target (empty: any), from the store's stats, which cost the same however
 // many jobs there are. The bulk operations act route by route.
-func (a *adminAPI) matching(ctx context.Context, q *activeQueue, status queue.Status, source, target string) ([]queue.Count, error) {
+func (a *adminAPI) matching(ctx context.Context, q *runningConfig, status queue.Status, source, target string) ([]queue.Count, error) {
 	st, err := q.Store.Stats(ctx, a.clock())
 	if err != nil {
 		return nil, err
@@ -434,22 +367,11 @@ func (a *adminAPI) matching(ctx context.Context, q *activeQueue, status queue.St
 	return out, nil
 }
 
-// discardResponse reports a discarded job.
-type discardResponse struct {
-	ID        int64 `json:"id"`
-	Discarded bool  `json:"discarded"`
-}
-
-func (a *adminAPI) handleDiscard(w http.ResponseWriter, r *http.Request, q *activeQueue, id int64) error {
+func (a *adminAPI) handleDiscard(w http.ResponseWriter, r *http.Request, q *runningConfig, id int64) error {
 	if err := q.Store.Discard(r.Context(), id); err != nil {
 		return storeError(id, err)
 	}
-	return writeJSON(w, http.StatusOK, discardResponse{ID: id, Discarded: true})
-}
-
-// discardJobsResponse reports a bulk discard.
-type discardJobsResponse struct {
-	Discarded int `json:"discarded"`
+	return adminapi.WriteJSON(w, http.StatusOK, adminapi.DiscardResponse{ID: id, Discarded: true})
 }
 
 // handleDiscardJobs deletes the pending and dead jobs matching the filter
@@ -457,7 +379,7 @@ type discardJobsResponse struct {
 // It needs a source or unroutable=true, so that no request deletes every
 // job of every route by leaving a parameter out; unroutable=true keeps
 // only the routes the running config does not have.
-func (a *adminAPI) handleDiscardJobs(w http.ResponseWriter, r *http.Request, q *activeQueue, _ int64) error {
+func (a *adminAPI) handleDiscardJobs(w http.ResponseWriter, r *http.Request, q *runningConfig, _ int64) error {
 	query := r.URL.Query()
 	source, target := query.Get("source"), query.Get("target")
 	statuses := []queue.Status{queue.StatusPending, queue.StatusDead}
@@ -479,7 +401,7 @@ func (a *adminAPI) handleDiscardJobs(w http.ResponseWriter, r *http.Request, q *
 	if source == "" && !unroutable {
 		return badParam("source", "is required unless unroutable=true: a bulk discard names what it deletes")
 	}
-	var resp discardJobsResponse
+	var resp adminapi.DiscardJobsResponse
 	for _, status := range statuses {
 		routes, err := a.matching(r.Context(), q, status, source, target)
 		if err != nil {
@@ -497,18 +419,10 @@ func (a *adminAPI) handleDiscardJobs(w http.ResponseWriter, r *http.Request, q *
 			}
 		}
 	}
-	return writeJSON(w, http.StatusOK, resp)
+	return adminapi.WriteJSON(w, http.StatusOK, resp)
 }
 
-// purgeResponse reports a purge: how many done jobs finished before Cutoff
-// were deleted.
-type purgeResponse struct {
-	Purged    int       `json:"purged"`
-	Cutoff    time.Time `json:"cutoff"`
-	OlderThan string    `json:"older_than"`
-}
-
-func (a *adminAPI) handlePurge(w http.ResponseWriter, r *http.Request, q *activeQueue, _ int64) error {
+func (a *adminAPI) handlePurge(w http.ResponseWriter, r *http.Request, q *runningConfig, _ int64) error {
 	olderThan := q.Retention
 	if s := r.URL.Query().Get("older_than"); s != "" {
 		d, err := caddy.ParseDuration(s)
@@ -529,7 +443,15 @@ func (a *adminAPI) handlePurge(w http.ResponseWriter, r *http.Request, q *active
 		// Batches already committed stay purged; say how many.
 		return storeError(0, fmt.Errorf("purge done jobs (%d purged before the error): %w", total, err))
 	}
-	return writeJSON(w, http.StatusOK, purgeResponse{Purged: total, Cutoff: cutoff.UTC(), OlderThan: olderThan.String()})
+	return adminapi.WriteJSON(w, http.StatusOK, adminapi.PurgeResponse{Purged: total, Cutoff: cutoff.UTC(), OlderThan: olderThan.String()})
+}
+
+// config returns the config the API acts on, nil when no webhook app runs.
+func (a *adminAPI) config() *runningConfig {
+	if a.running != nil {
+		return a.running()
+	}
+	return current.Load()
 }
 
 func (a *adminAPI) clock() time.Time {
@@ -598,13 +520,6 @@ type paramError struct {
 func (e paramError) Error() string { return e.err.Error() }
 func (e paramError) Unwrap() error { return e.err }
 
-// apiErrorBody is the JSON of an error answer: the message, and the
-// parameter it is about, if any ({"error": "…", "param": "delivery_id"}).
-type apiErrorBody struct {
-	Error string `json:"error"`
-	Param string `json:"param,omitempty"`
-}
-
 // writeAPIError answers err, a caddy.APIError or else a 500, as JSON and
 // returns the status it wrote.
 func writeAPIError(w http.ResponseWriter, err error) int {
@@ -612,37 +527,22 @@ func writeAPIError(w http.ResponseWriter, err error) int {
 	if !errors.As(err, &apiErr) {
 		apiErr = caddy.APIError{HTTPStatus: http.StatusInternalServerError, Err: err}
 	}
-	body := apiErrorBody{Error: apiErr.Message}
-	if body.Error == "" && apiErr.Err != nil {
-		body.Error = apiErr.Err.Error()
+	msg := apiErr.Message
+	if msg == "" && apiErr.Err != nil {
+		msg = apiErr.Err.Error()
 	}
 	// caddy.APIError does not unwrap: look inside it.
 	var pe paramError
-	if errors.As(err, &pe) || errors.As(apiErr.Err, &pe) {
-		body.Param = pe.param
+	if !errors.As(err, &pe) {
+		errors.As(apiErr.Err, &pe)
 	}
 	status := cmp.Or(apiErr.HTTPStatus, http.StatusInternalServerError)
-	_ = writeJSON(w, status, body) // two strings always encode
+	adminapi.WriteError(w, status, msg, pe.param)
 	return status
 }
 
 func apiError(status int, format string, args ...any) error {
 	return caddy.APIError{HTTPStatus: status, Err: fmt.Errorf(format, args...)}
-}
-
-// writeJSON encodes v before writing anything, so an encoding error can
-// still become a proper error response.
-func writeJSON(w http.ResponseWriter, status int, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("encode response: %w", err)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	// A write error means the client is gone; the status line is already
-	// sent, so there is no one left to tell.
-	_, _ = w.Write(append(b, '\n'))
-	return nil
 }
 
 // Interface guards

@@ -2,6 +2,7 @@ package caddywebhook
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
@@ -20,6 +21,8 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
+	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/forward"
 	"github.com/caddywebhook/caddywebhook/caddywebhook/rules"
 	"github.com/caddywebhook/caddywebhook/queue"
 	"github.com/caddywebhook/caddywebhook/signature"
@@ -75,8 +78,8 @@ func (a *adminAPI) timeRange(since, until string) (time.Time, time.Time, error) 
 func pageParams(get func(string) string) (limit int, cursor int64, err error) {
 	if s := get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > adminMaxLimit {
-			return 0, 0, badParam("limit", "must be a whole number from 1 to %d, not %q", adminMaxLimit, s)
+		if err != nil || n < 1 || n > adminapi.MaxLimit {
+			return 0, 0, badParam("limit", "must be a whole number from 1 to %d, not %q", adminapi.MaxLimit, s)
 		}
 		limit = n
 	}
@@ -90,7 +93,7 @@ func pageParams(get func(string) string) (limit int, cursor int64, err error) {
 	return limit, cursor, nil
 }
 
-func (a *adminAPI) handleEvents(w http.ResponseWriter, r *http.Request, q *activeQueue, _ int64) error {
+func (a *adminAPI) handleEvents(w http.ResponseWriter, r *http.Request, q *runningConfig, _ int64) error {
 	query := r.URL.Query()
 	var p queue.EventListParams
 	var err error
@@ -115,20 +118,10 @@ func (a *adminAPI) handleEvents(w http.ResponseWriter, r *http.Request, q *activ
 	if page.Events == nil {
 		page.Events = []queue.EventSummary{}
 	}
-	return writeJSON(w, http.StatusOK, page)
+	return adminapi.WriteJSON(w, http.StatusOK, page)
 }
 
-// eventResponse is an event in full; payload_text repeats the payload as
-// text when it is valid UTF-8, as a job's response does.
-type eventResponse struct {
-	queue.EventDetail
-	PayloadText string `json:"payload_text,omitempty"`
-	// Filters are, by target, the filters in the running config of the
-	// targets with a job for the event: the filters that took it.
-	Filters map[string]string `json:"filters,omitempty"`
-}
-
-func (a *adminAPI) handleEvent(w http.ResponseWriter, r *http.Request, q *activeQueue, id int64) error {
+func (a *adminAPI) handleEvent(w http.ResponseWriter, r *http.Request, q *runningConfig, id int64) error {
 	ev, err := q.Store.GetEvent(r.Context(), id)
 	if err != nil {
 		return eventStoreError(id, err)
@@ -136,29 +129,22 @@ func (a *adminAPI) handleEvent(w http.ResponseWriter, r *http.Request, q *active
 	if ev.Headers == nil {
 		ev.Headers = []queue.Header{}
 	}
-	resp := eventResponse{EventDetail: ev}
+	resp := adminapi.EventResponse{EventDetail: ev}
 	if utf8.Valid(ev.Payload) {
 		resp.PayloadText = string(ev.Payload)
 	}
 	for _, j := range ev.Jobs {
-		if f := filterTook(queue.Route{Source: ev.Source, Target: j.Target}); f != "" {
+		if f := q.filterTook(queue.Route{Source: ev.Source, Target: j.Target}); f != "" {
 			if resp.Filters == nil {
 				resp.Filters = make(map[string]string)
 			}
 			resp.Filters[j.Target] = f
 		}
 	}
-	return writeJSON(w, http.StatusOK, resp)
+	return adminapi.WriteJSON(w, http.StatusOK, resp)
 }
 
-// sendEventResponse reports a job added to a stored event.
-type sendEventResponse struct {
-	EventID int64  `json:"event_id"`
-	JobID   int64  `json:"job_id"`
-	Target  string `json:"target"`
-}
-
-func (a *adminAPI) handleSendEvent(w http.ResponseWriter, r *http.Request, q *activeQueue, id int64) error {
+func (a *adminAPI) handleSendEvent(w http.ResponseWriter, r *http.Request, q *runningConfig, id int64) error {
 	target := r.URL.Query().Get("target")
 	if target == "" {
 		return badParam("target", "is required: the target of the event's source to send it to")
@@ -167,7 +153,7 @@ func (a *adminAPI) handleSendEvent(w http.ResponseWriter, r *http.Request, q *ac
 	if err != nil {
 		return eventStoreError(id, err)
 	}
-	src, ok := lookupSource(q, ev.Source)
+	src, ok := q.source(ev.Source)
 	if !ok {
 		return apiError(http.StatusBadRequest, "source %q of event %d is not in the running config", ev.Source, id)
 	}
@@ -181,51 +167,21 @@ func (a *adminAPI) handleSendEvent(w http.ResponseWriter, r *http.Request, q *ac
 	}
 	adminLogger().Info("webhook event sent to a target", zap.String("source", ev.Source), zap.String("target", target),
 		zap.Int64("event_id", id), zap.Int64("job_id", jobID), zap.String("delivery_id", ev.DeliveryID))
-	return writeJSON(w, http.StatusOK, sendEventResponse{EventID: id, JobID: jobID, Target: target})
+	return adminapi.WriteJSON(w, http.StatusOK, adminapi.SendEventResponse{EventID: id, JobID: jobID, Target: target})
 }
 
-// resendResponse reports a resent job.
-type resendResponse struct {
-	ID     int64 `json:"id"`
-	Resent bool  `json:"resent"`
-}
-
-func (a *adminAPI) handleResend(w http.ResponseWriter, r *http.Request, q *activeQueue, id int64) error {
+func (a *adminAPI) handleResend(w http.ResponseWriter, r *http.Request, q *runningConfig, id int64) error {
 	if err := q.Store.Resend(r.Context(), id); err != nil {
 		return eventStoreError(id, err)
 	}
 	adminLogger().Info("webhook job resent", zap.Int64("job_id", id))
-	return writeJSON(w, http.StatusOK, resendResponse{ID: id, Resent: true})
-}
-
-// injectedHeader marks an injected event: it is stored with the event, so
-// history shows it, and the http target forwards it, so the handler sees
-// it.
-const injectedHeader = "X-Webhook-Injected"
-
-// injectRequest is the body of POST /webhook/send.
-type injectRequest struct {
-	Source     string            `json:"source"`
-	EventType  string            `json:"event_type,omitempty"`
-	DeliveryID string            `json:"delivery_id,omitempty"`
-	Headers    map[string]string `json:"headers,omitempty"`
-	Body       *string           `json:"body,omitempty"`
-	BodyBase64 string            `json:"body_base64,omitempty"`
-}
-
-// injectResponse reports an injected event.
-type injectResponse struct {
-	EventID    int64    `json:"event_id"`
-	DeliveryID string   `json:"delivery_id"`
-	Duplicate  bool     `json:"duplicate,omitempty"`
-	Jobs       int      `json:"jobs"`
-	Targets    []string `json:"targets"`
+	return adminapi.WriteJSON(w, http.StatusOK, adminapi.ResendResponse{ID: id, Resent: true})
 }
 
 // maxInjectOverhead is what the JSON around an injected body may add.
 const maxInjectOverhead = 64 << 10
 
-func (a *adminAPI) handleInject(w http.ResponseWriter, r *http.Request, q *activeQueue, _ int64) error {
+func (a *adminAPI) handleInject(w http.ResponseWriter, r *http.Request, q *runningConfig, _ int64) error {
 	// The body cap is the source's, which the body names: read up to the
 	// largest one a source may have (base64 adds a third) and check after.
 	raw, err := io.ReadAll(io.LimitReader(r.Body, maxMaxBody/3*4+maxInjectOverhead+1))
@@ -235,7 +191,7 @@ func (a *adminAPI) handleInject(w http.ResponseWriter, r *http.Request, q *activ
 	if len(raw) > maxMaxBody/3*4+maxInjectOverhead {
 		return apiError(http.StatusRequestEntityTooLarge, "request body is larger than any source accepts")
 	}
-	var req injectRequest
+	var req adminapi.InjectRequest
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
@@ -244,7 +200,7 @@ func (a *adminAPI) handleInject(w http.ResponseWriter, r *http.Request, q *activ
 	if req.Source == "" {
 		return apiError(http.StatusBadRequest, "source is required")
 	}
-	src, ok := lookupSource(q, req.Source)
+	src, ok := q.source(req.Source)
 	if !ok {
 		return apiError(http.StatusBadRequest, "source %q is not in the running config", req.Source)
 	}
@@ -297,12 +253,12 @@ func (a *adminAPI) handleInject(w http.ResponseWriter, r *http.Request, q *activ
 	adminLogger().Info("webhook event injected", zap.String("source", req.Source), zap.String("outcome", word.String()),
 		zap.String("delivery_id", req.DeliveryID), zap.String("event_type", req.EventType),
 		zap.Int64("event_id", res.EventID), zap.Int("jobs", res.Jobs), zap.Bool("injected", true))
-	tails.publish(tailLine{Kind: tailReceived, Source: req.Source, Outcome: word.String(), DeliveryID: req.DeliveryID,
+	tails.publish(adminapi.TailLine{Kind: adminapi.TailReceived, Source: req.Source, Outcome: word.String(), DeliveryID: req.DeliveryID,
 		EventType: req.EventType, EventID: res.EventID, Injected: true})
 	if res.Duplicate || targets == nil {
 		targets = []string{}
 	}
-	return writeJSON(w, http.StatusOK, injectResponse{EventID: res.EventID, DeliveryID: req.DeliveryID,
+	return adminapi.WriteJSON(w, http.StatusOK, adminapi.InjectResponse{EventID: res.EventID, DeliveryID: req.DeliveryID,
 		Duplicate: res.Duplicate, Jobs: res.Jobs, Targets: targets})
 }
 
@@ -322,9 +278,9 @@ func injectHeaders(given map[string]string) ([]queue.Header, error) {
 		switch {
 		case !signature.ValidHeaderName(name):
 			return nil, apiError(http.StatusBadRequest, "header %q: not a valid header name", name)
-		case !ValidHeaderValue(value):
+		case !forward.ValidHeaderValue(value):
 			return nil, apiError(http.StatusBadRequest, "header %s: the value has a control character", name)
-		case canon == injectedHeader:
+		case canon == adminapi.InjectedHeader:
 			return nil, apiError(http.StatusBadRequest, "header %s is set by the server", name)
 		case canon == "Content-Type":
 			out[0].Value = value
@@ -332,20 +288,20 @@ func injectHeaders(given map[string]string) ([]queue.Header, error) {
 			out = append(out, queue.Header{Name: name, Value: value})
 		}
 	}
-	return append(out, queue.Header{Name: injectedHeader, Value: "1"}), nil
+	return append(out, queue.Header{Name: adminapi.InjectedHeader, Value: "1"}), nil
 }
 
 // tailKeepalive is how often an idle tail sends a comment line, so proxies
 // and the client can tell a quiet stream from a dead one.
 const tailKeepalive = 15 * time.Second
 
-func (a *adminAPI) handleTail(w http.ResponseWriter, r *http.Request, _ *activeQueue, _ int64) error {
+func (a *adminAPI) handleTail(w http.ResponseWriter, r *http.Request, q *runningConfig, _ int64) error {
 	query := r.URL.Query()
 	if o := query.Get("outcome"); o != "" && !slices.Contains(tailOutcomes(), o) {
 		return badParam("outcome", "must be an outcome word (%s), not %q", strings.Join(tailOutcomes(), ", "), o)
 	}
 	rc := http.NewResponseController(w)
-	sub := tails.subscribe(tailFilter{source: query.Get("source"), target: query.Get("target"), outcome: query.Get("outcome")})
+	sub := tails.subscribe(tailFilter{source: query.Get("source"), target: query.Get("target"), outcome: query.Get("outcome")}, q.maxTails)
 	if sub == nil {
 		w.Header().Set("Retry-After", "30")
 		return apiError(http.StatusServiceUnavailable, "too many live tails open (max_tails); close one or raise max_tails")
@@ -355,8 +311,8 @@ func (a *adminAPI) handleTail(w http.ResponseWriter, r *http.Request, _ *activeQ
 	// write must reach the connection within it, and a line it takes must
 	// be younger than it. Otherwise one stalled reader would hold its
 	// goroutine and buffer for as long as its TCP connection lives.
-	maxLag := tails.lag()
-	lagging := func(l tailLine) bool { return time.Since(l.Time) > maxLag }
+	maxLag := cmp.Or(q.tailMaxLag, defaultTailMaxLag)
+	lagging := func(l adminapi.TailLine) bool { return time.Since(l.Time) > maxLag }
 	deadline := func() { _ = rc.SetWriteDeadline(time.Now().Add(maxLag)) }
 	deadline()
 	h := w.Header()
@@ -373,7 +329,7 @@ func (a *adminAPI) handleTail(w http.ResponseWriter, r *http.Request, _ *activeQ
 	keepalive := time.NewTicker(tailKeepalive)
 	defer keepalive.Stop()
 	for {
-		var line tailLine
+		var line adminapi.TailLine
 		select {
 		case <-r.Context().Done():
 			return nil
@@ -393,7 +349,7 @@ func (a *adminAPI) handleTail(w http.ResponseWriter, r *http.Request, _ *activeQ
 		}
 		deadline()
 		if n := sub.dropped.Swap(0); n > 0 {
-			if writeEvent(w, tailLine{Time: time.Now().UTC(), Kind: tailDropped, Dropped: n}) != nil {
+			if writeEvent(w, adminapi.TailLine{Time: time.Now().UTC(), Kind: adminapi.TailDropped, Dropped: n}) != nil {
 				return nil
 			}
 		}
@@ -420,25 +376,17 @@ func (a *adminAPI) handleTail(w http.ResponseWriter, r *http.Request, _ *activeQ
 // tailOutcomes are the outcome words a tail line can carry: the
 // receiver's, then a delivery attempt's.
 func tailOutcomes() []string {
-	return slices.Concat(outcomeWords[:], deliveryOutcomes[:])
+	return slices.Concat(outcomeWords[:], adminapi.AttemptWords())
 }
 
 // writeEvent writes one server-sent event holding l as JSON.
-func writeEvent(w io.Writer, l tailLine) error {
+func writeEvent(w io.Writer, l adminapi.TailLine) error {
 	b, err := json.Marshal(l)
 	if err != nil {
 		return err
 	}
 	_, err = fmt.Fprintf(w, "data: %s\n\n", b)
 	return err
-}
-
-// lookupSource finds source in the config of the active queue's app.
-func lookupSource(q *activeQueue, source string) (sourceConfig, bool) {
-	if q.owner == nil {
-		return sourceConfig{}, false
-	}
-	return q.owner.source(source)
 }
 
 // adminLogger logs the operators' writes, as Caddy's admin logs its own.

@@ -16,14 +16,16 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
 	"github.com/caddywebhook/caddywebhook/caddywebhook/rules"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
-// testConfigApp is an app with a running config for the admin tests: github has the
-// targets http (every event) and exec (push only), with a 1 KiB body cap.
-func testConfigApp() *App {
-	return &App{sources: map[string]sourceConfig{"github": {
+// testSources are the sources of a running config for the admin tests:
+// github has the targets http (every event) and exec (push only), with a
+// 1 KiB body cap.
+func testSources() map[string]sourceConfig {
+	return map[string]sourceConfig{"github": {
 		targets: []string{"http", "exec"},
 		targetsFor: func(ev *rules.Event) []string {
 			eventType := ev.EventType
@@ -33,16 +35,33 @@ func testConfigApp() *App {
 			return []string{"http"}
 		},
 		maxBody: 1024,
-	}}}
+	}}
 }
 
-// withConfig makes the fixture's store active under an app with the
-// test config, as a running App does.
+// publish makes the fixture's running config the process's, as a running
+// App's Start does, for the dashboard, which reaches the admin API
+// in-process. A test that calls it touches process state: it cannot run in
+// parallel.
+func (f *adminFixture) publish(t *testing.T) {
+	t.Helper()
+	cfg := f.cfg.Load()
+	current.Store(cfg)
+	t.Cleanup(func() { current.CompareAndSwap(cfg, nil) })
+}
+
+// configure publishes a copy of the fixture's running config that change
+// made, as a new app's Start would: a published config never changes.
+func (f *adminFixture) configure(change func(*runningConfig)) {
+	c := *f.cfg.Load()
+	change(&c)
+	f.cfg.Store(&c)
+}
+
+// withConfig gives the fixture's running config the test sources, as a
+// running App's has its receivers'.
 func (f *adminFixture) withConfig(t *testing.T) {
 	t.Helper()
-	owner := testConfigApp()
-	setActiveQueue(owner, f.store, 24*time.Hour, adminRoutes, nil, nil)
-	t.Cleanup(func() { clearActiveQueue(owner) })
+	f.cfg.Store(&runningConfig{Store: f.store, Retention: 24 * time.Hour, Routes: adminRoutes, sources: testSources()})
 }
 
 // message is the error message of an error response, else the body.
@@ -74,6 +93,7 @@ func (f *adminFixture) doWant(t *testing.T, method, target string, wantStatus in
 }
 
 func TestAdminEvents(t *testing.T) {
+	t.Parallel()
 	f := setupAdmin(t)
 	d := f.seed(t)
 	bare, err := f.store.Enqueue(t.Context(), queue.Event{Source: "github", DeliveryID: "ping-1", EventType: "ping", Payload: []byte(`{"zen":"x"}`)})
@@ -128,7 +148,7 @@ func TestAdminEvents(t *testing.T) {
 		}
 	})
 	t.Run("one event", func(t *testing.T) {
-		ev := decode[eventResponse](t, f.do(t, http.MethodGet, fmt.Sprintf("/webhook/events/%d", bare.EventID)))
+		ev := decode[adminapi.EventResponse](t, f.do(t, http.MethodGet, fmt.Sprintf("/webhook/events/%d", bare.EventID)))
 		if ev.DeliveryID != "ping-1" || ev.PayloadText != `{"zen":"x"}` || len(ev.Jobs) != 0 || ev.Headers == nil {
 			t.Errorf("event = %+v", ev)
 		}
@@ -142,6 +162,7 @@ func TestAdminEvents(t *testing.T) {
 }
 
 func TestAdminJobsFilters(t *testing.T) {
+	t.Parallel()
 	f := setupAdmin(t)
 	d := f.seed(t)
 	tests := []struct {
@@ -175,6 +196,7 @@ func TestAdminJobsFilters(t *testing.T) {
 }
 
 func TestAdminResend(t *testing.T) {
+	t.Parallel()
 	f := setupAdmin(t)
 	d := f.seed(t)
 	tests := []struct {
@@ -207,6 +229,7 @@ func TestAdminResend(t *testing.T) {
 }
 
 func TestAdminSendEvent(t *testing.T) {
+	t.Parallel()
 	f := setupAdmin(t)
 	f.seed(t)
 	bare, err := f.store.Enqueue(t.Context(), queue.Event{Source: "github", DeliveryID: "ping-1", EventType: "ping", Payload: []byte(`{}`)})
@@ -245,6 +268,7 @@ func TestAdminSendEvent(t *testing.T) {
 }
 
 func TestAdminInject(t *testing.T) {
+	t.Parallel()
 	f := setupAdmin(t)
 	f.withConfig(t)
 	tests := []struct {
@@ -252,12 +276,12 @@ func TestAdminInject(t *testing.T) {
 		body       string
 		wantStatus int
 		wantText   string
-		check      func(t *testing.T, resp injectResponse)
+		check      func(t *testing.T, resp adminapi.InjectResponse)
 	}{
 		{
 			name: "push to both targets", wantStatus: 200,
 			body: `{"source":"github","event_type":"push","headers":{"X-GitHub-Event":"push"},"body":"{\"ref\":\"main\"}"}`,
-			check: func(t *testing.T, resp injectResponse) {
+			check: func(t *testing.T, resp adminapi.InjectResponse) {
 				if !strings.HasPrefix(resp.DeliveryID, "injected-") || resp.Jobs != 2 || !slices.Equal(resp.Targets, []string{"http", "exec"}) {
 					t.Errorf("response %+v, want an injected-… id and jobs for http and exec", resp)
 				}
@@ -265,7 +289,7 @@ func TestAdminInject(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				want := []queue.Header{{Name: "Content-Type", Value: "application/json"}, {Name: "X-GitHub-Event", Value: "push"}, {Name: injectedHeader, Value: "1"}}
+				want := []queue.Header{{Name: "Content-Type", Value: "application/json"}, {Name: "X-GitHub-Event", Value: "push"}, {Name: adminapi.InjectedHeader, Value: "1"}}
 				if string(ev.Payload) != `{"ref":"main"}` || fmt.Sprint(ev.Headers) != fmt.Sprint(want) || ev.EventType != "push" {
 					t.Errorf("stored event %+v, want payload, headers %v", ev, want)
 				}
@@ -274,7 +298,7 @@ func TestAdminInject(t *testing.T) {
 		{
 			name: "given delivery id, base64 body, one target", wantStatus: 200,
 			body: `{"source":"github","event_type":"issues","delivery_id":"demo-1","body_base64":"/w==","headers":{"content-type":"application/octet-stream"}}`,
-			check: func(t *testing.T, resp injectResponse) {
+			check: func(t *testing.T, resp adminapi.InjectResponse) {
 				ev, err := f.store.FindEvent(t.Context(), "github", "demo-1")
 				if err != nil || resp.Jobs != 1 || string(ev.Payload) != "\xff" || ev.Headers[0].Value != "application/octet-stream" {
 					t.Errorf("response %+v, event %+v, %v", resp, ev, err)
@@ -284,7 +308,7 @@ func TestAdminInject(t *testing.T) {
 		{
 			name: "the same delivery id again is a duplicate", wantStatus: 200,
 			body: `{"source":"github","delivery_id":"demo-1"}`,
-			check: func(t *testing.T, resp injectResponse) {
+			check: func(t *testing.T, resp adminapi.InjectResponse) {
 				if !resp.Duplicate || resp.Jobs != 0 {
 					t.Errorf("response %+v, want a duplicate", resp)
 				}
@@ -306,7 +330,7 @@ func TestAdminInject(t *testing.T) {
 				t.Fatalf("status %d body %s, want %d with %q", rec.Code, rec.Body, tt.wantStatus, tt.wantText)
 			}
 			if tt.check != nil {
-				tt.check(t, decode[injectResponse](t, rec))
+				tt.check(t, decode[adminapi.InjectResponse](t, rec))
 			}
 		})
 	}
@@ -315,12 +339,12 @@ func TestAdminInject(t *testing.T) {
 func TestTailHub(t *testing.T) {
 	t.Run("filters", func(t *testing.T) {
 		var h tailHub
-		all := h.subscribe(tailFilter{})
-		mail := h.subscribe(tailFilter{source: "shop", target: "mail"})
-		dead := h.subscribe(tailFilter{outcome: "dead"})
-		h.publish(tailLine{Kind: tailReceived, Source: "shop", Outcome: "accepted"})
-		h.publish(tailLine{Kind: tailDelivery, Source: "shop", Target: "mail", Outcome: "delivered"})
-		h.publish(tailLine{Kind: tailDelivery, Source: "shop", Target: "chat", Outcome: "dead"})
+		all := h.subscribe(tailFilter{}, 0)
+		mail := h.subscribe(tailFilter{source: "shop", target: "mail"}, 0)
+		dead := h.subscribe(tailFilter{outcome: "dead"}, 0)
+		h.publish(adminapi.TailLine{Kind: adminapi.TailReceived, Source: "shop", Outcome: "accepted"})
+		h.publish(adminapi.TailLine{Kind: adminapi.TailDelivery, Source: "shop", Target: "mail", Outcome: "delivered"})
+		h.publish(adminapi.TailLine{Kind: adminapi.TailDelivery, Source: "shop", Target: "chat", Outcome: "dead"})
 		for _, tt := range []struct {
 			name string
 			sub  *tailSub
@@ -347,10 +371,10 @@ func TestTailHub(t *testing.T) {
 	})
 	t.Run("a slow subscriber loses lines, publish never waits", func(t *testing.T) {
 		var h tailHub
-		s := h.subscribe(tailFilter{})
+		s := h.subscribe(tailFilter{}, 0)
 		defer h.unsubscribe(s)
 		for range tailBuffer + 10 {
-			h.publish(tailLine{Kind: tailReceived})
+			h.publish(adminapi.TailLine{Kind: adminapi.TailReceived})
 		}
 		if len(s.lines) != tailBuffer || s.dropped.Load() != 10 {
 			t.Errorf("buffered %d, dropped %d; want %d and 10", len(s.lines), s.dropped.Load(), tailBuffer)
@@ -360,7 +384,7 @@ func TestTailHub(t *testing.T) {
 
 // readTailLine reads the next data line of a tail stream, skipping
 // comments.
-func readTailLine(t *testing.T, r *bufio.Reader) tailLine {
+func readTailLine(t *testing.T, r *bufio.Reader) adminapi.TailLine {
 	t.Helper()
 	for {
 		s, err := r.ReadString('\n')
@@ -368,7 +392,7 @@ func readTailLine(t *testing.T, r *bufio.Reader) tailLine {
 			t.Fatalf("read tail: %v", err)
 		}
 		if data, ok := strings.CutPrefix(strings.TrimSpace(s), "data: "); ok {
-			var l tailLine
+			var l adminapi.TailLine
 			if err := json.Unmarshal([]byte(data), &l); err != nil {
 				t.Fatalf("decode %q: %v", data, err)
 			}
@@ -408,11 +432,11 @@ func TestAdminTail(t *testing.T) {
 	obs.JobFinished(job, queue.Completion{Status: queue.StatusPending, Error: "upstream answered 503", Duration: 1500 * time.Microsecond}, true, nil)
 
 	got := readTailLine(t, r)
-	if got.Kind != tailReceived || got.Source != "shop" || got.Outcome != "accepted" || got.Status != 202 || got.DeliveryID != "d1" {
+	if got.Kind != adminapi.TailReceived || got.Source != "shop" || got.Outcome != "accepted" || got.Status != 202 || got.DeliveryID != "d1" {
 		t.Errorf("received line %+v", got)
 	}
 	got = readTailLine(t, r)
-	want := tailLine{Kind: tailDelivery, Source: "shop", Target: "mail", Outcome: "retry", DeliveryID: "d1", EventID: 3, JobID: 7,
+	want := adminapi.TailLine{Kind: adminapi.TailDelivery, Source: "shop", Target: "mail", Outcome: "retry", DeliveryID: "d1", EventID: 3, JobID: 7,
 		Attempt: 2, DurationMS: 1.5, Error: "upstream answered 503"}
 	got.Time = time.Time{}
 	if got != want {
@@ -427,7 +451,6 @@ func TestAdminTailLimits(t *testing.T) {
 	f := setupAdmin(t)
 	srv := httptest.NewServer(f.handler)
 	defer srv.Close()
-	t.Cleanup(func() { tails.limit(0, 0) })
 	open := func(t *testing.T) (*http.Response, context.CancelFunc) {
 		t.Helper()
 		ctx, cancel := context.WithCancel(t.Context())
@@ -444,7 +467,7 @@ func TestAdminTailLimits(t *testing.T) {
 	}
 
 	t.Run("past max_tails 503", func(t *testing.T) {
-		tails.limit(2, 0)
+		f.configure(func(c *runningConfig) { c.maxTails = 2 })
 		for range 2 {
 			if resp, _ := open(t); resp.StatusCode != http.StatusOK {
 				t.Fatalf("tail within the cap: %d", resp.StatusCode)
@@ -459,23 +482,23 @@ func TestAdminTailLimits(t *testing.T) {
 	t.Run("default cap", func(t *testing.T) {
 		var h tailHub
 		for i := range defaultMaxTails {
-			if h.subscribe(tailFilter{}) == nil {
+			if h.subscribe(tailFilter{}, 0) == nil {
 				t.Fatalf("subscriber %d refused under the default cap %d", i+1, defaultMaxTails)
 			}
 		}
-		if h.subscribe(tailFilter{}) != nil {
+		if h.subscribe(tailFilter{}, 0) != nil {
 			t.Errorf("subscriber past the default cap %d accepted", defaultMaxTails)
 		}
 	})
 
 	t.Run("a line older than tail_max_lag closes the tail", func(t *testing.T) {
-		tails.limit(0, time.Second)
+		f.configure(func(c *runningConfig) { c.maxTails, c.tailMaxLag = 0, time.Second })
 		resp, _ := open(t)
 		r := bufio.NewReader(resp.Body)
 		if s, err := r.ReadString('\n'); err != nil || !strings.HasPrefix(s, ":") {
 			t.Fatalf("first line %q, %v", s, err)
 		}
-		tails.publish(tailLine{Kind: tailReceived, Source: "stale", Time: time.Now().Add(-time.Minute)})
+		tails.publish(adminapi.TailLine{Kind: adminapi.TailReceived, Source: "stale", Time: time.Now().Add(-time.Minute)})
 		rest, err := io.ReadAll(r)
 		if err != nil || strings.Contains(string(rest), "stale") {
 			t.Errorf("after a stale line: %q, %v; want the stream closed without it", rest, err)
@@ -484,7 +507,7 @@ func TestAdminTailLimits(t *testing.T) {
 
 	t.Run("a reader that stops reading is dropped", func(t *testing.T) {
 		const lag = 300 * time.Millisecond
-		tails.limit(0, lag)
+		f.configure(func(c *runningConfig) { c.maxTails, c.tailMaxLag = 0, lag })
 		conn, err := net.Dial("tcp", srv.Listener.Addr().String())
 		if err != nil {
 			t.Fatal(err)
@@ -502,7 +525,7 @@ func TestAdminTailLimits(t *testing.T) {
 		start := time.Now()
 		for tails.active() && time.Since(start) < 30*time.Second {
 			for range 1000 {
-				tails.publish(tailLine{Kind: tailReceived, Source: strings.Repeat("s", 200), Error: strings.Repeat("e", 200)})
+				tails.publish(adminapi.TailLine{Kind: adminapi.TailReceived, Source: strings.Repeat("s", 200), Error: strings.Repeat("e", 200)})
 			}
 		}
 		if tails.active() {

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
 	"github.com/caddywebhook/caddywebhook/queue"
 	"github.com/caddywebhook/caddywebhook/queue/sqlite"
 )
@@ -33,8 +35,9 @@ type adminFixture struct {
 	api     *adminAPI
 	handler http.Handler
 	now     atomic.Int64 // unix nanoseconds; read by the store and the API
-	owner   *App         // the active-queue owner token
-	seq     int
+	// cfg is the running config the fixture's API acts on; nil: no app runs.
+	cfg atomic.Pointer[runningConfig]
+	seq int
 }
 
 // adminRoutes are the routes of the fixture's running config. Jobs of
@@ -48,7 +51,7 @@ var adminRoutes = []queue.Route{
 // 24h retention and returns the fixture. The clock starts at adminT0.
 func setupAdmin(t *testing.T) *adminFixture {
 	t.Helper()
-	f := &adminFixture{owner: new(App)}
+	f := new(adminFixture)
 	f.now.Store(adminT0.UnixNano())
 	clock := func() time.Time { return time.Unix(0, f.now.Load()).UTC() }
 	f.dbPath = filepath.Join(t.TempDir(), "queue.db")
@@ -62,9 +65,8 @@ func setupAdmin(t *testing.T) *adminFixture {
 	}
 	t.Cleanup(func() { st.Close() })
 	f.store = st
-	f.api = &adminAPI{now: clock}
-	setActiveQueue(f.owner, st, 24*time.Hour, adminRoutes, nil, nil)
-	t.Cleanup(func() { clearActiveQueue(f.owner) })
+	f.api = &adminAPI{now: clock, running: f.cfg.Load}
+	f.cfg.Store(&runningConfig{Store: st, Retention: 24 * time.Hour, Routes: adminRoutes})
 	f.handler = adminMux(f.api)
 	return f
 }
@@ -238,301 +240,237 @@ func (f *adminFixture) seed(t *testing.T) adminData {
 	return d
 }
 
-func TestAdminRoutes(t *testing.T) {
-	type check func(t *testing.T, f *adminFixture, d adminData, rec *httptest.ResponseRecorder)
-	tests := []struct {
-		name       string
-		method     string
-		target     func(d adminData) string
-		wantStatus int
-		check      check
-	}{
-		{
-			name: "stats/counts per source, target and status", method: http.MethodGet,
-			target: fixed("/webhook/stats"), wantStatus: http.StatusOK,
-			check: func(t *testing.T, f *adminFixture, d adminData, rec *httptest.ResponseRecorder) {
-				st := decode[statsResponse](t, rec)
-				got := map[string]int64{}
-				for _, c := range st.Counts {
-					got[c.Source+"/"+c.Target+"/"+string(c.Status)] = c.Jobs
-				}
-				want := map[string]int64{
-					"github/http/dead": 1, "github/exec/done": 1, "stripe/http/dead": 1,
-					"stripe/http/running": 1, "github/http/pending": 1, "slack/http/pending": 1,
-				}
-				if fmt.Sprint(got) != fmt.Sprint(want) {
-					t.Errorf("counts = %v, want %v", got, want)
-				}
-				if st.Events != 6 {
-					t.Errorf("events = %d, want 6", st.Events)
-				}
-			},
-		},
-		{
-			name: "stats/oldest pending age from the clock", method: http.MethodGet,
-			target: fixed("/webhook/stats"), wantStatus: http.StatusOK,
-			check: func(t *testing.T, f *adminFixture, d adminData, rec *httptest.ResponseRecorder) {
-				// The pending jobs were enqueued at adminT0; ask again 90s later.
-				f.now.Store(adminT0.Add(90 * time.Second).UnixNano())
-				st := decode[statsResponse](t, f.do(t, http.MethodGet, "/webhook/stats"))
-				if st.OldestPending != 90*time.Second || st.OldestPendingText != "1m30s" {
-					t.Errorf("oldest pending = %v %q, want 1m30s", st.OldestPending, st.OldestPendingText)
-				}
-			},
-		},
-		{
-			name: "list/all, newest first", method: http.MethodGet,
-			target: fixed("/webhook/jobs"), wantStatus: http.StatusOK,
-			check: func(t *testing.T, f *adminFixture, d adminData, rec *httptest.ResponseRecorder) {
-				page := decode[queue.JobPage](t, rec)
-				want := []int64{d.binary, d.githubHTTPPending, d.stripeHTTPRunning, d.stripeHTTPDead, d.githubExecDone, d.githubHTTPDead}
-				if got := jobIDs(page.Jobs); !slices.Equal(got, want) {
-					t.Errorf("ids = %v, want %v", got, want)
-				}
-				if page.NextCursor != 0 {
-					t.Errorf("next_cursor = %d on the only page", page.NextCursor)
-				}
-				if strings.Contains(rec.Body.String(), `"payload"`) {
-					t.Errorf("a listing carries payloads: %s", rec.Body)
-				}
-			},
-		},
-		{
-			name: "list/filtered by status, source and target", method: http.MethodGet,
-			target: fixed("/webhook/jobs?status=dead&source=github&target=http"), wantStatus: http.StatusOK,
-			check: func(t *testing.T, f *adminFixture, d adminData, rec *httptest.ResponseRecorder) {
-				page := decode[queue.JobPage](t, rec)
-				if got := jobIDs(page.Jobs); !slices.Equal(got, []int64{d.githubHTTPDead}) {
-					t.Errorf("ids = %v, want [%d]", got, d.githubHTTPDead)
-				}
-				if j := page.Jobs[0]; j.LastError != "upstream answered 400 Bad Request" || j.EventType != "push" {
-					t.Errorf("summary = %+v", j)
-				}
-			},
-		},
-		{
-			name: "list/no match is an empty array, not null", method: http.MethodGet,
-			target: fixed("/webhook/jobs?source=slack&status=dead"), wantStatus: http.StatusOK,
-			check: func(t *testing.T, f *adminFixture, d adminData, rec *httptest.ResponseRecorder) {
-				if got := strings.TrimSpace(rec.Body.String()); got != `{"jobs":[]}` {
-					t.Errorf("body = %s", got)
-				}
-			},
-		},
-		{
-			name: "show/text payload with payload_text, headers and history", method: http.MethodGet,
-			target: func(d adminData) string { return fmt.Sprintf("/webhook/jobs/%d", d.githubHTTPDead) }, wantStatus: http.StatusOK,
-			check: func(t *testing.T, f *adminFixture, d adminData, rec *httptest.ResponseRecorder) {
-				j := decode[jobResponse](t, rec)
-				if j.ID != d.githubHTTPDead || j.Status != queue.StatusDead || j.Attempts != 1 {
-					t.Errorf("job = %+v", j.JobSummary)
-				}
-				if string(j.Payload) != `{"ref":"refs/heads/main"}` || j.PayloadText != `{"ref":"refs/heads/main"}` {
-					t.Errorf("payload = %q, payload_text = %q", j.Payload, j.PayloadText)
-				}
-				if len(j.History) != 1 || j.History[0].Outcome != deliveryDead || j.History[0].Error != "upstream answered 400 Bad Request" ||
-					j.History[0].Code != queue.CodeOf(400) || j.History[0].Duration != 420*time.Microsecond {
-					t.Errorf("history = %+v", j.History)
-				}
-				// The raw JSON names the upstream's answer "status".
-				if !strings.Contains(rec.Body.String(), `"status":400`) {
-					t.Errorf("history JSON lacks the status: %s", rec.Body)
-				}
-				if len(j.Headers) != 1 || j.Headers[0].Name != "Content-Type" {
-					t.Errorf("headers = %+v", j.Headers)
-				}
-				// The wire form keeps []byte's base64 for machines.
-				var raw map[string]any
-				_ = json.Unmarshal(rec.Body.Bytes(), &raw)
-				if raw["payload"] != base64.StdEncoding.EncodeToString([]byte(`{"ref":"refs/heads/main"}`)) {
-					t.Errorf("payload on the wire = %v, want base64", raw["payload"])
-				}
-			},
-		},
-		{
-			name: "show/binary payload has no payload_text", method: http.MethodGet,
-			target: func(d adminData) string { return fmt.Sprintf("/webhook/jobs/%d", d.binary) }, wantStatus: http.StatusOK,
-			check: func(t *testing.T, f *adminFixture, d adminData, rec *httptest.ResponseRecorder) {
-				j := decode[jobResponse](t, rec)
-				if !slices.Equal(j.Payload, []byte{0xff, 0xfe, 0x00, 0x01}) {
-					t.Errorf("payload = %x", j.Payload)
-				}
-				if strings.Contains(rec.Body.String(), "payload_text") {
-					t.Errorf("payload_text present for a non-UTF-8 payload: %s", rec.Body)
-				}
-			},
-		},
-		{
-			name: "show/not found", method: http.MethodGet,
-			target: fixed("/webhook/jobs/999999"), wantStatus: http.StatusNotFound,
-			check: wantError("job 999999 not found"),
-		},
-		{
-			name: "replay one/dead job becomes pending with a fresh budget", method: http.MethodPost,
-			target: func(d adminData) string { return fmt.Sprintf("/webhook/jobs/%d/replay", d.githubHTTPDead) }, wantStatus: http.StatusOK,
-			check: func(t *testing.T, f *adminFixture, d adminData, rec *httptest.ResponseRecorder) {
-				if r := decode[replayResponse](t, rec); r.ID != d.githubHTTPDead || r.Replayed != 1 {
-					t.Errorf("response = %+v", r)
-				}
-				// The attempts keep counting; the replay is counted.
-				if j := f.getJob(t, d.githubHTTPDead); j.Status != queue.StatusPending || j.Attempts != 1 || j.Replays != 1 {
-					t.Errorf("after replay: status %s, attempts %d, replays %d; want pending, 1, 1", j.Status, j.Attempts, j.Replays)
-				}
-			},
-		},
-		{
-			name: "replay one/pending job is not dead", method: http.MethodPost,
-			target: func(d adminData) string { return fmt.Sprintf("/webhook/jobs/%d/replay", d.githubHTTPPending) }, wantStatus: http.StatusConflict,
-			check: wantError("is not dead"),
-		},
-		{
-			name: "replay one/running job is not dead", method: http.MethodPost,
-			target: func(d adminData) string { return fmt.Sprintf("/webhook/jobs/%d/replay", d.stripeHTTPRunning) }, wantStatus: http.StatusConflict,
-			check: wantError("is not dead"),
-		},
-		{
-			name: "replay one/not found", method: http.MethodPost,
-			target: fixed("/webhook/jobs/999999/replay"), wantStatus: http.StatusNotFound,
-			check: wantError("job 999999 not found"),
-		},
-		{
-			name: "replay all dead/of one source only", method: http.MethodPost,
-			target: fixed("/webhook/replay?status=dead&source=stripe"), wantStatus: http.StatusOK,
-			check: func(t *testing.T, f *adminFixture, d adminData, rec *httptest.ResponseRecorder) {
-				if r := decode[replayResponse](t, rec); r.Replayed != 1 || r.ID != 0 {
-					t.Errorf("response = %+v, want replayed 1", r)
-				}
-				if j := f.getJob(t, d.stripeHTTPDead); j.Status != queue.StatusPending {
-					t.Errorf("stripe dead job: %s, want pending", j.Status)
-				}
-				if j := f.getJob(t, d.githubHTTPDead); j.Status != queue.StatusDead {
-					t.Errorf("github dead job: %s, want still dead", j.Status)
-				}
-			},
-		},
-		{
-			name: "replay all dead/every source", method: http.MethodPost,
-			target: fixed("/webhook/replay?status=dead"), wantStatus: http.StatusOK,
-			check: func(t *testing.T, f *adminFixture, d adminData, rec *httptest.ResponseRecorder) {
-				if r := decode[replayResponse](t, rec); r.Replayed != 2 {
-					t.Errorf("replayed = %d, want 2", r.Replayed)
-				}
-			},
-		},
-		{
-			name: "replay all dead/by target with nothing dead", method: http.MethodPost,
-			target: fixed("/webhook/replay?status=dead&target=exec"), wantStatus: http.StatusOK,
-			check: func(t *testing.T, f *adminFixture, d adminData, rec *httptest.ResponseRecorder) {
-				if r := decode[replayResponse](t, rec); r.Replayed != 0 {
-					t.Errorf("replayed = %d, want 0", r.Replayed)
-				}
-			},
-		},
-		{
-			name: "discard/done job and its event", method: http.MethodDelete,
-			target: func(d adminData) string { return fmt.Sprintf("/webhook/jobs/%d", d.githubExecDone) }, wantStatus: http.StatusOK,
-			check: func(t *testing.T, f *adminFixture, d adminData, rec *httptest.ResponseRecorder) {
-				if r := decode[discardResponse](t, rec); r.ID != d.githubExecDone || !r.Discarded {
-					t.Errorf("response = %+v", r)
-				}
-				if _, err := f.store.GetJob(t.Context(), d.githubExecDone); !errors.Is(err, queue.ErrNotFound) {
-					t.Errorf("after discard: get job err = %v, want ErrNotFound", err)
-				}
-				if rec := f.do(t, http.MethodGet, fmt.Sprintf("/webhook/jobs/%d", d.githubExecDone)); rec.Code != http.StatusNotFound {
-					t.Errorf("GET after discard = %d, want 404", rec.Code)
-				}
-			},
-		},
-		{
-			name: "discard/running job refused", method: http.MethodDelete,
-			target: func(d adminData) string { return fmt.Sprintf("/webhook/jobs/%d", d.stripeHTTPRunning) }, wantStatus: http.StatusConflict,
-			check: func(t *testing.T, f *adminFixture, d adminData, rec *httptest.ResponseRecorder) {
-				wantError("is running")(t, f, d, rec)
-				if j := f.getJob(t, d.stripeHTTPRunning); j.Status != queue.StatusRunning {
-					t.Errorf("running job now %s", j.Status)
-				}
-			},
-		},
-		{
-			name: "discard/not found", method: http.MethodDelete,
-			target: fixed("/webhook/jobs/999999"), wantStatus: http.StatusNotFound,
-			check: wantError("job 999999 not found"),
-		},
-		{
-			name: "purge/done jobs older than the app's retention", method: http.MethodPost,
-			target: fixed("/webhook/purge"), wantStatus: http.StatusOK,
-			check: func(t *testing.T, f *adminFixture, d adminData, rec *httptest.ResponseRecorder) {
-				r := decode[purgeResponse](t, rec)
-				if r.Purged != 1 || !r.Cutoff.Equal(adminT0.Add(-24*time.Hour)) || r.OlderThan != "24h0m0s" {
-					t.Errorf("response = %+v, want 1 purged before %s", r, adminT0.Add(-24*time.Hour))
-				}
-				if _, err := f.store.GetJob(t.Context(), d.githubExecDone); !errors.Is(err, queue.ErrNotFound) {
-					t.Errorf("old done job still there: %v", err)
-				}
-				if j := f.getJob(t, d.githubHTTPDead); j.Status != queue.StatusDead {
-					t.Errorf("dead job touched by purge: %s", j.Status)
-				}
-			},
-		},
-		{
-			name: "purge/older_than longer than every done job", method: http.MethodPost,
-			target: fixed("/webhook/purge?older_than=3d"), wantStatus: http.StatusOK,
-			check: func(t *testing.T, f *adminFixture, d adminData, rec *httptest.ResponseRecorder) {
-				if r := decode[purgeResponse](t, rec); r.Purged != 0 || r.OlderThan != "72h0m0s" {
-					t.Errorf("response = %+v, want 0 purged, older than 72h", r)
-				}
-			},
-		},
+// adminCase is one request to the admin API over the standard data, and
+// what must hold after it: the answer's status; for an error, the text of
+// its message (and a 405's Allow); for a success, pieces the body holds or
+// lacks, a listing's jobs in order, the jobs' statuses afterwards, and
+// pieces of the job page read then.
+type adminCase struct {
+	name   string
+	method string
+	path   string        // the request's path and query; {job} is job's id
+	job    role          // the job the path names
+	clock  time.Duration // how long after adminT0 the API answers
+	status int
+	err    string // a piece of an error answer's message
+	allow  string // a 405's Allow header
+	has    []string
+	lacks  []string
+	ids    []role                // a listing's jobs, newest first
+	after  map[role]queue.Status // "" for a job that is gone
+	page   []string              // pieces of GET /webhook/jobs/{job} afterwards
+}
 
-		// Bad parameters: 400 naming the parameter.
-		{name: "bad param/limit 0", method: http.MethodGet, target: fixed("/webhook/jobs?limit=0"), wantStatus: http.StatusBadRequest, check: wantError("invalid parameter limit")},
-		{name: "bad param/limit 1001", method: http.MethodGet, target: fixed("/webhook/jobs?limit=1001"), wantStatus: http.StatusBadRequest, check: wantError("invalid parameter limit")},
-		{name: "bad param/limit not a number", method: http.MethodGet, target: fixed("/webhook/jobs?limit=ten"), wantStatus: http.StatusBadRequest, check: wantError("invalid parameter limit")},
-		{name: "bad param/status unknown", method: http.MethodGet, target: fixed("/webhook/jobs?status=zombie"), wantStatus: http.StatusBadRequest, check: wantError("invalid parameter status")},
-		{name: "bad param/cursor negative", method: http.MethodGet, target: fixed("/webhook/jobs?cursor=-5"), wantStatus: http.StatusBadRequest, check: wantError("invalid parameter cursor")},
-		{name: "bad param/unknown filter on list", method: http.MethodGet, target: fixed("/webhook/jobs?sorce=github"), wantStatus: http.StatusBadRequest, check: wantError("invalid parameter sorce")},
-		{name: "bad param/id not a number", method: http.MethodGet, target: fixed("/webhook/jobs/abc"), wantStatus: http.StatusBadRequest, check: wantError("invalid parameter id")},
-		{name: "bad param/id zero", method: http.MethodPost, target: fixed("/webhook/jobs/0/replay"), wantStatus: http.StatusBadRequest, check: wantError("invalid parameter id")},
-		{name: "bad param/query on stats", method: http.MethodGet, target: fixed("/webhook/stats?x=1"), wantStatus: http.StatusBadRequest, check: wantError("invalid parameter x")},
-		{name: "bad param/replay status done", method: http.MethodPost, target: fixed("/webhook/replay?status=done"), wantStatus: http.StatusBadRequest, check: wantError("invalid parameter status: must be dead")},
-		{name: "bad param/replay without status", method: http.MethodPost, target: fixed("/webhook/replay?source=github"), wantStatus: http.StatusBadRequest, check: wantError("invalid parameter status")},
-		{
-			// A typo must not widen a bulk replay to every source.
-			name: "bad param/replay with misspelt source replays nothing", method: http.MethodPost,
-			target: fixed("/webhook/replay?status=dead&sorce=stripe"), wantStatus: http.StatusBadRequest,
-			check: func(t *testing.T, f *adminFixture, d adminData, rec *httptest.ResponseRecorder) {
-				wantError("invalid parameter sorce")(t, f, d, rec)
-				if j := f.getJob(t, d.githubHTTPDead); j.Status != queue.StatusDead {
-					t.Errorf("dead job replayed by a refused request: %s", j.Status)
-				}
-			},
-		},
-		{name: "bad param/purge older_than negative", method: http.MethodPost, target: fixed("/webhook/purge?older_than=-1h"), wantStatus: http.StatusBadRequest, check: wantError("invalid parameter older_than")},
-		{name: "bad param/purge older_than garbage", method: http.MethodPost, target: fixed("/webhook/purge?older_than=soon"), wantStatus: http.StatusBadRequest, check: wantError("invalid parameter older_than")},
+// role names a job of the standard data (adminData).
+type role string
 
-		// Wrong method: 405 with Allow.
-		{name: "method/GET on purge", method: http.MethodGet, target: fixed("/webhook/purge"), wantStatus: http.StatusMethodNotAllowed, check: wantAllow("POST")},
-		{name: "method/POST on stats", method: http.MethodPost, target: fixed("/webhook/stats"), wantStatus: http.StatusMethodNotAllowed, check: wantAllow("GET, HEAD")},
-		{name: "method/PUT on a job", method: http.MethodPut, target: fixed("/webhook/jobs/1"), wantStatus: http.StatusMethodNotAllowed, check: wantAllow("GET, HEAD, DELETE")},
-		{name: "method/GET on replay of one", method: http.MethodGet, target: fixed("/webhook/jobs/1/replay"), wantStatus: http.StatusMethodNotAllowed, check: wantAllow("POST")},
-		{name: "method/DELETE on jobs", method: http.MethodDelete, target: fixed("/webhook/jobs"), wantStatus: http.StatusMethodNotAllowed, check: wantAllow("GET, HEAD")},
+const (
+	githubHTTPDead    role = "github/http dead"
+	githubExecDone    role = "github/exec done"
+	stripeHTTPDead    role = "stripe/http dead"
+	stripeHTTPRunning role = "stripe/http running"
+	githubHTTPPending role = "github/http pending"
+	binaryPending     role = "slack/http pending, binary"
+)
 
-		// Unknown paths.
-		{name: "path/unknown endpoint", method: http.MethodGet, target: fixed("/webhook/nope"), wantStatus: http.StatusNotFound, check: wantError("no webhook admin endpoint")},
-		{name: "path/base", method: http.MethodGet, target: fixed("/webhook/"), wantStatus: http.StatusNotFound, check: wantError("no webhook admin endpoint")},
-		{name: "path/too deep", method: http.MethodPost, target: fixed("/webhook/jobs/1/replay/now"), wantStatus: http.StatusNotFound, check: wantError("no webhook admin endpoint")},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
+func (d adminData) id(r role) int64 {
+	return map[role]int64{githubHTTPDead: d.githubHTTPDead, githubExecDone: d.githubExecDone, stripeHTTPDead: d.stripeHTTPDead,
+		stripeHTTPRunning: d.stripeHTTPRunning, githubHTTPPending: d.githubHTTPPending, binaryPending: d.binary}[r]
+}
+
+// runAdminCases runs each case on a fixture of its own, seeded with the
+// standard data, and makes the one assertion of them all.
+func runAdminCases(t *testing.T, cases []adminCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			f := setupAdmin(t)
 			d := f.seed(t)
-			rec := f.do(t, tt.method, tt.target(d))
-			if rec.Code != tt.wantStatus {
-				t.Fatalf("%s %s = %d, want %d; body %s", tt.method, tt.target(d), rec.Code, tt.wantStatus, rec.Body)
+			f.now.Store(adminT0.Add(tc.clock).UnixNano())
+			expand := func(s string) string { return strings.ReplaceAll(s, "{job}", strconv.FormatInt(d.id(tc.job), 10)) }
+			path := expand(tc.path)
+			rec := f.do(t, tc.method, path)
+			body := rec.Body.String()
+			if rec.Code != tc.status {
+				t.Fatalf("%s %s = %d, want %d; body %s", tc.method, path, rec.Code, tc.status, body)
 			}
-			tt.check(t, f, d, rec)
+			if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
+				t.Errorf("Content-Type %q, want application/json", ct)
+			}
+			if tc.status >= 400 {
+				var e adminapi.Error
+				if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || !strings.Contains(e.Error, expand(tc.err)) {
+					t.Errorf("error %q (%v), want it to hold %q", e.Error, err, expand(tc.err))
+				}
+			}
+			if got := rec.Header().Get("Allow"); got != tc.allow {
+				t.Errorf("Allow = %q, want %q", got, tc.allow)
+			}
+			for _, p := range tc.has {
+				if !strings.Contains(body, expand(p)) {
+					t.Errorf("body lacks %s:\n%s", expand(p), body)
+				}
+			}
+			for _, p := range tc.lacks {
+				if strings.Contains(body, expand(p)) {
+					t.Errorf("body holds %s:\n%s", expand(p), body)
+				}
+			}
+			if tc.ids != nil {
+				page := decode[queue.JobPage](t, rec)
+				want := make([]int64, len(tc.ids))
+				for i, r := range tc.ids {
+					want[i] = d.id(r)
+				}
+				if got := jobIDs(page.Jobs); !slices.Equal(got, want) {
+					t.Errorf("jobs %v, want %v", got, want)
+				}
+			}
+			for r, want := range tc.after {
+				j, err := f.store.GetJob(t.Context(), d.id(r))
+				switch {
+				case want == "" && !errors.Is(err, queue.ErrNotFound):
+					t.Errorf("%s afterwards: %s (%v), want it gone", r, j.Status, err)
+				case want != "" && (err != nil || j.Status != want):
+					t.Errorf("%s afterwards: %s (%v), want %s", r, j.Status, err, want)
+				}
+			}
+			if tc.page != nil {
+				page := f.do(t, http.MethodGet, expand("/webhook/jobs/{job}")).Body.String()
+				for _, p := range tc.page {
+					if !strings.Contains(page, p) {
+						t.Errorf("job page afterwards lacks %s:\n%s", p, page)
+					}
+				}
+			}
 		})
 	}
+}
+
+func TestAdminStats(t *testing.T) {
+	t.Parallel()
+	runAdminCases(t, []adminCase{
+		{name: "counts per source, target and status", method: "GET", path: "/webhook/stats", status: 200, has: []string{
+			`"source":"github","target":"http","status":"dead","jobs":1`, `"source":"github","target":"exec","status":"done","jobs":1`,
+			`"source":"stripe","target":"http","status":"dead","jobs":1`, `"source":"stripe","target":"http","status":"running","jobs":1`,
+			`"source":"github","target":"http","status":"pending","jobs":1`, `"source":"slack","target":"http","status":"pending","jobs":1`,
+			`"events":6`,
+		}},
+		// The pending jobs were enqueued at adminT0.
+		{name: "oldest pending age from the clock", method: "GET", path: "/webhook/stats", clock: 90 * time.Second, status: 200,
+			has: []string{`"oldest_pending_ns":90000000000`, `"oldest_pending":"1m30s"`}},
+		{name: "a query is refused", method: "GET", path: "/webhook/stats?x=1", status: 400, err: "invalid parameter x"},
+		{name: "POST is not allowed", method: "POST", path: "/webhook/stats", status: 405, allow: "GET, HEAD", err: "not allowed"},
+	})
+}
+
+func TestAdminJobs(t *testing.T) {
+	t.Parallel()
+	runAdminCases(t, []adminCase{
+		{name: "all, newest first, without payloads", method: "GET", path: "/webhook/jobs", status: 200,
+			ids:   []role{binaryPending, githubHTTPPending, stripeHTTPRunning, stripeHTTPDead, githubExecDone, githubHTTPDead},
+			lacks: []string{`"payload"`, `"next_cursor"`}},
+		{name: "filtered by status, source and target", method: "GET", path: "/webhook/jobs?status=dead&source=github&target=http", status: 200,
+			ids: []role{githubHTTPDead}, has: []string{`"last_error":"upstream answered 400 Bad Request"`, `"event_type":"push"`}},
+		{name: "no match is an empty array, not null", method: "GET", path: "/webhook/jobs?source=slack&status=dead", status: 200,
+			has: []string{`{"jobs":[]}`}},
+		{name: "limit 0", method: "GET", path: "/webhook/jobs?limit=0", status: 400, err: "invalid parameter limit"},
+		{name: "limit 1001", method: "GET", path: "/webhook/jobs?limit=1001", status: 400, err: "invalid parameter limit"},
+		{name: "limit not a number", method: "GET", path: "/webhook/jobs?limit=ten", status: 400, err: "invalid parameter limit"},
+		{name: "status unknown", method: "GET", path: "/webhook/jobs?status=zombie", status: 400, err: "invalid parameter status"},
+		{name: "cursor negative", method: "GET", path: "/webhook/jobs?cursor=-5", status: 400, err: "invalid parameter cursor"},
+		{name: "unknown filter", method: "GET", path: "/webhook/jobs?sorce=github", status: 400, err: "invalid parameter sorce"},
+		{name: "DELETE is not allowed", method: "DELETE", path: "/webhook/jobs", status: 405, allow: "GET, HEAD", err: "not allowed"},
+	})
+}
+
+func TestAdminJob(t *testing.T) {
+	t.Parallel()
+	payload := `{"ref":"refs/heads/main"}`
+	runAdminCases(t, []adminCase{
+		// The wire form keeps []byte's base64 for machines; payload_text
+		// repeats a UTF-8 payload for people. The history names the
+		// upstream's answer "status".
+		{name: "text payload with payload_text, headers and history", method: "GET", path: "/webhook/jobs/{job}", job: githubHTTPDead, status: 200, has: []string{
+			`"id":{job}`, `"status":"dead"`, `"attempts":1`,
+			`"payload":"` + base64.StdEncoding.EncodeToString([]byte(payload)) + `"`, `"payload_text":` + strconv.Quote(payload),
+			`"headers":[{"name":"Content-Type"`,
+			`"duration_ns":420000`, `"outcome":"dead"`, `"status":400`, `"error":"upstream answered 400 Bad Request"`,
+		}},
+		{name: "binary payload has no payload_text", method: "GET", path: "/webhook/jobs/{job}", job: binaryPending, status: 200,
+			has: []string{`"payload":"//4AAQ=="`}, lacks: []string{"payload_text"}},
+		{name: "not found", method: "GET", path: "/webhook/jobs/999999", status: 404, err: "job 999999 not found"},
+		{name: "id not a number", method: "GET", path: "/webhook/jobs/abc", status: 400, err: "invalid parameter id"},
+		{name: "PUT is not allowed", method: "PUT", path: "/webhook/jobs/1", status: 405, allow: "GET, HEAD, DELETE", err: "not allowed"},
+	})
+}
+
+func TestAdminReplay(t *testing.T) {
+	t.Parallel()
+	runAdminCases(t, []adminCase{
+		// The attempts keep counting; the replay is counted.
+		{name: "a dead job is pending with a fresh budget", method: "POST", path: "/webhook/jobs/{job}/replay", job: githubHTTPDead, status: 200,
+			has: []string{`"id":{job}`, `"replayed":1`}, page: []string{`"status":"pending"`, `"attempts":1`, `"replays":1`}},
+		{name: "a pending job is not dead", method: "POST", path: "/webhook/jobs/{job}/replay", job: githubHTTPPending, status: 409, err: "is not dead",
+			after: map[role]queue.Status{githubHTTPPending: queue.StatusPending}},
+		{name: "a running job is not dead", method: "POST", path: "/webhook/jobs/{job}/replay", job: stripeHTTPRunning, status: 409, err: "is not dead"},
+		{name: "not found", method: "POST", path: "/webhook/jobs/999999/replay", status: 404, err: "job 999999 not found"},
+		{name: "id zero", method: "POST", path: "/webhook/jobs/0/replay", status: 400, err: "invalid parameter id"},
+		{name: "GET is not allowed", method: "GET", path: "/webhook/jobs/1/replay", status: 405, allow: "POST", err: "not allowed"},
+	})
+}
+
+func TestAdminReplayDead(t *testing.T) {
+	t.Parallel()
+	runAdminCases(t, []adminCase{
+		{name: "of one source only", method: "POST", path: "/webhook/replay?status=dead&source=stripe", status: 200,
+			has: []string{`"replayed":1`}, lacks: []string{`"id"`},
+			after: map[role]queue.Status{stripeHTTPDead: queue.StatusPending, githubHTTPDead: queue.StatusDead}},
+		{name: "every source", method: "POST", path: "/webhook/replay?status=dead", status: 200, has: []string{`"replayed":2`},
+			after: map[role]queue.Status{stripeHTTPDead: queue.StatusPending, githubHTTPDead: queue.StatusPending}},
+		{name: "by target with nothing dead", method: "POST", path: "/webhook/replay?status=dead&target=exec", status: 200, has: []string{`"replayed":0`}},
+		{name: "status done", method: "POST", path: "/webhook/replay?status=done", status: 400, err: "invalid parameter status: must be dead"},
+		{name: "without status", method: "POST", path: "/webhook/replay?source=github", status: 400, err: "invalid parameter status"},
+		// A typo must not widen a bulk replay to every source.
+		{name: "a misspelt source replays nothing", method: "POST", path: "/webhook/replay?status=dead&sorce=stripe", status: 400,
+			err: "invalid parameter sorce", after: map[role]queue.Status{githubHTTPDead: queue.StatusDead, stripeHTTPDead: queue.StatusDead}},
+	})
+}
+
+func TestAdminDiscard(t *testing.T) {
+	t.Parallel()
+	runAdminCases(t, []adminCase{
+		{name: "a done job and its event", method: "DELETE", path: "/webhook/jobs/{job}", job: githubExecDone, status: 200,
+			has: []string{`"id":{job}`, `"discarded":true`}, after: map[role]queue.Status{githubExecDone: ""},
+			page: []string{`not found`}},
+		{name: "a running job is refused", method: "DELETE", path: "/webhook/jobs/{job}", job: stripeHTTPRunning, status: 409, err: "is running",
+			after: map[role]queue.Status{stripeHTTPRunning: queue.StatusRunning}},
+		{name: "not found", method: "DELETE", path: "/webhook/jobs/999999", status: 404, err: "job 999999 not found"},
+	})
+}
+
+func TestAdminPurgeDone(t *testing.T) {
+	t.Parallel()
+	runAdminCases(t, []adminCase{
+		{name: "done jobs older than the app's retention", method: "POST", path: "/webhook/purge", status: 200,
+			has:   []string{`"purged":1`, `"cutoff":"` + adminT0.Add(-24*time.Hour).Format(time.RFC3339Nano) + `"`, `"older_than":"24h0m0s"`},
+			after: map[role]queue.Status{githubExecDone: "", githubHTTPDead: queue.StatusDead}},
+		{name: "older_than longer than every done job", method: "POST", path: "/webhook/purge?older_than=3d", status: 200,
+			has: []string{`"purged":0`, `"older_than":"72h0m0s"`}, after: map[role]queue.Status{githubExecDone: queue.StatusDone}},
+		{name: "older_than negative", method: "POST", path: "/webhook/purge?older_than=-1h", status: 400, err: "invalid parameter older_than"},
+		{name: "older_than garbage", method: "POST", path: "/webhook/purge?older_than=soon", status: 400, err: "invalid parameter older_than"},
+		{name: "GET is not allowed", method: "GET", path: "/webhook/purge", status: 405, allow: "POST", err: "not allowed"},
+	})
+}
+
+func TestAdminUnknownPaths(t *testing.T) {
+	t.Parallel()
+	runAdminCases(t, []adminCase{
+		{name: "an unknown endpoint", method: "GET", path: "/webhook/nope", status: 404, err: "no webhook admin endpoint"},
+		{name: "the base", method: "GET", path: "/webhook/", status: 404, err: "no webhook admin endpoint"},
+		{name: "too deep", method: "POST", path: "/webhook/jobs/1/replay/now", status: 404, err: "no webhook admin endpoint"},
+	})
 }
 
 func fixed(s string) func(adminData) string { return func(adminData) string { return s } }
@@ -569,8 +507,9 @@ func wantAllow(allow string) func(*testing.T, *adminFixture, adminData, *httptes
 }
 
 func TestAdminNoApp(t *testing.T) {
+	t.Parallel()
 	f := setupAdmin(t)
-	clearActiveQueue(f.owner)
+	f.cfg.Store(nil)
 	for _, tt := range []struct{ method, target string }{
 		{http.MethodGet, "/webhook/stats"},
 		{http.MethodGet, "/webhook/jobs"},
@@ -591,6 +530,7 @@ func TestAdminNoApp(t *testing.T) {
 }
 
 func TestAdminListPaging(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		query     string
@@ -656,6 +596,7 @@ func TestAdminListPaging(t *testing.T) {
 }
 
 func TestAdminPurge(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		done       int // done jobs finished 48h ago
@@ -682,7 +623,7 @@ func TestAdminPurge(t *testing.T) {
 			if rec.Code != http.StatusOK {
 				t.Fatalf("purge = %d: %s", rec.Code, rec.Body)
 			}
-			if r := decode[purgeResponse](t, rec); r.Purged != tt.wantPurged {
+			if r := decode[adminapi.PurgeResponse](t, rec); r.Purged != tt.wantPurged {
 				t.Errorf("purged = %d, want %d", r.Purged, tt.wantPurged)
 			}
 			page, err := f.store.ListJobs(t.Context(), queue.ListParams{Filter: queue.Filter{Status: queue.StatusDone}})
@@ -700,8 +641,9 @@ func TestAdminPurge(t *testing.T) {
 }
 
 func TestAdminPurgeWithoutRetention(t *testing.T) {
+	t.Parallel()
 	f := setupAdmin(t)
-	setActiveQueue(f.owner, f.store, 0, adminRoutes, nil, nil)
+	f.cfg.Store(&runningConfig{Store: f.store, Routes: adminRoutes})
 	f.addJob(t, jobSpec{source: "github", target: "http", status: queue.StatusDone, finished: time.Hour})
 	rec := f.do(t, http.MethodPost, "/webhook/purge")
 	if rec.Code != http.StatusBadRequest {
@@ -773,6 +715,7 @@ func TestAdminStoreFailures(t *testing.T) {
 // also in rows stored before the words changed, to the words of the logs
 // and metrics.
 func TestAttemptOutcome(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		status queue.Status
 		want   string
@@ -810,6 +753,7 @@ func TestAdminModule(t *testing.T) {
 // have: stats mark them, a bulk replay leaves them dead, and the bulk
 // discard deletes them by filter.
 func TestAdminUnroutable(t *testing.T) {
+	t.Parallel()
 	type ids struct{ gonePending, goneDead, routedPending, routedDead int64 }
 	setup := func(t *testing.T) (*adminFixture, ids) {
 		f := setupAdmin(t)
@@ -822,7 +766,7 @@ func TestAdminUnroutable(t *testing.T) {
 	}
 	t.Run("stats mark unroutable routes", func(t *testing.T) {
 		f, _ := setup(t)
-		st := decode[statsResponse](t, f.do(t, http.MethodGet, "/webhook/stats"))
+		st := decode[adminapi.StatsResponse](t, f.do(t, http.MethodGet, "/webhook/stats"))
 		for _, c := range st.Counts {
 			if want := c.Target == "gone"; c.Unroutable != want {
 				t.Errorf("%s/%s/%s unroutable = %v, want %v", c.Source, c.Target, c.Status, c.Unroutable, want)
@@ -838,7 +782,7 @@ func TestAdminUnroutable(t *testing.T) {
 		if rec.Code != http.StatusOK {
 			t.Fatalf("replay = %d: %s", rec.Code, rec.Body)
 		}
-		if r := decode[replayResponse](t, rec); r.Replayed != 1 || r.Unroutable != 1 {
+		if r := decode[adminapi.ReplayResponse](t, rec); r.Replayed != 1 || r.Unroutable != 1 {
 			t.Errorf("replay = %+v, want 1 replayed, 1 unroutable", r)
 		}
 		if s := f.getJob(t, id.goneDead).Status; s != queue.StatusDead {
@@ -882,7 +826,7 @@ func TestAdminUnroutable(t *testing.T) {
 			if tt.wantStatus != http.StatusOK {
 				return
 			}
-			if r := decode[discardJobsResponse](t, rec); r.Discarded != tt.discarded {
+			if r := decode[adminapi.DiscardJobsResponse](t, rec); r.Discarded != tt.discarded {
 				t.Errorf("discarded = %d, want %d", r.Discarded, tt.discarded)
 			}
 			for _, j := range tt.gone(id) {
@@ -900,6 +844,7 @@ func TestAdminUnroutable(t *testing.T) {
 // TestAdminErrorParam: an error about a parameter names it in the param
 // field, which clients read instead of the message.
 func TestAdminErrorParam(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, method, target string
 		wantStatus           int
@@ -922,7 +867,7 @@ func TestAdminErrorParam(t *testing.T) {
 			if rec.Code != tt.wantStatus {
 				t.Fatalf("status %d, want %d: %s", rec.Code, tt.wantStatus, rec.Body)
 			}
-			e := decode[apiErrorBody](t, rec)
+			e := decode[adminapi.Error](t, rec)
 			if e.Param != tt.wantParam || e.Error == "" {
 				t.Errorf("body %+v, want param %q and a message", e, tt.wantParam)
 			}

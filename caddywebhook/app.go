@@ -15,13 +15,14 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/pullside"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
 func init() {
 	caddy.RegisterModule(new(App))
+	pullside.Install(pullSideOf)
 	// A config without the webhook app may be the one running when Caddy
 	// exits: the pools still draining from earlier configs stop then too.
 	caddy.OnExit(func(ctx context.Context) { stopDrains(ctx) })
@@ -146,12 +147,10 @@ type App struct {
 	started  bool
 	pool     *queue.Pool
 	keeper   *queue.Housekeeper
-	notify   *notifier    // nil without Notify
-	pauses   *pauseSet    // nil without a pool
-	flow     *queue.Flow  // nil when no target has a rate, concurrency or circuit breaker
-	pull     *Pull        // nil without pull targets (pull.go)
-	traced   bool         // this app holds a spanExport reference (Tracing)
-	events   *caddyEvents // the config's `events` app; nil without one
+	notify   *notifier      // nil without Notify
+	live     *runningConfig // what Start published; nil before and after
+	traced   bool           // this app holds a spanExport reference (Tracing)
+	events   *caddyEvents   // the config's `events` app; nil without one
 }
 
 // BackoffConfig is the retry backoff of failing jobs.
@@ -169,32 +168,6 @@ func (*App) CaddyModule() caddy.ModuleInfo {
 		ID:  "webhook",
 		New: func() caddy.Module { return new(App) },
 	}
-}
-
-// stores shares open stores across config loads, keyed by backend and
-// location: "sqlite:" + absolute path, or "postgres:" + a fingerprint of
-// the DSN (never the DSN) + "/" + schema.
-var stores = caddy.NewUsagePool()
-
-// sharedStore is a store in the usage pool; it closes when the last app
-// holding it is cleaned up.
-type sharedStore struct {
-	queue.Store
-	key      string     // its key in stores and openStores
-	settings string     // the Storage settings it was opened with
-	wakers   pullWakers // the consumers waiting for pull targets' jobs (pull.go)
-}
-
-// openStores lists the stores open now, by key, for readers that must
-// not wait on the usage pool: its Range waits for a store still opening
-// (a migration may take minutes) while holding the pool's lock, which
-// every config load needs.
-var openStores sync.Map
-
-// Destruct implements caddy.Destructor.
-func (s *sharedStore) Destruct() error {
-	openStores.CompareAndDelete(s.key, s)
-	return s.Close()
 }
 
 // Provision sets defaults and registers the metrics. It opens nothing:
@@ -217,7 +190,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("webhook: load events app: %w", err)
 	}
 	a.events = events
-	sctx := WithSecrets(ctx, a.secrets)
+	sctx := withSecrets(ctx, a.secrets)
 	raw, err := withBackend(a.StorageRaw)
 	if err != nil {
 		return err
@@ -246,53 +219,6 @@ func (a *App) Validate() error {
 // It is complete once every module of the config is provisioned, before
 // the app starts.
 func (a *App) Secrets() *Secrets { return a.secrets }
-
-// queueStore returns the store, opening (or sharing) it on first use.
-func (a *App) queueStore() (queue.Store, error) {
-	if s := a.opened.Load(); s != nil {
-		return s, nil
-	}
-	a.storeMu.Lock()
-	defer a.storeMu.Unlock()
-	if s := a.opened.Load(); s != nil {
-		return s, nil
-	}
-	if a.released {
-		return nil, queue.ErrClosed
-	}
-	st := a.storage
-	key, settings := st.StoreKey(), st.StoreSettings()
-	val, _, err := stores.LoadOrNew(key, func() (caddy.Destructor, error) {
-		s, err := st.OpenStore(a.ctx)
-		if err != nil {
-			return nil, err
-		}
-		shared := &sharedStore{Store: s, key: key, settings: settings}
-		openStores.Store(key, shared)
-		return shared, nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("webhook: open store %s: %w", st.StoreName(), err)
-	}
-	a.storeKey = key
-	shared := val.(*sharedStore)
-	if shared.settings != settings {
-		a.logger.Warn("storage settings change when Caddy restarts: the open store is shared across reloads",
-			zap.String("store", st.StoreName()),
-			zap.String("configured", settings),
-			zap.String("in_effect", shared.settings))
-	}
-	a.opened.Store(shared)
-	return shared, nil
-}
-
-// openedStore returns the store if it is open, else nil.
-func (a *App) openedStore() queue.Store {
-	if s := a.opened.Load(); s != nil {
-		return s.Store
-	}
-	return nil
-}
 
 // validate checks the numbers; each message names the option.
 func (a *App) validate() error {
@@ -418,6 +344,8 @@ func (a *App) Start() error {
 	redact := a.redactorLocked()
 	policyFor := a.policyFor(a.policies)
 	limits := maps.Clone(a.limits)
+	rules := maps.Clone(a.rules)
+	sources := maps.Clone(a.sources)
 	a.mu.Unlock()
 
 	var notify *notifier
@@ -440,7 +368,8 @@ func (a *App) Start() error {
 		return fmt.Errorf("webhook: %w", err)
 	}
 
-	handler := attemptHandler{next: redactingHandler{next: router(handlers), r: redact}}
+	d := &delivery{store: store, targets: handlers, policyFor: policyFor, limits: limits, redact: redact, notify: notify, obs: obs}
+	handler := attemptHandler{next: redactingHandler{next: router(handlers), r: redact}, last: a.lastAttempt(policyFor)}
 	if a.Tracing {
 		if handler.tracer, err = a.acquireTracer(); err != nil {
 			return err
@@ -448,14 +377,20 @@ func (a *App) Start() error {
 	}
 	// The pool never claims a pull target's jobs: its consumers do.
 	pulled, pooled := pullRoutes(routes, handlers)
-	pool, pauses, flow, err := a.newPool(store, pooled, handler, policyFor, limits, notify, obs)
+	side, err := a.newPool(d, pooled, handler)
 	if err != nil {
 		return err
 	}
-
-	pull, pauses, err := a.newPullSide(store, pulled, handlers, policyFor, redact, pauses, obs)
-	if err != nil {
-		return err
+	pool, pauses, flow := side.pool, side.pauses, side.flow
+	var pull *pullSide
+	if len(pulled) > 0 {
+		if pauses == nil {
+			// Read before the first claim, as the pool's are.
+			if pauses, err = a.newPauses(store); err != nil {
+				return err
+			}
+		}
+		pull = a.newPull(d, pulled, pauses.paused)
 	}
 
 	if err := keeper.Start(a.ctx); err != nil {
@@ -476,48 +411,102 @@ func (a *App) Start() error {
 	if pauses != nil {
 		pauses.Start(a.ctx)
 	}
+	live := &runningConfig{
+		Store:      store,
+		Retention:  a.retention(),
+		Routes:     routes,
+		pauses:     pauses,
+		rules:      rules,
+		sources:    sources,
+		pull:       pull,
+		maxTails:   a.MaxTails,
+		tailMaxLag: time.Duration(a.TailMaxLag),
+	}
+	if flow != nil {
+		live.Circuits = flow.Circuits
+	}
 	a.mu.Lock()
-	a.pool, a.keeper, a.notify, a.pauses, a.flow, a.pull = pool, keeper, notify, pauses, flow, pull
+	a.pool, a.keeper, a.notify, a.live = pool, keeper, notify, live
 	a.mu.Unlock()
-	setActiveQueue(a, store, a.retention(), routes, pauses, flow)
-	setActiveRules(a, a.rules)
-	tails.limit(a.MaxTails, time.Duration(a.TailMaxLag))
+	current.Store(live)
 
 	a.logStarted(pool, pull, routes)
 	return nil
 }
 
-// newPool builds the worker pool over routes, with its pause set and flow
-// control (nil when no target has a limit), or returns nils when workers
-// is 0 or no receiver names a target. The pauses are read before the
-// pool's first claim, so a paused route stays paused across a restart
-// from the first moment.
-func (a *App) newPool(store queue.Store, routes []queue.Route, handler queue.Handler, policyFor func(*queue.Job) (queue.RetryPolicy, int),
-	limits map[queue.Route]queue.FlowLimits, notify *notifier, obs *observer) (*queue.Pool, *pauseSet, *queue.Flow, error) {
-	n := a.workers()
-	if n == 0 || len(routes) == 0 {
-		return nil, nil, nil, nil
+// lastAttempt reports whether a job is on the last attempt its route's
+// budget allows, as queue.Decider counts it (from the last replay on).
+func (a *App) lastAttempt(policyFor func(*queue.Job) (queue.RetryPolicy, int)) func(*queue.Job) bool {
+	return func(job *queue.Job) bool {
+		budget := cmp.Or(a.MaxAttempts, queue.DefaultMaxAttempts)
+		if policyFor != nil {
+			if _, n := policyFor(job); n != 0 {
+				budget = n
+			}
+		}
+		return job.Attempt-job.ReplayBase >= budget
 	}
+}
+
+// delivery is what Start hands the builders of the pool and the pull
+// side: the store, each route's target (its transform included), retry
+// policy and flow limits, and where attempts are reported.
+type delivery struct {
+	store     *sharedStore
+	targets   map[queue.Route]Target
+	policyFor func(*queue.Job) (queue.RetryPolicy, int)
+	limits    map[queue.Route]queue.FlowLimits
+	redact    *redactor // takes the config's secrets out of attempts' errors
+	notify    *notifier // nil without Notify
+	obs       queue.Observer
+}
+
+// poolSide is the worker pool with its pause set and flow control (nil
+// when no target has a limit); all nil when no pool runs.
+type poolSide struct {
+	pool   *queue.Pool
+	pauses *pauseSet
+	flow   *queue.Flow
+}
+
+// newPauses reads the store's pauses into a pause set, before the first
+// claim, so a paused route stays paused across a restart from the first
+// moment.
+func (a *App) newPauses(store queue.Store) (*pauseSet, error) {
 	pauses := newPauseSet(store, a.logger)
 	if err := pauses.refresh(a.ctx); err != nil {
-		return nil, nil, nil, fmt.Errorf("webhook: %w", err)
+		return nil, fmt.Errorf("webhook: %w", err)
+	}
+	return pauses, nil
+}
+
+// newPool builds the worker pool over routes with handler, or none when
+// workers is 0 or no receiver names a target.
+func (a *App) newPool(d *delivery, routes []queue.Route, handler queue.Handler) (poolSide, error) {
+	n := a.workers()
+	if n == 0 || len(routes) == 0 {
+		return poolSide{}, nil
+	}
+	pauses, err := a.newPauses(d.store)
+	if err != nil {
+		return poolSide{}, err
 	}
 	// With flow control the flow answers for pauses too (its plan
 	// names the routes a claim reads).
-	flow := a.newFlow(routes, limits, notify, pauses.paused)
+	flow := a.newFlow(routes, d.limits, d.notify, pauses.paused)
 	cfg := queue.PoolConfig{
-		Store:         store,
+		Store:         d.store,
 		Handler:       handler,
 		Workers:       n,
 		Lease:         time.Duration(a.Lease),
 		PollInterval:  time.Duration(a.PollInterval),
 		MaxAttempts:   a.MaxAttempts,
-		PolicyFor:     policyFor,
+		PolicyFor:     d.policyFor,
 		MaxRetryAfter: time.Duration(a.MaxRetryAfter),
 		ShutdownGrace: time.Duration(a.ShutdownGrace),
 		Routes:        routes,
 		Paused:        pauses.paused,
-		Observer:      obs,
+		Observer:      d.obs,
 	}
 	if flow != nil {
 		cfg.Flow = flow
@@ -530,14 +519,14 @@ func (a *App) newPool(store queue.Store, routes []queue.Route, handler queue.Han
 	}
 	pool, err := queue.NewPool(cfg)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("webhook: %w", err)
+		return poolSide{}, fmt.Errorf("webhook: %w", err)
 	}
-	return pool, pauses, flow, nil
+	return poolSide{pool: pool, pauses: pauses, flow: flow}, nil
 }
 
 // logStarted logs how the queue started: with a pool, with pull targets
 // only, or receiving only.
-func (a *App) logStarted(pool *queue.Pool, pull *Pull, routes []queue.Route) {
+func (a *App) logStarted(pool *queue.Pool, pull *pullSide, routes []queue.Route) {
 	fields := []zap.Field{zap.Int("routes", len(routes)), zap.Int("workers", a.workers())}
 	if pull != nil {
 		fields = append(fields, zap.Strings("pull_targets", pull.Targets()))
@@ -555,10 +544,6 @@ func (a *App) logStarted(pool *queue.Pool, pull *Pull, routes []queue.Route) {
 	}
 }
 
-// stopMargin is how long Stop waits past the grace for handlers that ignore
-// their cancelled context before it hands their jobs back regardless.
-const stopMargin = 5 * time.Second
-
 // Stop stops housekeeping and the pool's claims. When Caddy exits, it
 // gives running deliveries (this pool's and those still draining from
 // earlier configs) the shutdown grace and hands the rest back without
@@ -567,17 +552,20 @@ const stopMargin = 5 * time.Second
 // replaces this one; Cleanup releases it.
 func (a *App) Stop() error {
 	a.mu.Lock()
-	pool, keeper, notify, pauses, pull := a.pool, a.keeper, a.notify, a.pauses, a.pull
-	a.pool, a.keeper, a.notify, a.pauses, a.flow, a.pull = nil, nil, nil, nil, nil, nil
+	pool, keeper, notify, live := a.pool, a.keeper, a.notify, a.live
+	a.pool, a.keeper, a.notify, a.live = nil, nil, nil, nil
 	a.mu.Unlock()
-	if pull != nil {
-		pull.stop()
-	}
-	clearActiveQueue(a)
-	clearActiveRules(a)
-	// A draining pool claims nothing more, so its pauses need no refresh.
-	if pauses != nil {
-		pauses.Stop()
+	if live != nil {
+		// Unless a reload's new app has published its own already.
+		current.CompareAndSwap(live, nil)
+		if live.pull != nil {
+			live.pull.stop()
+		}
+		// A draining pool claims nothing more, so its pauses need no
+		// refresh.
+		if live.pauses != nil {
+			live.pauses.Stop()
+		}
 	}
 
 	grace := cmp.Or(time.Duration(a.ShutdownGrace), queue.DefaultShutdownGrace)
@@ -622,97 +610,6 @@ func (a *App) Stop() error {
 	return nil
 }
 
-// drains holds the pools of replaced configs whose deliveries are still
-// finishing, for stopDrains.
-var drains = struct {
-	mu    sync.Mutex
-	pools map[*queue.Pool]drainState
-}{pools: make(map[*queue.Pool]drainState)}
-
-// drainState is one draining pool's shutdown grace, and done, closed when
-// its drain has ended: the pool done, its notices stored, its store
-// reference dropped.
-type drainState struct {
-	grace time.Duration
-	done  chan struct{}
-}
-
-// drain lets pool's running deliveries finish in the background after a
-// reload: the pool stops claiming at once, hands back the jobs it claimed
-// ahead, and keeps extending the leases of the running ones until each
-// returns (bounded by its target's timeout), so the new config's pool
-// never starts them again. The drain holds its own reference to the
-// store, which this app's Cleanup would otherwise close under it, and
-// drops it when done. notify, if not nil, is stopped (its open windows
-// stored) after the pool, so the deaths of the drained deliveries are in
-// its notices.
-func (a *App) drain(pool *queue.Pool, grace time.Duration, notify *notifier) {
-	key := a.storeKey
-	if _, _, err := stores.LoadOrNew(key, func() (caddy.Destructor, error) {
-		return nil, errors.New("store is closed")
-	}); err != nil {
-		// This app holds a reference until Cleanup, so the store is open;
-		// should it not be, a real stop is the safe way out.
-		a.logger.Error("webhook pool cannot drain in the background; stopping it", zap.Error(err))
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), grace+stopMargin)
-		defer cancel()
-		_ = pool.Stop(ctx)
-		if notify != nil {
-			_ = notify.Stop(ctx)
-		}
-		return
-	}
-	done := make(chan struct{})
-	drains.mu.Lock()
-	drains.pools[pool] = drainState{grace: grace, done: done}
-	drains.mu.Unlock()
-	pool.Drain()
-	logger := a.logger.With(zap.String("lease_owner", pool.Owner()))
-	logger.Info("webhook pool draining: running deliveries finish in the background")
-	go func() {
-		defer close(done)
-		<-pool.Done()
-		if notify != nil {
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), grace+stopMargin)
-			if err := notify.Stop(ctx); err != nil {
-				logger.Error("store the notices of a drained pool", zap.Error(err))
-			}
-			cancel()
-		}
-		drains.mu.Lock()
-		delete(drains.pools, pool)
-		drains.mu.Unlock()
-		if _, err := stores.Delete(key); err != nil {
-			logger.Error("close store after drain", zap.Error(err))
-		}
-		logger.Info("webhook pool drained")
-	}()
-}
-
-// stopDrains stops every pool still draining, all at once: each gives its
-// running deliveries its shutdown grace, then hands them back uncharged.
-// It returns when all have stopped and their drains have ended (the
-// notices of their last deliveries stored: the process exits next), or
-// when ctx ends.
-func stopDrains(ctx context.Context) {
-	drains.mu.Lock()
-	pools := maps.Clone(drains.pools)
-	drains.mu.Unlock()
-	var wg sync.WaitGroup
-	for pool, d := range pools {
-		wg.Go(func() {
-			pctx, cancel := context.WithTimeout(ctx, d.grace+stopMargin)
-			defer cancel()
-			_ = pool.Stop(pctx)
-			select {
-			case <-d.done:
-			case <-ctx.Done():
-			}
-		})
-	}
-	wg.Wait()
-}
-
 // Cleanup releases this app's reference to the store; the last reference
 // closes it. It is safe after a failed Provision.
 func (a *App) Cleanup() error {
@@ -754,138 +651,6 @@ func (rt router) Handle(ctx context.Context, job *queue.Job) error {
 	return t.Deliver(ctx, job)
 }
 
-// Outcome words of a delivery attempt, in logs, metrics and the attempt
-// history the admin API and the CLI show.
-const (
-	deliveryDelivered  = "delivered"
-	deliveryRetry      = "retry"
-	deliveryDead       = "dead"
-	deliveryLeaseLost  = "lease_lost"
-	deliveryHandedBack = "handed_back"
-)
-
-// deliveryOutcomes lists the outcome words of a delivery attempt, for the
-// checks of a filter on them.
-var deliveryOutcomes = [...]string{deliveryDelivered, deliveryRetry, deliveryDead, deliveryLeaseLost, deliveryHandedBack}
-
-// attemptOutcome is the outcome word of a recorded attempt after which its
-// job's status became status. The stores record that status in the
-// history (and rows already stored keep it), so it is mapped here, where
-// the logs get their word too.
-func attemptOutcome(status queue.Status) string {
-	switch status {
-	case queue.StatusDone:
-		return deliveryDelivered
-	case queue.StatusPending:
-		return deliveryRetry
-	case queue.StatusDead:
-		return deliveryDead
-	case queue.StatusRunning:
-		// A hand-back records the attempt with the job still running.
-		return deliveryHandedBack
-	}
-	return string(status)
-}
-
-// maxLoggedError bounds the error text of a delivery in logs and tail
-// lines, which queue.SafeLine makes one line. The text comes from the
-// target (an HTTP status, an exit code and the tail of a program's
-// output), which targets keep free of secrets and headers.
-const maxLoggedError = 512
-
-// observer turns the pool's and the housekeeper's events into logs and
-// metrics. It logs identifiers and outcome words, never payloads, headers
-// or secrets.
-type observer struct {
-	queue.NopObserver
-	logger *zap.Logger
-	notify *notifier    // nil without notifications
-	events *caddyEvents // nil without Caddy's events app
-}
-
-func jobFields(job *queue.Job, extra ...zap.Field) []zap.Field {
-	ids := [...]zap.Field{
-		zap.String("source", job.Source),
-		zap.String("target", job.Target),
-		zap.Int64("job_id", job.ID),
-		zap.String("delivery_id", job.DeliveryID),
-		zap.String("event_type", job.EventType),
-		zap.Int("attempt", job.Attempt),
-	}
-	// Room for what JobFinished may still add (an error, and a next
-	// attempt or a note), so its line costs one slice, not a second.
-	fields := make([]zap.Field, 0, len(ids)+len(extra)+2)
-	return append(append(fields, ids[:]...), extra...)
-}
-
-// JobFinished implements queue.Observer.
-func (o *observer) JobFinished(job *queue.Job, c queue.Completion, recorded bool, err error) {
-	word, level := attemptOutcome(c.Status), zapcore.InfoLevel
-	switch {
-	case !recorded:
-		word, level = deliveryLeaseLost, zapcore.WarnLevel
-	case c.Status == queue.StatusPending:
-		level = zapcore.WarnLevel
-	case c.Status == queue.StatusDead:
-		level = zapcore.ErrorLevel
-	}
-	webhookMetrics.deliveries.WithLabelValues(job.Source, job.Target, word).Inc()
-	tails.publishDelivery(job, word, c.Duration, c.Error)
-	if recorded && c.Status == queue.StatusDead {
-		if o.notify != nil {
-			o.notify.JobDead(job, c)
-		}
-		o.events.jobDead(job, c)
-	}
-	if recorded {
-		webhookMetrics.duration.WithLabelValues(job.Source, job.Target).Observe(c.Duration.Seconds())
-		if c.Status == queue.StatusDone {
-			observeDelivered(job, c)
-		}
-	}
-	ce := o.logger.Check(level, word)
-	if ce == nil {
-		return
-	}
-	fields := jobFields(job, zap.String("outcome", word), zap.Duration("duration", c.Duration))
-	if c.Status == queue.StatusPending && recorded {
-		fields = append(fields, zap.Time("next_attempt", c.RunAt))
-	}
-	if c.Error != "" {
-		fields = append(fields, zap.String("error", queue.SafeLine(c.Error, maxLoggedError)))
-	}
-	if !recorded && err == nil {
-		fields = append(fields, zap.String("note", "delivered, but the job was no longer ours to record; it may be delivered again"))
-	}
-	ce.Write(fields...)
-}
-
-// JobHandedBack implements queue.Observer.
-func (o *observer) JobHandedBack(job *queue.Job) {
-	webhookMetrics.deliveries.WithLabelValues(job.Source, job.Target, deliveryHandedBack).Inc()
-	tails.publishDelivery(job, deliveryHandedBack, 0, "")
-	o.logger.Info(deliveryHandedBack, jobFields(job, zap.String("outcome", deliveryHandedBack))...)
-}
-
-// LeaseLost implements queue.Observer. For a job whose delivery started,
-// the attempt's JobFinished follows and counts it; a job claimed ahead and
-// lost before it started was never delivered, and is only logged.
-func (o *observer) LeaseLost(job *queue.Job) {
-	o.logger.Warn("lease lost; delivery cancelled", jobFields(job, zap.String("outcome", deliveryLeaseLost))...)
-}
-
-// StoreError implements queue.Observer and queue.HousekeeperObserver.
-func (o *observer) StoreError(op string, err error) {
-	o.logger.Error("queue store error", zap.String("op", op), zap.Error(err))
-}
-
-// Purged implements queue.HousekeeperObserver.
-func (o *observer) Purged(jobs int, cutoff time.Time) {
-	if jobs > 0 {
-		o.logger.Info("purged delivered jobs", zap.Int("jobs", jobs), zap.Time("finished_before", cutoff))
-	}
-}
-
 // Interface guards
 var (
 	_ caddy.App          = (*App)(nil)
@@ -893,7 +658,4 @@ var (
 	_ caddy.Validator    = (*App)(nil)
 	_ caddy.CleanerUpper = (*App)(nil)
 	_ queue.Handler      = router(nil)
-	_ queue.Observer     = (*observer)(nil)
-
-	_ queue.HousekeeperObserver = (*observer)(nil)
 )

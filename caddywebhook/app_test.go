@@ -255,7 +255,7 @@ func (h *harness) rawLogs(t *testing.T) []byte {
 // store is the store of the running webhook app.
 func (h *harness) store(t *testing.T) queue.Store {
 	t.Helper()
-	q := currentQueue()
+	q := current.Load()
 	if q == nil {
 		t.Fatal("no webhook app is running")
 	}

@@ -55,6 +55,7 @@ func TestBodyBudgetPerClient(t *testing.T) {
 }
 
 func TestClientAddr(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		remote   string

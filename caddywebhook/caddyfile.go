@@ -2,6 +2,7 @@ package caddywebhook
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -12,7 +13,9 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-	"github.com/dustin/go-humanize"
+
+	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/caddyfileopt"
+	"github.com/caddywebhook/caddywebhook/caddywebhook/rules"
 )
 
 func init() {
@@ -23,10 +26,6 @@ func init() {
 	// not shadow the receiver; request_body (a size limit) and header still
 	// run before it.
 	httpcaddyfile.RegisterDirectiveOrder("webhook_receiver", httpcaddyfile.After, "request_body")
-	httpcaddyfile.RegisterHandlerDirective("webhook_dashboard", parseDashboardDirective)
-	// With the handlers that respond, after basic_auth and forward_auth, so
-	// that the authentication in the same block always runs first.
-	httpcaddyfile.RegisterDirectiveOrder("webhook_dashboard", httpcaddyfile.Before, "respond")
 }
 
 // parseGlobalOption turns the global option `webhook { … }` into the webhook
@@ -96,13 +95,13 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "synchronous", "max_batch", "min_free_space":
 			storage.option(d)
 		case "workers":
-			n, err := intArg(d, opt)
+			n, err := caddyfileopt.Int(d, opt)
 			if err != nil {
 				return err
 			}
 			a.Workers = &n
 		case "max_attempts":
-			n, err := intArg(d, opt)
+			n, err := caddyfileopt.Int(d, opt)
 			if err != nil {
 				return err
 			}
@@ -123,7 +122,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 		case "max_tails":
-			n, err := intArg(d, opt)
+			n, err := caddyfileopt.Int(d, opt)
 			if err != nil {
 				return err
 			}
@@ -215,33 +214,6 @@ func unmarshalNotify(d *caddyfile.Dispenser) (*NotifyConfig, error) {
 	return n, nil
 }
 
-// intArg reads the one non-negative integer argument of option opt.
-func intArg(d *caddyfile.Dispenser, opt string) (int, error) {
-	var s string
-	if !d.AllArgs(&s) {
-		return 0, d.Errf("webhook: %s needs one number", opt)
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 0 {
-		return 0, d.Errf("webhook: %s: %q is not a non-negative number", opt, s)
-	}
-	return n, nil
-}
-
-// CountArg reads the one argument of option opt, a number of at least 1
-// (0 would read as the default in JSON), for the module packages'
-// unmarshalers; the messages name opt.
-func CountArg(d *caddyfile.Dispenser, opt string) (int, error) {
-	n, err := intArg(d, opt)
-	if err != nil {
-		return 0, err
-	}
-	if n < 1 {
-		return 0, d.Errf("webhook: %s must be at least 1", opt)
-	}
-	return n, nil
-}
-
 // durationArg reads the one positive duration argument of option opt.
 func durationArg(d *caddyfile.Dispenser, opt string, dst *caddy.Duration) error {
 	var s string
@@ -262,6 +234,23 @@ func parseDuration(d *caddyfile.Dispenser, opt, s string) (caddy.Duration, error
 		return 0, d.Errf("webhook: %s: %q is not a positive duration", opt, s)
 	}
 	return caddy.Duration(v), nil
+}
+
+// fieldSourceArgs reads `header <name> | json <field>`, where a delivery
+// id, an event type or an ordering key comes from; opt names the option
+// in the messages.
+func fieldSourceArgs(d *caddyfile.Dispenser, opt string) (FieldSource, error) {
+	var from, name string
+	if !d.AllArgs(&from, &name) {
+		return FieldSource{}, d.Errf("webhook_receiver: %s needs a source and a name: %s header <name> | %s json <field>", opt, opt, opt)
+	}
+	switch from {
+	case "header":
+		return FieldSource{Header: name}, nil
+	case "json":
+		return FieldSource{JSON: name}, nil
+	}
+	return FieldSource{}, d.Errf("webhook_receiver: %s: %q is not header or json", opt, from)
 }
 
 // parseReceiverDirective parses the webhook_receiver directive; the matcher
@@ -381,15 +370,10 @@ func (rc *Receiver) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			rc.Tolerance = s
 		case "max_body", "max_body_inflight", "max_body_inflight_per_client", "min_body_rate":
-			var s string
-			if !d.AllArgs(&s) {
-				return d.Errf("webhook_receiver: %s needs one size, e.g. 1MB", opt)
-			}
-			n, err := humanize.ParseBytes(s)
-			if err != nil || n == 0 || n > math.MaxInt64 {
-				// 0 would read as the default in JSON; the upper
-				// bound is checked by Validate.
-				return d.Errf("webhook_receiver: %s: %q is not a size such as 1MB", opt, s)
+			// The upper bound is checked by Validate.
+			n, err := caddyfileopt.Size(d, "webhook_receiver", opt, "1MB", math.MaxInt64)
+			if err != nil {
+				return err
 			}
 			switch opt {
 			case "max_body":
@@ -402,38 +386,21 @@ func (rc *Receiver) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				rc.MinBodyRate = int64(n)
 			}
 		case "delivery_id", "event_type":
-			var from, name string
-			if !d.AllArgs(&from, &name) {
-				return d.Errf("webhook_receiver: %s needs a source and a name: %s header <name> | %s json <field>", opt, opt, opt)
-			}
-			f := new(FieldSource)
-			switch from {
-			case "header":
-				f.Header = name
-			case "json":
-				f.JSON = name
-			default:
-				return d.Errf("webhook_receiver: %s: %q is not header or json", opt, from)
+			f, err := fieldSourceArgs(d, opt)
+			if err != nil {
+				return err
 			}
 			if opt == "delivery_id" {
-				rc.DeliveryID = f
+				rc.DeliveryID = &f
 			} else {
-				rc.EventType = f
+				rc.EventType = &f
 			}
 		case "ordering_key":
-			var from, name string
-			if !d.AllArgs(&from, &name) {
-				return d.Errf("webhook_receiver: ordering_key needs a source and a name: ordering_key header <name> | ordering_key json <field>")
+			f, err := fieldSourceArgs(d, opt)
+			if err != nil {
+				return err
 			}
-			k := new(OrderingKey)
-			switch from {
-			case "header":
-				k.Header = name
-			case "json":
-				k.JSON = name
-			default:
-				return d.Errf("webhook_receiver: ordering_key: %q is not header or json", from)
-			}
+			k := &OrderingKey{Header: f.Header, JSON: f.JSON}
 			for nesting := d.Nesting(); d.NextBlock(nesting); {
 				switch d.Val() {
 				case "on_dead":
@@ -740,3 +707,145 @@ var (
 	_ caddyfile.Unmarshaler = (*App)(nil)
 	_ caddyfile.Unmarshaler = (*Receiver)(nil)
 )
+
+// ruleArgs reads the expression of a `filter`, `body` or `header <name>`
+// line: the rest of the line, as Caddy's `expression` matcher reads it. One
+// argument is taken unquoted (a backtick or double-quoted token), several
+// are joined raw with spaces, quotes kept, so `filter body.ref ==
+// "refs/heads/main"` needs no quoting of its own.
+func ruleArgs(d *caddyfile.Dispenser) (string, bool) {
+	switch d.CountRemainingArgs() {
+	case 0:
+		return "", false
+	case 1:
+		d.NextArg()
+		return d.Val(), true
+	}
+	return strings.Join(d.RemainingArgsRaw(), " "), true
+}
+
+// caddyfileRule is one rule line of a Caddyfile, kept until the whole
+// receiver is read, so that its compile error can name the receiver and
+// the target as well as the line.
+type caddyfileRule struct {
+	field     string // filter, transform: body, transform: header X, …
+	file      string
+	line      int
+	filter    string
+	transform *rules.TransformConfig // the line alone
+}
+
+// newCaddyfileRule records the rule of the line the dispenser is on.
+func newCaddyfileRule(d *caddyfile.Dispenser, field string) caddyfileRule {
+	return caddyfileRule{field: field, file: d.File(), line: d.Line()}
+}
+
+// check compiles the rule; the error names where, the field, the line of
+// the Caddyfile and the column in the expression, in the form of Caddy's
+// own parse errors.
+func (cr caddyfileRule) check(where string) error {
+	var err error
+	if cr.transform != nil {
+		_, err = rules.CompileTransform(cr.transform, rules.Options{})
+		var fe *rules.FieldError
+		if errors.As(err, &fe) {
+			err = fe.Err // the field is cr.field
+		}
+	} else {
+		_, err = rules.CompileFilter([]string{cr.filter}, rules.Options{})
+	}
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s:%d - Error during parsing: %s: %s: %w", cr.file, cr.line, where, cr.field, err)
+}
+
+// checkCaddyfileRules compiles each of crs, where naming their receiver
+// and target (or the notify block).
+func checkCaddyfileRules(crs []caddyfileRule, where string) error {
+	for _, cr := range crs {
+		if err := cr.check(where); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// unmarshalTransform reads a `transform { body <CEL> header <name> <CEL>
+// remove_header <name…> }` block, the dispenser on `transform`; where
+// starts the messages. It returns each line's rule too, for the caller to
+// compile once it can name the target.
+func unmarshalTransform(d *caddyfile.Dispenser, where string) (*rules.TransformConfig, []caddyfileRule, error) {
+	where += ": transform"
+	if d.NextArg() {
+		return nil, nil, d.Errf("%s: unexpected argument %q; the rules go in a block", where, d.Val())
+	}
+	c := new(rules.TransformConfig)
+	var crs []caddyfileRule
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		opt := d.Val()
+		switch opt {
+		case "body":
+			cr := newCaddyfileRule(d, "transform: body")
+			if c.Body != "" {
+				return nil, nil, d.Errf("%s: body is set twice", where)
+			}
+			src, ok := ruleArgs(d)
+			if !ok {
+				return nil, nil, d.Errf("%s: body needs a CEL expression", where)
+			}
+			c.Body = src
+			cr.transform = &rules.TransformConfig{Body: src}
+			crs = append(crs, cr)
+		case "header":
+			if !d.NextArg() {
+				return nil, nil, d.Errf("%s: header needs a name and a CEL expression", where)
+			}
+			name := d.Val()
+			cr := newCaddyfileRule(d, "transform: header "+name)
+			src, ok := ruleArgs(d)
+			if !ok {
+				return nil, nil, d.Errf("%s: header %s needs a CEL expression", where, name)
+			}
+			if c.Headers == nil {
+				c.Headers = make(map[string]string)
+			}
+			if _, dup := c.Headers[name]; dup {
+				return nil, nil, d.Errf("%s: header %s is set twice", where, name)
+			}
+			c.Headers[name] = src
+			cr.transform = &rules.TransformConfig{Headers: map[string]string{name: src}}
+			crs = append(crs, cr)
+		case "remove_header":
+			names := d.RemainingArgs()
+			if len(names) == 0 {
+				return nil, nil, d.Errf("%s: remove_header needs a header name", where)
+			}
+			for _, name := range names {
+				cr := newCaddyfileRule(d, "transform: remove_header "+name)
+				cr.transform = &rules.TransformConfig{RemoveHeaders: []string{name}}
+				crs = append(crs, cr)
+			}
+			c.RemoveHeaders = append(c.RemoveHeaders, names...)
+		default:
+			return nil, nil, d.Errf("%s: unknown option %q (want body, header, remove_header)", where, opt)
+		}
+	}
+	if c.IsZero() {
+		return nil, nil, d.Errf("%s: the block is empty", where)
+	}
+	return c, crs, nil
+}
+
+// joinFilters ANDs several filter expressions into the one of the JSON
+// config; each is parenthesised, on its own line, so it keeps its meaning.
+func joinFilters(srcs []string) string {
+	if len(srcs) == 1 {
+		return srcs[0]
+	}
+	parts := make([]string, len(srcs))
+	for i, s := range srcs {
+		parts[i] = "(" + s + ")"
+	}
+	return strings.Join(parts, "\n&& ")
+}

@@ -42,6 +42,7 @@ func adapt(t *testing.T, input string) ([]byte, error) {
 // the JSON with the golden half of the file. Run with -update to rewrite
 // the golden halves after an intended change, then review the diff.
 func TestAdaptGolden(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob(filepath.Join("testdata", "adapt", "*.caddyfiletest"))
 	if err != nil {
 		t.Fatal(err)
@@ -79,6 +80,7 @@ func TestAdaptGolden(t *testing.T) {
 // TestAdaptErrors checks that bad configs fail at adapt time with a message
 // that names the directive and the problem.
 func TestAdaptErrors(t *testing.T) {
+	t.Parallel()
 	const site = ":8080 {\n\twebhook_receiver {\n%s\n\t}\n}\n"
 	receiver := func(body string) string { return strings.Replace(site, "%s", body, 1) }
 	global := func(body string) string { return "{\n\twebhook {\n" + body + "\n\t}\n}\n:8080 {\n\trespond ok\n}\n" }
@@ -216,6 +218,7 @@ func TestCaddyfileLoadErrors(t *testing.T) {
 // TestAdaptKeepsSecretsAsWritten checks that a placeholder secret reaches
 // the JSON as the placeholder: values are resolved at Provision only.
 func TestAdaptKeepsSecretsAsWritten(t *testing.T) {
+	t.Parallel()
 	out, err := adapt(t, ":8080 {\n\twebhook_receiver {\n\t\tsource s\n\t\tscheme github\n\t\tsecret {env.HOOK_SECRET}\n\t}\n}\n")
 	if err != nil {
 		t.Fatal(err)

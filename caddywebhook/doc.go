@@ -5,13 +5,13 @@
 // delivers each job to its target, with leases, retries, dead letters and
 // replay.
 //
-// The plugin's modules, each in the file named for it; those of the
-// storage and targets namespaces live in packages of their own, which
-// import this one and register themselves (the module root's imports.go
-// links them all in):
+// The plugin's modules, each in the file named for it; the dashboard and
+// those of the storage and targets namespaces live in packages of their
+// own, which register themselves (the module root's imports.go links them
+// all in):
 //
 //	http.handlers.webhook_receiver   Receiver     receiver.go, Caddyfile directive webhook_receiver
-//	http.handlers.webhook_dashboard  Dashboard    dashboard.go, Caddyfile directive webhook_dashboard
+//	http.handlers.webhook_dashboard  Dashboard    dashboard (package dashboard), Caddyfile directive webhook_dashboard
 //	webhook                          App          app.go, global option webhook { … }
 //	admin.api.webhook                (admin API)  admin.go, /webhook/… on Caddy's admin endpoint
 //	webhook.storage.sqlite           Storage      storage/sqlite (package sqlitestorage)
@@ -25,8 +25,11 @@
 // (target.go); every secret-bearing field of any module resolves through
 // ResolveSecret (resolve.go).
 //
-// It also adds the `caddy webhook` command (command.go), a client of the
-// admin API, and the caddy_webhook_* metrics (metrics.go). caddyfile.go
+// The `caddy webhook` command is package cli, a client of the admin API
+// whose wire types are package adminapi. This package adds the
+// caddy_webhook_* metrics (metrics.go). What outlives a config reload is
+// declared in process.go; the running app's config is one value
+// (running.go). caddyfile.go
 // holds the Caddyfile parsing of the directive and the global option.
 //
 // The modules' config fields are the JSON reference; each field's doc

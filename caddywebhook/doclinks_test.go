@@ -27,6 +27,7 @@ import (
 var docPages = []string{"*.md", "docs/*.md"}
 
 func TestDocLinks(t *testing.T) {
+	t.Parallel()
 	var files []string
 	for _, pattern := range docPages {
 		names, err := filepath.Glob(filepath.Join("..", pattern))
@@ -44,6 +45,7 @@ func TestDocLinks(t *testing.T) {
 }
 
 func TestDocLinksCatchBroken(t *testing.T) {
+	t.Parallel()
 	other := "# Other\n\n## Its `section` (one)\n\n## Again\n\n## Again\n"
 	tests := []struct {
 		name string

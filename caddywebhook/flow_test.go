@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
 	"github.com/caddywebhook/caddywebhook/internal/testutil"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
@@ -83,7 +84,7 @@ func TestAppCircuitBreaker(t *testing.T) {
 		}
 	}
 
-	q := currentQueue()
+	q := current.Load()
 	testutil.Eventually(t, func() bool { return q.Circuits()[route] == queue.CircuitOpen },
 		func() string { return fmt.Sprintf("circuits %v, want %v open", q.Circuits(), route) })
 	if n := requests.Load(); n != 2 {
@@ -107,7 +108,7 @@ func TestAppCircuitBreaker(t *testing.T) {
 	// The cool-down is long enough for these reads: the circuit is open,
 	// or at most half open if the machine stalled.
 	res := runCLI(t, time.Now(), "stats", "--json", "--address", admin.Listener.Addr().String())
-	var st statsResponse
+	var st adminapi.StatsResponse
 	if err := json.Unmarshal([]byte(res.stdout), &st); err != nil {
 		t.Fatalf("stats --json: %v: %s%s", err, res.stdout, res.stderr)
 	}
@@ -186,7 +187,7 @@ func TestAppPauseWithFlow(t *testing.T) {
 				flowing["rate"] = tt.deliverRate
 			}
 			h.load(t, map[string]any{"workers": 2, "poll_interval": "50ms"}, githubReceiver("pf", held, flowing))
-			q := currentQueue()
+			q := current.Load()
 			if q.Circuits == nil {
 				t.Fatal("no flow control in the running config: the test needs one")
 			}

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
@@ -15,11 +16,6 @@ const lagWindow = 5 * time.Minute
 // lagSamples is how many recent deliveries a route keeps for its recent
 // lag: a fixed ring, so memory stays bounded however fast it delivers.
 const lagSamples = 512
-
-// recentLags holds the lag of each route's last deliveries in this
-// process, for the dashboard's p50 and p99 (the admin API's stats); the
-// histogram caddy_webhook_delivery_lag_seconds is the metric to alert on.
-var recentLags = &lagRings{routes: make(map[queue.Route]*lagRing)}
 
 type lagRings struct {
 	mu     sync.Mutex
@@ -46,24 +42,12 @@ func (l *lagRings) add(route queue.Route, at time.Time, lag time.Duration) {
 	r.n = min(r.n+1, lagSamples)
 }
 
-// RecentLag is the delivery lag of one route over the last minutes, as the
-// admin API's stats report it.
-type RecentLag struct {
-	Source string `json:"source"`
-	Target string `json:"target"`
-	// Deliveries is how many deliveries the quantiles are taken over: the
-	// route's last ones in this instance, within the window, at most 512.
-	Deliveries int           `json:"deliveries"`
-	P50        time.Duration `json:"p50_ns"`
-	P99        time.Duration `json:"p99_ns"`
-}
-
 // snapshot returns the recent lag of every route that delivered since
 // now − lagWindow, sorted by route.
-func (l *lagRings) snapshot(now time.Time) []RecentLag {
+func (l *lagRings) snapshot(now time.Time) []adminapi.RecentLag {
 	since := now.Add(-lagWindow)
 	l.mu.Lock()
-	var out []RecentLag
+	var out []adminapi.RecentLag
 	var buf []time.Duration
 	for route, r := range l.routes {
 		buf = buf[:0]
@@ -76,11 +60,11 @@ func (l *lagRings) snapshot(now time.Time) []RecentLag {
 			continue
 		}
 		slices.Sort(buf)
-		out = append(out, RecentLag{Source: route.Source, Target: route.Target, Deliveries: len(buf),
+		out = append(out, adminapi.RecentLag{Source: route.Source, Target: route.Target, Deliveries: len(buf),
 			P50: quantile(buf, 0.50), P99: quantile(buf, 0.99)})
 	}
 	l.mu.Unlock()
-	slices.SortFunc(out, func(a, b RecentLag) int {
+	slices.SortFunc(out, func(a, b adminapi.RecentLag) int {
 		if a.Source != b.Source {
 			return strings.Compare(a.Source, b.Source)
 		}

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
@@ -14,18 +15,18 @@ func TestRecentLag(t *testing.T) {
 	tests := []struct {
 		name string
 		add  func(l *lagRings)
-		want []RecentLag
+		want []adminapi.RecentLag
 	}{
 		{"none", func(*lagRings) {}, nil},
 		{"quantiles of 1..100 ms", func(l *lagRings) {
 			for i := 1; i <= 100; i++ {
 				l.add(a, now.Add(-time.Minute), time.Duration(i)*time.Millisecond)
 			}
-		}, []RecentLag{{Source: "gh", Target: "app", Deliveries: 100, P50: 50 * time.Millisecond, P99: 99 * time.Millisecond}}},
+		}, []adminapi.RecentLag{{Source: "gh", Target: "app", Deliveries: 100, P50: 50 * time.Millisecond, P99: 99 * time.Millisecond}}},
 		{"older than the window left out", func(l *lagRings) {
 			l.add(a, now.Add(-time.Second), time.Second)
 			l.add(b, now.Add(-lagWindow-time.Second), time.Hour)
-		}, []RecentLag{{Source: "gh", Target: "app", Deliveries: 1, P50: time.Second, P99: time.Second}}},
+		}, []adminapi.RecentLag{{Source: "gh", Target: "app", Deliveries: 1, P50: time.Second, P99: time.Second}}},
 		{"the ring keeps the last deliveries", func(l *lagRings) {
 			for i := range lagSamples + 10 {
 				lag := time.Hour
@@ -34,7 +35,7 @@ func TestRecentLag(t *testing.T) {
 				}
 				l.add(a, now, lag)
 			}
-		}, []RecentLag{{Source: "gh", Target: "app", Deliveries: lagSamples, P50: time.Millisecond, P99: time.Millisecond}}},
+		}, []adminapi.RecentLag{{Source: "gh", Target: "app", Deliveries: lagSamples, P50: time.Millisecond, P99: time.Millisecond}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

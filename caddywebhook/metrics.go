@@ -3,7 +3,6 @@ package caddywebhook
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,19 +25,8 @@ import (
 //	caddy_webhook_attempts_per_delivery{target}                 the attempt number that delivered
 //	caddy_webhook_filter_errors_total{source,target}            filters that failed to evaluate (the target did not take the event)
 //
-// The counters and the histogram live for the process, so their values
-// survive config reloads; Caddy makes a new registry for every config load,
-// and each App.Provision registers them again in it. The job gauges are a
-// collector bound to one app's store, registered with that app.
-var webhookMetrics = struct {
-	once       sync.Once
-	received   *prometheus.CounterVec
-	deliveries *prometheus.CounterVec
-	duration   *prometheus.HistogramVec
-	lag        *prometheus.HistogramVec
-	attempts   *prometheus.HistogramVec
-	filterErrs *prometheus.CounterVec
-}{}
+// The counters and histograms are webhookMetrics (process.go); the job
+// gauges are a collector bound to one app's store, registered with that app.
 
 // lagBuckets run from 10 ms (a delivery at once, in the same process) to
 // a day (a job retried through a long outage, or replayed from dead).
@@ -220,12 +208,12 @@ func (c *jobsCollector) Collect(ch chan<- prometheus.Metric) {
 // collectCircuits reports the circuit of every route that has a breaker.
 func (c *jobsCollector) collectCircuits(ch chan<- prometheus.Metric) {
 	c.app.mu.Lock()
-	flow, limits := c.app.flow, c.app.limits
+	live, limits := c.app.live, c.app.limits
 	c.app.mu.Unlock()
-	if flow == nil {
+	if live == nil || live.Circuits == nil {
 		return
 	}
-	open := flow.Circuits()
+	open := live.Circuits()
 	for r, l := range limits {
 		if l.Breaker != nil {
 			ch <- prometheus.MustNewConstMetric(circuitDesc, prometheus.GaugeValue, float64(open[r]), r.Source, r.Target)

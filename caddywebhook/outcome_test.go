@@ -18,6 +18,7 @@ import (
 // writes. That the field reaches a written line is TestReceiver's (a real
 // Caddy with an access log).
 func TestRecordAddsTheAccessLogFieldWhereLogged(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		server *caddyhttp.Server // nil: not served by Caddy

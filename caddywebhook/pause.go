@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
@@ -97,18 +98,10 @@ func (s *pauseSet) Stop() {
 	}
 }
 
-// pauseResponse reports a pause or a resume: every pause now in force.
-type pauseResponse struct {
-	Source string        `json:"source"`
-	Target string        `json:"target,omitempty"`
-	Paused bool          `json:"paused"`
-	Pauses []queue.Pause `json:"pauses"`
-}
-
 // handlePause pauses the source, or one of its targets, of the running
 // config: a name the config does not have is refused, so a typo cannot
 // look like a pause that holds.
-func (a *adminAPI) handlePause(w http.ResponseWriter, r *http.Request, q *activeQueue, _ int64) error {
+func (a *adminAPI) handlePause(w http.ResponseWriter, r *http.Request, q *runningConfig, _ int64) error {
 	source, target, err := pauseParams(r)
 	if err != nil {
 		return err
@@ -128,7 +121,7 @@ func (a *adminAPI) handlePause(w http.ResponseWriter, r *http.Request, q *active
 
 // handleResume lifts a pause. Any name is accepted, so that a pause of a
 // source or target since removed from the config can be lifted too.
-func (a *adminAPI) handleResume(w http.ResponseWriter, r *http.Request, q *activeQueue, _ int64) error {
+func (a *adminAPI) handleResume(w http.ResponseWriter, r *http.Request, q *runningConfig, _ int64) error {
 	source, target, err := pauseParams(r)
 	if err != nil {
 		return err
@@ -164,7 +157,7 @@ func pauseParams(r *http.Request) (source, target string, err error) {
 // heeds the change without waiting for the next refresh, and answers with
 // every pause now in force. Paused says whether source/target is paused
 // now: a target stays paused after its resume while its whole source is.
-func (a *adminAPI) writePauses(w http.ResponseWriter, r *http.Request, q *activeQueue, source, target string) error {
+func (a *adminAPI) writePauses(w http.ResponseWriter, r *http.Request, q *runningConfig, source, target string) error {
 	ps, err := q.Store.ListPauses(r.Context())
 	if err != nil {
 		return storeError(0, err)
@@ -173,7 +166,7 @@ func (a *adminAPI) writePauses(w http.ResponseWriter, r *http.Request, q *active
 	if q.pauses != nil {
 		q.pauses.cur.Store(set)
 	}
-	resp := pauseResponse{Source: source, Target: target, Pauses: ps}
+	resp := adminapi.PauseResponse{Source: source, Target: target, Pauses: ps}
 	if resp.Pauses == nil {
 		resp.Pauses = []queue.Pause{}
 	}
@@ -182,5 +175,5 @@ func (a *adminAPI) writePauses(w http.ResponseWriter, r *http.Request, q *active
 	} else {
 		resp.Paused = set.Paused(queue.Route{Source: source, Target: target})
 	}
-	return writeJSON(w, http.StatusOK, resp)
+	return adminapi.WriteJSON(w, http.StatusOK, resp)
 }

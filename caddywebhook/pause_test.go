@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
@@ -15,12 +16,13 @@ import (
 // step: what each answers, what stats mark paused, and the app's pause set
 // the pool reads, which each change refreshes at once.
 func TestAdminPause(t *testing.T) {
+	t.Parallel()
 	f := setupAdmin(t)
 	f.addJob(t, jobSpec{source: "github", target: "http", status: queue.StatusPending})
 	f.addJob(t, jobSpec{source: "github", target: "exec", status: queue.StatusPending})
 	f.addJob(t, jobSpec{source: "stripe", target: "http", status: queue.StatusPending})
 	set := newPauseSet(f.store, zap.NewNop())
-	setActiveQueue(f.owner, f.store, 24*time.Hour, adminRoutes, set, nil)
+	f.cfg.Store(&runningConfig{Store: f.store, Retention: 24 * time.Hour, Routes: adminRoutes, pauses: set})
 
 	ghHTTP, ghExec, stripe := queue.Route{Source: "github", Target: "http"}, queue.Route{Source: "github", Target: "exec"}, queue.Route{Source: "stripe", Target: "http"}
 	steps := []struct {
@@ -51,7 +53,7 @@ func TestAdminPause(t *testing.T) {
 			t.Fatalf("%s: status %d, want %d; body %s", st.name, rec.Code, st.status, rec.Body)
 		}
 		if st.status == http.StatusOK {
-			if resp := decode[pauseResponse](t, rec); resp.Paused != st.paused {
+			if resp := decode[adminapi.PauseResponse](t, rec); resp.Paused != st.paused {
 				t.Errorf("%s: paused = %v, want %v", st.name, resp.Paused, st.paused)
 			}
 		}
@@ -64,7 +66,7 @@ func TestAdminPause(t *testing.T) {
 				t.Errorf("%s: pool sees %s/%s paused = %v, want %v", st.name, r.Source, r.Target, got, want)
 			}
 		}
-		stats := decode[statsResponse](t, f.do(t, http.MethodGet, "/webhook/stats"))
+		stats := decode[adminapi.StatsResponse](t, f.do(t, http.MethodGet, "/webhook/stats"))
 		for _, c := range stats.Counts {
 			want := false
 			for _, p := range st.statsMarks {
@@ -80,6 +82,7 @@ func TestAdminPause(t *testing.T) {
 // TestCLIPause runs caddy webhook pause, stats and resume in order
 // against the admin API, and the refusals.
 func TestCLIPause(t *testing.T) {
+	t.Parallel()
 	f, _ := setupCLI(t)
 	steps := []struct {
 		name string

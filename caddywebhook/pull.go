@@ -8,9 +8,9 @@ import (
 	"maps"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/pullside"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
@@ -32,24 +32,26 @@ type PullTarget interface {
 	PulledByConsumers()
 }
 
-// PullOwner is the lease owner of the claims that consumers of target make:
+// pullOwner is the lease owner of the claims that consumers of target make:
 // the same in every process that shares the store, so that any of them can
 // extend or answer for a claim made through another. The fence token tells
 // one consumer's claim from another's.
-func PullOwner(target string) string { return "pull:" + target }
+func pullOwner(target string) string { return "pull:" + target }
 
-// Errors of the pull side, for a consumer endpoint to answer with.
+// Errors of the pull side. The consumer endpoint needs neither by name: it
+// answers any error of App.Pull with 503, and asks Has before a claim.
 var (
-	// ErrNoPullTarget: the running config has no pull target of that name.
-	ErrNoPullTarget = errors.New("no pull target of that name in the running config")
-	// ErrNotRunning: the webhook app is not running (it stopped, or a
+	// errNoPullTarget: the running config has no pull target of that name.
+	errNoPullTarget = errors.New("no pull target of that name in the running config")
+	// errNotRunning: the webhook app is not running (it stopped, or a
 	// reload replaced it); the consumer should ask again.
-	ErrNotRunning = errors.New("webhook app not running")
+	errNotRunning = errors.New("webhook app not running")
 )
 
-// Pull hands out the jobs of one running config's pull targets to
-// consumers. Get it with App.Pull at request time: a reload replaces it.
-type Pull struct {
+// pullSide hands out the jobs of one running config's pull targets to
+// consumers: the pullside.Side the consumer endpoint gets through
+// pullside.Of, at request time, since a reload replaces it.
+type pullSide struct {
 	store    queue.Store
 	lease    time.Duration
 	poll     time.Duration
@@ -58,21 +60,26 @@ type Pull struct {
 	shapers  map[queue.Route]jobShaper // the routes whose jobs a transform reshapes
 	paused   func(queue.Route) bool
 	obs      queue.Observer
-	redact   *redactor // takes the config's secrets out of attempts' errors, as the pool's handler does
-	wakers   *pullWakers
+	redact   *redactor   // takes the config's secrets out of attempts' errors, as the pool's handler does
+	wakers   *pullWakers // the shared store's: the consumers waiting for jobs
 	now      func() time.Time
 	stopped  chan struct{} // closed when the app stops
 	stopOnce sync.Once
 }
 
-// Pull returns the pull side of the running app, or ErrNotRunning.
-func (a *App) Pull() (*Pull, error) {
+// pullSideOf returns the pull side of app, a running *App, or
+// errNotRunning.
+func pullSideOf(app any) (pullside.Side, error) {
+	a, ok := app.(*App)
+	if !ok {
+		return nil, errNotRunning
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.pull == nil {
-		return nil, ErrNotRunning
+	if a.live == nil || a.live.pull == nil {
+		return nil, errNotRunning
 	}
-	return a.pull, nil
+	return a.live.pull, nil
 }
 
 // wrappedTarget is a Target that wraps another, as a content rule's
@@ -120,8 +127,9 @@ func pullRoutes(routes []queue.Route, targets map[queue.Route]Target) (pulled ma
 	return pulled, pooled
 }
 
-// newPull builds the pull side of a starting app over its pull routes.
-func (a *App) newPull(store queue.Store, routes map[string][]queue.Route, targets map[queue.Route]Target, policyFor func(*queue.Job) (queue.RetryPolicy, int), redact *redactor, paused func(queue.Route) bool, obs queue.Observer) *Pull {
+// newPull builds the pull side of a starting app over the routes of its
+// pull targets, by target, leaving out the routes paused reports.
+func (a *App) newPull(d *delivery, routes map[string][]queue.Route, paused func(queue.Route) bool) *pullSide {
 	base := queue.Decider{MaxAttempts: a.MaxAttempts, MaxRetryAfter: time.Duration(a.MaxRetryAfter)}
 	if a.Backoff != nil {
 		base.Retry = queue.Backoff{Base: time.Duration(a.Backoff.Base), Max: time.Duration(a.Backoff.Max)}
@@ -130,34 +138,35 @@ func (a *App) newPull(store queue.Store, routes map[string][]queue.Route, target
 	shapers := make(map[queue.Route]jobShaper)
 	for _, rs := range routes {
 		for _, r := range rs {
-			if s, ok := targets[r].(jobShaper); ok {
+			if s, ok := d.targets[r].(jobShaper); ok {
 				shapers[r] = s
 			}
-			d := base
-			if policyFor != nil {
-				retry, maxAttempts := policyFor(&queue.Job{Source: r.Source, Target: r.Target})
+			dec := base
+			if d.policyFor != nil {
+				retry, maxAttempts := d.policyFor(&queue.Job{Source: r.Source, Target: r.Target})
 				if retry != nil {
-					d.Retry = retry
+					dec.Retry = retry
 				}
 				if maxAttempts != 0 {
-					d.MaxAttempts = maxAttempts
+					dec.MaxAttempts = maxAttempts
 				}
 			}
-			deciders[r] = d
+			deciders[r] = dec
 		}
 	}
-	p := &Pull{
-		store:    store,
+	p := &pullSide{
+		store:    d.store,
 		lease:    time.Duration(a.Lease),
 		poll:     time.Duration(a.PollInterval),
 		routes:   routes,
 		deciders: deciders,
 		shapers:  shapers,
 		paused:   paused,
-		obs:      obs,
-		redact:   redact,
+		obs:      d.obs,
+		redact:   d.redact,
 		now:      time.Now,
 		stopped:  make(chan struct{}),
+		wakers:   &d.store.wakers,
 	}
 	if p.lease == 0 {
 		p.lease = queue.DefaultLease
@@ -165,67 +174,45 @@ func (a *App) newPull(store queue.Store, routes map[string][]queue.Route, target
 	if p.poll == 0 {
 		p.poll = queue.DefaultPollInterval
 	}
-	if s, ok := store.(*sharedStore); ok {
-		p.wakers = &s.wakers
-	}
 	return p
 }
 
-// newPullSide builds the pull side over the pull routes, nil without any,
-// with the pool's pause set, or one of its own when no pool runs.
-func (a *App) newPullSide(store queue.Store, pulled map[string][]queue.Route, targets map[queue.Route]Target, policyFor func(*queue.Job) (queue.RetryPolicy, int), redact *redactor, pauses *pauseSet, obs queue.Observer) (*Pull, *pauseSet, error) {
-	if len(pulled) == 0 {
-		return nil, pauses, nil
-	}
-	if pauses == nil {
-		// Read before the first claim, as the pool's are.
-		pauses = newPauseSet(store, a.logger)
-		if err := pauses.refresh(a.ctx); err != nil {
-			return nil, nil, fmt.Errorf("webhook: %w", err)
-		}
-	}
-	return a.newPull(store, pulled, targets, policyFor, redact, pauses.paused, obs), pauses, nil
-}
-
 // stop ends the pull side: waiting claims answer at once.
-func (p *Pull) stop() { p.stopOnce.Do(func() { close(p.stopped) }) }
+func (p *pullSide) stop() { p.stopOnce.Do(func() { close(p.stopped) }) }
 
 // Lease is how long a consumer's claim holds without an extension: the
 // app's lease.
-func (p *Pull) Lease() time.Duration { return p.lease }
+func (p *pullSide) Lease() time.Duration { return p.lease }
 
 // PollInterval is how often a waiting claim asks the store again when
 // nothing in this process signalled new work: work enqueued by another
 // instance sharing the store, or a retry come due.
-func (p *Pull) PollInterval() time.Duration { return p.poll }
+func (p *pullSide) PollInterval() time.Duration { return p.poll }
 
 // Targets returns the names of the pull targets of the running config.
-func (p *Pull) Targets() []string { return slices.Sorted(maps.Keys(p.routes)) }
+func (p *pullSide) Targets() []string { return slices.Sorted(maps.Keys(p.routes)) }
 
 // Has reports whether target is a pull target of the running config.
-func (p *Pull) Has(target string) bool { _, ok := p.routes[target]; return ok }
+func (p *pullSide) Has(target string) bool { _, ok := p.routes[target]; return ok }
 
 // Stopped is closed when the app stops or a reload replaces it.
-func (p *Pull) Stopped() <-chan struct{} { return p.stopped }
+func (p *pullSide) Stopped() <-chan struct{} { return p.stopped }
 
 // Ready returns a channel that is closed when jobs of target may have
 // become claimable in this process: an event enqueued for it, a replay, a
 // resend, a hand-back. Take it before a claim that finds nothing, then
 // wait on it, the poll interval, or Stopped.
-func (p *Pull) Ready(target string) <-chan struct{} {
-	if p.wakers == nil {
-		return nil
-	}
+func (p *pullSide) Ready(target string) <-chan struct{} {
 	return p.wakers.wait(target)
 }
 
 // Claim leases up to limit claimable jobs of target to its consumers, for
 // the app's lease, counting an attempt on each. The routes of target that
 // are paused are left out.
-func (p *Pull) Claim(ctx context.Context, target string, limit int) ([]*queue.Job, error) {
+func (p *pullSide) Claim(ctx context.Context, target string, limit int) ([]*queue.Job, error) {
 	routes, ok := p.routes[target]
 	if !ok {
-		return nil, ErrNoPullTarget
+		return nil, errNoPullTarget
 	}
 	if p.paused != nil {
 		routes = slices.DeleteFunc(slices.Clone(routes), p.paused)
@@ -238,7 +225,7 @@ func (p *Pull) Claim(ctx context.Context, target string, limit int) ([]*queue.Jo
 	// nobody until its lease runs out.
 	wctx := context.WithoutCancel(ctx)
 	jobs, err := p.store.Claim(wctx, queue.ClaimParams{
-		Owner:  PullOwner(target),
+		Owner:  pullOwner(target),
 		Limit:  limit,
 		Lease:  p.lease,
 		Routes: routes,
@@ -251,7 +238,7 @@ func (p *Pull) Claim(ctx context.Context, target string, limit int) ([]*queue.Jo
 		for i, j := range jobs {
 			cs[i] = j.Claimed()
 		}
-		if err := p.store.HandBack(wctx, PullOwner(target), cs); err != nil {
+		if err := p.store.HandBack(wctx, pullOwner(target), cs); err != nil {
 			p.obs.StoreError("hand back", err)
 		}
 		return nil, ctx.Err()
@@ -268,7 +255,7 @@ func (p *Pull) Claim(ctx context.Context, target string, limit int) ([]*queue.Jo
 // shape reshapes the claimed jobs of the routes with a transform. A job
 // whose transform fails goes dead at once with the error, as it would on
 // its way to any other target, and is not handed out.
-func (p *Pull) shape(ctx context.Context, jobs []*queue.Job) ([]*queue.Job, error) {
+func (p *pullSide) shape(ctx context.Context, jobs []*queue.Job) ([]*queue.Job, error) {
 	out := jobs[:0:0]
 	var failed []*queue.Job
 	var cs []queue.Completion
@@ -307,14 +294,14 @@ func (p *Pull) shape(ctx context.Context, jobs []*queue.Job) ([]*queue.Job, erro
 // held reads the claims still held of the pull targets in allowed, by id.
 // A claim of another target is left out as if it were not held: a
 // consumer learns nothing of the jobs it may not consume.
-func (p *Pull) held(ctx context.Context, allowed []string, claims []queue.Claimed) (map[int64]*queue.Job, error) {
+func (p *pullSide) held(ctx context.Context, allowed []string, claims []queue.Claimed) (map[int64]*queue.Job, error) {
 	jobs, err := p.store.Held(ctx, claims)
 	if err != nil {
 		return nil, fmt.Errorf("read claims: %w", err)
 	}
 	out := make(map[int64]*queue.Job, len(jobs))
 	for _, j := range jobs {
-		if p.Has(j.Target) && slices.Contains(allowed, j.Target) && j.LeaseOwner == PullOwner(j.Target) {
+		if p.Has(j.Target) && slices.Contains(allowed, j.Target) && j.LeaseOwner == pullOwner(j.Target) {
 			out[j.ID] = j
 		}
 	}
@@ -325,7 +312,7 @@ func (p *Pull) held(ctx context.Context, allowed []string, claims []queue.Claime
 // allowed, to the app's lease from now, and returns the ids it could not
 // extend: those claims are lost, and the consumer must stop working on
 // them.
-func (p *Pull) Extend(ctx context.Context, allowed []string, claims []queue.Claimed) (lost []int64, err error) {
+func (p *pullSide) Extend(ctx context.Context, allowed []string, claims []queue.Claimed) (lost []int64, err error) {
 	held, err := p.held(ctx, allowed, claims)
 	if err != nil {
 		return nil, err
@@ -340,7 +327,7 @@ func (p *Pull) Extend(ctx context.Context, allowed []string, claims []queue.Clai
 		byTarget[j.Target] = append(byTarget[j.Target], c)
 	}
 	for _, target := range slices.Sorted(maps.Keys(byTarget)) {
-		l, err := p.store.ExtendLeases(ctx, queue.ExtendParams{Owner: PullOwner(target), Claims: byTarget[target], Lease: p.lease})
+		l, err := p.store.ExtendLeases(ctx, queue.ExtendParams{Owner: pullOwner(target), Claims: byTarget[target], Lease: p.lease})
 		if err != nil {
 			return nil, fmt.Errorf("extend leases: %w", err)
 		}
@@ -349,74 +336,18 @@ func (p *Pull) Extend(ctx context.Context, allowed []string, claims []queue.Clai
 	return lost, nil
 }
 
-// Outcome is a consumer's answer for one claim.
-type Outcome string
-
-// The outcomes a consumer may report.
-const (
-	// OutcomeDone: delivered; the job is done.
-	OutcomeDone Outcome = "done"
-	// OutcomeRetry: a transient failure; the job is retried after the
-	// target's backoff (or RetryAfter, if longer), or goes dead if that
-	// was its last attempt.
-	OutcomeRetry Outcome = "retry"
-	// OutcomeDead: a permanent failure; the job goes dead at once.
-	OutcomeDead Outcome = "dead"
-	// OutcomeHandBack: not attempted (the consumer stops, its app is not
-	// listening); the job is pending again at once, its attempt uncharged.
-	OutcomeHandBack Outcome = "handback"
-)
-
-// Valid reports whether o is one of the four outcomes.
-func (o Outcome) Valid() bool {
-	switch o {
-	case OutcomeDone, OutcomeRetry, OutcomeDead, OutcomeHandBack:
-		return true
-	}
-	return false
-}
-
-// Ack is a consumer's answer for one claim.
-type Ack struct {
-	Claim   queue.Claimed
-	Outcome Outcome
-	// Error is the attempt's error, kept as the job's last error for
-	// retry and dead (as queue.SafeText makes it).
-	Error string
-	// RetryAfter, for a retry, asks for the next attempt no sooner than
-	// this (capped by the app's max_retry_after, and never sooner than
-	// the backoff), as an HTTP target's Retry-After does.
-	RetryAfter time.Duration
-	// Duration is how long the attempt took, for the job's history.
-	Duration time.Duration
-}
-
-// AckResult says what became of one Ack.
-type AckResult struct {
-	ID int64
-	// Recorded is false when the claim was no longer held (the lease ran
-	// out and the job was claimed again, or it was answered already), or
-	// is not one the consumer may answer for: nothing was changed.
-	Recorded bool
-	// Status is the job's status after a recorded answer: done, pending
-	// (to be retried, or handed back), or dead.
-	Status queue.Status
-	// RunAt is when a retried job is due again.
-	RunAt time.Time
-}
-
 // ackError is the attempt's error a consumer's answer stands for: nil
 // when done, transient (with the wait it asked for) for a retry, permanent
 // when dead.
-func ackError(a Ack) error {
+func ackError(a pullside.Ack) error {
 	msg := cmp.Or(a.Error, "consumer answered "+string(a.Outcome))
 	switch a.Outcome {
-	case OutcomeRetry:
+	case pullside.AckRetry:
 		if a.RetryAfter > 0 {
 			return queue.RetryAfter(errors.New(msg), a.RetryAfter)
 		}
 		return errors.New(msg)
-	case OutcomeDead:
+	case pullside.AckDead:
 		return queue.Permanent(errors.New(msg))
 	}
 	return nil
@@ -426,7 +357,7 @@ func ackError(a Ack) error {
 // allowed, each fenced as the pool's own Finish and HandBack are: an
 // answer for a claim no longer held changes nothing. Results are in the
 // order of acks.
-func (p *Pull) Answer(ctx context.Context, allowed []string, acks []Ack) ([]AckResult, error) {
+func (p *pullSide) Answer(ctx context.Context, allowed []string, acks []pullside.Ack) ([]pullside.AckReply, error) {
 	claims := make([]queue.Claimed, len(acks))
 	for i, a := range acks {
 		claims[i] = a.Claim
@@ -435,7 +366,7 @@ func (p *Pull) Answer(ctx context.Context, allowed []string, acks []Ack) ([]AckR
 	if err != nil {
 		return nil, err
 	}
-	results := make([]AckResult, len(acks))
+	results := make([]pullside.AckReply, len(acks))
 	var cs []queue.Completion
 	var finished []int // indexes into acks of cs
 	var errs []error   // the attempts' errors, for the observer
@@ -447,7 +378,7 @@ func (p *Pull) Answer(ctx context.Context, allowed []string, acks []Ack) ([]AckR
 		if !ok || j.Fence != a.Claim.Fence {
 			continue
 		}
-		if a.Outcome == OutcomeHandBack {
+		if a.Outcome == pullside.AckHandedBack {
 			handBack[j.Target] = append(handBack[j.Target], i)
 			continue
 		}
@@ -468,7 +399,7 @@ func (p *Pull) Answer(ctx context.Context, allowed []string, acks []Ack) ([]AckR
 		woken := make(map[string]bool)
 		for k, i := range finished {
 			j := held[acks[i].Claim.ID]
-			if recorded[k] && cs[k].Status != queue.StatusPending && !woken[j.Target] && p.wakers != nil {
+			if recorded[k] && cs[k].Status != queue.StatusPending && !woken[j.Target] {
 				woken[j.Target] = true
 				p.wakers.wake(j.Target)
 			}
@@ -487,7 +418,7 @@ func (p *Pull) Answer(ctx context.Context, allowed []string, acks []Ack) ([]AckR
 		for k, i := range idx {
 			cs[k] = acks[i].Claim
 		}
-		if err := p.store.HandBack(ctx, PullOwner(target), cs); err != nil {
+		if err := p.store.HandBack(ctx, pullOwner(target), cs); err != nil {
 			p.obs.StoreError("hand back", err)
 			return nil, fmt.Errorf("hand back jobs: %w", err)
 		}
@@ -497,113 +428,4 @@ func (p *Pull) Answer(ctx context.Context, allowed []string, acks []Ack) ([]AckR
 		}
 	}
 	return results, nil
-}
-
-// pullWakers wake the consumers waiting for a pull target's jobs when this
-// process makes some claimable. It lives with the store, shared across
-// reloads, so an event enqueued through the new config wakes a consumer
-// still waiting on the old one's. With no consumer waiting, waking costs
-// one atomic load.
-type pullWakers struct {
-	waiting atomic.Int64 // channels handed out and not yet closed
-	mu      sync.Mutex
-	chans   map[string]chan struct{}
-}
-
-// wait returns the channel the next wake of target closes.
-func (w *pullWakers) wait(target string) <-chan struct{} {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if ch, ok := w.chans[target]; ok {
-		return ch
-	}
-	if w.chans == nil {
-		w.chans = make(map[string]chan struct{})
-	}
-	ch := make(chan struct{})
-	w.chans[target] = ch
-	w.waiting.Add(1)
-	return ch
-}
-
-// wake wakes the consumers of targets; none wakes every pull target's.
-func (w *pullWakers) wake(targets ...string) {
-	if w.waiting.Load() == 0 {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if len(targets) == 0 {
-		for target, ch := range w.chans {
-			close(ch)
-			delete(w.chans, target)
-			w.waiting.Add(-1)
-		}
-		return
-	}
-	for _, target := range targets {
-		if ch, ok := w.chans[target]; ok {
-			close(ch)
-			delete(w.chans, target)
-			w.waiting.Add(-1)
-		}
-	}
-}
-
-// The writes of a shared store that make jobs claimable wake the
-// consumers waiting for them.
-
-// Enqueue implements queue.Store, and wakes the consumers of the event's
-// targets.
-func (s *sharedStore) Enqueue(ctx context.Context, ev queue.Event) (queue.EnqueueResult, error) {
-	res, err := s.Store.Enqueue(ctx, ev)
-	if err == nil && res.Jobs > 0 {
-		s.wakers.wake(ev.Targets...)
-	}
-	return res, err
-}
-
-// HandBack implements queue.Store, and wakes the consumers.
-func (s *sharedStore) HandBack(ctx context.Context, owner string, claims []queue.Claimed) error {
-	err := s.Store.HandBack(ctx, owner, claims)
-	if err == nil && len(claims) > 0 {
-		s.wakers.wake()
-	}
-	return err
-}
-
-// Replay implements queue.Store, and wakes the consumers.
-func (s *sharedStore) Replay(ctx context.Context, id int64) error {
-	err := s.Store.Replay(ctx, id)
-	if err == nil {
-		s.wakers.wake()
-	}
-	return err
-}
-
-// ReplayDead implements queue.Store, and wakes the consumers.
-func (s *sharedStore) ReplayDead(ctx context.Context, f queue.Filter) (int, error) {
-	n, err := s.Store.ReplayDead(ctx, f)
-	if n > 0 {
-		s.wakers.wake()
-	}
-	return n, err
-}
-
-// Resend implements queue.Store, and wakes the consumers.
-func (s *sharedStore) Resend(ctx context.Context, id int64) error {
-	err := s.Store.Resend(ctx, id)
-	if err == nil {
-		s.wakers.wake()
-	}
-	return err
-}
-
-// AddJob implements queue.Store, and wakes the consumers of target.
-func (s *sharedStore) AddJob(ctx context.Context, eventID int64, target string) (int64, error) {
-	id, err := s.Store.AddJob(ctx, eventID, target)
-	if err == nil {
-		s.wakers.wake(target)
-	}
-	return id, err
 }

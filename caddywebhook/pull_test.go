@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/pullside"
 	"github.com/caddywebhook/caddywebhook/queue"
 	"github.com/caddywebhook/caddywebhook/queue/sqlite"
 )
@@ -46,6 +47,7 @@ func (s shapingTarget) shapeJob(job *queue.Job) (*queue.Job, error) {
 }
 
 func TestPullRoutes(t *testing.T) {
+	t.Parallel()
 	route := func(target string) queue.Route { return queue.Route{Source: "github", Target: target} }
 	targets := map[queue.Route]Target{
 		route("http"):         pushTarget{},
@@ -72,6 +74,7 @@ func TestPullRoutes(t *testing.T) {
 // TestPullShape: a consumer is handed the job as the transform made it, and
 // a job whose transform fails goes dead at once instead of being handed out.
 func TestPullShape(t *testing.T) {
+	t.Parallel()
 	store, err := sqlite.Open(t.Context(), sqlite.Config{Path: filepath.Join(t.TempDir(), "queue.db")})
 	if err != nil {
 		t.Fatal(err)
@@ -84,8 +87,8 @@ func TestPullShape(t *testing.T) {
 	}
 	route := queue.Route{Source: "github", Target: "laptop"}
 	app := &App{}
-	p := app.newPull(store, map[string][]queue.Route{"laptop": {route}},
-		map[queue.Route]Target{route: shapingTarget{next: fakePull{}}}, nil, nil, nil, queue.NopObserver{})
+	p := app.newPull(&delivery{store: &sharedStore{Store: store}, targets: map[queue.Route]Target{route: shapingTarget{next: fakePull{}}},
+		obs: queue.NopObserver{}}, map[string][]queue.Route{"laptop": {route}}, nil)
 	jobs, err := p.Claim(t.Context(), "laptop", 10)
 	if err != nil {
 		t.Fatal(err)
@@ -115,6 +118,7 @@ func TestPullShape(t *testing.T) {
 // pool's own attempts are: a consumer may echo an upstream that echoed
 // the request's credentials.
 func TestPullRedactsErrors(t *testing.T) {
+	t.Parallel()
 	const secret = "target-token-0123456789"
 	store, err := sqlite.Open(t.Context(), sqlite.Config{Path: filepath.Join(t.TempDir(), "queue.db")})
 	if err != nil {
@@ -122,15 +126,15 @@ func TestPullRedactsErrors(t *testing.T) {
 	}
 	t.Cleanup(func() { store.Close() })
 	route := queue.Route{Source: "github", Target: "laptop"}
-	p := (&App{}).newPull(store, map[string][]queue.Route{"laptop": {route}},
-		map[queue.Route]Target{route: fakePull{}}, nil, newRedactor([]string{secret}), nil, queue.NopObserver{})
+	p := (&App{}).newPull(&delivery{store: &sharedStore{Store: store}, targets: map[queue.Route]Target{route: fakePull{}},
+		redact: newRedactor([]string{secret}), obs: queue.NopObserver{}}, map[string][]queue.Route{"laptop": {route}}, nil)
 	tests := []struct {
 		name    string
-		outcome Outcome
+		outcome pullside.AckOutcome
 		status  queue.Status
 	}{
-		{"retry", OutcomeRetry, queue.StatusPending},
-		{"dead", OutcomeDead, queue.StatusDead},
+		{"retry", pullside.AckRetry, queue.StatusPending},
+		{"dead", pullside.AckDead, queue.StatusDead},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -141,7 +145,7 @@ func TestPullRedactsErrors(t *testing.T) {
 			if err != nil || len(jobs) != 1 {
 				t.Fatalf("Claim = %d jobs, %v; want 1", len(jobs), err)
 			}
-			res, err := p.Answer(t.Context(), []string{"laptop"}, []Ack{{Claim: jobs[0].Claimed(), Outcome: tt.outcome,
+			res, err := p.Answer(t.Context(), []string{"laptop"}, []pullside.Ack{{Claim: jobs[0].Claimed(), Outcome: tt.outcome,
 				Error: "upstream answered 401: bad token " + secret}})
 			if err != nil || len(res) != 1 || !res[0].Recorded || res[0].Status != tt.status {
 				t.Fatalf("Answer = %+v, %v; want recorded, %s", res, err, tt.status)

@@ -45,7 +45,7 @@ var readmeSections = []struct {
 	{"### Failure notifications (`notify`)", []readmeStruct{{"NotifyConfig", "notify."}}},
 	{"### Target `http` (`webhook.targets.http`)", []readmeStruct{{"targets/http.Target", ""}}},
 	{"### Target `exec` (`webhook.targets.exec`)", []readmeStruct{{"targets/exec.Target", ""}}},
-	{"### Directive `webhook_dashboard` (handler `http.handlers.webhook_dashboard`)", []readmeStruct{{"Dashboard", ""}}},
+	{"### Directive `webhook_dashboard` (handler `http.handlers.webhook_dashboard`)", []readmeStruct{{"dashboard.Dashboard", ""}}},
 	{"### Directive `webhook_consumer` (handler `http.handlers.webhook_consumer`)", []readmeStruct{{"consumer.Handler", ""}}},
 }
 
@@ -77,6 +77,7 @@ type readmeRow struct {
 }
 
 func TestReadmeReference(t *testing.T) {
+	t.Parallel()
 	fields, modules := parseConfigStructs(t)
 	tables := parseReadmeTables(t, referencePage)
 
@@ -156,7 +157,7 @@ func parseConfigStructs(t *testing.T) (map[string][]configField, []string) {
 	// platform. A sub-package's types are named after its directory, as
 	// "targets/http.Target".
 	var names []string
-	for _, pattern := range []string{"*.go", "storage/*/*.go", "targets/*/*.go", "consumer/*.go"} {
+	for _, pattern := range []string{"*.go", "storage/*/*.go", "targets/*/*.go", "consumer/*.go", "dashboard/*.go"} {
 		m, err := filepath.Glob(pattern)
 		if err != nil {
 			t.Fatalf("list package files: %v", err)
@@ -371,6 +372,7 @@ func containsPhrase(s, phrase string) bool {
 }
 
 func TestReadmeHelpers(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		s, phrase string

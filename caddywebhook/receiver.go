@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
 	"github.com/caddywebhook/caddywebhook/signature"
 )
 
@@ -348,7 +349,7 @@ func (rc *Receiver) Provision(ctx caddy.Context) error {
 	rc.app = appVal.(*App)
 	// The secrets and the targets' secret-bearing fields resolve into the
 	// app's record of this config load's secrets.
-	ctx = WithSecrets(ctx, rc.app.secrets)
+	ctx = withSecrets(ctx, rc.app.secrets)
 	if err := rc.resolveSecrets(ctx); err != nil {
 		return err
 	}
@@ -421,7 +422,7 @@ func (rc *Receiver) Validate() error {
 	if rc.Source == "" {
 		return errors.New("webhook_receiver: source is required")
 	}
-	if !validName(rc.Source) {
+	if !adminapi.ValidName(rc.Source) {
 		return fmt.Errorf("webhook_receiver: source %q: use letters, digits, '.', '_' and '-' (at most 64)", rc.Source)
 	}
 	if reservedSource(rc.Source) {

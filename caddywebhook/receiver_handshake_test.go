@@ -202,7 +202,7 @@ func TestReceiverHandshakes(t *testing.T) {
 			if tt.body != "" {
 				body = bytes.NewReader([]byte(tt.body))
 			}
-			sub := tails.subscribe(tailFilter{source: tt.receiver["source"].(string)})
+			sub := tails.subscribe(tailFilter{source: tt.receiver["source"].(string)}, 0)
 			if sub == nil {
 				t.Fatal("no tail subscription")
 			}
@@ -414,7 +414,7 @@ func TestReceiverBudgetReleasedOnEveryPath(t *testing.T) {
 		{"event stored", withID(signedSlack(event), "d-1"), event, http.StatusAccepted},
 		{"duplicate", withID(signedSlack(event), "d-1"), event, http.StatusAccepted},
 	}
-	src, _ := currentQueue().owner.source("slack")
+	src, _ := current.Load().source("slack")
 	rc := src.receiver
 	for _, tt := range tests {
 		got := h.do(t, http.MethodPost, "/hooks/slack", tt.header, strings.NewReader(tt.body))
@@ -490,7 +490,7 @@ func TestReceiverTailsTheStatusSent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sub := tails.subscribe(tailFilter{source: "discord"})
+	sub := tails.subscribe(tailFilter{source: "discord"}, 0)
 	if sub == nil {
 		t.Fatal("no tail subscription")
 	}

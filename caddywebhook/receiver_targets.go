@@ -6,6 +6,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
 	"github.com/caddywebhook/caddywebhook/caddywebhook/rules"
 )
 
@@ -86,7 +87,7 @@ func (rc *Receiver) provisionTargets(ctx caddy.Context) ([]namedTarget, error) {
 				name = fmt.Sprintf("%s-%d", probe.Kind, n)
 			}
 		}
-		if !validName(name) {
+		if !adminapi.ValidName(name) {
 			return nil, fmt.Errorf("target #%d: name %q: use letters, digits, '.', '_' and '-' (at most 64)", i+1, name)
 		}
 		if seen[name] {

@@ -320,17 +320,14 @@ func TestReceiverStoresWhatTargetsNeed(t *testing.T) {
 // testClient is the client address of httptest.NewRequest's requests.
 var testClient = netip.MustParseAddr("192.0.2.1")
 
-// readBody reads body as the receiver reads a request's, into buf, and
-// returns what it read and what it charged to budget.
-func readBody(body io.Reader, buf []byte, limit, hint int64, budget *bodyBudget) ([]byte, int64, error) {
+// postOf is a POST whose body is body; nil for a request without one.
+func postOf(body io.Reader) *http.Request {
 	r := httptest.NewRequest(http.MethodPost, "/", nil)
 	r.Body = nil
 	if body != nil {
 		r.Body = io.NopCloser(body)
 	}
-	b := requestBody{budget: budget}
-	got, err := b.fill(httptest.NewRecorder(), r, buf[:0], bodyLimits{max: limit, hint: hint})
-	return got, b.held, err
+	return r
 }
 
 // budgetUsed returns the bytes charged to b.
@@ -339,7 +336,7 @@ func budgetUsed(b *bodyBudget) int64 {
 	return all
 }
 
-func TestReadBody(t *testing.T) {
+func TestRequestBodyFill(t *testing.T) {
 	const limit = 10
 	tests := []struct {
 		name    string
@@ -366,7 +363,9 @@ func TestReadBody(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			budget := &bodyBudget{limit: tt.budget, perClient: tt.budget}
-			got, held, err := readBody(tt.body, tt.buf, limit, tt.hint, budget)
+			b := requestBody{budget: budget}
+			got, err := b.fill(httptest.NewRecorder(), postOf(tt.body), tt.buf[:0], bodyLimits{max: limit, hint: tt.hint})
+			held := b.held
 			switch {
 			case tt.wantErr == nil && err != nil:
 				t.Fatalf("error %v", err)
@@ -379,7 +378,7 @@ func TestReadBody(t *testing.T) {
 				t.Errorf("buffer grew to %d, past limit+1", cap(got))
 			}
 			if used := budgetUsed(budget); used != held || held > tt.budget {
-				t.Errorf("budget holds %d, readBody says %d, limit %d", used, held, tt.budget)
+				t.Errorf("budget holds %d, the body says %d, limit %d", used, held, tt.budget)
 			}
 			budget.release(testClient, held)
 			if used := budgetUsed(budget); used != 0 {
@@ -389,9 +388,9 @@ func TestReadBody(t *testing.T) {
 	}
 }
 
-// TestReadBodyGrowsWithBytesReceived: a declared Content-Length reserves
+// TestRequestBodyGrowsWithBytesReceived: a declared Content-Length reserves
 // nothing; the buffer grows only as bytes arrive (invariant 8).
-func TestReadBodyGrowsWithBytesReceived(t *testing.T) {
+func TestRequestBodyGrowsWithBytesReceived(t *testing.T) {
 	const declared = 1 << 20
 	pr, pw := io.Pipe()
 	budget := &bodyBudget{limit: 64 << 20, perClient: 64 << 20}
@@ -402,8 +401,9 @@ func TestReadBodyGrowsWithBytesReceived(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		buf, held, err := readBody(pr, make([]byte, 0, minBodyBuffer), declared, declared, budget)
-		done <- result{buf, held, err}
+		b := requestBody{budget: budget}
+		buf, err := b.fill(httptest.NewRecorder(), postOf(pr), make([]byte, 0, minBodyBuffer), bodyLimits{max: declared, hint: declared})
+		done <- result{buf, b.held, err}
 	}()
 	// One byte of the declared MiB, then the sender stops. The pipe's
 	// Write returns once the reader took the byte.

@@ -11,6 +11,7 @@ import (
 )
 
 func TestRedactor(t *testing.T) {
+	t.Parallel()
 	basic := base64.StdEncoding.EncodeToString([]byte("deployer:basic-password-123"))
 	r := newRedactor([]string{"Bearer bearer-token-0123", "Basic " + basic, "short", "whsec_signsecret0123", "bearer-token-0123",
 		"https://u:hook-url-password@example.com/h?key=url-query-key-123", "host=db user=q password=dsn-password-xyz"})
@@ -39,6 +40,7 @@ func TestRedactor(t *testing.T) {
 
 // TestRedactingHandler: the redacted error keeps its kind for the pool.
 func TestRedactingHandler(t *testing.T) {
+	t.Parallel()
 	r := newRedactor([]string{"token-0123456789"})
 	tests := []struct {
 		name      string

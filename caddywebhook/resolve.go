@@ -57,10 +57,10 @@ func (s *Secrets) Values() []string {
 // secretsKey is the context key of the config load's *Secrets.
 type secretsKey struct{}
 
-// WithSecrets returns ctx carrying s: ResolveSecret under the returned
+// withSecrets returns ctx carrying s: ResolveSecret under the returned
 // context records into s. The webhook app loads its storage and notify
 // target through it, and a receiver its targets.
-func WithSecrets(ctx caddy.Context, s *Secrets) caddy.Context {
+func withSecrets(ctx caddy.Context, s *Secrets) caddy.Context {
 	return ctx.WithValue(secretsKey{}, s)
 }
 
@@ -140,21 +140,4 @@ func globalPlaceholder(key string) bool {
 		}
 	}
 	return false
-}
-
-// validName reports whether s may name a source or a target: short,
-// printable in logs, URLs and shells without quoting.
-func validName(s string) bool {
-	if s == "" || len(s) > 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '_', c == '-':
-		default:
-			return false
-		}
-	}
-	return true
 }

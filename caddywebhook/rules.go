@@ -2,16 +2,13 @@ package caddywebhook
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"go.uber.org/zap"
 
 	"github.com/caddywebhook/caddywebhook/caddywebhook/rules"
@@ -185,63 +182,6 @@ func (rc *Receiver) filterFailed(target string, err error) {
 	}
 }
 
-// maxErrorText bounds a logged rule error, in bytes.
-const maxErrorText = 200
-
-// redactQuoted replaces what s quotes in double quotes with an ellipsis,
-// drops what follows the word "key" or "value", and cuts it to
-// maxErrorText: cel's messages name the values they failed on, quoted
-// (strconv's `parsing "abc"`) or not, after those words (`no such key:
-// abc`, `insert failed: key abc already exists`, `unsupported index value
-// abc in list`), and those may come from the body (`headers[body.k]`).
-// Single quotes stay: cel puts type names in them.
-func redactQuoted(s string) string {
-	s = cutAfterNamedValue(s)
-	var b strings.Builder
-	var quote rune
-	for _, r := range s {
-		switch {
-		case quote != 0 && r == quote:
-			quote = 0
-			b.WriteString("…")
-			b.WriteRune(r)
-		case quote != 0:
-		case r == '"':
-			quote = r
-			b.WriteRune(r)
-		default:
-			b.WriteRune(r)
-		}
-		if b.Len() >= maxErrorText {
-			break
-		}
-	}
-	if quote != 0 {
-		b.WriteString("…")
-	}
-	return b.String()
-}
-
-// cutAfterNamedValue cuts s after the first whole word "key" or "value"
-// (with its colon, if any) and ends it with an ellipsis.
-func cutAfterNamedValue(s string) string {
-	for i := 0; i < len(s); {
-		j := strings.IndexAny(s[i:], " ")
-		word := s[i:]
-		if j >= 0 {
-			word = s[i : i+j]
-		}
-		if w := strings.TrimSuffix(word, ":"); (w == "key" || w == "value") && j >= 0 {
-			return s[:i+j+1] + "…"
-		}
-		if j < 0 {
-			break
-		}
-		i += j + 1
-	}
-	return s
-}
-
 // onceAMinute says yes to the first of each key per minute. It remembers
 // at most maxKeys keys a minute, so a rule whose error text changes with
 // every event cannot grow it; past that it says no until the minute ends.
@@ -264,169 +204,6 @@ func (o *onceAMinute) first(key string, now time.Time) bool {
 	}
 	o.seen[key] = struct{}{}
 	return true
-}
-
-// activeRules are the compiled rules of the running config, by route, for
-// the admin API's rule test; the owner check is activeQueue's.
-var activeRules atomic.Pointer[rulesOf]
-
-type rulesOf struct {
-	owner  *App // the app whose config compiled them
-	routes map[queue.Route]routeRules
-}
-
-func setActiveRules(owner *App, routes map[queue.Route]routeRules) {
-	activeRules.Store(&rulesOf{owner: owner, routes: routes})
-}
-
-// clearActiveRules forgets the rules of owner, unless a newer app's
-// replaced them already.
-func clearActiveRules(owner *App) {
-	if cur := activeRules.Load(); cur != nil && cur.owner == owner {
-		activeRules.CompareAndSwap(cur, nil)
-	}
-}
-
-// ruleArgs reads the expression of a `filter`, `body` or `header <name>`
-// line: the rest of the line, as Caddy's `expression` matcher reads it. One
-// argument is taken unquoted (a backtick or double-quoted token), several
-// are joined raw with spaces, quotes kept, so `filter body.ref ==
-// "refs/heads/main"` needs no quoting of its own.
-func ruleArgs(d *caddyfile.Dispenser) (string, bool) {
-	switch d.CountRemainingArgs() {
-	case 0:
-		return "", false
-	case 1:
-		d.NextArg()
-		return d.Val(), true
-	}
-	return strings.Join(d.RemainingArgsRaw(), " "), true
-}
-
-// caddyfileRule is one rule line of a Caddyfile, kept until the whole
-// receiver is read, so that its compile error can name the receiver and
-// the target as well as the line.
-type caddyfileRule struct {
-	field     string // filter, transform: body, transform: header X, …
-	file      string
-	line      int
-	filter    string
-	transform *rules.TransformConfig // the line alone
-}
-
-// newCaddyfileRule records the rule of the line the dispenser is on.
-func newCaddyfileRule(d *caddyfile.Dispenser, field string) caddyfileRule {
-	return caddyfileRule{field: field, file: d.File(), line: d.Line()}
-}
-
-// check compiles the rule; the error names where, the field, the line of
-// the Caddyfile and the column in the expression, in the form of Caddy's
-// own parse errors.
-func (cr caddyfileRule) check(where string) error {
-	var err error
-	if cr.transform != nil {
-		_, err = rules.CompileTransform(cr.transform, rules.Options{})
-		var fe *rules.FieldError
-		if errors.As(err, &fe) {
-			err = fe.Err // the field is cr.field
-		}
-	} else {
-		_, err = rules.CompileFilter([]string{cr.filter}, rules.Options{})
-	}
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("%s:%d - Error during parsing: %s: %s: %w", cr.file, cr.line, where, cr.field, err)
-}
-
-// checkCaddyfileRules compiles each of crs, where naming their receiver
-// and target (or the notify block).
-func checkCaddyfileRules(crs []caddyfileRule, where string) error {
-	for _, cr := range crs {
-		if err := cr.check(where); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// unmarshalTransform reads a `transform { body <CEL> header <name> <CEL>
-// remove_header <name…> }` block, the dispenser on `transform`; where
-// starts the messages. It returns each line's rule too, for the caller to
-// compile once it can name the target.
-func unmarshalTransform(d *caddyfile.Dispenser, where string) (*rules.TransformConfig, []caddyfileRule, error) {
-	where += ": transform"
-	if d.NextArg() {
-		return nil, nil, d.Errf("%s: unexpected argument %q; the rules go in a block", where, d.Val())
-	}
-	c := new(rules.TransformConfig)
-	var crs []caddyfileRule
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		opt := d.Val()
-		switch opt {
-		case "body":
-			cr := newCaddyfileRule(d, "transform: body")
-			if c.Body != "" {
-				return nil, nil, d.Errf("%s: body is set twice", where)
-			}
-			src, ok := ruleArgs(d)
-			if !ok {
-				return nil, nil, d.Errf("%s: body needs a CEL expression", where)
-			}
-			c.Body = src
-			cr.transform = &rules.TransformConfig{Body: src}
-			crs = append(crs, cr)
-		case "header":
-			if !d.NextArg() {
-				return nil, nil, d.Errf("%s: header needs a name and a CEL expression", where)
-			}
-			name := d.Val()
-			cr := newCaddyfileRule(d, "transform: header "+name)
-			src, ok := ruleArgs(d)
-			if !ok {
-				return nil, nil, d.Errf("%s: header %s needs a CEL expression", where, name)
-			}
-			if c.Headers == nil {
-				c.Headers = make(map[string]string)
-			}
-			if _, dup := c.Headers[name]; dup {
-				return nil, nil, d.Errf("%s: header %s is set twice", where, name)
-			}
-			c.Headers[name] = src
-			cr.transform = &rules.TransformConfig{Headers: map[string]string{name: src}}
-			crs = append(crs, cr)
-		case "remove_header":
-			names := d.RemainingArgs()
-			if len(names) == 0 {
-				return nil, nil, d.Errf("%s: remove_header needs a header name", where)
-			}
-			for _, name := range names {
-				cr := newCaddyfileRule(d, "transform: remove_header "+name)
-				cr.transform = &rules.TransformConfig{RemoveHeaders: []string{name}}
-				crs = append(crs, cr)
-			}
-			c.RemoveHeaders = append(c.RemoveHeaders, names...)
-		default:
-			return nil, nil, d.Errf("%s: unknown option %q (want body, header, remove_header)", where, opt)
-		}
-	}
-	if c.IsZero() {
-		return nil, nil, d.Errf("%s: the block is empty", where)
-	}
-	return c, crs, nil
-}
-
-// joinFilters ANDs several filter expressions into the one of the JSON
-// config; each is parenthesised, on its own line, so it keeps its meaning.
-func joinFilters(srcs []string) string {
-	if len(srcs) == 1 {
-		return srcs[0]
-	}
-	parts := make([]string, len(srcs))
-	for i, s := range srcs {
-		parts[i] = "(" + s + ")"
-	}
-	return strings.Join(parts, "\n&& ")
 }
 
 // Interface guards

@@ -344,6 +344,7 @@ func TestRulesCaddyfileErrors(t *testing.T) {
 }
 
 func TestRedactQuoted(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ name, in, want string }{
 		{"strconv quotes the value", `strconv.ParseInt: parsing "canary": invalid syntax`, `strconv.ParseInt: parsing "…": invalid syntax`},
 		{"type names in single quotes stay", `type conversion error from 'string' to 'int'`, `type conversion error from 'string' to 'int'`},
@@ -647,6 +648,7 @@ func TestRouteRulesTest(t *testing.T) {
 // minute starts over, and a flood of distinct keys stops at
 // onceAMinuteMaxKeys rather than growing the set.
 func TestOnceAMinute(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 12, 2, 6, 0, 0, 0, time.UTC)
 	type call struct {
 		key  string

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/tracecontext"
 	"github.com/caddywebhook/caddywebhook/queue"
 	"github.com/caddywebhook/caddywebhook/signature"
 )
@@ -121,7 +122,7 @@ func (rc *Receiver) store(r *http.Request, x *exchange, res signature.Result, bo
 			// The filters see what is stored, as a transform and the rule
 			// test do later.
 			Targets: rc.targetsFor(r, res.EventType, res.DeliveryID, payload),
-			Trace:   requestTrace(r),
+			Trace:   tracecontext.FromRequest(r),
 		}
 		if res.OrderingKey != "" {
 			ev.OrderingKey, ev.OrderingHold = orderingKey(res.OrderingKey), rc.orderingHold

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
@@ -33,41 +34,13 @@ const (
 	defaultTailMaxLag = 10 * time.Second
 )
 
-// tailLine is one line of the tail, sent as JSON.
-type tailLine struct {
-	Time time.Time `json:"time"`
-	// Kind is received (a request to a receiver, or an injected event),
-	// delivery (an attempt ended) or dropped (lines this subscriber lost).
-	Kind       string  `json:"kind"`
-	Source     string  `json:"source,omitempty"`
-	Target     string  `json:"target,omitempty"`
-	Outcome    string  `json:"outcome,omitempty"`
-	Status     int     `json:"status,omitempty"` // the receiver's answer, for received
-	DeliveryID string  `json:"delivery_id,omitempty"`
-	EventType  string  `json:"event_type,omitempty"`
-	EventID    int64   `json:"event_id,omitempty"`
-	JobID      int64   `json:"job_id,omitempty"`
-	Attempt    int     `json:"attempt,omitempty"`
-	DurationMS float64 `json:"duration_ms,omitempty"`
-	Error      string  `json:"error,omitempty"`
-	Injected   bool    `json:"injected,omitempty"`
-	Dropped    int64   `json:"dropped,omitempty"`
-}
-
-// Kinds of tail lines.
-const (
-	tailReceived = "received"
-	tailDelivery = "delivery"
-	tailDropped  = "dropped"
-)
-
 // tailFilter selects lines; empty fields match everything. A target
 // filter keeps only deliveries: a received event has no target yet.
 type tailFilter struct {
 	source, target, outcome string
 }
 
-func (f tailFilter) match(l *tailLine) bool {
+func (f tailFilter) match(l *adminapi.TailLine) bool {
 	return (f.source == "" || f.source == l.Source) &&
 		(f.target == "" || f.target == l.Target) &&
 		(f.outcome == "" || f.outcome == l.Outcome)
@@ -78,49 +51,26 @@ type tailHub struct {
 	n    atomic.Int32 // subscribers, read without the lock
 	mu   sync.RWMutex
 	subs map[*tailSub]struct{}
-	// max and maxLag are the running config's MaxTails and TailMaxLag,
-	// 0 for the defaults.
-	max    int
-	maxLag atomic.Int64 // nanoseconds
 }
 
 // tailSub is one subscriber.
 type tailSub struct {
 	filter  tailFilter
-	lines   chan tailLine
+	lines   chan adminapi.TailLine
 	dropped atomic.Int64
 }
-
-// tails is the process's hub; like the active queue, it outlives reloads.
-var tails tailHub
 
 // active reports whether anyone listens; publishers check it before they
 // build a line.
 func (h *tailHub) active() bool { return h.n.Load() > 0 }
 
-// limit sets the cap on subscribers and the lag a reader is allowed, 0
-// for the defaults; the subscribers open past a lowered cap stay.
-func (h *tailHub) limit(maxTails int, maxLag time.Duration) {
+// subscribe adds a subscriber, or returns nil when max subscribers (0:
+// the default) are open already; the caller must unsubscribe the one it
+// got. The subscribers open past a lowered cap stay.
+func (h *tailHub) subscribe(f tailFilter, max int) *tailSub {
+	s := &tailSub{filter: f, lines: make(chan adminapi.TailLine, tailBuffer)}
 	h.mu.Lock()
-	h.max = maxTails
-	h.mu.Unlock()
-	h.maxLag.Store(int64(maxLag))
-}
-
-// lag is how long a reader may fall behind before its tail is closed.
-func (h *tailHub) lag() time.Duration {
-	if d := time.Duration(h.maxLag.Load()); d > 0 {
-		return d
-	}
-	return defaultTailMaxLag
-}
-
-// subscribe adds a subscriber, or returns nil when the cap is reached;
-// the caller must unsubscribe the one it got.
-func (h *tailHub) subscribe(f tailFilter) *tailSub {
-	s := &tailSub{filter: f, lines: make(chan tailLine, tailBuffer)}
-	h.mu.Lock()
-	if max := cmp.Or(h.max, defaultMaxTails); len(h.subs) >= max {
+	if len(h.subs) >= cmp.Or(max, defaultMaxTails) {
 		h.mu.Unlock()
 		return nil
 	}
@@ -144,7 +94,7 @@ func (h *tailHub) unsubscribe(s *tailSub) {
 
 // publish offers l to every subscriber whose filter matches, without
 // waiting for any.
-func (h *tailHub) publish(l tailLine) {
+func (h *tailHub) publish(l adminapi.TailLine) {
 	if !h.active() {
 		return
 	}
@@ -170,8 +120,8 @@ func (h *tailHub) publishReceived(info *requestInfo) {
 	if !h.active() {
 		return
 	}
-	h.publish(tailLine{
-		Kind:       tailReceived,
+	h.publish(adminapi.TailLine{
+		Kind:       adminapi.TailReceived,
 		Source:     info.source,
 		Outcome:    info.outcome.String(),
 		Status:     info.status,
@@ -186,8 +136,8 @@ func (h *tailHub) publishDelivery(job *queue.Job, word string, d time.Duration, 
 	if !h.active() {
 		return
 	}
-	h.publish(tailLine{
-		Kind:       tailDelivery,
+	h.publish(adminapi.TailLine{
+		Kind:       adminapi.TailDelivery,
 		Source:     job.Source,
 		Target:     job.Target,
 		Outcome:    word,

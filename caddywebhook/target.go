@@ -2,18 +2,9 @@ package caddywebhook
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"net/http"
-	"strconv"
-	"strings"
-	"time"
 
-	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
-
+	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/tracecontext"
 	"github.com/caddywebhook/caddywebhook/queue"
-	"github.com/caddywebhook/caddywebhook/signature"
 )
 
 // Target is a module in the webhook.targets namespace: it delivers one job
@@ -59,65 +50,14 @@ const (
 	HeaderJobID = "X-Webhook-Job-Id"
 )
 
-// UnmarshalTimeout reads the one duration argument of a target's timeout
-// option; kind names the target in the messages.
-func UnmarshalTimeout(d *caddyfile.Dispenser, kind string) (caddy.Duration, error) {
-	if !d.NextArg() {
-		return 0, d.Errf("%s target: timeout: missing the duration", kind)
-	}
-	dur, err := caddy.ParseDuration(d.Val())
-	if err != nil {
-		return 0, d.Errf("%s target: timeout: %v", kind, err)
-	}
-	if d.NextArg() {
-		return 0, d.Errf("%s target: timeout: takes one duration", kind)
-	}
-	return caddy.Duration(dur), nil
-}
-
-// MessageID is the Standard Webhooks message id of a job: the same for
-// every attempt and every replay of one event to one target, so the upstream
-// can deduplicate, and different for each target of an event. It is derived
-// from names rather than the job's row id, which a new database would reuse.
-func MessageID(job *queue.Job) string {
-	h := sha256.New()
-	for _, part := range []string{job.Source, job.DeliveryID, job.Target} {
-		h.Write([]byte(strconv.Itoa(len(part))))
-		h.Write([]byte{':'})
-		h.Write([]byte(part))
-	}
-	return "msg_" + hex.EncodeToString(h.Sum(nil)[:16])
-}
-
-// SignForwarded returns the Standard Webhooks headers (webhook-id,
-// webhook-timestamp, webhook-signature) that sign a forwarded payload with
-// secret, a "whsec_" secret. Its error never quotes the secret.
-func SignForwarded(secret, id string, ts time.Time, payload []byte) (http.Header, error) {
-	return signature.Sign(signature.SchemeStandard, secret, payload, signature.SignOptions{
-		ID:        id,
-		Timestamp: ts,
-	})
-}
-
-// ValidHeaderValue reports whether v can be sent as a header value, by
-// the rule net/http's transport applies: no control character but tab.
-func ValidHeaderValue(v string) bool {
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; (c < ' ' && c != '\t') || c == 0x7f {
-			return false
-		}
-	}
-	return true
-}
-
-// RedactSecrets replaces every occurrence of each of secrets in s. The
-// targets use it on text a program or an upstream wrote, which is stored as
-// a job's last error and shown by the admin API.
-func RedactSecrets(s string, secrets []string) string {
-	for _, v := range secrets {
-		if v != "" {
-			s = strings.ReplaceAll(s, v, "[redacted]")
-		}
-	}
-	return s
-}
+// The W3C Trace Context headers (https://www.w3.org/TR/trace-context/) a
+// target that speaks HTTP sends on every attempt of an event that arrived
+// in a trace, in Go's canonical form, and the environment variables an
+// exec target sets for the same purpose (the OpenTelemetry
+// environment-variable carrier's names).
+const (
+	HeaderTraceparent = tracecontext.HeaderTraceparent
+	HeaderTracestate  = tracecontext.HeaderTracestate
+	EnvTraceparent    = tracecontext.EnvTraceparent
+	EnvTracestate     = tracecontext.EnvTracestate
+)

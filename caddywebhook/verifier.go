@@ -56,20 +56,20 @@ func (rc *Receiver) signatureConfig() (signature.Config, error) {
 		cfg.Tolerance = d
 	}
 	if f := rc.DeliveryID; f != nil {
-		if (f.Header == "") == (f.JSON == "") {
-			return cfg, rc.errf("delivery_id: set exactly one of header and json")
+		if err := rc.checkSource("delivery_id", *f); err != nil {
+			return cfg, err
 		}
 		cfg.DeliveryIDHeader, cfg.DeliveryIDField = f.Header, f.JSON
 	}
 	if f := rc.EventType; f != nil {
-		if (f.Header == "") == (f.JSON == "") {
-			return cfg, rc.errf("event_type: set exactly one of header and json")
+		if err := rc.checkSource("event_type", *f); err != nil {
+			return cfg, err
 		}
 		cfg.EventTypeHeader, cfg.EventTypeField = f.Header, f.JSON
 	}
 	if k := rc.OrderingKey; k != nil {
-		if (k.Header == "") == (k.JSON == "") {
-			return cfg, rc.errf("ordering_key: set exactly one of header and json")
+		if err := rc.checkSource("ordering_key", FieldSource{Header: k.Header, JSON: k.JSON}); err != nil {
+			return cfg, err
 		}
 		switch k.OnDead {
 		case "", "hold":
@@ -88,4 +88,13 @@ func (rc *Receiver) signatureConfig() (signature.Config, error) {
 		cfg.TimestampField = h.TimestampField
 	}
 	return cfg, nil
+}
+
+// checkSource refuses a source of opt (delivery_id, event_type,
+// ordering_key) that names both a header and a JSON field, or neither.
+func (rc *Receiver) checkSource(opt string, f FieldSource) error {
+	if (f.Header == "") == (f.JSON == "") {
+		return rc.errf("%s: set exactly one of header and json", opt)
+	}
+	return nil
 }

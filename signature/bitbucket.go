@@ -16,5 +16,6 @@ func init() {
 			EventTypeHeader:  "X-Event-Key",
 		},
 		Forward: []string{"X-Event-Key"},
+		Sender:  Sender{ID: SenderIDUUID},
 	})
 }

@@ -83,6 +83,7 @@ func init() {
 		id:       []source{header(headerContentfulIdempotency)},
 		typ:      []source{header(headerContentfulTopic)},
 		signsURL: true,
+		sender:   Sender{ID: SenderIDRandom},
 	})
 }
 

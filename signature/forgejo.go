@@ -14,5 +14,6 @@ func init() {
 			EventTypeHeader:  "X-Forgejo-Event",
 		},
 		Forward: []string{"X-Forgejo-Event", "X-Forgejo-Event-Type"},
+		Sender:  Sender{ID: SenderIDUUID},
 	})
 }

@@ -16,5 +16,6 @@ func init() {
 			EventTypeHeader:  "X-Gitea-Event",
 		},
 		Forward: []string{"X-Gitea-Event", "X-Gitea-Event-Type"},
+		Sender:  Sender{ID: SenderIDUUID},
 	})
 }

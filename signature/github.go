@@ -23,6 +23,7 @@ func init() {
 		sign:   signGitHub,
 		id:     []source{header(headerGitHubDelivery)},
 		typ:    []source{header(headerGitHubEvent)},
+		sender: Sender{ID: SenderIDUUID},
 	})
 }
 

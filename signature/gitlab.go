@@ -15,9 +15,10 @@ func init() {
 		build: func(cfg Config, b base) (Verifier, error) {
 			return newTokenVerifier(b, cfg.Secrets, SchemeGitLab, headerGitLabToken), nil
 		},
-		sign: signGitLab,
-		id:   []source{header(headerGitLabUUID)},
-		typ:  []source{header(headerGitLabEvent)},
+		sign:   signGitLab,
+		id:     []source{header(headerGitLabUUID)},
+		typ:    []source{header(headerGitLabEvent)},
+		sender: Sender{ID: SenderIDUUID},
 	})
 }
 

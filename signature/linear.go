@@ -20,5 +20,6 @@ func init() {
 			EventTypeHeader:  "Linear-Event",
 		},
 		Forward: []string{"Linear-Event"},
+		Sender:  Sender{ID: SenderIDUUID},
 	})
 }

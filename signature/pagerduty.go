@@ -16,5 +16,6 @@ func init() {
 			DeliveryIDHeader: "X-Webhook-Id",
 			EventTypeField:   "event.event_type",
 		},
+		Sender: Sender{ID: SenderIDRandom},
 	})
 }

@@ -59,6 +59,11 @@ type Preset struct {
 	// with, for a sender that wants another than 202 (Scheme.AcceptStatus).
 	// Default: 202.
 	AcceptStatus int
+
+	// Sender is what the provider sends besides its signature: how it
+	// names a delivery (required when DeliveryIDHeader is set) and the
+	// headers it always adds. SignAsSender sends it.
+	Sender Sender
 }
 
 // registerPreset registers p as a scheme over the engine.
@@ -75,6 +80,7 @@ func presetScheme(p Preset) *scheme {
 		id:                sourceOf(p.Defaults.DeliveryIDHeader, p.Defaults.DeliveryIDField),
 		typ:               sourceOf(p.Defaults.EventTypeHeader, p.Defaults.EventTypeField),
 		preset:            &p,
+		sender:            p.Sender,
 	}
 	s.sign = func(secret string, body []byte, opts SignOptions) (http.Header, error) {
 		return signEngine(s, secret, body, opts)

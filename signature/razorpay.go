@@ -13,5 +13,6 @@ func init() {
 			DeliveryIDHeader: "X-Razorpay-Event-Id",
 			EventTypeField:   "event",
 		},
+		Sender: Sender{ID: SenderIDRandom},
 	})
 }

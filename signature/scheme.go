@@ -123,6 +123,9 @@ type scheme struct {
 	// secretPaths are SecretFields split into their steps once, at
 	// register, for RedactSecrets.
 	secretPaths [][]string
+	// sender is what the scheme's sender sends besides its signature
+	// (sender.go).
+	sender Sender
 }
 
 var registry = map[string]*scheme{}
@@ -135,6 +138,11 @@ func register(s *scheme) {
 	}
 	if s.Name == "" || strings.ToLower(s.Name) != s.Name || s.build == nil || s.sign == nil || s.Keys == 0 {
 		panic("signature: scheme " + s.Name + " is incomplete")
+	}
+	if len(s.id) > 0 && s.id[0].kind == fromHeader && s.sender.ID == SenderIDNone {
+		// SignAsSender would send no id, and the receiver would fall back
+		// to the body's hash.
+		panic("signature: scheme " + s.Name + " reads its delivery id from " + s.id[0].name + ": say how its sender makes one (Sender.ID)")
 	}
 	for _, f := range s.SecretFields {
 		s.secretPaths = append(s.secretPaths, strings.Split(f, "."))

@@ -14,5 +14,6 @@ func init() {
 			EventTypeHeader:  "Sentry-Hook-Resource",
 		},
 		Forward: []string{"Sentry-Hook-Resource"},
+		Sender:  Sender{ID: SenderIDUUID},
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
+	"time"
 )
 
 // Shopify signs the raw body with HMAC-SHA256 keyed with the app secret's
@@ -24,7 +25,27 @@ func init() {
 		sign:   signShopify,
 		id:     []source{header(headerShopifyEventID), header(headerShopifyWebhookID)},
 		typ:    []source{header(headerShopifyTopic)},
+		sender: Sender{ID: SenderIDUUID, Headers: shopifyHeaders},
 	})
+}
+
+// shopifyHeaders are the headers Shopify sends with every webhook, which
+// its own SDK requires (https://shopify.dev/docs/api/shopify-app-remix/v4/authenticate/webhook:
+// shop, apiVersion, webhookId, topic, triggeredAt and eventId are read
+// from them).
+func shopifyHeaders(opts SignOptions) http.Header {
+	ts := opts.Timestamp
+	if ts.IsZero() {
+		ts = time.Now()
+	}
+	return http.Header{
+		"X-Shopify-Shop-Domain":  {"example.myshopify.com"},
+		"X-Shopify-Api-Version":  {"2025-07"},
+		"X-Shopify-Webhook-Id":   {newUUID()},
+		"X-Shopify-Topic":        {"orders/create"},
+		"X-Shopify-Triggered-At": {ts.UTC().Format(time.RFC3339Nano)},
+		"X-Shopify-Event-Id":     {newUUID()},
+	}
 }
 
 var (

@@ -34,6 +34,10 @@ func init() {
 		build:     func(_ Config, b base) (Verifier, error) { return &slackVerifier{b}, nil },
 		sign:      signSlack,
 		handshake: slackHandshake,
+		// Slack posts its slash commands and interactivity requests as a
+		// form (https://api.slack.com/slash-commands), its Events API as
+		// JSON.
+		sender: Sender{FormUnlessJSON: true},
 	})
 }
 

@@ -19,6 +19,7 @@ func init() {
 		sign:   signStripe,
 		id:     []source{field("id")},
 		typ:    []source{field("type")},
+		sender: Sender{ID: SenderIDStripeEvent},
 	})
 }
 

@@ -48,6 +48,9 @@ func init() {
 		build:    buildTwilio,
 		sign:     signTwilio,
 		signsURL: true,
+		// Twilio posts its parameters as a form; a JSON body is signed
+		// through bodySHA256 in the URL instead.
+		sender: Sender{FormUnlessJSON: true},
 	})
 }
 

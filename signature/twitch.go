@@ -36,6 +36,7 @@ func init() {
 		},
 		Forward:   []string{"Twitch-Eventsub-Subscription-Type", headerTwitchType},
 		Handshake: twitchHandshake,
+		Sender:    Sender{ID: SenderIDUUID},
 	})
 	// The engine reads unix timestamps; this one is RFC 3339, so it is
 	// checked here, after the MAC.

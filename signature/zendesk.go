@@ -21,5 +21,6 @@ func init() {
 			DeliveryIDHeader: "X-Zendesk-Webhook-Invocation-Id",
 			EventTypeField:   "type",
 		},
+		Sender: Sender{ID: SenderIDRandom},
 	})
 }

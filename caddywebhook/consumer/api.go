@@ -15,7 +15,8 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
-	"github.com/caddywebhook/caddywebhook/caddywebhook"
+	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
+	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/pullside"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
@@ -60,15 +61,27 @@ type ClaimResponse struct {
 	LeaseMS int64        `json:"lease_ms"`
 }
 
-// Lease names one claim: a job id and the fence its claim was given.
-type Lease struct {
-	ID    int64 `json:"id"`
-	Fence int64 `json:"fence"`
+// ExtendRequest is the body of POST …/extend: the claims to extend, each
+// a job id and the fence its claim was given, {"id": 7, "fence": 3}.
+type ExtendRequest struct {
+	Leases []queue.Claimed `json:"leases"`
 }
 
-// ExtendRequest is the body of POST …/extend.
-type ExtendRequest struct {
-	Leases []Lease `json:"leases"`
+// MarshalJSON writes the claims with the names the API documents;
+// queue.Claimed has no JSON names of its own, and the API reads them in
+// any case, as encoding/json does.
+func (r ExtendRequest) MarshalJSON() ([]byte, error) {
+	type claim struct {
+		ID    int64 `json:"id"`
+		Fence int64 `json:"fence"`
+	}
+	leases := make([]claim, len(r.Leases))
+	for i, c := range r.Leases {
+		leases[i] = claim(c)
+	}
+	return json.Marshal(struct {
+		Leases []claim `json:"leases"`
+	}{leases})
 }
 
 // ExtendResponse lists the claims that could not be extended: they are
@@ -78,8 +91,11 @@ type ExtendResponse struct {
 	LeaseMS int64   `json:"lease_ms"`
 }
 
-// AckResult is one answer in the body of POST …/ack.
-type AckResult struct {
+// Ack is one answer in the body of POST …/ack: what became of the
+// consumer's attempt at one claim. Outcome is an attempt word: delivered,
+// retry, dead or handed_back (done and handback, their older spellings,
+// are read as the first and the last).
+type Ack struct {
 	ID         int64  `json:"id"`
 	Fence      int64  `json:"fence"`
 	Outcome    string `json:"outcome"`
@@ -90,12 +106,12 @@ type AckResult struct {
 
 // AckRequest is the body of POST …/ack.
 type AckRequest struct {
-	Results []AckResult `json:"results"`
+	Results []Ack `json:"results"`
 }
 
-// AckAnswer says what became of one answer: recorded false means the
+// AckReply says what became of one answer: recorded false means the
 // claim was no longer held and nothing changed.
-type AckAnswer struct {
+type AckReply struct {
 	ID       int64        `json:"id"`
 	Recorded bool         `json:"recorded"`
 	Status   queue.Status `json:"status,omitempty"`
@@ -104,25 +120,7 @@ type AckAnswer struct {
 
 // AckResponse answers an ack, one entry per result, in order.
 type AckResponse struct {
-	Results []AckAnswer `json:"results"`
-}
-
-// apiError is the body of every error answer: the message and, for a bad
-// request, the field at fault, for a client to read without parsing text.
-type apiError struct {
-	Error string `json:"error"`
-	Param string `json:"param,omitempty"`
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-func writeError(w http.ResponseWriter, status int, msg, param string) {
-	writeJSON(w, status, apiError{Error: msg, Param: param})
+	Results []AckReply `json:"results"`
 }
 
 // badRequest is a request error with the field it names.
@@ -203,11 +201,11 @@ func parseDuration(param, v string) (time.Duration, *badRequest) {
 }
 
 // pull returns the running app's pull side, or answers 503.
-func (h *Handler) pull(w http.ResponseWriter) *caddywebhook.Pull {
-	p, err := h.app.Pull()
+func (h *Handler) pull(w http.ResponseWriter) pullside.Side {
+	p, err := pullside.Of(h.app)
 	if err != nil {
 		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusServiceUnavailable, "no pull target is running; try again", "")
+		adminapi.WriteError(w, http.StatusServiceUnavailable, "no pull target is running; try again", "")
 		return nil
 	}
 	return p
@@ -217,7 +215,7 @@ func (h *Handler) pull(w http.ResponseWriter) *caddywebhook.Pull {
 func (h *Handler) storeFailed(w http.ResponseWriter, op string, err error) {
 	h.logger.Error("consumer API: "+op, zap.Error(err))
 	w.Header().Set("Retry-After", "1")
-	writeError(w, http.StatusServiceUnavailable, op+": the queue's store failed; try again", "")
+	adminapi.WriteError(w, http.StatusServiceUnavailable, op+": the queue's store failed; try again", "")
 }
 
 // serveClaim claims jobs of one target, waiting up to the request's wait
@@ -225,22 +223,22 @@ func (h *Handler) storeFailed(w http.ResponseWriter, op string, err error) {
 func (h *Handler) serveClaim(w http.ResponseWriter, r *http.Request, tok int) {
 	var req ClaimRequest
 	if bad := h.decode(w, r, &req); bad != nil {
-		writeError(w, bad.status, bad.msg, bad.param)
+		adminapi.WriteError(w, bad.status, bad.msg, bad.param)
 		return
 	}
 	wait, bad := parseDuration("wait", req.Wait)
 	switch {
 	case bad != nil:
-		writeError(w, bad.status, bad.msg, bad.param)
+		adminapi.WriteError(w, bad.status, bad.msg, bad.param)
 		return
 	case req.Target == "":
-		writeError(w, http.StatusBadRequest, "target: required", "target")
+		adminapi.WriteError(w, http.StatusBadRequest, "target: required", "target")
 		return
 	case req.Max < 0:
-		writeError(w, http.StatusBadRequest, "max: must not be negative", "max")
+		adminapi.WriteError(w, http.StatusBadRequest, "max: must not be negative", "max")
 		return
 	case !h.allowed(req.Target):
-		writeError(w, http.StatusForbidden, fmt.Sprintf("target: this endpoint's tokens may not consume %q", req.Target), "target")
+		adminapi.WriteError(w, http.StatusForbidden, fmt.Sprintf("target: this endpoint's tokens may not consume %q", req.Target), "target")
 		return
 	}
 	limit := min(cmp.Or(req.Max, DefaultClaimMax), h.MaxClaim)
@@ -250,14 +248,14 @@ func (h *Handler) serveClaim(w http.ResponseWriter, r *http.Request, tok int) {
 		return
 	}
 	if !p.Has(req.Target) {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("target: %q is not a pull target of the running config", req.Target), "target")
+		adminapi.WriteError(w, http.StatusNotFound, fmt.Sprintf("target: %q is not a pull target of the running config", req.Target), "target")
 		return
 	}
 	if wait > 0 {
 		if n := h.waiting[tok].Add(1); n > int32(h.MaxWaiting) {
 			h.waiting[tok].Add(-1)
 			w.Header().Set("Retry-After", "1")
-			writeError(w, http.StatusTooManyRequests, fmt.Sprintf("this token has %d claims waiting already, the most max_waiting allows", h.MaxWaiting), "wait")
+			adminapi.WriteError(w, http.StatusTooManyRequests, fmt.Sprintf("this token has %d claims waiting already, the most max_waiting allows", h.MaxWaiting), "wait")
 			return
 		}
 	}
@@ -282,7 +280,7 @@ func (h *Handler) serveClaim(w http.ResponseWriter, r *http.Request, tok int) {
 			LeaseUntil: j.LeaseUntil, CreatedAt: j.CreatedAt,
 		}
 	}
-	writeJSON(w, http.StatusOK, resp)
+	adminapi.WriteJSON(w, http.StatusOK, resp)
 }
 
 func cmpOrHeaders(h []queue.Header) []queue.Header {
@@ -296,7 +294,7 @@ func cmpOrHeaders(h []queue.Header) []queue.Header {
 // this process signals new work, every poll interval, until wait has
 // passed. It returns early, with nothing, when the app stops; and when
 // the consumer goes away, with its error.
-func (h *Handler) claim(ctx context.Context, p *caddywebhook.Pull, target string, limit int, wait time.Duration) ([]*queue.Job, error) {
+func (h *Handler) claim(ctx context.Context, p pullside.Side, target string, limit int, wait time.Duration) ([]*queue.Job, error) {
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	poll := time.NewTimer(p.PollInterval())
@@ -327,22 +325,18 @@ func (h *Handler) claim(ctx context.Context, p *caddywebhook.Pull, target string
 func (h *Handler) serveExtend(w http.ResponseWriter, r *http.Request) {
 	var req ExtendRequest
 	if bad := h.decode(w, r, &req); bad != nil {
-		writeError(w, bad.status, bad.msg, bad.param)
+		adminapi.WriteError(w, bad.status, bad.msg, bad.param)
 		return
 	}
 	if len(req.Leases) > maxLeases {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("leases: %d claims, more than %d", len(req.Leases), maxLeases), "leases")
+		adminapi.WriteError(w, http.StatusBadRequest, fmt.Sprintf("leases: %d claims, more than %d", len(req.Leases), maxLeases), "leases")
 		return
 	}
 	p := h.pull(w)
 	if p == nil {
 		return
 	}
-	claims := make([]queue.Claimed, len(req.Leases))
-	for i, l := range req.Leases {
-		claims[i] = queue.Claimed{ID: l.ID, Fence: l.Fence}
-	}
-	lost, err := p.Extend(r.Context(), h.Targets, claims)
+	lost, err := p.Extend(r.Context(), h.Targets, req.Leases)
 	if err != nil {
 		h.storeFailed(w, "extend leases", err)
 		return
@@ -350,42 +344,42 @@ func (h *Handler) serveExtend(w http.ResponseWriter, r *http.Request) {
 	if lost == nil {
 		lost = []int64{}
 	}
-	writeJSON(w, http.StatusOK, ExtendResponse{Lost: lost, LeaseMS: p.Lease().Milliseconds()})
+	adminapi.WriteJSON(w, http.StatusOK, ExtendResponse{Lost: lost, LeaseMS: p.Lease().Milliseconds()})
 }
 
 // serveAck records the consumer's answers.
 func (h *Handler) serveAck(w http.ResponseWriter, r *http.Request) {
 	var req AckRequest
 	if bad := h.decode(w, r, &req); bad != nil {
-		writeError(w, bad.status, bad.msg, bad.param)
+		adminapi.WriteError(w, bad.status, bad.msg, bad.param)
 		return
 	}
 	if len(req.Results) > maxLeases {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("results: %d answers, more than %d", len(req.Results), maxLeases), "results")
+		adminapi.WriteError(w, http.StatusBadRequest, fmt.Sprintf("results: %d answers, more than %d", len(req.Results), maxLeases), "results")
 		return
 	}
-	acks := make([]caddywebhook.Ack, len(req.Results))
+	acks := make([]pullside.Ack, len(req.Results))
 	for i, res := range req.Results {
 		at := fmt.Sprintf("results[%d].", i)
-		o := caddywebhook.Outcome(res.Outcome)
+		o := ackOutcome(res.Outcome)
 		if !o.Valid() {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("%soutcome: %q is not done, retry, dead or handback", at, res.Outcome), at+"outcome")
+			adminapi.WriteError(w, http.StatusBadRequest, fmt.Sprintf("%soutcome: %q is not delivered, retry, dead or handed_back", at, res.Outcome), at+"outcome")
 			return
 		}
 		after, bad := parseDuration(at+"retry_after", res.RetryAfter)
-		if bad == nil && after > 0 && o != caddywebhook.OutcomeRetry {
+		if bad == nil && after > 0 && o != pullside.AckRetry {
 			bad = fieldError(at+"retry_after", "%sretry_after: only for the outcome retry", at)
 		}
 		if bad != nil {
-			writeError(w, bad.status, bad.msg, bad.param)
+			adminapi.WriteError(w, bad.status, bad.msg, bad.param)
 			return
 		}
 		dur, bad := parseDuration(at+"duration", res.Duration)
 		if bad != nil {
-			writeError(w, bad.status, bad.msg, bad.param)
+			adminapi.WriteError(w, bad.status, bad.msg, bad.param)
 			return
 		}
-		acks[i] = caddywebhook.Ack{
+		acks[i] = pullside.Ack{
 			Claim:   queue.Claimed{ID: res.ID, Fence: res.Fence},
 			Outcome: o, Error: res.Error, RetryAfter: after, Duration: dur,
 		}
@@ -401,9 +395,22 @@ func (h *Handler) serveAck(w http.ResponseWriter, r *http.Request) {
 		h.storeFailed(w, "record answers", err)
 		return
 	}
-	resp := AckResponse{Results: make([]AckAnswer, len(results))}
+	resp := AckResponse{Results: make([]AckReply, len(results))}
 	for i, res := range results {
-		resp.Results[i] = AckAnswer{ID: res.ID, Recorded: res.Recorded, Status: res.Status, RunAt: res.RunAt}
+		resp.Results[i] = AckReply{ID: res.ID, Recorded: res.Recorded, Status: res.Status, RunAt: res.RunAt}
 	}
-	writeJSON(w, http.StatusOK, resp)
+	adminapi.WriteJSON(w, http.StatusOK, resp)
+}
+
+// ackOutcome reads an answer's outcome: an attempt word, or one of the
+// spellings the API took before it spoke the attempt words of the logs
+// and metrics (done, handback), which it still takes.
+func ackOutcome(s string) pullside.AckOutcome {
+	switch s {
+	case "done":
+		return pullside.AckDelivered
+	case "handback":
+		return pullside.AckHandedBack
+	}
+	return pullside.AckOutcome(s)
 }

@@ -7,7 +7,8 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-	"github.com/dustin/go-humanize"
+
+	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/caddyfileopt"
 )
 
 func init() {
@@ -79,15 +80,11 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			h.MaxWait = caddy.Duration(dur)
 		case "max_body":
-			var v string
-			if !d.AllArgs(&v) {
-				return d.Errf("webhook_consumer: max_body takes one size")
+			n, err := caddyfileopt.Size(d, "webhook_consumer", opt, "1MiB", 1<<40)
+			if err != nil {
+				return err
 			}
-			n, err := humanize.ParseBytes(v)
-			if err != nil || n == 0 || n > 1<<40 {
-				return d.Errf("webhook_consumer: max_body: %q is not a size such as 1MiB", v)
-			}
-			h.MaxBody = int64(n)
+			h.MaxBody = n
 		default:
 			return d.Errf("webhook_consumer: unknown option %q; known: token, targets, max_claim, max_wait, max_waiting, max_body", opt)
 		}

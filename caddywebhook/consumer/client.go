@@ -10,6 +10,9 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
+	"github.com/caddywebhook/caddywebhook/queue"
 )
 
 // client speaks the consumer API for `caddy webhook listen`.
@@ -73,7 +76,7 @@ func (c *client) post(ctx context.Context, endpoint string, req, resp any) error
 		return fmt.Errorf("read %s answer: %w", endpoint, err)
 	}
 	if res.StatusCode != http.StatusOK {
-		var e apiError
+		var e adminapi.Error
 		_ = json.Unmarshal(b, &e)
 		return &apiStatusError{status: res.StatusCode, msg: e.Error, param: e.Param}
 	}
@@ -91,13 +94,13 @@ func (c *client) claim(ctx context.Context, target string, limit int, wait time.
 	return resp, err
 }
 
-func (c *client) extend(ctx context.Context, leases []Lease) (ExtendResponse, error) {
+func (c *client) extend(ctx context.Context, leases []queue.Claimed) (ExtendResponse, error) {
 	var resp ExtendResponse
 	err := c.post(ctx, "extend", ExtendRequest{Leases: leases}, &resp)
 	return resp, err
 }
 
-func (c *client) ack(ctx context.Context, results []AckResult) (AckResponse, error) {
+func (c *client) ack(ctx context.Context, results []Ack) (AckResponse, error) {
 	var resp AckResponse
 	err := c.post(ctx, "ack", AckRequest{Results: results}, &resp)
 	return resp, err

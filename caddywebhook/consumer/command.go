@@ -10,11 +10,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/caddywebhook/caddywebhook/caddywebhook"
+	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/subcommand"
 )
 
 func init() {
-	caddywebhook.RegisterSubcommand(listenCommand)
+	subcommand.Register(listenCommand)
 }
 
 // listenCommand is `caddy webhook listen`.
@@ -56,7 +56,7 @@ from a flag, so it stays out of the shell's history and the process list.
 	f.Int("concurrency", DefaultConcurrency, "Deliveries to the local app at once")
 	f.String("sign-secret-env", "", "The environment variable that holds a Standard Webhooks secret (whsec_…) to sign each forwarded request with")
 	f.Duration("timeout", 10*time.Second, "How long one local request may take")
-	f.Duration("wait", DefaultListenWait, "How long each claim waits on the server for events")
+	f.Duration("wait", DefaultListenWait, "How long each claim waits on the server for events (at most a quarter of the server's lease)")
 	return cmd
 }
 

@@ -22,6 +22,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddywebhook/caddywebhook/caddywebhook"
+	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
 )
 
 func init() {
@@ -190,7 +191,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		writeError(w, http.StatusMethodNotAllowed, "method not allowed: the consumer API takes POST", "")
+		adminapi.WriteError(w, http.StatusMethodNotAllowed, "method not allowed: the consumer API takes POST", "")
 		return nil
 	}
 	switch path.Base(r.URL.Path) {
@@ -201,7 +202,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 	case "ack":
 		h.serveAck(w, r)
 	default:
-		writeError(w, http.StatusNotFound, "no such endpoint: POST claim, extend or ack", "")
+		adminapi.WriteError(w, http.StatusNotFound, "no such endpoint: POST claim, extend or ack", "")
 	}
 	return nil
 }
@@ -215,7 +216,7 @@ func unauthorized(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Connection", "close")
 	}
 	w.Header().Set("WWW-Authenticate", `Bearer realm="webhook_consumer"`)
-	writeError(w, http.StatusUnauthorized, "unauthorized", "")
+	adminapi.WriteError(w, http.StatusUnauthorized, "unauthorized", "")
 }
 
 // allowed reports whether the handler's tokens may consume target.

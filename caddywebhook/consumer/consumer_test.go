@@ -17,6 +17,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
 	_ "github.com/caddywebhook/caddywebhook/caddywebhook/storage/sqlite"
 	_ "github.com/caddywebhook/caddywebhook/caddywebhook/targets/pull"
 	"github.com/caddywebhook/caddywebhook/internal/testutil"
@@ -183,7 +184,7 @@ func (h *harness) claim(t *testing.T, req ClaimRequest) ClaimResponse {
 	return resp
 }
 
-func (h *harness) ack(t *testing.T, results ...AckResult) AckResponse {
+func (h *harness) ack(t *testing.T, results ...Ack) AckResponse {
 	t.Helper()
 	var resp AckResponse
 	h.api(t, "ack", AckRequest{Results: results}, &resp)
@@ -300,12 +301,12 @@ func TestOtherTarget(t *testing.T) {
 		t.Fatalf("claim of other: %d %s, want one job", status, b)
 	}
 	j := got.Jobs[0]
-	res := h.ack(t, AckResult{ID: j.ID, Fence: j.Fence, Outcome: "done"})
+	res := h.ack(t, Ack{ID: j.ID, Fence: j.Fence, Outcome: "done"})
 	if res.Results[0].Recorded {
 		t.Errorf("laptop's consumer answered for other's job: %+v", res.Results[0])
 	}
 	var ext ExtendResponse
-	h.api(t, "extend", ExtendRequest{Leases: []Lease{{ID: j.ID, Fence: j.Fence}}}, &ext)
+	h.api(t, "extend", ExtendRequest{Leases: []queue.Claimed{{ID: j.ID, Fence: j.Fence}}}, &ext)
 	if len(ext.Lost) != 1 || ext.Lost[0] != j.ID {
 		t.Errorf("laptop's consumer extending other's job: lost %v, want the job", ext.Lost)
 	}
@@ -335,11 +336,11 @@ func TestClaimAndAck(t *testing.T) {
 	}
 	j := got.Jobs
 	res := h.ack(t,
-		AckResult{ID: j[0].ID, Fence: j[0].Fence, Outcome: "done", Duration: "15ms"},
-		AckResult{ID: j[1].ID, Fence: j[1].Fence, Outcome: "retry", Error: "local app answered 503", RetryAfter: "2h"},
-		AckResult{ID: j[2].ID, Fence: j[2].Fence, Outcome: "dead", Error: "local app answered 400"},
-		AckResult{ID: j[3].ID, Fence: j[3].Fence, Outcome: "handback"},
-		AckResult{ID: j[4].ID, Fence: j[4].Fence + 1, Outcome: "done"}, // a stale claim
+		Ack{ID: j[0].ID, Fence: j[0].Fence, Outcome: "delivered", Duration: "15ms"},
+		Ack{ID: j[1].ID, Fence: j[1].Fence, Outcome: "retry", Error: "local app answered 503", RetryAfter: "2h"},
+		Ack{ID: j[2].ID, Fence: j[2].Fence, Outcome: "dead", Error: "local app answered 400"},
+		Ack{ID: j[3].ID, Fence: j[3].Fence, Outcome: "handback"}, // the older spelling of handed_back
+		Ack{ID: j[4].ID, Fence: j[4].Fence + 1, Outcome: "done"}, // a stale claim
 	)
 	type want struct {
 		recorded bool
@@ -356,7 +357,7 @@ func TestClaimAndAck(t *testing.T) {
 		{true, queue.StatusPending, queue.StatusPending, 0, 1, ""}, // uncharged, its hand-back in history
 		{false, "", queue.StatusRunning, 1, 0, ""},
 	}
-	names := []string{"done", "retry after", "dead", "handback", "stale fence"}
+	names := []string{"delivered", "retry after", "dead", "handback", "stale fence"}
 	for i, w := range wants {
 		t.Run(names[i], func(t *testing.T) {
 			r := res.Results[i]
@@ -404,7 +405,7 @@ func TestRetryBudget(t *testing.T) {
 		if err != nil || len(jobs) != 1 || jobs[0].Attempt != attempt {
 			t.Fatalf("claim attempt %d: %v %+v", attempt, err, jobs)
 		}
-		res := h.ack(t, AckResult{ID: jobs[0].ID, Fence: jobs[0].Fence, Outcome: "retry", Error: "boom"})
+		res := h.ack(t, Ack{ID: jobs[0].ID, Fence: jobs[0].Fence, Outcome: "retry", Error: "boom"})
 		wantStatus := queue.StatusPending
 		if attempt == 3 {
 			wantStatus = queue.StatusDead
@@ -420,7 +421,7 @@ func TestExtend(t *testing.T) {
 	h.send(t, "d1")
 	j := h.claim(t, ClaimRequest{Target: "laptop"}).Jobs[0]
 	var ext ExtendResponse
-	h.api(t, "extend", ExtendRequest{Leases: []Lease{{ID: j.ID, Fence: j.Fence}, {ID: j.ID + 100, Fence: 1}, {ID: j.ID, Fence: j.Fence + 1}}}, &ext)
+	h.api(t, "extend", ExtendRequest{Leases: []queue.Claimed{{ID: j.ID, Fence: j.Fence}, {ID: j.ID + 100, Fence: 1}, {ID: j.ID, Fence: j.Fence + 1}}}, &ext)
 	if len(ext.Lost) != 2 || ext.Lost[0] != j.ID+100 || ext.Lost[1] != j.ID {
 		t.Errorf("lost %v, want the unknown job and the stale fence", ext.Lost)
 	}
@@ -460,7 +461,7 @@ func TestBadRequests(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			status, b := h.call(t, http.MethodPost, "/consume/"+tt.path, laptopToken, tt.body)
-			var e apiError
+			var e adminapi.Error
 			if err := json.Unmarshal(b, &e); err != nil {
 				t.Fatalf("answer %q is not an error object: %v", b, err)
 			}

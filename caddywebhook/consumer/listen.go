@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -19,10 +19,23 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
-	"github.com/caddywebhook/caddywebhook/caddywebhook"
+	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/human"
 	httptarget "github.com/caddywebhook/caddywebhook/caddywebhook/targets/http"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
+
+// `caddy webhook listen` is the queue's worker pool run on a laptop: a
+// queue.Pool whose Store is the consumer API of a remote Caddy (apistore.go)
+// and whose handler forwards each job to a local app, as the http target
+// would. The pool brings what it does for the app's own deliveries: a claim
+// while it has room, jobs held ahead (as many again as run), lease
+// extensions in one request, a run cancelled before its lease can end
+// unextended, answers batched, a job claimed again after a sleep never run
+// twice, and on a stop the running deliveries handed back, uncharged. What
+// the pool cannot know of lives here: the lease is the server's (learnt
+// before the pool starts, and a pool replaced when the server's changes),
+// an app that refuses the connection is not the event's fault (its job is
+// handed back and claims wait for the app), and one line per delivery.
 
 // ListenConfig configures a listener: a consumer of one pull target that
 // forwards each job to a local URL, as the http target would.
@@ -34,10 +47,14 @@ type ListenConfig struct {
 	SignSecret  string        // Standard Webhooks secret to sign forwarded requests with; empty: unsigned
 	Concurrency int           // deliveries at once; default 4
 	Timeout     time.Duration // per local request; default the http target's (10s)
-	Wait        time.Duration // how long each claim waits on the server; default 30s
-	Out         io.Writer     // one line per delivery
-	Log         io.Writer     // notices: connected, app down, reconnecting
-	Now         func() time.Time
+	Wait        time.Duration // how long each claim waits on the server; default 30s, at most a quarter of the lease
+	// Grace is how long running deliveries may finish after a stop
+	// before they are cancelled and handed back. Default: none, they are
+	// handed back at once.
+	Grace time.Duration
+	Out   io.Writer // one line per delivery
+	Log   io.Writer // notices: connected, app down, reconnecting
+	Now   func() time.Time
 }
 
 // Defaults of ListenConfig.
@@ -52,11 +69,8 @@ const (
 	// appProbe is how often a listener whose local app refused a
 	// connection tries it again before it claims more.
 	appProbe = 500 * time.Millisecond
-	// extendLook is how often the extension loop looks at the lease.
-	extendLook = time.Second
-	// heldPerRunning is how many jobs a listener holds per delivery it
-	// runs at once: the rest wait at hand, their leases extended as any.
-	heldPerRunning = 2
+	// handBackTimeout bounds the hand-back of a stop.
+	handBackTimeout = 10 * time.Second
 )
 
 // listener is one run of `caddy webhook listen`.
@@ -65,30 +79,38 @@ type listener struct {
 	api    *client
 	target *httptarget.Target
 	fwd    *url.URL
+	// stop is Listen's context: its end stops the claims in flight and
+	// the waits between them at once.
+	stop context.Context
 
-	mu      sync.Mutex
-	held    map[int64]*heldJob
-	lease   time.Duration // from the server's last answer
-	appDown bool          // the local app refused a connection; waiting for it
-	holds   chan struct{} // one per job held: waiting to run, running, or being answered for
-	running chan struct{} // one per delivery to the local app in progress
-	acks    ackBatch
+	// failed receives the error no retry can help (a refused token, a
+	// target the token may not consume), once; relearn the server's new
+	// lease when it changed.
+	failed  chan error
+	relearn chan time.Duration
 
-	wg sync.WaitGroup
+	mu        sync.Mutex
+	appDown   bool   // the local app refused a connection; waiting for it
+	connected bool   // the last request to the server got an answer
+	reported  string // the last failure told, so each is told once
+	stopping  bool   // the pools are stopping: count the hand-backs
+	handed    int    // jobs handed back by the stop
+	unhanded  int    // jobs the stop could not hand back
+	handErr   error  // why
+	claims    map[queue.Claimed]*claimState
 }
 
-// heldJob is one claim the listener holds.
-type heldJob struct {
-	lease   Lease
-	cancel  context.CancelFunc
-	fence   *time.Timer // cancels the delivery before its lease can end unextended
-	lost    bool        // the lease is gone: answer nothing
-	stopped bool        // the listener stops: hand it back
+// claimState is what the listener knows of one claim beyond the pool.
+type claimState struct {
+	started bool      // the pool started its delivery
+	lost    bool      // its lease was lost while the delivery ran
+	refused bool      // the app refused the connection: hand it back
+	reply   *AckReply // the server's reply to its answer, when it came
 }
 
 // Listen runs a listener until ctx ends, then hands back the jobs it
-// holds and returns nil; it returns an error at once for a config the
-// server refuses (a wrong token, a target it may not consume).
+// holds and returns nil; it returns an error for a config the server
+// refuses (a wrong token, a target it may not consume).
 func Listen(ctx context.Context, cfg ListenConfig) error {
 	l, err := newListener(cfg)
 	if err != nil {
@@ -110,6 +132,8 @@ func newListener(cfg ListenConfig) (*listener, error) {
 		return nil, errors.New("listen: --forward-to is required")
 	case cfg.Concurrency < 0:
 		return nil, fmt.Errorf("listen: --concurrency is %d, must be positive", cfg.Concurrency)
+	case cfg.Grace < 0:
+		return nil, fmt.Errorf("listen: the grace is %s, must not be negative", cfg.Grace)
 	}
 	base, err := url.Parse(cfg.URL)
 	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
@@ -119,12 +143,8 @@ func newListener(cfg ListenConfig) (*listener, error) {
 	if err != nil || (fwd.Scheme != "http" && fwd.Scheme != "https") || fwd.Host == "" {
 		return nil, errors.New("listen: --forward-to must be an absolute http:// or https:// URL")
 	}
-	if cfg.Concurrency == 0 {
-		cfg.Concurrency = DefaultConcurrency
-	}
-	if cfg.Wait == 0 {
-		cfg.Wait = DefaultListenWait
-	}
+	cfg.Concurrency = cmp.Or(cfg.Concurrency, DefaultConcurrency)
+	cfg.Wait = cmp.Or(cfg.Wait, DefaultListenWait)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -154,14 +174,10 @@ func newListener(cfg ListenConfig) (*listener, error) {
 			Timeout:   cfg.Wait + 30*time.Second,
 			Transport: apiTransport(),
 		}},
-		held:  make(map[int64]*heldJob),
-		lease: queue.DefaultLease,
-		// Twice as many jobs held as run: while one delivery's answer is
-		// on its way to the server and the next claim is out, the app
-		// has its next jobs at hand instead of waiting for two round
-		// trips with a slot idle.
-		holds:   make(chan struct{}, heldPerRunning*cfg.Concurrency),
-		running: make(chan struct{}, cfg.Concurrency),
+		stop:    context.Background(),
+		failed:  make(chan error, 1),
+		relearn: make(chan time.Duration, 1),
+		claims:  make(map[queue.Claimed]*claimState),
 	}, nil
 }
 
@@ -169,74 +185,190 @@ func (l *listener) logf(format string, args ...any) {
 	fmt.Fprintf(l.cfg.Log, "%s  "+format+"\n", append([]any{l.cfg.Now().Format(time.DateTime)}, args...)...)
 }
 
-// run claims while it has room, until ctx ends.
+// run claims the first jobs, which tell the server's lease, runs a pool
+// with that lease until ctx ends or the server's lease changes (then a
+// pool with the new one), and stops.
 func (l *listener) run(ctx context.Context) error {
-	extendCtx, stopExtend := context.WithCancel(context.WithoutCancel(ctx))
-	extendDone := make(chan struct{})
-	go func() {
-		defer close(extendDone)
-		l.extendLoop(extendCtx)
-	}()
-	err := l.claimLoop(ctx)
-	l.shutdown(context.WithoutCancel(ctx))
-	stopExtend()
-	<-extendDone
-	return err
-}
-
-// claimLoop asks the server for as many jobs as the listener may hold
-// more of, starts a delivery for each, and backs off after errors.
-func (l *listener) claimLoop(ctx context.Context) error {
-	retry := retryMin
-	connected, reported := false, ""
-	for ctx.Err() == nil {
-		// Wait until a job more may be held, then for the local app if
-		// it is down.
+	l.stop = ctx
+	var pools []*queue.Pool // the running one last; before it, those draining
+	defer func() { l.stopPools(pools) }()
+	for {
+		lease, first, err := l.firstClaim(ctx)
+		if err != nil || ctx.Err() != nil {
+			return err
+		}
+		store := newAPIStore(l, lease)
+		store.first = first
+		pool, err := queue.NewPool(l.poolConfig(store, lease))
+		if err != nil {
+			return fmt.Errorf("listen: %w", err)
+		}
+		// The pool is stopped by stopPools, with its grace, not by ctx.
+		if err := pool.Start(context.WithoutCancel(ctx)); err != nil {
+			return fmt.Errorf("listen: %w", err)
+		}
+		pools = append(pools, pool)
 		select {
-		case l.holds <- struct{}{}:
-			<-l.holds
 		case <-ctx.Done():
 			return nil
-		}
-		if !l.waitForApp(ctx) {
-			return nil
-		}
-		free := cap(l.holds) - len(l.holds)
-		resp, err := l.api.claim(ctx, l.cfg.Target, free, l.cfg.Wait)
-		if ctx.Err() != nil {
-			// A claim committed as we gave up is handed back by the
-			// server, which sees the request go.
-			return nil
-		}
-		if err != nil {
-			if isFatal(err) {
-				return fmt.Errorf("listen: claim: %w", err)
+		case err := <-l.failed:
+			return err
+		case next := <-l.relearn:
+			if next < lease {
+				// The pool's leases would end sooner than it extends
+				// them: hand its jobs back now.
+				sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), handBackTimeout)
+				_ = pool.Stop(sctx)
+				cancel()
+				pools = pools[:len(pools)-1]
+			} else {
+				// Its deliveries finish, leases extended; the new pool
+				// claims meanwhile.
+				pool.Drain()
 			}
-			if msg := err.Error(); reported != msg {
-				l.logf("cannot claim from %s: %v; retrying", loggedURL(l.cfg.URL), redactURL(err))
-				reported = msg
-			}
-			connected = false
-			if !sleep(ctx, jitter(retry)) {
-				return nil
-			}
-			retry = min(retry*2, retryMax)
-			continue
-		}
-		if !connected {
-			l.logf("Ready! Forwarding %s events from %s to %s (concurrency %d)", l.cfg.Target, loggedURL(l.cfg.URL), loggedURL(l.cfg.ForwardTo), l.cfg.Concurrency)
-			connected, reported, retry = true, "", retryMin
-		}
-		l.mu.Lock()
-		if resp.LeaseMS > 0 {
-			l.lease = time.Duration(resp.LeaseMS) * time.Millisecond
-		}
-		l.mu.Unlock()
-		for _, j := range resp.Jobs {
-			l.start(ctx, j)
+			l.logf("the server's lease is now %s; claiming with it", next)
 		}
 	}
-	return nil
+}
+
+// poolConfig is the pool of a listener whose server leases claims for
+// lease. The server decides what an answer does to the job (its backoff,
+// its attempt budget, dead letters): the pool's own decider is told never
+// to park a job and to wait nothing but what the app asked for, so that
+// the answer carries the app's verdict and its Retry-After as they were.
+func (l *listener) poolConfig(store *apiStore, lease time.Duration) queue.PoolConfig {
+	return queue.PoolConfig{
+		Store:   store,
+		Handler: queue.HandlerFunc(l.deliver),
+		Workers: l.cfg.Concurrency,
+		// Twice as many jobs held as run: while one delivery's answer is
+		// on its way to the server and the next claim is out, the app
+		// has its next jobs at hand instead of waiting for two round
+		// trips with a slot idle.
+		ClaimAhead:    l.cfg.Concurrency,
+		Lease:         lease,
+		PollInterval:  l.claimWait(lease),
+		MaxAttempts:   math.MaxInt32,
+		Retry:         noBackoff{},
+		MaxRetryAfter: math.MaxInt64,
+		// A stop hands back at once, as listen always has, unless a grace
+		// is configured.
+		ShutdownGrace: cmp.Or(l.cfg.Grace, time.Nanosecond),
+		Owner:         "listen", // the server leases to pull:<target> whatever this says
+		Observer:      l,
+	}
+}
+
+// claimWait is how long one claim waits on the server: --wait, but at most
+// a quarter of the lease. The pool times a claim's lease from when it sent
+// the claim, so a long poll shortens the time it has to extend the lease
+// before its fence cancels the delivery (three quarters of the lease);
+// with a quarter at most, the first extension, a third of the lease on,
+// comes in time.
+func (l *listener) claimWait(lease time.Duration) time.Duration {
+	return min(l.cfg.Wait, lease/4)
+}
+
+// noBackoff is the pool's retry policy: none, the server's applies.
+type noBackoff struct{}
+
+// NextRetry implements queue.RetryPolicy.
+func (noBackoff) NextRetry(int) time.Duration { return 0 }
+
+// firstClaim claims the first jobs, whose answer tells the server's
+// lease, again after network errors and 5xx, until the server answers or
+// ctx ends; it claims as many as a pool holds. An answer no retry can help
+// (a refused token, a target it may not consume) is returned as the error.
+// The pool takes the jobs as its first claim, and times their leases from
+// then: as late as the answer's arrival, as the pool's own claims are.
+func (l *listener) firstClaim(ctx context.Context) (time.Duration, []ClaimedJob, error) {
+	retry := retryMin
+	for {
+		if !l.waitForApp(ctx) {
+			return 0, nil, nil
+		}
+		resp, err := l.api.claim(ctx, l.cfg.Target, 2*l.cfg.Concurrency, l.cfg.Wait)
+		if ctx.Err() != nil {
+			return 0, nil, nil
+		}
+		if err == nil && resp.LeaseMS <= 0 {
+			err = errors.New("the answer gives no lease (is --url the address of a webhook_consumer?)")
+		}
+		if err == nil {
+			l.claimed()
+			return time.Duration(resp.LeaseMS) * time.Millisecond, resp.Jobs, nil
+		}
+		if isFatal(err) {
+			return 0, nil, fmt.Errorf("listen: claim: %w", err)
+		}
+		l.cannotClaim(err)
+		if !sleep(ctx, jitter(retry)) {
+			return 0, nil, nil
+		}
+		retry = min(retry*2, retryMax)
+	}
+}
+
+// fail ends the listener with err, once.
+func (l *listener) fail(err error) {
+	select {
+	case l.failed <- err:
+	default:
+	}
+}
+
+// leaseChanged asks for a pool with the server's new lease, once.
+func (l *listener) leaseChanged(lease time.Duration) {
+	select {
+	case l.relearn <- lease:
+	default:
+	}
+}
+
+// stopPools stops the pools, their running deliveries handed back after
+// the grace, and says how many jobs went back.
+func (l *listener) stopPools(pools []*queue.Pool) {
+	l.mu.Lock()
+	l.stopping = true
+	l.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(l.stop), l.cfg.Grace+handBackTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, p := range pools {
+		wg.Go(func() { _ = p.Stop(ctx) })
+	}
+	wg.Wait()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.unhanded > 0 {
+		l.logf("could not hand back %d jobs: %v; they go back when their leases end", l.unhanded, redactURL(l.handErr))
+	}
+	if l.handed > 0 {
+		l.logf("handed back %d jobs", l.handed)
+	}
+}
+
+// cannotClaim says once per kind of failure that the server cannot be
+// reached, until it can again.
+func (l *listener) cannotClaim(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.connected = false
+	if msg := err.Error(); l.reported != msg {
+		l.logf("cannot claim from %s: %v; retrying", loggedURL(l.cfg.URL), redactURL(err))
+		l.reported = msg
+	}
+}
+
+// claimed says, at the first claim that got an answer after none or a
+// failure, that the listener is ready.
+func (l *listener) claimed() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.connected {
+		l.logf("Ready! Forwarding %s events from %s to %s (concurrency %d)", l.cfg.Target, loggedURL(l.cfg.URL), loggedURL(l.cfg.ForwardTo), l.cfg.Concurrency)
+		l.connected, l.reported = true, ""
+	}
 }
 
 // waitForApp returns at once while the local app answers; after it
@@ -282,68 +414,20 @@ func (l *listener) appListening(ctx context.Context) bool {
 	return true
 }
 
-// start holds one job and runs its delivery when one of the
-// --concurrency slots is free.
-func (l *listener) start(ctx context.Context, j ClaimedJob) {
-	l.holds <- struct{}{}
-	dctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	h := &heldJob{lease: Lease{ID: j.ID, Fence: j.Fence}, cancel: cancel}
-	l.mu.Lock()
-	lease := l.lease
-	// The delivery is cancelled a quarter of the lease before the lease
-	// can end unless an extension moves it, so no other consumer starts
-	// the job while this one still runs it. The quarter also covers the
-	// time between the claim's commit and its answer's arrival.
-	h.fence = time.AfterFunc(lease-lease/4, func() { l.loseLease(h) })
-	l.hold(h)
-	l.mu.Unlock()
-	l.wg.Go(func() {
-		defer func() { <-l.holds }()
-		defer cancel()
-		select {
-		case l.running <- struct{}{}:
-		case <-dctx.Done():
-			// Stopped or lost before it ran: the stop hands it back; a
-			// lost lease is the server's to give again.
-			if l.dropLost(h) {
-				l.line(j, "lease lost", 0, "not delivered: the server may hand it to another consumer")
-			}
-			return
-		}
-		l.deliver(dctx, h, j)
-	})
+// state returns the listener's state of claim c; l.mu is held.
+func (l *listener) state(c queue.Claimed) *claimState {
+	st := l.claims[c]
+	if st == nil {
+		st = new(claimState)
+		l.claims[c] = st
+	}
+	return st
 }
 
-// hold records h as the claim held for its job; l.mu is held. A claim of
-// the same job still held is an older run's, whose lease the server has
-// given up since (a laptop that slept through it, timers and all): the new
-// claim proves it lost, so it is cancelled now rather than left to run
-// beside the new one.
-func (l *listener) hold(h *heldJob) {
-	if prev := l.held[h.lease.ID]; prev != nil && !prev.stopped {
-		prev.lost = true
-		prev.cancel()
-	}
-	l.held[h.lease.ID] = h
-}
-
-// loseLease gives up a job whose lease can no longer be proven: another
-// consumer may have it now.
-func (l *listener) loseLease(h *heldJob) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !h.stopped {
-		h.lost = true
-		h.cancel()
-	}
-}
-
-// deliver forwards one job and answers for it.
-func (l *listener) deliver(ctx context.Context, h *heldJob, j ClaimedJob) {
-	job := &queue.Job{
-		ID: j.ID, Source: j.Source, DeliveryID: j.DeliveryID, EventType: j.EventType, Target: j.Target,
-		Headers: j.Headers, Payload: j.Payload, Attempt: j.Attempt, Replays: j.Replays, Fence: j.Fence,
-	}
+// deliver is the pool's handler: it forwards one job to the local app.
+// An app that refuses the connection is not the event's fault: the
+// answer hands the job back, uncharged, and claims wait for the app.
+func (l *listener) deliver(ctx context.Context, job *queue.Job) error {
 	// What the http target does not return: whether a dial was refused
 	// (the transport dials on a goroutine of its own). The status of the
 	// app's answer it records in job.Code.
@@ -353,320 +437,110 @@ func (l *listener) deliver(ctx context.Context, h *heldJob, j ClaimedJob) {
 			refusedDial.Store(true)
 		}
 	}}
-	dctx := httptrace.WithClientTrace(ctx, trace)
-	start := time.Now()
-	err := l.target.Deliver(dctx, job)
-	took := time.Since(start)
-	// The slot is the app's: the answer to the server does not hold it.
-	<-l.running
-	code, _ := job.Code.Value()
-	refused := refusedDial.Load()
-
-	l.mu.Lock()
-	lost, stopped := h.lost, h.stopped
-	l.mu.Unlock()
-	res := AckResult{ID: j.ID, Fence: j.Fence, Duration: took.String()}
-	word := ""
-	switch {
-	case lost:
-		l.forget(h)
-		l.line(j, "lease lost", took, "not answered: the server may hand it to another consumer")
-		return
-	case stopped && err != nil:
-		return // cut short by the stop, which hands it back
-	case refused && code == 0:
-		// The app is not listening: not the event's fault. Hand it back
-		// uncharged and wait for the app.
-		res.Outcome, word = string(caddywebhook.OutcomeHandBack), "handed back"
-		l.mu.Lock()
-		first := !l.appDown
-		l.appDown = true
-		l.mu.Unlock()
-		if first {
-			l.logf("local app at %s refused the connection; holding deliveries until it listens", l.fwd.Host)
-		}
-	case err == nil:
-		res.Outcome, word = string(caddywebhook.OutcomeDone), "done"
-	case queue.IsPermanent(err):
-		res.Outcome, res.Error, word = string(caddywebhook.OutcomeDead), err.Error(), "dead"
-	default:
-		res.Outcome, res.Error, word = string(caddywebhook.OutcomeRetry), err.Error(), "retry"
-		if after, ok := queue.RetryAfterOf(err); ok && after > 0 {
-			res.RetryAfter = after.String()
-		}
+	err := l.target.Deliver(httptrace.WithClientTrace(ctx, trace), job)
+	if code, _ := job.Code.Value(); err == nil || code != 0 || !refusedDial.Load() || ctx.Err() != nil {
+		return err
 	}
-	answer, ok := l.answer(ctx, res)
-	l.forget(h)
+	l.mu.Lock()
+	l.state(job.Claimed()).refused = true
+	first := !l.appDown
+	l.appDown = true
+	l.mu.Unlock()
+	if first {
+		l.logf("local app at %s refused the connection; holding deliveries until it listens", l.fwd.Host)
+	}
+	return err
+}
+
+// The listener is the pool's observer: it prints one line per delivery.
+
+// JobStarted implements queue.Observer.
+func (l *listener) JobStarted(job *queue.Job) {
+	l.mu.Lock()
+	l.state(job.Claimed()).started = true
+	l.mu.Unlock()
+}
+
+// LeaseLost implements queue.Observer. A job lost before it ran gets its
+// line here; one lost while it ran gets it when its delivery returns.
+func (l *listener) LeaseLost(job *queue.Job) {
+	l.mu.Lock()
+	st := l.state(job.Claimed())
+	started := st.started
+	if started {
+		st.lost = true
+	} else {
+		delete(l.claims, job.Claimed())
+	}
+	l.mu.Unlock()
+	if !started {
+		l.line(job, "lease lost", 0, "not delivered: the server may hand it to another consumer")
+	}
+}
+
+// JobFinished implements queue.Observer.
+func (l *listener) JobFinished(job *queue.Job, c queue.Completion, _ bool, err error) {
+	l.mu.Lock()
+	st := l.state(job.Claimed())
+	delete(l.claims, job.Claimed())
+	l.mu.Unlock()
+	if st.lost {
+		l.line(job, "lease lost", c.Duration, "not answered: the server may hand it to another consumer")
+		return
+	}
+	code, _ := job.Code.Value()
+	word, note := "retry", ""
 	switch {
-	case !ok:
+	case st.refused:
+		word = "handed back"
+	case err == nil:
+		word = "done"
+	case queue.IsPermanent(err):
+		word = "dead"
+	}
+	if err != nil && !st.refused && code == 0 {
+		note = queue.SafeLine(err.Error(), 200)
+	}
+	switch r := st.reply; {
+	case r == nil:
 		word = "not answered"
-	case !answer.Recorded:
+	case !r.Recorded:
 		word = "lease lost"
-	case answer.Status == queue.StatusPending && res.Outcome == string(caddywebhook.OutcomeRetry):
-		word = "retry at " + answer.RunAt.Local().Format(time.TimeOnly)
-	case answer.Status == queue.StatusDead:
+	case r.Status == queue.StatusPending && word == "retry":
+		word = "retry at " + r.RunAt.Local().Format(time.TimeOnly)
+	case r.Status == queue.StatusDead:
 		word = "dead"
 	}
 	shown := "error"
 	if code != 0 {
 		shown = fmt.Sprint(code)
-	} else if refused {
+	} else if st.refused {
 		shown = "refused"
 	}
-	note := ""
-	if res.Error != "" && code == 0 && !refused {
-		note = queue.SafeLine(res.Error, 200)
-	}
-	l.line(j, "["+shown+"] "+word, took, note)
+	l.line(job, "["+shown+"] "+word, c.Duration, note)
 }
 
-// answer sends one result, again after network errors, until the lease
-// it answers for can have ended.
-func (l *listener) answer(ctx context.Context, res AckResult) (AckAnswer, bool) {
+// JobHandedBack implements queue.Observer: a delivery the stop cut short,
+// which the stop's line counts.
+func (l *listener) JobHandedBack(job *queue.Job) {
 	l.mu.Lock()
-	deadline := time.Now().Add(l.lease)
+	delete(l.claims, job.Claimed())
 	l.mu.Unlock()
-	retry := retryMin
-	for {
-		ans, err := l.acks.send(ctx, l.api, res)
-		if err == nil {
-			return ans, true
-		}
-		if isFatal(err) || time.Now().Add(retry).After(deadline) {
-			l.logf("cannot answer for job %d: %v", res.ID, redactURL(err))
-			return AckAnswer{}, false
-		}
-		if !sleep(ctx, jitter(retry)) {
-			return AckAnswer{}, false
-		}
-		retry = min(retry*2, retryMax)
-	}
 }
 
-// ackBatch sends the results of deliveries that end together in one ack
-// request: while one request is out, the results that arrive wait, and the
-// next request takes them all. With 32 deliveries at once that is one
-// request (and one transaction on the server) for many results, instead
-// of one each.
-type ackBatch struct {
-	mu       sync.Mutex
-	queue    []*pendingAck
-	flushing bool
-}
-
-type pendingAck struct {
-	res  AckResult
-	done chan ackReply // buffered 1
-}
-
-type ackReply struct {
-	ans AckAnswer
-	err error
-}
-
-// ackTimeout bounds one ack request, which is not cancelled with the
-// delivery that sends it: it carries other deliveries' results too.
-const ackTimeout = 30 * time.Second
-
-// send queues res and returns the server's answer for it.
-func (b *ackBatch) send(ctx context.Context, api *client, res AckResult) (AckAnswer, error) {
-	p := &pendingAck{res: res, done: make(chan ackReply, 1)}
-	b.mu.Lock()
-	b.queue = append(b.queue, p)
-	if b.flushing {
-		b.mu.Unlock()
-		select {
-		case r := <-p.done:
-			return r.ans, r.err
-		case <-ctx.Done():
-			return AckAnswer{}, ctx.Err()
-		}
-	}
-	b.flushing = true
-	b.mu.Unlock()
-	for {
-		b.mu.Lock()
-		n := min(len(b.queue), maxLeases)
-		batch := b.queue[:n:n]
-		b.queue = b.queue[n:]
-		if n == 0 {
-			b.flushing = false
-			b.mu.Unlock()
-			break
-		}
-		b.mu.Unlock()
-		results := make([]AckResult, n)
-		for i, q := range batch {
-			results[i] = q.res
-		}
-		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ackTimeout)
-		resp, err := api.ack(actx, results)
-		cancel()
-		if err == nil && len(resp.Results) != n {
-			err = fmt.Errorf("ack: %d answers for %d results", len(resp.Results), n)
-		}
-		for i, q := range batch {
-			if err != nil {
-				q.done <- ackReply{err: err}
-			} else {
-				q.done <- ackReply{ans: resp.Results[i]}
-			}
-		}
-	}
-	r := <-p.done
-	return r.ans, r.err
-}
-
-// dropLost forgets a job whose lease was lost and reports whether it was;
-// a job the stop cut short stays held, for the stop to hand back.
-func (l *listener) dropLost(h *heldJob) bool {
-	l.mu.Lock()
-	lost := h.lost
-	l.mu.Unlock()
-	if lost {
-		l.forget(h)
-	}
-	return lost
-}
-
-// forget stops holding h's claim. The map is by job id, and the server
-// may have handed the job to this listener again, in a claim of its own,
-// while h's run still ended: that claim stays held.
-func (l *listener) forget(h *heldJob) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	h.fence.Stop()
-	if l.held[h.lease.ID] == h {
-		delete(l.held, h.lease.ID)
-	}
-}
+// StoreError implements queue.Observer. The store (apistore.go) says what
+// the server refused, once per kind of failure.
+func (l *listener) StoreError(string, error) {}
 
 // line prints one delivery: time, source, event type, delivery id, the
 // local app's status and what became of the job, and the duration.
-func (l *listener) line(j ClaimedJob, outcome string, took time.Duration, note string) {
-	s := fmt.Sprintf("%s  %s  %s  %s  %s  %s", l.cfg.Now().Format(time.DateTime), j.Source, cmp.Or(j.EventType, "-"),
-		j.DeliveryID, outcome, caddywebhook.Latency(took))
+func (l *listener) line(job *queue.Job, outcome string, took time.Duration, note string) {
+	s := fmt.Sprintf("%s  %s  %s  %s  %s  %s", l.cfg.Now().Format(time.DateTime), job.Source, cmp.Or(job.EventType, "-"),
+		job.DeliveryID, outcome, human.Latency(took))
 	if note != "" {
 		s += "  " + note
 	}
 	fmt.Fprintln(l.cfg.Out, queue.SafeLine(s, 0))
-}
-
-// extendLoop extends the leases of the held jobs every third of the lease,
-// and moves each one's self-fence.
-//
-// The lease is the server's, learnt from the first claim's answer, after
-// this loop started with the default: it looks at least every second, so
-// a lease shorter than the default is extended in time from the start.
-func (l *listener) extendLoop(ctx context.Context) {
-	last := time.Now()
-	for {
-		l.mu.Lock()
-		every := l.lease / 3
-		l.mu.Unlock()
-		if !sleep(ctx, min(time.Until(last.Add(every)), extendLook)) {
-			return
-		}
-		if time.Since(last) < every {
-			continue
-		}
-		last = time.Now()
-		l.mu.Lock()
-		leases := make([]Lease, 0, len(l.held))
-		for _, h := range l.held {
-			if !h.lost && !h.stopped {
-				leases = append(leases, h.lease)
-			}
-		}
-		l.mu.Unlock()
-		if len(leases) == 0 {
-			continue
-		}
-		sent := time.Now()
-		lost, leaseMS, extended := l.extend(ctx, leases)
-		l.mu.Lock()
-		if leaseMS > 0 {
-			l.lease = time.Duration(leaseMS) * time.Millisecond
-		}
-		for _, ls := range extended {
-			h, ok := l.held[ls.ID]
-			if !ok || h.lease.Fence != ls.Fence {
-				continue // answered meanwhile, or claimed again since
-			}
-			if lost[ls.ID] {
-				h.lost = true
-				h.cancel()
-				continue
-			}
-			h.fence.Reset(time.Until(sent.Add(l.lease - l.lease/4)))
-		}
-		l.mu.Unlock()
-	}
-}
-
-// extend extends leases in requests of at most maxLeases, the server's
-// cap, and returns the claims it lost, the lease the server gives, and
-// the leases of the requests it answered: a failed request's self-fences
-// cancel their deliveries in time if failures go on.
-func (l *listener) extend(ctx context.Context, leases []Lease) (lost map[int64]bool, leaseMS int64, extended []Lease) {
-	lost = make(map[int64]bool)
-	for chunk := range slices.Chunk(leases, maxLeases) {
-		resp, err := l.api.extend(ctx, chunk)
-		if err != nil {
-			continue
-		}
-		for _, id := range resp.Lost {
-			lost[id] = true
-		}
-		leaseMS = max(leaseMS, resp.LeaseMS)
-		extended = append(extended, chunk...)
-	}
-	return lost, leaseMS, extended
-}
-
-// shutdown cancels the deliveries still running, waits for them, and
-// hands back, uncharged, the jobs they did not answer for.
-func (l *listener) shutdown(ctx context.Context) {
-	l.mu.Lock()
-	for _, h := range l.held {
-		h.stopped = true
-		h.cancel()
-	}
-	l.mu.Unlock()
-	l.wg.Wait()
-	l.mu.Lock()
-	var leases []Lease
-	for id, h := range l.held {
-		h.fence.Stop()
-		if !h.lost {
-			leases = append(leases, h.lease)
-		}
-		delete(l.held, id)
-	}
-	l.mu.Unlock()
-	if len(leases) > 0 {
-		results := make([]AckResult, len(leases))
-		for i, ls := range leases {
-			results[i] = AckResult{ID: ls.ID, Fence: ls.Fence, Outcome: string(caddywebhook.OutcomeHandBack)}
-		}
-		hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		handed := 0
-		var failed error
-		for chunk := range slices.Chunk(results, maxLeases) {
-			if _, err := l.api.ack(hctx, chunk); err != nil {
-				failed = err
-				continue
-			}
-			handed += len(chunk)
-		}
-		if failed != nil {
-			l.logf("could not hand back %d jobs: %v; they go back when their leases end", len(leases)-handed, redactURL(failed))
-		}
-		if handed > 0 {
-			l.logf("handed back %d jobs", handed)
-		}
-		cancel()
-	}
 }
 
 // apiTransport is the transport to the server: a claim waiting on the

@@ -97,7 +97,7 @@ func (h *harness) done(t *testing.T, target string) int64 {
 	return h.count(t, target, queue.StatusDone)
 }
 
-// TestListenExtendsInChunks: a listener holding more claims than one
+// TestListenExtendsInChunks: a listener's pool holding more claims than one
 // extend may name (maxLeases) extends them in several requests, each
 // within the server's cap, and reads every answer's lost claims.
 func TestListenExtendsInChunks(t *testing.T) {
@@ -127,16 +127,19 @@ func TestListenExtendsInChunks(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			leases := make([]Lease, tt.leases)
+			leases := make([]queue.Claimed, tt.leases)
 			for i := range leases {
-				leases[i] = Lease{ID: int64(i + 1), Fence: 1}
+				leases[i] = queue.Claimed{ID: int64(i + 1), Fence: 1}
 			}
-			lost, leaseMS, extended := l.extend(t.Context(), leases)
+			lost, err := newAPIStore(l, time.Minute).ExtendLeases(t.Context(), queue.ExtendParams{Claims: leases, Lease: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
 			if !slices.Equal(sizes, tt.sizes) {
 				t.Errorf("extend requests of %v leases, want %v", sizes, tt.sizes)
 			}
-			if len(lost) != len(tt.sizes) || leaseMS != 60000 || len(extended) != tt.leases {
-				t.Errorf("lost %d, lease %d ms, %d extended; want %d lost, 60000, %d", len(lost), leaseMS, len(extended), len(tt.sizes), tt.leases)
+			if len(lost) != len(tt.sizes) {
+				t.Errorf("lost %v; want the first claim of each of %d requests", lost, len(tt.sizes))
 			}
 		})
 	}
@@ -199,7 +202,7 @@ func TestListenLosesLease(t *testing.T) {
 					mu.Lock()
 					acks++
 					mu.Unlock()
-					json.NewEncoder(w).Encode(AckResponse{Results: []AckAnswer{{ID: 7, Recorded: true}}})
+					json.NewEncoder(w).Encode(AckResponse{Results: []AckReply{{ID: 7, Recorded: true}}})
 				}
 			}))
 			defer api.Close()
@@ -255,41 +258,6 @@ func TestLoggedURL(t *testing.T) {
 				t.Errorf("loggedURL(%q) = %q, want %q", tt.in, got, tt.want)
 			}
 		})
-	}
-}
-
-// TestListenForgetsOnlyItsClaim: a job claimed again by this listener
-// while the run of its earlier claim still ends is held by the new claim.
-// The new claim gives the old run up (its lease is gone), and the old
-// run's end, or its lost lease, neither forgets nor cancels the new one
-// (each claim has its own fence).
-func TestListenForgetsOnlyItsClaim(t *testing.T) {
-	l := &listener{held: map[int64]*heldJob{}}
-	claim := func(fence int64) (*heldJob, *bool) {
-		cancelled := new(bool)
-		h := &heldJob{lease: Lease{ID: 7, Fence: fence}, cancel: func() { *cancelled = true }, fence: time.AfterFunc(time.Hour, func() {})}
-		t.Cleanup(func() { h.fence.Stop() })
-		return h, cancelled
-	}
-	old, oldCancelled := claim(1)
-	l.hold(old)
-	again, againCancelled := claim(2)
-	l.hold(again) // the server handed the job out again
-	if !old.lost || !*oldCancelled {
-		t.Errorf("the older claim after the job came again: lost %v, cancelled %v; want it given up", old.lost, *oldCancelled)
-	}
-
-	l.loseLease(old)
-	l.forget(old)
-	if l.held[7] != again || again.lost || *againCancelled {
-		t.Fatalf("after the old claim ended: held %+v, lost %v, cancelled %v; want the new claim held and running", l.held[7], again.lost, *againCancelled)
-	}
-	if !again.fence.Stop() {
-		t.Error("the new claim's fence was stopped by the old claim's end")
-	}
-	l.forget(again)
-	if _, ok := l.held[7]; ok {
-		t.Error("the new claim is still held after its own end")
 	}
 }
 

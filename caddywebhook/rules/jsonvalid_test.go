@@ -124,8 +124,8 @@ func FuzzValidJSON(f *testing.F) {
 		}
 		// Every container's noted end is where reading its bytes ends.
 		for _, e := range ends {
-			if got := jsonscan.SkipValid(b, int(e.start)); got != int(e.end) {
-				t.Fatalf("%q: the container at %d ends at %d, noted %d", b, e.start, got, e.end)
+			if got := jsonscan.SkipValid(b, int(e.Start)); got != int(e.End) {
+				t.Fatalf("%q: the container at %d ends at %d, noted %d", b, e.Start, got, e.End)
 			}
 		}
 	})

@@ -46,16 +46,16 @@ func parseBody(b []byte) ref.Val {
 // not a read of its bytes.
 type jsonDoc struct {
 	b    []byte
-	ends []containerEnd
+	ends []jsonscan.Span
 }
 
 // skip returns the index just past the value starting at b[i].
 func (d *jsonDoc) skip(i int) int {
 	b := d.b
 	if b[i] == '{' || b[i] == '[' {
-		n, found := slices.BinarySearchFunc(d.ends, int32(i), func(e containerEnd, at int32) int { return cmp.Compare(e.start, at) })
+		n, found := slices.BinarySearchFunc(d.ends, int32(i), func(e jsonscan.Span, at int32) int { return cmp.Compare(e.Start, at) })
 		if found {
-			return int(d.ends[n].end)
+			return int(d.ends[n].End)
 		}
 		// Otherwise a container past the notes' bound: read it.
 	}

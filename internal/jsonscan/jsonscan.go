@@ -1,9 +1,10 @@
 // Package jsonscan reads JSON bytes in place, without decoding them: the
-// grammar of strings, numbers and literals, white space, and skipping a
-// value already known to be valid. The signature package finds a body's
-// members with it before any decoding (verify before parsing), and the
-// content rules check a body and read it field by field. Standard library
-// only.
+// grammar of strings, numbers and literals, white space, skipping a value
+// already known to be valid, and one walker (Walker) that validates a value
+// and reports its top-level members and containers on the way. The
+// signature package finds a body's members with it before any decoding,
+// after the signature verified, and the content rules check a body and
+// read it field by field. Standard library only.
 package jsonscan
 
 import "bytes"

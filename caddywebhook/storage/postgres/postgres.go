@@ -16,6 +16,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/caddywebhook/caddywebhook/caddywebhook"
+	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/caddyfileopt"
 	"github.com/caddywebhook/caddywebhook/queue"
 	"github.com/caddywebhook/caddywebhook/queue/postgres"
 )
@@ -152,7 +153,7 @@ func (s *Storage) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 		case "max_batch":
-			n, err := caddywebhook.CountArg(d, opt)
+			n, err := caddyfileopt.Count(d, opt)
 			if err != nil {
 				return err
 			}
@@ -177,7 +178,7 @@ func (s *Storage) unmarshalBlock(d *caddyfile.Dispenser) error {
 				return d.Errf("webhook: storage postgres: schema needs one name")
 			}
 		case "max_conns":
-			n, err := caddywebhook.CountArg(d, "storage postgres: max_conns")
+			n, err := caddyfileopt.Count(d, "storage postgres: max_conns")
 			if err != nil {
 				return err
 			}

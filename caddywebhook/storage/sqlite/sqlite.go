@@ -12,9 +12,9 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
-	"github.com/dustin/go-humanize"
 
 	"github.com/caddywebhook/caddywebhook/caddywebhook"
+	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/caddyfileopt"
 	"github.com/caddywebhook/caddywebhook/queue"
 	"github.com/caddywebhook/caddywebhook/queue/sqlite"
 )
@@ -153,23 +153,18 @@ func (s *Storage) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("webhook: synchronous needs one argument: full or normal")
 			}
 		case "max_batch":
-			n, err := caddywebhook.CountArg(d, opt)
+			n, err := caddyfileopt.Count(d, opt)
 			if err != nil {
 				return err
 			}
 			s.MaxBatch = n
 		case "min_free_space":
-			var v string
-			if !d.AllArgs(&v) {
-				return d.Errf("webhook: min_free_space needs one size, e.g. 64MiB")
+			// The floor is checked by Validate.
+			n, err := caddyfileopt.Size(d, "webhook", opt, "64MiB", math.MaxInt64)
+			if err != nil {
+				return err
 			}
-			n, err := humanize.ParseBytes(v)
-			if err != nil || n == 0 || n > math.MaxInt64 {
-				// 0 would read as the default in JSON; the floor is
-				// checked by Validate.
-				return d.Errf("webhook: min_free_space: %q is not a size such as 64MiB", v)
-			}
-			s.MinFreeSpace = int64(n)
+			s.MinFreeSpace = n
 		default:
 			return d.Errf("webhook: storage sqlite: unknown option %q", opt)
 		}

@@ -22,6 +22,9 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/caddywebhook/caddywebhook/caddywebhook"
+	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/caddyfileopt"
+	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/forward"
+	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/tracecontext"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
@@ -405,7 +408,7 @@ func start(cmd *exec.Cmd, payload []byte, out *outputTail) (wait func() error, e
 // start, so an escape sequence or a NUL in it cannot reach a terminal, a
 // log or the store.
 func (t *Target) failure(what string, out *outputTail) error {
-	tail := caddywebhook.RedactSecrets(queue.SafeText(string(out.Bytes()), 0), t.redact)
+	tail := forward.RedactSecrets(queue.SafeText(string(out.Bytes()), 0), t.redact)
 	if tail == "" {
 		return errors.New(what)
 	}
@@ -437,7 +440,7 @@ func metadataEnv(ctx context.Context, job *queue.Job) []string {
 		"WEBHOOK_TARGET=" + job.Target,
 		"WEBHOOK_CONTENT_TYPE=" + contentType,
 	}
-	if parent, state := caddywebhook.Traceparent(ctx); parent != "" {
+	if parent, state := tracecontext.Traceparent(ctx); parent != "" {
 		env = append(env, caddywebhook.EnvTraceparent+"="+parent)
 		if state != "" {
 			env = append(env, caddywebhook.EnvTracestate+"="+state)
@@ -504,7 +507,7 @@ func (t *Target) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	for d.NextBlock(0) {
 		switch opt := d.Val(); opt {
 		case "timeout":
-			dur, err := caddywebhook.UnmarshalTimeout(d, "exec")
+			dur, err := caddyfileopt.Timeout(d, "exec")
 			if err != nil {
 				return err
 			}

@@ -23,6 +23,9 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/caddywebhook/caddywebhook/caddywebhook"
+	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/caddyfileopt"
+	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/forward"
+	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/tracecontext"
 	"github.com/caddywebhook/caddywebhook/queue"
 	"github.com/caddywebhook/caddywebhook/signature"
 )
@@ -239,7 +242,7 @@ func (t *Target) Validate() error {
 	if t.signSecret != "" {
 		// Signing once here turns a malformed secret into a config error
 		// instead of a dead job per delivery.
-		if _, err := caddywebhook.SignForwarded(t.signSecret, "msg_validate", time.Unix(0, 0), nil); err != nil {
+		if _, err := forward.Sign(t.signSecret, "msg_validate", time.Unix(0, 0), nil); err != nil {
 			return fmt.Errorf("sign_secret: %w", err)
 		}
 	}
@@ -263,10 +266,10 @@ func (t *Target) Deliver(ctx context.Context, job *queue.Job) error {
 	// A delivery id or event type read from a JSON body may hold a control
 	// character that no header can carry; the transport would refuse every
 	// attempt, so say so once instead of retrying for hours.
-	if !caddywebhook.ValidHeaderValue(job.DeliveryID) {
+	if !forward.ValidHeaderValue(job.DeliveryID) {
 		return queue.Permanent(errors.New("build request: delivery id has a control character and cannot be sent as a header"))
 	}
-	if !caddywebhook.ValidHeaderValue(job.EventType) {
+	if !forward.ValidHeaderValue(job.EventType) {
 		return queue.Permanent(errors.New("build request: event type has a control character and cannot be sent as a header"))
 	}
 
@@ -278,7 +281,7 @@ func (t *Target) Deliver(ctx context.Context, job *queue.Job) error {
 	defer resp.Body.Close()
 	job.Code = queue.CodeOf(resp.StatusCode)
 
-	caddywebhook.SetAttemptStatus(ctx, resp.StatusCode)
+	tracecontext.SetStatus(ctx, resp.StatusCode)
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainLen))
 		return nil
@@ -325,7 +328,9 @@ func (t *Target) roundTrip(ctx context.Context, job *queue.Job, deadline time.Ti
 	resp, err := t.transport.RoundTrip(req)
 	if err != nil {
 		cancel()
-		return nil, t.networkError(ctx, attemptCtx.Err() != nil, err)
+		// Timed out only if the deadline passed, as the plain client
+		// decides (the context, cancelled just above, cannot say).
+		return nil, t.networkError(ctx, !time.Now().Before(deadline), err)
 	}
 	// The attempt's context lives until the body is closed: cancelling it
 	// earlier would cut the body off.
@@ -382,7 +387,7 @@ func (t *Target) newRequest(ctx context.Context, job *queue.Job) (*http.Request,
 	// The trace context is set last among the headers: neither a stored
 	// header, a static one nor a transform's can stand in for it, and an
 	// event that arrived in no trace sends none.
-	if parent, state := caddywebhook.Traceparent(ctx); parent != "" {
+	if parent, state := tracecontext.Traceparent(ctx); parent != "" {
 		req.Header[caddywebhook.HeaderTraceparent] = []string{parent}
 		if state != "" {
 			req.Header[caddywebhook.HeaderTracestate] = []string{state}
@@ -394,7 +399,7 @@ func (t *Target) newRequest(ctx context.Context, job *queue.Job) (*http.Request,
 		delete(req.Header, caddywebhook.HeaderTracestate)
 	}
 	if t.signSecret != "" {
-		signed, err := caddywebhook.SignForwarded(t.signSecret, caddywebhook.MessageID(job), t.now(), job.Payload)
+		signed, err := forward.Sign(t.signSecret, forward.MessageID(job), t.now(), job.Payload)
 		if err != nil {
 			return nil, queue.Permanent(fmt.Errorf("sign request: %w", err))
 		}
@@ -414,7 +419,7 @@ func (t *Target) newRequest(ctx context.Context, job *queue.Job) (*http.Request,
 			return nil, queue.Permanent(fmt.Errorf("build request: invalid header name %q", name))
 		}
 		for _, v := range values {
-			if !caddywebhook.ValidHeaderValue(v) {
+			if !forward.ValidHeaderValue(v) {
 				return nil, queue.Permanent(fmt.Errorf("build request: header %s has a control character and cannot be sent", name))
 			}
 		}
@@ -471,7 +476,7 @@ func urlSecrets(u *url.URL) []string {
 
 // scrub removes the signing secret, long static header values and the
 // URL's credentials from text an upstream chose to send back.
-func (t *Target) scrub(s string) string { return caddywebhook.RedactSecrets(s, t.redact) }
+func (t *Target) scrub(s string) string { return forward.RedactSecrets(s, t.redact) }
 
 // retryable reports whether a non-2xx status is worth another attempt:
 // the upstream is overloaded, failing or asked us to slow down.
@@ -532,7 +537,7 @@ func (t *Target) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	for d.NextBlock(0) {
 		switch opt := d.Val(); opt {
 		case "timeout":
-			dur, err := caddywebhook.UnmarshalTimeout(d, "http")
+			dur, err := caddyfileopt.Timeout(d, "http")
 			if err != nil {
 				return err
 			}
