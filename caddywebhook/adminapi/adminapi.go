@@ -259,6 +259,11 @@ type RulesTestResponse struct {
 	Takes       bool   `json:"takes"`
 	Reason      string `json:"reason,omitempty"`
 	FilterError string `json:"filter_error,omitempty"`
+	// FilterNotes are what the filter did on this event that its author
+	// most likely did not mean, with their position in the expression:
+	// an equality between values of different types (`body.ref == 1` on a
+	// string field), which is never true and raises no error.
+	FilterNotes []string `json:"filter_notes,omitempty"`
 	// Request is what the target would receive (also when the filter does
 	// not take the event, to try a transform); nil when the transform
 	// fails, with TransformError.
