@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -20,7 +21,7 @@ func init() {
 // listenCommand is `caddy webhook listen`.
 func listenCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "listen --url <consumer endpoint> --token-env <variable> --target <pull target> --forward-to <local url> [--concurrency <n>] [--sign-secret-env <variable>] [--timeout <duration>] [--wait <duration>]",
+		Use:   "listen --url <consumer endpoint> --token-env <variable> --target <pull target> --forward-to <local url> [--concurrency <n>] [--sign-secret-env <variable>] [--timeout <duration>] [--wait <duration>] [--grace <duration>]",
 		Short: "Receives a pull target's events from a remote Caddy and forwards each to a local URL",
 		Long: `
 Consumes a pull target (to pull { name … }) of a Caddy that can be reached,
@@ -35,8 +36,10 @@ Nothing is lost while the laptop sleeps or the app is down: the events wait
 in the server's queue. An app that refuses the connection is not the
 event's fault: the job is handed back uncharged and the listener waits for
 the app. Leases are extended while the app works; several listeners on one
-target share the work; ordering keys keep their order. Ctrl-C hands back
-what the listener holds. One line per delivery goes to stdout; notices
+target share the work; ordering keys keep their order. Ctrl-C stops
+claiming, lets the requests the app already has finish within --grace
+(their answers recorded), hands back the rest uncharged and says which it
+did; a second Ctrl-C cuts the grace short. One line per delivery goes to stdout; notices
 (connected, reconnecting, app down) to stderr.
 
 The token is read from the environment variable --token-env names, never
@@ -57,6 +60,7 @@ from a flag, so it stays out of the shell's history and the process list.
 	f.String("sign-secret-env", "", "The environment variable that holds a Standard Webhooks secret (whsec_…) to sign each forwarded request with")
 	f.Duration("timeout", 10*time.Second, "How long one local request may take")
 	f.Duration("wait", DefaultListenWait, "How long each claim waits on the server for events (at most a quarter of the server's lease)")
+	f.Duration("grace", DefaultListenGrace, "On a stop, how long requests the app already has may finish before they are cut short and handed back")
 	return cmd
 }
 
@@ -82,7 +86,30 @@ func runListen(cmd *cobra.Command, _ []string) error {
 			return fmt.Errorf("listen: --sign-secret-env: the variable %s is not set or empty", name)
 		}
 	}
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	cfg.Grace, _ = f.GetDuration("grace")
+	// The first interrupt stops: no more claims, the app's requests
+	// finish within the grace. The second cuts the grace short, as CLIs do.
+	ctx, stop := context.WithCancel(cmd.Context())
 	defer stop()
+	abort := make(chan struct{})
+	cfg.Abort = abort
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	returned := make(chan struct{})
+	defer close(returned)
+	go func() {
+		select {
+		case <-sigs:
+		case <-returned:
+			return
+		}
+		stop()
+		select {
+		case <-sigs:
+			close(abort)
+		case <-returned:
+		}
+	}()
 	return Listen(ctx, cfg)
 }

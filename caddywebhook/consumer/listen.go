@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -50,8 +51,13 @@ type ListenConfig struct {
 	Wait        time.Duration // how long each claim waits on the server; default 30s, at most a quarter of the lease
 	// Grace is how long running deliveries may finish after a stop
 	// before they are cancelled and handed back. Default: none, they are
-	// handed back at once.
+	// handed back at once. (`caddy webhook listen --grace` defaults to
+	// the webhook app's shutdown_grace, 10s.)
 	Grace time.Duration
+	// Abort, when it is closed during a stop's grace, cuts the grace
+	// short: the running deliveries are cancelled and handed back at once
+	// (a second Ctrl-C). Default: nil, the grace runs out.
+	Abort <-chan struct{}
 	Out   io.Writer // one line per delivery
 	Log   io.Writer // notices: connected, app down, reconnecting
 	Now   func() time.Time
@@ -61,6 +67,9 @@ type ListenConfig struct {
 const (
 	DefaultConcurrency = 4
 	DefaultListenWait  = 30 * time.Second
+	// DefaultListenGrace is the CLI's --grace: the webhook app's own
+	// shutdown_grace.
+	DefaultListenGrace = 10 * time.Second
 
 	// retryMin and retryMax bound the wait before asking the server again
 	// after a network error or a 5xx; it doubles in between, jittered.
@@ -97,6 +106,8 @@ type listener struct {
 	handed    int    // jobs handed back by the stop
 	unhanded  int    // jobs the stop could not hand back
 	handErr   error  // why
+	finished  int    // deliveries that ended with an answer during the stop
+	cut       int    // deliveries the stop cut short, handed back
 	claims    map[queue.Claimed]*claimState
 }
 
@@ -298,7 +309,11 @@ func (l *listener) firstClaim(ctx context.Context) (time.Duration, []ClaimedJob,
 			l.claimed()
 			return time.Duration(resp.LeaseMS) * time.Millisecond, resp.Jobs, nil
 		}
-		if isFatal(err) {
+		// Before the first claim has worked, an answer that is not the
+		// consumer API's is a wrong --url, not a passing fault: say so
+		// and stop rather than retry it forever.
+		var wrong *notConsumerError
+		if isFatal(err) || errors.As(err, &wrong) {
 			return 0, nil, fmt.Errorf("listen: claim: %w", err)
 		}
 		l.cannotClaim(err)
@@ -330,9 +345,30 @@ func (l *listener) leaseChanged(lease time.Duration) {
 func (l *listener) stopPools(pools []*queue.Pool) {
 	l.mu.Lock()
 	l.stopping = true
+	running := 0
+	for _, st := range l.claims {
+		if st.started {
+			running++
+		}
+	}
 	l.mu.Unlock()
+	if running > 0 && l.cfg.Grace > 0 {
+		l.logf("stopping: %d %s the app has may finish within %s (interrupt again to cut them short); the rest are handed back",
+			running, plural(running, "request", "requests"), l.cfg.Grace)
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(l.stop), l.cfg.Grace+handBackTimeout)
 	defer cancel()
+	if l.cfg.Abort != nil {
+		// A Stop whose context ends hands back what still runs, its
+		// deliveries cancelled, at once.
+		go func() {
+			select {
+			case <-l.cfg.Abort:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
 	var wg sync.WaitGroup
 	for _, p := range pools {
 		wg.Go(func() { _ = p.Stop(ctx) })
@@ -343,9 +379,38 @@ func (l *listener) stopPools(pools []*queue.Pool) {
 	if l.unhanded > 0 {
 		l.logf("could not hand back %d jobs: %v; they go back when their leases end", l.unhanded, redactURL(l.handErr))
 	}
-	if l.handed > 0 {
-		l.logf("handed back %d jobs", l.handed)
+	if l.finished > 0 || l.handed > 0 {
+		l.logf("stopped: %s", l.stopSummary())
 	}
+}
+
+// stopSummary says what the stop did with the jobs the listener held:
+// which deliveries ended with their answers recorded, and which jobs went
+// back to the server uncharged, cut short or never started. l.mu is held.
+func (l *listener) stopSummary() string {
+	var parts []string
+	if l.finished > 0 {
+		parts = append(parts, fmt.Sprintf("%d %s finished and answered", l.finished, plural(l.finished, "delivery", "deliveries")))
+	}
+	if l.handed > 0 {
+		notStarted := max(l.handed-l.cut, 0)
+		var what []string
+		if l.cut > 0 {
+			what = append(what, fmt.Sprintf("%d cut short", l.cut))
+		}
+		if notStarted > 0 {
+			what = append(what, fmt.Sprintf("%d not started", notStarted))
+		}
+		parts = append(parts, fmt.Sprintf("handed back %d %s uncharged (%s)", l.handed, plural(l.handed, "job", "jobs"), strings.Join(what, ", ")))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // cannotClaim says once per kind of failure that the server cannot be
@@ -483,6 +548,9 @@ func (l *listener) JobFinished(job *queue.Job, c queue.Completion, _ bool, err e
 	l.mu.Lock()
 	st := l.state(job.Claimed())
 	delete(l.claims, job.Claimed())
+	if l.stopping && !st.lost && st.reply != nil && st.reply.Recorded {
+		l.finished++
+	}
 	l.mu.Unlock()
 	if st.lost {
 		l.line(job, "lease lost", c.Duration, "not answered: the server may hand it to another consumer")
@@ -525,6 +593,9 @@ func (l *listener) JobFinished(job *queue.Job, c queue.Completion, _ bool, err e
 func (l *listener) JobHandedBack(job *queue.Job) {
 	l.mu.Lock()
 	delete(l.claims, job.Claimed())
+	if l.stopping {
+		l.cut++
+	}
 	l.mu.Unlock()
 }
 
@@ -535,12 +606,17 @@ func (l *listener) StoreError(string, error) {}
 // line prints one delivery: time, source, event type, delivery id, the
 // local app's status and what became of the job, and the duration.
 func (l *listener) line(job *queue.Job, outcome string, took time.Duration, note string) {
-	s := fmt.Sprintf("%s  %s  %s  %s  %s  %s", l.cfg.Now().Format(time.DateTime), job.Source, cmp.Or(job.EventType, "-"),
-		job.DeliveryID, outcome, human.Latency(took))
+	// Each field is made safe on its own: SafeLine turns a run of spaces
+	// into one, and the fields are set apart by two.
+	fields := []string{l.cfg.Now().Format(time.DateTime), job.Source, cmp.Or(job.EventType, "-"),
+		job.DeliveryID, outcome, human.Latency(took)}
 	if note != "" {
-		s += "  " + note
+		fields = append(fields, note)
 	}
-	fmt.Fprintln(l.cfg.Out, queue.SafeLine(s, 0))
+	for i, f := range fields {
+		fields[i] = queue.SafeLine(f, 0)
+	}
+	fmt.Fprintln(l.cfg.Out, strings.Join(fields, "  "))
 }
 
 // apiTransport is the transport to the server: a claim waiting on the
