@@ -48,6 +48,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 //		synchronous full|normal        # SQLite durability; default full
 //		max_batch <n>                  # writes per commit: SQLite 256, Postgres enqueues 128 (1: benchmarks only)
 //		min_free_space <size>          # SQLite: 503 disk_low below this much free; default 64MiB, at least 16MiB
+//		store_timeout <duration>       # each call on the queue; past it a request gets 503; default 5s
 //		storage postgres <dsn> {       # instead of sqlite: instances share the queue
 //			schema <name>              # default caddywebhook
 //			max_conns <n>              # per instance, plus one for LISTEN; default 10
@@ -92,7 +93,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if err := storage.storageLine(d); err != nil {
 				return err
 			}
-		case "synchronous", "max_batch", "min_free_space":
+		case "synchronous", "max_batch", "min_free_space", "store_timeout":
 			storage.option(d)
 		case "workers":
 			n, err := caddyfileopt.Int(d, opt)

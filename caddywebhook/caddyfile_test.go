@@ -104,6 +104,8 @@ func TestAdaptErrors(t *testing.T) {
 		{"global/postgres with synchronous", global("\t\tsynchronous normal\n\t\tstorage postgres postgres://h/db"), []string{"webhook", "synchronous applies to sqlite only"}},
 		{"global/postgres with min_free_space", global("\t\tmin_free_space 1GiB\n\t\tstorage postgres postgres://h/db"), []string{"webhook", "min_free_space applies to sqlite only"}},
 		{"global/min_free_space not a size", global("\t\tmin_free_space lots"), []string{"webhook", "min_free_space", `"lots" is not a size`}},
+		{"global/store_timeout not a duration", global("\t\tstore_timeout soon"), []string{"webhook", "store_timeout", `"soon" is not a positive duration`}},
+		{"global/postgres store_timeout not a duration", global("\t\tstore_timeout 0s\n\t\tstorage postgres postgres://h/db"), []string{"webhook", "store_timeout", `"0s" is not a positive duration`}},
 		{"global/workers not a number", global("\t\tworkers many"), []string{"webhook", "workers", `"many"`}},
 		{"global/workers negative", global("\t\tworkers -1"), []string{"webhook", "workers", `"-1"`}},
 		{"global/max_attempts zero", global("\t\tmax_attempts 0"), []string{"webhook", "max_attempts must be at least 1"}},

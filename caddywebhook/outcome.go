@@ -13,6 +13,11 @@ import (
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
+// storeFailedRetryAfter is the Retry-After of a 503 store_failed, in
+// seconds: a store that failed or did not answer within store_timeout (a
+// database restarting, a network partition) is usually back in seconds.
+const storeFailedRetryAfter = "5"
+
 // answer writes the outcome's answer, with an empty body unless it is a
 // handshake's, and records it. An answer that leaves the body unread says
 // Connection: close: otherwise Go's server would first read up to 256 KiB
@@ -34,6 +39,8 @@ func (rc *Receiver) answer(w http.ResponseWriter, r *http.Request, x *exchange, 
 		h.Set("Retry-After", busyRetryAfter)
 	case outcomeDiskLow:
 		h.Set("Retry-After", diskLowRetryAfter)
+	case outcomeStoreFailed:
+		h.Set("Retry-After", storeFailedRetryAfter)
 	case outcomeMethodNotAllowed:
 		allow := http.MethodPost
 		if rc.getAllowed {

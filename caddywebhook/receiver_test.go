@@ -247,6 +247,9 @@ func TestReceiver(t *testing.T) {
 			if o := got.resp.header.Get("Echo-Outcome"); o != tt.wantOutcome {
 				t.Errorf("{webhook.outcome} = %q, want %q", o, tt.wantOutcome)
 			}
+			if tt.wantOutcome == "store_failed" && got.resp.header.Get("Retry-After") == "" {
+				t.Error("a 503 store_failed without Retry-After")
+			}
 			if tt.wantStatus == http.StatusMethodNotAllowed && got.resp.header.Get("Allow") != http.MethodPost {
 				t.Errorf("Allow = %q, want POST", got.resp.header.Get("Allow"))
 			}

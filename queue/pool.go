@@ -54,7 +54,9 @@ type PoolConfig struct {
 	// within Lease. A pool that cannot extend a lease (the store fails, or
 	// the process was paused) cancels the handler a quarter of the lease
 	// before the lease can run out, so that no other worker ever starts
-	// the job while this one still runs it. Default: 1m.
+	// the job while this one still runs it; for the same reason a job
+	// whose claim was answered that late (the lease counted from when the
+	// claim was sent) is handed back without starting. Default: 1m.
 	Lease time.Duration
 	// PollInterval bounds how long ready work can wait when nothing wakes
 	// the pool: work committed by another process, or a scheduled retry the
@@ -129,8 +131,12 @@ type PoolConfig struct {
 // commit. One Claim call
 // fills the idle workers and the buffer; one ExtendLeases call extends the
 // leases of running and buffered jobs alike; completions are finished in
-// batches. Several pools may share a store, in one process or several:
-// leases and the fence in Finish keep each job in one worker at a time.
+// batches, a failed Finish tried again until it is recorded. A pool holds
+// at most its workers' and buffer's jobs and 256 results waiting for their
+// Finish, so a store whose Finish falls behind slows the claims instead of
+// piling up leases. Several pools may
+// share a store, in one process or several: leases and the fence in
+// Finish keep each job in one worker at a time.
 //
 // A Pool is started once; after Stop it cannot be restarted.
 type Pool struct {
@@ -154,17 +160,27 @@ type Pool struct {
 	// then let the store time leases with its own clock.
 	storeClock bool
 
-	mu        sync.Mutex
-	busy      int            // handlers running
-	running   map[int64]*run // claimed and neither finished nor handed back, buffered too
-	buffered  []*run         // claimed ahead, not started, oldest first; at most ahead
-	nextRetry time.Time      // earliest retry this pool scheduled, zero if none
-	flowWake  time.Time      // when the flow control holds routes back until, zero if none
-	finQ      []finishing    // completions waiting for the next Finish
-	flushing  bool           // a worker is sending finQ
+	mu         sync.Mutex
+	busy       int            // handlers running
+	running    map[int64]*run // claimed and neither finished nor handed back, buffered too
+	buffered   []*run         // claimed ahead, not started, oldest first; at most ahead
+	nextRetry  time.Time      // earliest retry this pool scheduled, zero if none
+	flowWake   time.Time      // when the flow control holds routes back until, zero if none
+	finQ       []finishing    // completions waiting for the next Finish
+	finishing  int            // completions in finQ or in a Finish call: handled, not yet recorded
+	flushing   bool           // a worker is sending finQ
+	lastFinish time.Time      // when the last Finish was sent (see gatherLocked)
+	// maxHeld bounds the claims the pool holds at once: running, buffered
+	// and waiting for their Finish, workers + ahead + finishChunk (see
+	// room).
+	maxHeld int
 
 	freed chan struct{}  // a worker became idle or a job left running; buffered 1
 	wg    sync.WaitGroup // runs started and not yet returned from work
+	// giveUp is closed when Stop's grace has run out: a Finish that keeps
+	// failing stops being retried then (see flush).
+	giveUp     chan struct{}
+	giveUpOnce sync.Once
 	// handoff passes a run to a worker goroutine waiting for its next one
 	// (unbuffered); retire, closed once the last run has returned, ends
 	// those waiting; goroutines counts them all.
@@ -269,11 +285,13 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 		done:     make(chan struct{}),
 		handoff:  make(chan *run),
 		retire:   make(chan struct{}),
+		giveUp:   make(chan struct{}),
 	}
 	p.margin = p.lease / 4
 	if p.flow != nil {
 		p.ahead = 0
 	}
+	p.maxHeld = p.workers + p.ahead + finishChunk
 	if p.decider.Retry == nil {
 		p.decider.Retry = Backoff{}
 	}

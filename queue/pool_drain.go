@@ -31,6 +31,9 @@ wait:
 			defer t.Stop()
 			grace = t.C
 		case <-grace:
+			// Results whose Finish keeps failing are dropped now: their
+			// jobs run again once their leases end.
+			p.stopRetrying()
 			p.mu.Lock()
 			for _, r := range p.running {
 				if !r.handled {
@@ -81,6 +84,7 @@ func (p *Pool) takeBuffered() []Claimed {
 // past Stop's deadline. Their results will not be recorded: after the hand
 // back the fence rejects them.
 func (p *Pool) abandon(ctx context.Context) {
+	p.stopRetrying()
 	var jobs []*Job
 	var claims []Claimed
 	p.mu.Lock()

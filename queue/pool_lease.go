@@ -1,43 +1,82 @@
 package queue
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"time"
 )
 
 // extendLoop extends the leases of running and buffered jobs every Lease/3,
 // so a lease survives two failed extensions before it runs out; a run
 // whose lease could not be extended is cancelled before that (see fence).
+// An extension that fails is tried again sooner, after Lease/12, doubling
+// up to the next tick.
 func (p *Pool) extendLoop(ctx context.Context) {
 	t := time.NewTicker(p.lease / 3)
 	defer t.Stop()
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	defer retry.Stop()
+	wait := p.lease / 12
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			p.extendOnce(ctx)
+		case <-retry.C:
 		}
+		if err := p.extendOnce(ctx); err != nil {
+			retry.Reset(wait)
+			wait = min(2*wait, p.lease/3)
+			continue
+		}
+		retry.Stop()
+		wait = p.lease / 12
 	}
 }
 
-// extendOnce extends the leases of all claims this pool holds, running or
-// buffered, in one call; it cancels the handlers of running jobs it has lost
-// and drops lost jobs from the buffer. When the store fails, nothing
-// changes: each run's fence timer cancels it before its lease can end.
-func (p *Pool) extendOnce(ctx context.Context) {
+// extendChunk bounds the claims one ExtendLeases call extends, so that no
+// statement holds many row locks or runs long, however many jobs the pool
+// holds.
+const extendChunk = 256
+
+// extendOnce extends the leases of all claims this pool holds, running,
+// buffered or waiting for their Finish, in chunks of extendChunk in job id
+// order (the order in which the stores' fenced writes take their row
+// locks, so an extension and a Finish never wait for each other in a
+// cycle). It cancels the handlers of running jobs it has lost, drops lost
+// jobs from the buffer, and marks lost the results waiting for a Finish
+// that keeps failing. When the store fails, the chunks not extended stay
+// as they were: each run's fence timer cancels it before its lease can
+// end; it returns the first error.
+func (p *Pool) extendOnce(ctx context.Context) error {
 	p.mu.Lock()
 	runs := make([]*run, 0, len(p.running))
-	claims := make([]Claimed, 0, len(p.running))
 	for _, r := range p.running {
 		if !r.lost && !r.abandoned {
 			runs = append(runs, r)
-			claims = append(claims, r.job.Claimed())
 		}
 	}
 	p.mu.Unlock()
-	if len(runs) == 0 {
-		return
+	slices.SortFunc(runs, func(a, b *run) int { return cmp.Compare(a.job.ID, b.job.ID) })
+	var first error
+	for chunk := range slices.Chunk(runs, extendChunk) {
+		if err := p.extendChunk(ctx, chunk); err != nil {
+			if ctx.Err() == nil {
+				p.obs.StoreError("extend leases", err)
+			}
+			first = cmp.Or(first, err)
+		}
+	}
+	return first
+}
+
+// extendChunk extends the leases of runs in one ExtendLeases call.
+func (p *Pool) extendChunk(ctx context.Context, runs []*run) error {
+	claims := make([]Claimed, len(runs))
+	for i, r := range runs {
+		claims[i] = r.job.Claimed()
 	}
 	sent := time.Now()
 	lostIDs, err := p.store.ExtendLeases(ctx, ExtendParams{
@@ -47,10 +86,7 @@ func (p *Pool) extendOnce(ctx context.Context) {
 		Now:    p.storeNow(),
 	})
 	if err != nil {
-		if ctx.Err() == nil {
-			p.obs.StoreError("extend leases", err)
-		}
-		return
+		return err
 	}
 	lostSet := make(map[int64]bool, len(lostIDs))
 	for _, id := range lostIDs {
@@ -66,6 +102,10 @@ func (p *Pool) extendOnce(ctx context.Context) {
 		case lostSet[r.job.ID]:
 			if p.loseLocked(r) {
 				lost = append(lost, r)
+			} else if r.handled {
+				// A result waiting for its Finish: the claim is gone,
+				// so a retry would record nothing.
+				r.lost = true
 			}
 		default:
 			p.armLocked(r, sent.Add(p.lease))
@@ -73,6 +113,7 @@ func (p *Pool) extendOnce(ctx context.Context) {
 	}
 	p.mu.Unlock()
 	p.reportLost(lost)
+	return nil
 }
 
 // armLocked records that r's lease ends no earlier than deadline and sets

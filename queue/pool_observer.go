@@ -28,8 +28,9 @@ type Observer interface {
 	// pool claimed the job again after its lease ran out (a pause). The
 	// handler's ctx is cancelled.
 	// It is also called for a job claimed ahead whose lease is lost before
-	// it started: that job is dropped, never started, and no JobFinished
-	// follows.
+	// it started, and for a job whose claim was answered too close to the
+	// end of its lease to start (a stalled store, a pause): that job is
+	// dropped or handed back, never started, and no JobFinished follows.
 	LeaseLost(job *Job)
 	// StoreError is called when a store operation fails; op is one of
 	// "claim", "extend leases", "finish", "hand back".

@@ -53,6 +53,9 @@ func (p *Pool) work(r *run) {
 		<-r.prev.returned
 		r.prev = nil
 	}
+	if !p.mayStart(r) {
+		return
+	}
 	p.obs.JobStarted(r.job)
 	started := p.now()
 	err := p.call(r.ctx, r.job)
@@ -67,15 +70,13 @@ func (p *Pool) work(r *run) {
 	if lost {
 		p.removeLocked(r)
 	}
-	// The next job starts before this one's result is committed: the
-	// worker never waits for a commit between jobs. Once Stop has begun,
-	// buffered jobs are handed back instead.
-	if len(p.buffered) > 0 && !p.isQuitting() {
-		next := p.buffered[0]
-		p.buffered[0] = nil
-		p.buffered = p.buffered[1:]
-		p.startLocked(next)
+	record := !lost && !abandoned && !(shutdown && err != nil)
+	if record {
+		// From here until its Finish commits the run counts against
+		// maxHeld: its job is still leased, and extended, by this pool.
+		p.finishing++
 	}
+	p.startNextLocked()
 	p.mu.Unlock()
 	p.signalFreed()
 
@@ -98,6 +99,51 @@ func (p *Pool) work(r *run) {
 	default:
 		p.finish(wctx, finishing{r: r, c: p.complete(r.job, err, started), err: err})
 	}
+}
+
+// startNextLocked starts the oldest buffered job on the worker that just
+// became free: the next job starts before this one's result is committed,
+// so the worker never waits for a commit between jobs. Once Stop has
+// begun, buffered jobs are handed back instead. p.mu is held.
+func (p *Pool) startNextLocked() {
+	if len(p.buffered) > 0 && !p.isQuitting() {
+		next := p.buffered[0]
+		p.buffered[0] = nil
+		p.buffered = p.buffered[1:]
+		p.startLocked(next)
+	}
+}
+
+// mayStart reports whether r, handed to a worker, may run. It may not once
+// its lease is lost, or when the lease is within the cancelling margin of
+// its end (the claim's answer came late, or this process was paused
+// between the claim and the start, or the older run it waited for took
+// long to return): then another worker may already run the job, or soon
+// will. Such a run is never started: it is handed back, uncharged, unless
+// the lease is known lost, and reported lost.
+func (p *Pool) mayStart(r *run) bool {
+	p.mu.Lock()
+	if !r.lost && time.Until(r.deadline) > p.margin {
+		p.mu.Unlock()
+		return true
+	}
+	newlyLost := p.loseLocked(r)
+	r.handled = true
+	p.busy--
+	p.removeLocked(r)
+	p.startNextLocked()
+	p.mu.Unlock()
+	r.cancel()
+	close(r.returned)
+	p.signalFreed()
+	if newlyLost {
+		// The fence timer had not fired yet: the claim may still be ours.
+		if err := p.store.HandBack(r.wctx, p.owner, []Claimed{r.job.Claimed()}); err != nil {
+			p.obs.StoreError("hand back", err)
+		}
+		p.obs.LeaseLost(r.job)
+	}
+	return false
 }
 
 // complete decides the completion of an attempt that started at started,

@@ -19,6 +19,12 @@
 //   - TestPostgresTwoInstances (postgres_e2e_test.go): two processes on one
 //     PostgreSQL queue; it needs CADDYWEBHOOK_TEST_POSTGRES_DSN (see
 //     .ci/start-postgres) and skips without it, except with CI=true.
+//   - TestPostgresChaos (postgres_chaos_test.go): three processes on one
+//     PostgreSQL queue, each through a proxy of the test's, under load:
+//     one's answers from the database held past its lease, one stopped
+//     past its lease, one cut off from the database (503 within
+//     store_timeout, 202 at once after the heal) and killed; no event lost,
+//     none in flight twice at once. It needs the same server.
 //
 // The harness (e2e_harness_test.go) builds Caddy once per test binary, on
 // the first test that needs it, without -race (CADDYWEBHOOK_E2E_RACE=1

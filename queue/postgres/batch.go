@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -217,9 +218,22 @@ func (b *batcher) enqueue(ctx context.Context, args enqueueArgs) (queue.EnqueueR
 		if r.state.CompareAndSwap(stateQueued, stateAbandoned) {
 			return queue.EnqueueResult{}, ctx.Err()
 		}
-		// The batch was sent: its outcome is the truth.
-		<-r.done
-		return r.res, r.err
+		// The batch was sent: its outcome is the truth, and a caller that
+		// was cancelled (its client went away) waits for it. One whose
+		// deadline passed does not: a server that stopped answering would
+		// hold it until the last request of the batch gave up. The event
+		// may be stored all the same; the sender's retry then finds it a
+		// duplicate.
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			<-r.done
+			return r.res, r.err
+		}
+		select {
+		case <-r.done:
+			return r.res, r.err
+		default:
+			return queue.EnqueueResult{}, fmt.Errorf("enqueue: %w (the write was sent and may still commit)", ctx.Err())
+		}
 	}
 }
 

@@ -59,7 +59,8 @@ func (s *Store) foldCounts(ctx context.Context) error {
 	return nil
 }
 
-// folder runs foldCounts every foldEvery until stop.
+// folder runs foldCounts, sweepHeads and analyzeGrown every foldEvery
+// until stop.
 type folder struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -77,8 +78,14 @@ func startFolder(s *Store) *folder {
 				return
 			case <-t.C:
 				// A failed fold loses nothing: the delta rows stay
-				// and the next fold takes them.
-				_ = s.foldCounts(ctx)
+				// and the next fold takes them. The same goes for the
+				// sweep of stranded ordering keys and the analysis of
+				// tables that filled: the next round does them.
+				rctx, cancel := s.bound(ctx)
+				_ = s.foldCounts(rctx)
+				_, _ = s.sweepHeads(rctx)
+				_ = s.analyzeGrown(rctx)
+				cancel()
 			}
 		}
 	})

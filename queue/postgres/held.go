@@ -18,6 +18,8 @@ WHERE j.id = ANY($1::bigint[]) AND j.status = 'running'`
 // Held returns the jobs of the claims that still hold their job, without
 // headers or payload.
 func (s *Store) Held(ctx context.Context, claims []queue.Claimed) ([]*queue.Job, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	if len(claims) == 0 {
 		return nil, nil
 	}

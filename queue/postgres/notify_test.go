@@ -404,3 +404,59 @@ func TestListenerHealthCheck(t *testing.T) {
 	}
 	waitReady(t, b, 5*time.Second, "NOTIFY after health checks")
 }
+
+// TestFinishGenericPlan: the plan a connection caches for Finish after five
+// runs (a generic plan) is made from the statistics of when it was made.
+// Made while no job ran (a backlog just enqueued, analyzed all pending) and
+// used once 20,000 jobs run, it must still reach each job by its primary
+// key, not walk the running jobs' index for each row of the batch (one
+// Finish took 38 s that way during a drain), and must not read the
+// attempt history of jobs claimed only once.
+func TestFinishGenericPlan(t *testing.T) {
+	admin, schema := planSchema(t)
+	_, err := admin.Exec(t.Context(), `
+INSERT INTO `+schema+`.jobs (event_id, source, target, status, run_at, created_at)
+SELECT id, 'shop', 'mail', 'pending', now(), now() FROM `+schema+`.events;
+ANALYZE `+schema+`.jobs; ANALYZE `+schema+`.attempts;
+UPDATE `+schema+`.jobs SET status = 'running', lease_owner = 'o', fence = 1, attempts = 1,
+	lease_until = now() + interval '1 minute';`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := admin.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	for _, set := range []string{"SET LOCAL search_path TO " + schema, "SET LOCAL plan_cache_mode = force_generic_plan", "PREPARE finish AS " + sqlFinish} {
+		if _, err := tx.Exec(t.Context(), set); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// EXECUTE takes no parameters of the protocol's: the arguments are
+	// written out.
+	rows, err := tx.Query(t.Context(), `EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) EXECUTE finish(
+	'{10,20,30}', '{o,o,o}', '{done,done,done}', ARRAY[now(), now(), now()], '{"","",""}',
+	ARRAY[now(), now(), now()], ARRAY[now(), now(), now()], '{0,0,0}', '{1,1,1}', '{NULL,NULL,NULL}')`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := strings.Join(lines, "\n")
+	for _, f := range []string{"jobs_leased", "Seq Scan on jobs"} {
+		if strings.Contains(plan, f) {
+			t.Errorf("the generic plan has %q:\n%s", f, plan)
+		}
+	}
+	for _, l := range lines {
+		if strings.Contains(l, "on attempts") && strings.Contains(l, "Scan") && !strings.Contains(l, "never executed") {
+			t.Errorf("the history of once-claimed jobs was read: %q in\n%s", l, plan)
+		}
+	}
+	if !strings.Contains(plan, "jobs_pkey") {
+		t.Errorf("the generic plan does not reach jobs by the primary key:\n%s", plan)
+	}
+}

@@ -71,6 +71,14 @@ RETURNING j.status`
 	// sqlReleaseHeads reads what is blocked behind them.
 	sqlLockHeads = `SELECT 1 FROM ordering_heads WHERE job_id = ANY ($1::bigint[]) FOR UPDATE`
 
+	// sqlStrandedHeads lists the heads whose job no longer holds its key
+	// (see sqlReleaseHeads): left by a Finish whose hand-on never ran (a
+	// crash between its two commits). A few rows, one per key in use.
+	sqlStrandedHeads = `SELECT coalesce(array_agg(h.job_id), '{}') FROM ordering_heads AS h
+WHERE NOT EXISTS (
+	SELECT 1 FROM jobs AS j WHERE j.id = h.job_id
+	AND (j.status IN ('pending', 'running', 'blocked') OR (j.status = 'dead' AND j.ordering_hold)))`
+
 	// sqlReleaseHeads hands on each key whose head is one of the jobs $1
 	// and no longer holds it (done, dead without ordering_hold, or
 	// deleted): the next blocked job, the lowest id through jobs_blocked,
@@ -159,18 +167,10 @@ func rechain(ctx context.Context, tx pgx.Tx, ids []int64, now time.Time) (bool, 
 	return pending, err
 }
 
-// queueRelease adds to b the statements that hand on the keys the jobs
-// ids held, once the statements before them finished or deleted those
-// jobs. A batch sent outside a transaction runs as one implicit
-// transaction, so the release commits with the finish, in the same round
-// trip. Its result is the jobs made pending.
-func queueRelease(b *pgx.Batch, ids []int64, now time.Time) {
-	b.Queue(sqlLockHeads, ids)
-	b.Queue(sqlReleaseHeads, ids, now)
-}
-
-// release runs queueRelease's statements inside tx and returns the jobs
-// made pending.
+// release hands on, inside tx, the keys the jobs ids held, once tx or an
+// earlier commit finished or deleted those jobs, and returns the jobs made
+// pending. It locks the heads first, and reads what is blocked behind them
+// in a later statement (see the top of this file).
 func release(ctx context.Context, tx pgx.Tx, ids []int64, now time.Time) ([]int64, error) {
 	if len(ids) == 0 {
 		return nil, nil
@@ -183,4 +183,20 @@ func release(ctx context.Context, tx pgx.Tx, ids []int64, now time.Time) ([]int6
 		return nil, err
 	}
 	return promoted, nil
+}
+
+// sweepHeads hands on the keys held by jobs that no longer hold them, and
+// reports whether it made a job pending. It runs every few seconds (see
+// folder): a Finish hands its keys on in a second transaction, and a
+// crash between the two leaves a key stranded until then.
+func (s *Store) sweepHeads(ctx context.Context) (bool, error) {
+	var ids []int64
+	if err := s.pool.QueryRow(ctx, sqlStrandedHeads).Scan(&ids); err != nil || len(ids) == 0 {
+		return false, err
+	}
+	promoted, err := s.releaseKeys(ctx, ids, ms(s.cfg.Now()))
+	if len(promoted) > 0 {
+		s.madeReady()
+	}
+	return len(promoted) > 0, err
 }

@@ -234,3 +234,43 @@ func seqScanTx(t *testing.T, admin *pgx.Conn, schema string) pgx.Tx {
 	}
 	return tx
 }
+
+// TestSweepStrandedHeads: a Finish hands its jobs' ordering keys on in a
+// second transaction; when that one never runs (a crash between the two
+// commits), the key's next job stays blocked behind a done head until the
+// sweep, every few seconds, hands it on.
+func TestSweepStrandedHeads(t *testing.T) {
+	s := setup(t)
+	ctx := t.Context()
+	for _, id := range []string{"first", "second"} {
+		e := ev(id, "mail")
+		e.OrderingKey = "k"
+		if _, err := s.Enqueue(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jobs, err := s.Claim(ctx, queue.ClaimParams{Owner: "w", Limit: 10, Lease: time.Minute})
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("claim: %d jobs, %v; want the key's head alone", len(jobs), err)
+	}
+	// The Finish's first transaction alone: the job done, its key held.
+	a := finishArgs{}
+	a.add(&queue.Completion{JobID: jobs[0].ID, Owner: "w", Fence: jobs[0].Fence, Status: queue.StatusDone, Started: time.Now()}, time.Now())
+	if done, err := s.finishRound(ctx, &a); err != nil || !done[jobs[0].ID] {
+		t.Fatalf("finish round: %v, %v; want the job recorded, with its key", done, err)
+	}
+	if got, _ := s.Claim(ctx, queue.ClaimParams{Owner: "w", Limit: 10, Lease: time.Minute}); len(got) != 0 {
+		t.Fatalf("claimed %d jobs behind a stranded head, want none", len(got))
+	}
+	promoted, err := s.sweepHeads(ctx)
+	if err != nil || !promoted {
+		t.Fatalf("sweep: %v, %v; want the next job made pending", promoted, err)
+	}
+	got, err := s.Claim(ctx, queue.ClaimParams{Owner: "w", Limit: 10, Lease: time.Minute})
+	if err != nil || len(got) != 1 || got[0].DeliveryID != "second" {
+		t.Fatalf("claim after the sweep: %v, %v; want the second job", got, err)
+	}
+	if promoted, err := s.sweepHeads(ctx); err != nil || promoted {
+		t.Errorf("a second sweep: %v, %v; want nothing to do", promoted, err)
+	}
+}

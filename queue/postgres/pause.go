@@ -23,6 +23,8 @@ ON CONFLICT (source, target) DO NOTHING`
 
 // Pause pauses target of source, or the whole source when target is empty.
 func (s *Store) Pause(ctx context.Context, source, target string) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	if err := storekit.CheckPause("pause", source); err != nil {
 		return err
 	}
@@ -39,6 +41,8 @@ func (s *Store) Pause(ctx context.Context, source, target string) error {
 // when target is empty. It wakes the pools of every instance, through
 // the same NOTIFY as an enqueue, when it lifted one.
 func (s *Store) Resume(ctx context.Context, source, target string) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	if err := storekit.CheckPause("resume", source); err != nil {
 		return err
 	}
@@ -57,6 +61,8 @@ func (s *Store) Resume(ctx context.Context, source, target string) error {
 
 // ListPauses returns every pause, by source, then target.
 func (s *Store) ListPauses(ctx context.Context) ([]queue.Pause, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	var out []queue.Pause
 	err := s.readTx(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, sqlListPauses)

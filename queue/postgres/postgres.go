@@ -72,6 +72,10 @@
 //	attempts: autovacuum_vacuum_scale_factor = 0.05, autovacuum_vacuum_threshold = 1000
 //	events:   autovacuum_vacuum_scale_factor = 0.05, autovacuum_vacuum_threshold = 1000
 //
+// The store also analyzes its tables itself while they fill (see
+// analyze.go): autovacuum looks once a minute, and plans made for empty
+// tables would serve a new install's first backlog.
+//
 // Autovacuum must be on (the server default). Long-running transactions
 // elsewhere in the database hold back vacuum of these tables as of any
 // other; keep them short.
@@ -133,6 +137,20 @@ type Config struct {
 	// end of the interval. Default: 50ms.
 	NotifyInterval time.Duration
 
+	// Timeout bounds each call on the Store: an enqueue, a claim, a
+	// finish, an extension, a read, or one chunk of a bulk operation. A
+	// call that has no answer by then fails with
+	// context.DeadlineExceeded, and the connection it waited on is closed
+	// rather than given to the next call, so a server that stopped
+	// answering (a partition, a stalled disk) costs each caller this long
+	// at most, and the next call opens a connection that must answer to
+	// be used. A write that timed out may still commit: the caller cannot
+	// tell, as with any lost answer, and its retry meets dedupe or the
+	// fence. A caller's earlier deadline wins. Default: 5s
+	// (DefaultTimeout), well under the 10s senders such as GitHub wait
+	// for an answer.
+	Timeout time.Duration
+
 	// Now is the clock for the times the store stamps itself (created_at,
 	// the run_at of an enqueue, replay or hand-back). Default: time.Now.
 	Now func() time.Time
@@ -143,6 +161,7 @@ const (
 	DefaultSchema         = "caddywebhook"
 	DefaultMaxConns       = 10
 	DefaultNotifyInterval = 50 * time.Millisecond
+	DefaultTimeout        = 5 * time.Second
 )
 
 // schemaName is what Config.Schema may be: a name that needs no quoting
@@ -156,6 +175,7 @@ func (cfg Config) withDefaults() Config {
 	cfg.MaxConns = cmp.Or(cfg.MaxConns, DefaultMaxConns)
 	cfg.NotifyInterval = cmp.Or(cfg.NotifyInterval, DefaultNotifyInterval)
 	cfg.MaxBatch = cmp.Or(cfg.MaxBatch, DefaultMaxBatch)
+	cfg.Timeout = cmp.Or(cfg.Timeout, DefaultTimeout)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -180,6 +200,8 @@ func (cfg Config) validate() error {
 		return fmt.Errorf("postgres: Config.MaxBatch is %d, too large", cfg.MaxBatch)
 	case cfg.NotifyInterval < 0:
 		return fmt.Errorf("postgres: Config.NotifyInterval must not be negative, got %s", cfg.NotifyInterval)
+	case cfg.Timeout < 0:
+		return fmt.Errorf("postgres: Config.Timeout must not be negative, got %s", cfg.Timeout)
 	}
 	return nil
 }
@@ -351,6 +373,11 @@ func (s *Store) fail(op string, err error) error {
 		return fmt.Errorf("%s: %w", op, queue.ErrClosed)
 	}
 	return s.redact.Error(fmt.Errorf("%s: %w", op, err))
+}
+
+// bound returns ctx with the store's Timeout, unless ctx ends sooner.
+func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.cfg.Timeout)
 }
 
 // ms drops what is below the millisecond, the precision the SQLite store

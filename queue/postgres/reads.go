@@ -63,6 +63,8 @@ func (s *Store) readTx(ctx context.Context, f func(tx pgx.Tx) error) error {
 // Stats counts jobs by source, target and status, and measures how long
 // the oldest due pending job has waited since it became due.
 func (s *Store) Stats(ctx context.Context, now time.Time) (queue.Stats, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	var st queue.Stats
 	err := s.readTx(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, sqlCounts)
@@ -117,6 +119,8 @@ func (s *Store) readFail(op string, err error) error {
 
 // ListJobs pages through jobs matching p, newest first.
 func (s *Store) ListJobs(ctx context.Context, p queue.ListParams) (queue.JobPage, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	limit, err := storekit.PageSize(p)
 	if err != nil {
 		return queue.JobPage{}, err
@@ -177,6 +181,8 @@ func timeOf(t pgtype.Timestamptz) time.Time {
 
 // GetJob returns one job with its payload, headers and history.
 func (s *Store) GetJob(ctx context.Context, id int64) (queue.JobDetail, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	var d queue.JobDetail
 	err := s.readTx(ctx, func(tx pgx.Tx) error {
 		var headers []byte

@@ -96,6 +96,8 @@ func timeRange(since, until time.Time) (pgtype.Timestamptz, pgtype.Timestamptz) 
 
 // ListEvents pages through events matching p, newest first.
 func (s *Store) ListEvents(ctx context.Context, p queue.EventListParams) (queue.EventPage, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	limit, err := storekit.EventPageSize(p)
 	if err != nil {
 		return queue.EventPage{}, err
@@ -180,6 +182,8 @@ func readEventJobs(ctx context.Context, tx pgx.Tx, events []queue.EventSummary) 
 
 // GetEvent returns one event with its headers, payload and jobs.
 func (s *Store) GetEvent(ctx context.Context, id int64) (queue.EventDetail, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	d, err := s.readEvent(ctx, sqlGetEvent, id)
 	if err != nil {
 		return queue.EventDetail{}, s.readFail(fmt.Sprintf("get event %d", id), err)
@@ -189,6 +193,8 @@ func (s *Store) GetEvent(ctx context.Context, id int64) (queue.EventDetail, erro
 
 // FindEvent returns the event source's sender delivered as deliveryID.
 func (s *Store) FindEvent(ctx context.Context, source, deliveryID string) (queue.EventDetail, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	d, err := s.readEvent(ctx, sqlFindEvent, source, deliveryID)
 	if err != nil {
 		return queue.EventDetail{}, s.readFail(fmt.Sprintf("find event %q of %s", deliveryID, source), err)

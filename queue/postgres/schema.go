@@ -235,6 +235,14 @@ ALTER TABLE attempts ADD COLUMN status integer;
 	`
 ALTER TABLE events ADD COLUMN trace text;
 `,
+	// Version 9: no foreign key from attempts to jobs. Its check ran once
+	// per history entry a Finish wrote, a nested statement and a row lock
+	// for every finished job; the statements that delete jobs now delete
+	// their history themselves, in the same statement. The name is the one
+	// version 1's REFERENCES gave the constraint.
+	`
+ALTER TABLE attempts DROP CONSTRAINT IF EXISTS attempts_job_id_fkey;
+`,
 }
 
 // schemaVersion is the version this build writes.

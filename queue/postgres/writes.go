@@ -116,11 +116,13 @@ ORDER BY c.run_at, c.id`
 
 	// sqlExtend extends the claims ($1 ids, $2 their fence tokens) still
 	// held by $3, to $5 milliseconds past $4 or, when $4 is NULL, past the
-	// server's clock (see sqlClaim).
-	sqlExtend = `UPDATE jobs AS j
+	// server's clock (see sqlClaim). Its rows are locked in id order first,
+	// as every fenced write locks them (see lockInOrder).
+	sqlExtend = `WITH ` + lockInOrder + `
+UPDATE jobs AS j
 SET lease_until = coalesce($4::timestamptz, date_trunc('milliseconds', now())) + $5::bigint * interval '1 millisecond'
 FROM unnest($1::bigint[], $2::bigint[]) AS c (id, fence)
-WHERE j.id = c.id AND j.fence = c.fence AND j.lease_owner = $3 AND j.status = 'running'
+WHERE j.id = ANY (ARRAY(SELECT id FROM lk)) AND j.id = c.id AND j.fence = c.fence AND j.lease_owner = $3
 RETURNING j.id`
 
 	// A replay keeps the attempts counting (history and X-Webhook-Attempt
@@ -132,11 +134,13 @@ WHERE id = $1 AND status = 'dead'`
 
 	sqlJobStatus = `SELECT status FROM jobs WHERE id = $1`
 
-	// sqlDiscard deletes a job that is not running, then its event if no
-	// other job is left; the statement's snapshot still sees the deleted
-	// job, hence the id <> $1. The job's attempts go by ON DELETE CASCADE.
+	// sqlDiscard deletes a job that is not running and its history, then
+	// its event if no other job is left; the statement's snapshot still
+	// sees the deleted job, hence the id <> $1.
 	sqlDiscard = `WITH d AS (
 	DELETE FROM jobs WHERE id = $1 AND status <> 'running' RETURNING event_id
+), h AS (
+	DELETE FROM attempts WHERE job_id = $1 AND EXISTS (SELECT 1 FROM d)
 ), e AS (
 	DELETE FROM events WHERE id IN (SELECT event_id FROM d)
 	AND NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.event_id = events.id AND jobs.id <> $1)
@@ -155,6 +159,8 @@ SELECT count(*) FROM d`
 ), d AS (
 	DELETE FROM jobs WHERE id = ANY (ARRAY(SELECT id FROM pick))
 	RETURNING id, event_id
+), h AS (
+	DELETE FROM attempts WHERE job_id = ANY (ARRAY(SELECT id FROM d))
 ), e AS (
 	DELETE FROM events WHERE id = ANY (ARRAY(SELECT event_id FROM d))
 	AND NOT EXISTS (SELECT 1 FROM jobs
@@ -208,6 +214,8 @@ SELECT (SELECT count(*) FROM d), ARRAY(SELECT id FROM d),
 const discardPicked = `, d AS (
 	DELETE FROM jobs WHERE id = ANY (ARRAY(SELECT id FROM pick))
 	RETURNING id, event_id
+), h AS (
+	DELETE FROM attempts WHERE job_id = ANY (ARRAY(SELECT id FROM d))
 ), e AS (
 	DELETE FROM events WHERE id = ANY (ARRAY(SELECT event_id FROM d))
 	AND NOT EXISTS (SELECT 1 FROM jobs
@@ -242,16 +250,36 @@ func pickByRoute(status queue.Status) string {
 )`
 }
 
+// lockInOrder is the CTE lk that locks the jobs $1, in id order, before a
+// fenced write (Finish, ExtendLeases, HandBack) changes them. These
+// statements take many rows of one pool's claims each, and two of them
+// that lock shared rows in different orders deadlock: an extension of
+// every held job beside a Finish of some of them did, and PostgreSQL
+// aborted one (the Finish, whose jobs then ran again). An UPDATE locks
+// rows in whatever order its plan meets them; a SELECT … ORDER BY … FOR
+// UPDATE locks them in its output order. The pool sends each call's
+// claims sorted, so the scan of the primary key needs no sort.
+const lockInOrder = `lk AS (
+	SELECT id FROM jobs WHERE id = ANY ($1::bigint[]) ORDER BY id FOR NO KEY UPDATE
+)`
+
+// The fenced writes find their rows through the primary key alone: none
+// tests status = 'running', which would let the planner read the running
+// jobs' partial index (jobs_leased) instead, and a plan made while the
+// statistics saw no running job walked all of them for each row of the
+// batch (38 s for one Finish during a backlog). A job is running exactly
+// while it has a lease owner, so the owner and the fence say as much.
+
 // sqlHandBack returns the jobs of the claims ($1 ids, $4 their fence
 // tokens) still held by $2 to pending without the attempt they were
 // claimed with, and records the interrupted attempt as "running": it did
 // not end, and it was not charged.
-var sqlHandBack = `WITH back AS (
+var sqlHandBack = `WITH ` + lockInOrder + `, back AS (
 	UPDATE jobs AS j
 	SET status = 'pending', run_at = $3, attempts = greatest(j.attempts - 1, 0), lease_owner = NULL, lease_until = NULL
 	FROM unnest($1::bigint[], $4::bigint[]) AS c (id, fence)
-	WHERE j.id = c.id AND j.fence = c.fence AND j.lease_owner = $2 AND j.status = 'running'
-	RETURNING j.id, j.attempts
+	WHERE j.id = ANY (ARRAY(SELECT id FROM lk)) AND j.id = c.id AND j.fence = c.fence AND j.lease_owner = $2
+	RETURNING j.id, j.attempts, j.fence
 ), hist AS (
 	INSERT INTO attempts (job_id, attempt, started_at, duration_ns, outcome, error)
 	SELECT id, attempts + 1, $3, 0, 'running', 'handed back' FROM back
@@ -261,12 +289,14 @@ SELECT count(*) FROM back`
 // sqlFinish records a batch of outcomes under the fence, one row of the
 // arrays per completion. A retry (pending) gets its run_at and no
 // finished_at; done and dead are stamped finished. The statement returns
-// the ids it recorded. Ids must be distinct within one call.
+// the ids it recorded, and whether each job has an ordering key (its
+// key is handed on by a second transaction, see Finish). Ids must be
+// distinct within one call.
 var sqlFinish = `WITH c AS (
 	SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::timestamptz[], $5::text[],
 		$6::timestamptz[], $7::timestamptz[], $8::bigint[], $9::bigint[], $10::integer[])
 		AS c (id, owner, status, run_at, err, at, started, duration_ns, fence, code)
-), upd AS (
+), ` + lockInOrder + `, upd AS (
 	UPDATE jobs AS j
 	SET status = c.status,
 		run_at = CASE WHEN c.status = 'pending' THEN c.run_at ELSE j.run_at END,
@@ -274,25 +304,30 @@ var sqlFinish = `WITH c AS (
 		lease_owner = NULL, lease_until = NULL,
 		finished_at = CASE WHEN c.status = 'pending' THEN NULL ELSE c.at END
 	FROM c
-	WHERE j.id = c.id AND j.lease_owner = c.owner AND j.fence = c.fence AND j.status = 'running'
-	RETURNING j.id, j.attempts, c.started, c.duration_ns, c.status, c.err, c.code
+	WHERE j.id = ANY (ARRAY(SELECT id FROM lk)) AND j.id = c.id AND j.lease_owner = c.owner AND j.fence = c.fence
+	RETURNING j.id, j.attempts, j.fence, j.ordering_key IS NOT NULL AS keyed, c.started, c.duration_ns, c.status, c.err, c.code
 ), hist AS (
 	INSERT INTO attempts (job_id, attempt, started_at, duration_ns, outcome, error, status)
 	SELECT id, attempts, started, duration_ns, status, err, code FROM upd
 )` + trimHistory("upd") + `
-SELECT id FROM upd`
+SELECT id, keyed FROM upd`
 
 // trimHistory returns a CTE that drops, for each job in the CTE jobs (with
-// an id column), the history entries beyond the newest queue.MaxHistory
-// once the one inserted by the same statement is counted: the statement's
-// snapshot does not show that one, so it keeps MaxHistory-1 of the rows it
-// sees.
+// id and fence columns), the history entries beyond the newest
+// queue.MaxHistory once the one inserted by the same statement is counted:
+// the statement's snapshot does not show that one, so it keeps
+// MaxHistory-1 of the rows it sees. A claim leaves one entry at most (its
+// Finish or its hand-back), so a job claimed MaxHistory times or fewer has
+// nothing to trim: the EXISTS, a one-time test, keeps the history from
+// being read at all for the batches (nearly all) without such a job.
 func trimHistory(jobs string) string {
 	return `, trim AS (
-	DELETE FROM attempts AS a USING ` + jobs + ` AS t
-	WHERE a.job_id = t.id AND a.id <= (
-		SELECT h.id FROM attempts AS h WHERE h.job_id = t.id
-		ORDER BY h.id DESC OFFSET ` + strconv.Itoa(queue.MaxHistory-1) + ` LIMIT 1)
+	DELETE FROM attempts AS a
+	WHERE EXISTS (SELECT 1 FROM ` + jobs + ` WHERE fence > ` + strconv.Itoa(queue.MaxHistory) + `)
+		AND a.job_id = ANY (ARRAY(SELECT id FROM ` + jobs + ` WHERE fence > ` + strconv.Itoa(queue.MaxHistory) + `))
+		AND a.id <= (
+			SELECT h.id FROM attempts AS h WHERE h.job_id = a.job_id
+			ORDER BY h.id DESC OFFSET ` + strconv.Itoa(queue.MaxHistory-1) + ` LIMIT 1)
 )`
 }
 
@@ -301,6 +336,8 @@ func trimHistory(jobs string) string {
 // share one statement and one commit, up to Config.MaxBatch of them (see
 // batch.go); with MaxBatch 1 each is its own statement.
 func (s *Store) Enqueue(ctx context.Context, ev queue.Event) (queue.EnqueueResult, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	if err := storekit.CheckEvent(ev); err != nil {
 		return queue.EnqueueResult{}, err
 	}
@@ -343,6 +380,8 @@ func (s *Store) Enqueue(ctx context.Context, ev queue.Event) (queue.EnqueueResul
 // Claim leases up to p.Limit ready jobs in (run_at, id) order, in one
 // statement.
 func (s *Store) Claim(ctx context.Context, p queue.ClaimParams) ([]*queue.Job, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	if none, err := storekit.CheckClaim(p); none || err != nil {
 		return nil, err
 	}
@@ -399,6 +438,8 @@ func (s *Store) Claim(ctx context.Context, p queue.ClaimParams) ([]*queue.Job, e
 // statement, and returns the ids it could not extend. Without p.Now the
 // new lease is timed by the server's clock.
 func (s *Store) ExtendLeases(ctx context.Context, p queue.ExtendParams) ([]int64, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	if len(p.Claims) == 0 {
 		return nil, nil
 	}
@@ -428,8 +469,11 @@ func (s *Store) ExtendLeases(ctx context.Context, p queue.ExtendParams) ([]int64
 }
 
 // Finish records completions under the fence, the whole batch in one
-// statement.
+// statement; the ordering keys the ended jobs held, if any, are handed
+// on by a second transaction right after it.
 func (s *Store) Finish(ctx context.Context, cs []queue.Completion) ([]bool, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	if err := storekit.CheckCompletions(cs); err != nil {
 		return nil, err
 	}
@@ -463,20 +507,28 @@ func (s *Store) Finish(ctx context.Context, cs []queue.Completion) ([]bool, erro
 			round = append(round, i)
 		}
 		a := finishArgs{}
-		var ended []int64 // done or dead: they may release an ordering key
 		for _, i := range round {
 			a.add(&cs[i], now)
-			if cs[i].Status != queue.StatusPending {
-				ended = append(ended, cs[i].JobID)
-			}
 		}
-		done, promoted, err := s.finishRound(ctx, &a, ended, now)
+		done, err := s.finishRound(ctx, &a)
 		if err != nil {
 			return nil, s.fail("finish jobs", err)
 		}
-		ready = ready || promoted
+		var ended []int64 // done or dead, with an ordering key to hand on
+		for _, i := range round {
+			if done[cs[i].JobID] && cs[i].Status != queue.StatusPending {
+				ended = append(ended, cs[i].JobID)
+			}
+		}
+		if len(ended) > 0 {
+			promoted, err := s.releaseKeys(ctx, ended, now)
+			if err != nil {
+				return nil, s.fail("finish jobs: hand on ordering keys", err)
+			}
+			ready = ready || len(promoted) > 0
+		}
 		for k, i := range round {
-			if done[cs[i].JobID] {
+			if _, ok := done[cs[i].JobID]; ok {
 				recorded[i] = true
 				if cs[i].Status == queue.StatusPending && !a.runAts[k].After(now) {
 					ready = true
@@ -491,40 +543,38 @@ func (s *Store) Finish(ctx context.Context, cs []queue.Completion) ([]bool, erro
 	return recorded, nil
 }
 
-// finishRound runs sqlFinish for one round and, in the same implicit
-// transaction and round trip, hands on the ordering keys that the ended
-// jobs held (queueRelease). It returns the ids recorded and whether a
-// blocked job became pending.
-func (s *Store) finishRound(ctx context.Context, a *finishArgs, ended []int64, now time.Time) (map[int64]bool, bool, error) {
-	if len(ended) == 0 {
-		rows, err := s.pool.Query(ctx, sqlFinish, a.ids, a.owners, a.statuses, a.runAts, a.errs, a.ats, a.starteds, a.durations, a.fences, a.codes)
-		if err != nil {
-			return nil, false, err
-		}
-		done, err := idSet(rows)
-		return done, false, err
-	}
-	b := &pgx.Batch{}
-	b.Queue(sqlFinish, a.ids, a.owners, a.statuses, a.runAts, a.errs, a.ats, a.starteds, a.durations, a.fences, a.codes)
-	queueRelease(b, ended, now)
-	br := s.pool.SendBatch(ctx, b)
-	defer br.Close()
-	rows, err := br.Query()
+// finishRound runs sqlFinish for one round and returns the ids it
+// recorded, each true when its job has an ordering key.
+func (s *Store) finishRound(ctx context.Context, a *finishArgs) (map[int64]bool, error) {
+	rows, err := s.pool.Query(ctx, sqlFinish, a.ids, a.owners, a.statuses, a.runAts, a.errs, a.ats, a.starteds, a.durations, a.fences, a.codes)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	done, err := idSet(rows)
-	if err != nil {
-		return nil, false, err
-	}
-	if _, err := br.Exec(); err != nil {
-		return nil, false, err
-	}
+	done := make(map[int64]bool, len(a.ids))
+	var id int64
+	var keyed bool
+	_, err = pgx.ForEachRow(rows, []any{&id, &keyed}, func() error {
+		done[id] = keyed
+		return nil
+	})
+	return done, err
+}
+
+// releaseKeys hands on the ordering keys that the jobs ids, just finished,
+// held, in a transaction of its own, and returns the jobs made pending.
+// Finishing and handing on in one transaction cost every Finish two more
+// statements (a batch of three), ordering keys or not; now only the
+// finishes of jobs with a key pay for them. A crash between the two
+// commits leaves a key held by a finished job: sweepHeads, every few
+// seconds, hands such keys on.
+func (s *Store) releaseKeys(ctx context.Context, ids []int64, now time.Time) ([]int64, error) {
 	var promoted []int64
-	if err := br.QueryRow().Scan(&promoted); err != nil {
-		return nil, false, err
-	}
-	return done, len(promoted) > 0, br.Close()
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		promoted, err = release(ctx, tx, ids, now)
+		return err
+	})
+	return promoted, err
 }
 
 // splitClaims returns the ids and the fence tokens of claims, as the
@@ -583,6 +633,8 @@ func (a *finishArgs) add(c *queue.Completion, now time.Time) {
 // HandBack returns the jobs of claims still held by owner to pending, due
 // now, without charging their attempt, in one statement.
 func (s *Store) HandBack(ctx context.Context, owner string, claims []queue.Claimed) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	if len(claims) == 0 {
 		return nil
 	}
@@ -602,6 +654,8 @@ func (s *Store) HandBack(ctx context.Context, owner string, claims []queue.Claim
 
 // Replay gives the dead job id a fresh attempt budget, due now.
 func (s *Store) Replay(ctx context.Context, id int64) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	if s.isClosed() {
 		return queue.ErrClosed
 	}
@@ -654,6 +708,8 @@ func (s *Store) ReplayDead(ctx context.Context, f queue.Filter) (int, error) {
 	}
 	var after int64
 	return storekit.BulkInChunks(ctx, math.MaxInt, bulkChunk, func(n int) (int, error) {
+		ctx, cancel := s.bound(ctx)
+		defer cancel()
 		var replayed int64
 		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 			now := ms(s.cfg.Now())
@@ -689,6 +745,8 @@ func (s *Store) DiscardJobs(ctx context.Context, f queue.Filter) (int, error) {
 		kept    = []int64{}
 	)
 	return storekit.BulkInChunks(ctx, math.MaxInt, bulkChunk, func(n int) (int, error) {
+		ctx, cancel := s.bound(ctx)
+		defer cancel()
 		var deleted int64
 		var promoted []int64
 		// A deleted head of an ordering key hands it on, in the same
@@ -722,6 +780,8 @@ func (s *Store) DiscardJobs(ctx context.Context, f queue.Filter) (int, error) {
 // Discard deletes the job, unless it is running, and its event if no job
 // is left.
 func (s *Store) Discard(ctx context.Context, id int64) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	if s.isClosed() {
 		return queue.ErrClosed
 	}
@@ -786,6 +846,8 @@ func (s *Store) Purge(ctx context.Context, cutoff time.Time, limit int) (int, er
 	}
 	cutoff = ms(cutoff)
 	jobs, err := storekit.BulkInChunks(ctx, limit, purgeChunk, func(n int) (int, error) {
+		ctx, cancel := s.bound(ctx)
+		defer cancel()
 		var deleted int64
 		if err := s.pool.QueryRow(ctx, sqlPurgeJobs, cutoff, n).Scan(&deleted); err != nil {
 			return 0, s.fail("purge jobs", err)
@@ -796,6 +858,8 @@ func (s *Store) Purge(ctx context.Context, cutoff time.Time, limit int) (int, er
 		return jobs, err
 	}
 	_, err = storekit.BulkInChunks(ctx, limit, purgeChunk, func(n int) (int, error) {
+		ctx, cancel := s.bound(ctx)
+		defer cancel()
 		tag, err := s.pool.Exec(ctx, sqlPurgeBareEvents, cutoff, n)
 		if err != nil {
 			return 0, s.fail("purge events", err)

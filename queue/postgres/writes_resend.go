@@ -31,6 +31,8 @@ RETURNING id`
 
 // Resend gives the done or dead job id a fresh attempt budget, due now.
 func (s *Store) Resend(ctx context.Context, id int64) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	if s.isClosed() {
 		return queue.ErrClosed
 	}
@@ -68,6 +70,8 @@ func (s *Store) Resend(ctx context.Context, id int64) error {
 // AddJob makes a new pending job, due now, delivering event eventID to
 // target.
 func (s *Store) AddJob(ctx context.Context, eventID int64, target string) (int64, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	if s.isClosed() {
 		return 0, queue.ErrClosed
 	}

@@ -64,6 +64,17 @@ type Config struct {
 	// is never refused. At least MinFreeSpaceFloor. Default: 64 MiB.
 	MinFreeSpace int64
 
+	// Timeout bounds how long a write (an enqueue, a claim, a finish, an
+	// extension, one chunk of a bulk operation) waits for the writer: a
+	// caller whose write is not committed by then gets
+	// context.DeadlineExceeded, also when the writer has already begun its
+	// transaction and is stalled (a disk that stopped answering), so a
+	// receiver answers 503 in time instead of holding the sender. Such a
+	// write may still commit once the disk answers: the caller cannot
+	// tell, and its retry meets dedupe or the fence. A caller's earlier
+	// deadline wins. Default: 5s (DefaultTimeout).
+	Timeout time.Duration
+
 	// Now is the clock for the times the store stamps itself (created_at,
 	// the run_at of an enqueue, replay or hand-back). Default: time.Now.
 	Now func() time.Time
@@ -76,6 +87,7 @@ const (
 	DefaultMaxBatch     = 256
 	DefaultReadConns    = 4
 	DefaultMinFreeSpace = 64 << 20
+	DefaultTimeout      = 5 * time.Second
 )
 
 // withDefaults returns cfg with zero fields set to their defaults.
@@ -85,6 +97,7 @@ func (cfg Config) withDefaults() Config {
 	cfg.MaxBatch = cmp.Or(cfg.MaxBatch, DefaultMaxBatch)
 	cfg.ReadConns = cmp.Or(cfg.ReadConns, DefaultReadConns)
 	cfg.MinFreeSpace = cmp.Or(cfg.MinFreeSpace, DefaultMinFreeSpace)
+	cfg.Timeout = cmp.Or(cfg.Timeout, DefaultTimeout)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -106,6 +119,8 @@ func (cfg Config) validate() error {
 		return fmt.Errorf("sqlite: Config.MaxBatch must not be negative, got %d", cfg.MaxBatch)
 	case cfg.ReadConns < 0:
 		return fmt.Errorf("sqlite: Config.ReadConns must not be negative, got %d", cfg.ReadConns)
+	case cfg.Timeout < 0:
+		return fmt.Errorf("sqlite: Config.Timeout must not be negative, got %s", cfg.Timeout)
 	case cfg.MinFreeSpace < MinFreeSpaceFloor:
 		return fmt.Errorf("sqlite: Config.MinFreeSpace must be at least %d (the WAL's size limit), got %d", MinFreeSpaceFloor, cfg.MinFreeSpace)
 	}

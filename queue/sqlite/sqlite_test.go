@@ -832,3 +832,47 @@ func queryPlan(t *testing.T, s *Store, query string, args ...any) []string {
 	}
 	return plan
 }
+
+// TestStalledWriter: a write whose transaction the writer has begun but
+// cannot commit (here another connection holds the file's write lock; in
+// production a disk that stopped answering) fails at Config.Timeout, so a
+// receiver answers 503 in time, rather than when the writer gets through.
+// The write was begun and may still commit: once the lock is gone it does,
+// and the sender's retry is a duplicate.
+func TestStalledWriter(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	s := setup(t, func(c *Config) { c.Timeout = timeout; c.BusyTimeout = time.Minute })
+	other, err := sql.Open("sqlite", s.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	conn, err := other.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(t.Context(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatalf("take the write lock: %v", err)
+	}
+	started := time.Now()
+	_, err = s.Enqueue(t.Context(), testEvent("stalled", "mail"))
+	took := time.Since(started)
+	t.Logf("enqueue with the writer stalled: %v after %s", err, took.Round(time.Millisecond))
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Enqueue = %v, want a deadline exceeded", err)
+	}
+	if took > timeout+time.Second {
+		t.Errorf("Enqueue returned after %s, want about %s", took, timeout)
+	}
+	if _, err := conn.ExecContext(t.Context(), "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Enqueue(t.Context(), testEvent("stalled", "mail"))
+	if err != nil || !res.Duplicate {
+		t.Errorf("the sender's retry: %+v, %v; want a duplicate of the write that committed late", res, err)
+	}
+	if res, err := s.Enqueue(t.Context(), testEvent("after", "mail")); err != nil || res.Jobs != 1 {
+		t.Errorf("Enqueue after the stall: %+v, %v", res, err)
+	}
+}

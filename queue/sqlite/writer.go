@@ -43,6 +43,7 @@ const (
 	stateQueued int32 = iota
 	stateTaken
 	stateAbandoned
+	stateLeft // taken, and its caller gave up waiting at the store's Timeout
 )
 
 // request is one write sent to the writer. It is a single flat struct,
@@ -53,6 +54,9 @@ type request struct {
 	ctx   context.Context
 	state atomic.Int32
 	done  chan struct{} // buffered: the writer never waits for a caller
+	// timer bounds the caller's wait (Config.Timeout). It stays with the
+	// request through the pool, so a write costs no timer of its own.
+	timer *time.Timer
 
 	// Inputs; each kind uses a few.
 	ev     queue.Event
@@ -93,8 +97,8 @@ func newRequest(ctx context.Context, kind reqKind) *request {
 // r's answer may call it: an abandoned request may still be in the writer's
 // hands and is left to the garbage collector.
 func (r *request) release() {
-	done := r.done
-	*r = request{done: done}
+	done, timer := r.done, r.timer
+	*r = request{done: done, timer: timer}
 	reqPool.Put(r)
 }
 
@@ -103,11 +107,18 @@ func (r *request) clearOutputs() {
 	r.res, r.jobs, r.lost, r.recorded, r.n, r.promoted, r.ready = queue.EnqueueResult{}, nil, nil, nil, 0, nil, false
 }
 
-// do sends r to the writer and waits for its answer.
+// do sends r to the writer and waits for its answer, for the store's
+// Timeout at most.
 func (s *Store) do(ctx context.Context, r *request) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if r.timer == nil {
+		r.timer = time.NewTimer(s.cfg.Timeout)
+	} else {
+		r.timer.Reset(s.cfg.Timeout)
+	}
+	defer r.timer.Stop()
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()
@@ -119,18 +130,49 @@ func (s *Store) do(ctx context.Context, r *request) error {
 	case <-ctx.Done():
 		s.mu.RUnlock()
 		return ctx.Err()
+	case <-r.timer.C:
+		s.mu.RUnlock()
+		return fmt.Errorf("wait for the writer: %w", context.DeadlineExceeded)
 	}
+	var err error
+	timedOut := false
 	select {
 	case <-r.done:
 		return r.err
 	case <-ctx.Done():
-		if r.state.CompareAndSwap(stateQueued, stateAbandoned) {
-			return ctx.Err()
-		}
-		// The writer has it: its outcome is the truth.
-		<-r.done
-		return r.err
+		err = ctx.Err()
+		timedOut = errors.Is(err, context.DeadlineExceeded)
+	case <-r.timer.C:
+		err = fmt.Errorf("wait for the writer: %w", context.DeadlineExceeded)
+		timedOut = true
 	}
+	if r.state.CompareAndSwap(stateQueued, stateAbandoned) {
+		return err
+	}
+	// The writer has it, and its outcome is the truth: a caller that was
+	// cancelled (its client went away) waits for it, so it never reports a
+	// failure for a write that committed. But not past the deadline: a
+	// writer stalled on its disk may give no outcome for a long time.
+	if !timedOut {
+		select {
+		case <-r.done:
+			return r.err
+		case <-r.timer.C:
+			err = fmt.Errorf("wait for the writer: %w", context.DeadlineExceeded)
+		}
+	}
+	select {
+	case <-r.done:
+		return r.err
+	default:
+	}
+	// Left to the writer (stateLeft keeps it out of the pool, and the
+	// caller reads none of its outputs); its write may still commit.
+	if r.state.CompareAndSwap(stateTaken, stateLeft) {
+		return fmt.Errorf("%w (the write was begun and may still commit)", err)
+	}
+	<-r.done
+	return r.err
 }
 
 // Checkpoint policy. SQLite's own autocheckpoint (PASSIVE, every 1000 WAL

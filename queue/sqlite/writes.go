@@ -25,7 +25,7 @@ const purgeChunk = 256
 // request its caller abandoned may still sit in the writer's channel and
 // is left to the garbage collector.
 func recycle(r *request) {
-	if r.state.Load() != stateAbandoned {
+	if st := r.state.Load(); st != stateAbandoned && st != stateLeft {
 		r.release()
 	}
 }
@@ -41,7 +41,10 @@ func (s *Store) Enqueue(ctx context.Context, ev queue.Event) (queue.EnqueueResul
 	r := newRequest(ctx, kindEnqueue)
 	r.ev = ev
 	err := s.do(ctx, r)
-	res := r.res
+	var res queue.EnqueueResult
+	if err == nil { // see do: a request whose caller left is still the writer's
+		res = r.res
+	}
 	recycle(r)
 	if err != nil {
 		return queue.EnqueueResult{}, err
@@ -71,7 +74,10 @@ func (s *Store) Claim(ctx context.Context, p queue.ClaimParams) ([]*queue.Job, e
 		r.routes = string(b)
 	}
 	err := s.do(ctx, r)
-	jobs := r.jobs
+	var jobs []*queue.Job
+	if err == nil { // see do: a request whose caller left is still the writer's
+		jobs = r.jobs
+	}
 	recycle(r)
 	if err != nil {
 		return nil, err
@@ -87,7 +93,10 @@ func (s *Store) ExtendLeases(ctx context.Context, p queue.ExtendParams) ([]int64
 	r := newRequest(ctx, kindExtend)
 	r.extend = p
 	err := s.do(ctx, r)
-	lost := r.lost
+	var lost []int64
+	if err == nil { // see do: a request whose caller left is still the writer's
+		lost = r.lost
+	}
 	recycle(r)
 	if err != nil {
 		return nil, err
@@ -106,7 +115,10 @@ func (s *Store) Finish(ctx context.Context, cs []queue.Completion) ([]bool, erro
 	r := newRequest(ctx, kindFinish)
 	r.cs = cs
 	err := s.do(ctx, r)
-	recorded := r.recorded
+	var recorded []bool
+	if err == nil { // see do: a request whose caller left is still the writer's
+		recorded = r.recorded
+	}
 	recycle(r)
 	if err != nil {
 		return nil, err
@@ -168,7 +180,11 @@ func (s *Store) chunk(ctx context.Context, kind reqKind, f queue.Filter) func(n 
 		r := newRequest(ctx, kind)
 		r.filter, r.limit, r.kept = f, want, string(kept)
 		err := s.do(ctx, r)
-		n, promoted := r.n, r.promoted
+		var n int
+		var promoted []int64
+		if err == nil { // see do: a request whose caller left is still the writer's
+			n, promoted = r.n, r.promoted
+		}
 		recycle(r)
 		if err != nil {
 			return 0, err // the chunk's transaction did not commit
@@ -204,7 +220,10 @@ func (s *Store) Purge(ctx context.Context, cutoff time.Time, limit int) (int, er
 			r := newRequest(ctx, kind)
 			r.cutoff, r.limit = cutoff, want
 			err := s.do(ctx, r)
-			deleted := r.n
+			var deleted int
+			if err == nil { // see do: a request whose caller left is still the writer's
+				deleted = r.n
+			}
 			recycle(r)
 			if err != nil {
 				return 0, err // the chunk's transaction did not commit

@@ -1,7 +1,7 @@
 // Package caddyfileopt reads the arguments of Caddyfile options the same
 // way in every module of the plugin (the webhook global option and its
 // storage lines, the receiver, the targets, the consumer endpoint): a
-// number, a count, a size and a timeout, each with messages that name the
+// number, a count, a duration, a size and a timeout, each with messages that name the
 // option. It is for the plugin's own packages, no part of its public API.
 package caddyfileopt
 
@@ -38,6 +38,20 @@ func Count(d *caddyfile.Dispenser, opt string) (int, error) {
 		return 0, d.Errf("webhook: %s must be at least 1", opt)
 	}
 	return n, nil
+}
+
+// Duration reads the one argument of option opt of the webhook global
+// option, a positive duration.
+func Duration(d *caddyfile.Dispenser, opt string) (caddy.Duration, error) {
+	var s string
+	if !d.AllArgs(&s) {
+		return 0, d.Errf("webhook: %s needs one duration", opt)
+	}
+	v, err := caddy.ParseDuration(s)
+	if err != nil || v <= 0 {
+		return 0, d.Errf("webhook: %s: %q is not a positive duration", opt, s)
+	}
+	return caddy.Duration(v), nil
 }
 
 // Size reads the one size argument of option opt (1MB, 64KiB, 1048576):

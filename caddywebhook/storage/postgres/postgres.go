@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -53,6 +54,16 @@ type Storage struct {
 	// Default: 10.
 	MaxConns int `json:"max_conns,omitempty"`
 
+	// StoreTimeout bounds each call on the queue: storing a request's
+	// event, a worker's claim, finish or lease extension, an admin read.
+	// A request whose event is not stored by then is answered 503 with
+	// Retry-After, and the connection that did not answer is closed, not
+	// reused; a worker's call is tried again with backoff. Whatever
+	// committed despite the timeout is a duplicate on the sender's retry.
+	// Keep it well under the senders' own timeouts (GitHub waits 10s).
+	// Default: 5s.
+	StoreTimeout caddy.Duration `json:"store_timeout,omitempty"`
+
 	dsn string // resolved; never logged
 }
 
@@ -86,6 +97,8 @@ func (s *Storage) Validate() error {
 		return fmt.Errorf("max_batch is %d, must not be negative", s.MaxBatch)
 	case s.MaxConns < 0:
 		return fmt.Errorf("max_conns is %d, must not be negative", s.MaxConns)
+	case s.StoreTimeout < 0:
+		return fmt.Errorf("store_timeout is %s, must not be negative", time.Duration(s.StoreTimeout))
 	}
 	return nil
 }
@@ -99,7 +112,7 @@ func (s *Storage) StoreName() string { return "postgres schema " + s.Schema }
 
 // StoreSettings implements caddywebhook.Storage.
 func (s *Storage) StoreSettings() string {
-	return fmt.Sprintf("max_conns=%d max_batch=%d", s.maxConns(), s.maxBatch())
+	return fmt.Sprintf("max_conns=%d max_batch=%d store_timeout=%s", s.maxConns(), s.maxBatch(), s.storeTimeout())
 }
 
 // ClaimAhead implements caddywebhook.Storage: a shared store leaves the
@@ -109,7 +122,12 @@ func (*Storage) ClaimAhead() bool { return false }
 // OpenStore implements caddywebhook.Storage; the store redacts its DSN
 // from every error.
 func (s *Storage) OpenStore(ctx context.Context) (queue.Store, error) {
-	return postgres.Open(ctx, postgres.Config{DSN: s.dsn, Schema: s.Schema, MaxConns: s.maxConns(), MaxBatch: s.maxBatch()})
+	return postgres.Open(ctx, postgres.Config{DSN: s.dsn, Schema: s.Schema, MaxConns: s.maxConns(), MaxBatch: s.maxBatch(),
+		Timeout: s.storeTimeout()})
+}
+
+func (s *Storage) storeTimeout() time.Duration {
+	return cmp.Or(time.Duration(s.StoreTimeout), postgres.DefaultTimeout)
 }
 
 func (s *Storage) maxBatch() int { return cmp.Or(s.MaxBatch, postgres.DefaultMaxBatch) }
@@ -139,6 +157,7 @@ func dsnFingerprint(dsn string) string {
 //		max_conns <n>          # per instance, plus one for LISTEN; default 10
 //	}
 //	max_batch <n>              # enqueues per commit; default 128 (1: benchmarks only)
+//	store_timeout <duration>   # each call on the queue; default 5s
 //
 // The dispenser holds them in the order written, without the word
 // storage. Messages never quote the DSN.
@@ -158,6 +177,12 @@ func (s *Storage) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 			s.MaxBatch = n
+		case "store_timeout":
+			v, err := caddyfileopt.Duration(d, opt)
+			if err != nil {
+				return err
+			}
+			s.StoreTimeout = v
 		case "synchronous":
 			return d.Errf("webhook: synchronous applies to sqlite only; postgres commits are always flushed")
 		case "min_free_space":

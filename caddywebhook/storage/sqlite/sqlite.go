@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -56,6 +57,15 @@ type Storage struct {
 	// effect when Caddy restarts. Default: 64 MiB.
 	MinFreeSpace int64 `json:"min_free_space,omitempty"`
 
+	// StoreTimeout bounds how long each write on the queue waits for the
+	// writer: storing a request's event, a worker's claim, finish or lease
+	// extension. A request whose event is not committed by then (a disk
+	// that stalled) is answered 503 with Retry-After; a worker's call is
+	// tried again with backoff. Whatever committed despite the timeout is
+	// a duplicate on the sender's retry. Keep it well under the senders'
+	// own timeouts (GitHub waits 10s). Default: 5s.
+	StoreTimeout caddy.Duration `json:"store_timeout,omitempty"`
+
 	path string // absolute, placeholders resolved
 }
 
@@ -93,6 +103,9 @@ func (s *Storage) Validate() error {
 	if s.MaxBatch < 0 {
 		return fmt.Errorf("max_batch is %d, must not be negative", s.MaxBatch)
 	}
+	if s.StoreTimeout < 0 {
+		return fmt.Errorf("store_timeout is %s, must not be negative", time.Duration(s.StoreTimeout))
+	}
 	if m := s.minFreeSpace(); m < sqlite.MinFreeSpaceFloor {
 		return fmt.Errorf("min_free_space is %d bytes, must be at least %d (16 MiB, the WAL's size limit)", m, sqlite.MinFreeSpaceFloor)
 	}
@@ -107,7 +120,7 @@ func (s *Storage) StoreName() string { return s.path }
 
 // StoreSettings implements caddywebhook.Storage.
 func (s *Storage) StoreSettings() string {
-	return fmt.Sprintf("synchronous=%s max_batch=%d min_free_space=%d", s.Synchronous, s.maxBatch(), s.minFreeSpace())
+	return fmt.Sprintf("synchronous=%s max_batch=%d min_free_space=%d store_timeout=%s", s.Synchronous, s.maxBatch(), s.minFreeSpace(), s.storeTimeout())
 }
 
 // ClaimAhead implements caddywebhook.Storage: the file is this Caddy's
@@ -120,7 +133,12 @@ func (s *Storage) OpenStore(ctx context.Context) (queue.Store, error) {
 	if err := os.MkdirAll(filepath.Dir(s.path), 0o700); err != nil {
 		return nil, fmt.Errorf("create storage directory: %w", err)
 	}
-	return sqlite.Open(ctx, sqlite.Config{Path: s.path, Synchronous: s.Synchronous, MaxBatch: s.maxBatch(), MinFreeSpace: s.minFreeSpace()})
+	return sqlite.Open(ctx, sqlite.Config{Path: s.path, Synchronous: s.Synchronous, MaxBatch: s.maxBatch(), MinFreeSpace: s.minFreeSpace(),
+		Timeout: s.storeTimeout()})
+}
+
+func (s *Storage) storeTimeout() time.Duration {
+	return cmp.Or(time.Duration(s.StoreTimeout), sqlite.DefaultTimeout)
 }
 
 func (s *Storage) maxBatch() int { return cmp.Or(s.MaxBatch, sqlite.DefaultMaxBatch) }
@@ -135,6 +153,7 @@ func (s *Storage) minFreeSpace() int64 {
 //	synchronous full|normal    # default full
 //	max_batch <n>              # writes per commit; default 256 (1: benchmarks only)
 //	min_free_space <size>      # 503 disk_low below this much free; default 64MiB
+//	store_timeout <duration>   # each write on the queue; default 5s
 //
 // The dispenser holds them in the order written, without the word
 // storage.
@@ -165,6 +184,12 @@ func (s *Storage) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 			s.MinFreeSpace = n
+		case "store_timeout":
+			v, err := caddyfileopt.Duration(d, opt)
+			if err != nil {
+				return err
+			}
+			s.StoreTimeout = v
 		default:
 			return d.Errf("webhook: storage sqlite: unknown option %q", opt)
 		}
