@@ -134,7 +134,7 @@ const ackTimeout = 30 * time.Second
 
 // Finish implements queue.Store: the completions the pool decided become
 // answers (delivered, retry with the wait the app asked for, dead, and
-// handed_back for a job the app refused), sent in requests of at most
+// handed_back for a job the app refused or a stop cut short), sent in requests of at most
 // maxLeases, again after network errors until the leases they answer for
 // can have ended. The server's replies are kept for the delivery lines.
 func (s *apiStore) Finish(_ context.Context, cs []queue.Completion) ([]bool, error) {
@@ -145,6 +145,12 @@ func (s *apiStore) Finish(_ context.Context, cs []queue.Completion) ([]bool, err
 		a := Ack{ID: c.JobID, Fence: c.Fence, Duration: c.Duration.String()}
 		switch st := l.claims[queue.Claimed{ID: c.JobID, Fence: c.Fence}]; {
 		case st != nil && st.refused:
+			// The app never saw it: no duration, so the server keeps
+			// no history of it.
+			a.Outcome, a.Duration = string(pullside.AckHandedBack), ""
+		case c.HandedBack:
+			// The stop cut the request short: the app may have seen it,
+			// and the server's history keeps it, with its duration.
 			a.Outcome = string(pullside.AckHandedBack)
 		case c.Status == queue.StatusDone:
 			a.Outcome = string(pullside.AckDelivered)
