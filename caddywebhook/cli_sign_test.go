@@ -40,7 +40,7 @@ func TestCLISignAsSenders(t *testing.T) {
 		// idHeader holds the delivery id; empty: the body's id (Stripe).
 		// idQualifier follows it in the receiver's id (Shopify's topic).
 		idHeader, idQualifier string
-		wantID   *regexp.Regexp
+		wantID                *regexp.Regexp
 		// wantHeaders must be present (with a value, or any when empty).
 		wantHeaders map[string]string
 	}{
