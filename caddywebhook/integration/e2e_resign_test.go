@@ -120,7 +120,9 @@ func startSDKApp(t *testing.T, secrets map[string]string) *sdkApp {
 	return app
 }
 
-func (a *sdkApp) url(scheme string) string { return fmt.Sprintf("http://127.0.0.1:%d/%s", a.port, scheme) }
+func (a *sdkApp) url(scheme string) string {
+	return fmt.Sprintf("http://127.0.0.1:%d/%s", a.port, scheme)
+}
 
 // seen returns the lines of delivery id, in order.
 func (a *sdkApp) seen(delivery string) []sdkLine {
