@@ -62,10 +62,15 @@ func (s *apiStore) Claim(_ context.Context, p queue.ClaimParams) ([]*queue.Job, 
 		s.wake()
 		return s.jobs(resp, p.Owner), nil
 	}
-	if l.holdFull() {
-		// Claimed now, a job no route takes could go nowhere (hold.go).
-		<-ctx.Done()
-		return nil, ctx.Err()
+	if quit := l.holdFull(); quit != nil {
+		// Claimed now, a job no route takes could go nowhere (hold.go):
+		// no claim until the listener stops.
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-quit:
+			return nil, errHoldFull
+		}
 	}
 	if !l.waitForApp(ctx) {
 		return nil, ctx.Err()

@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -97,11 +98,19 @@ func (l *listener) hold(j ClaimedJob, lease time.Duration) bool {
 	return true
 }
 
-// holdFull reports whether the listener holds maxHeld claims.
-func (l *listener) holdFull() bool {
+// errHoldFull is the claim's error while the listener, holding maxHeld
+// claims, stops.
+var errHoldFull = errors.New("listen: holding the most events no route takes; claiming no more")
+
+// holdFull returns, while the listener holds maxHeld claims, a channel
+// closed when it stops (releaseHeld); nil otherwise.
+func (l *listener) holdFull() <-chan struct{} {
 	l.held.mu.Lock()
 	defer l.held.mu.Unlock()
-	return l.held.full
+	if !l.held.full {
+		return nil
+	}
+	return l.held.quit
 }
 
 // extendHeld extends the held leases every third of the lease until
