@@ -501,7 +501,7 @@ func TestRulesTestEndpointAndCLI(t *testing.T) {
 		{"a job the filter took", []string{"--job", itoa(mainJob)}, []string{
 			"target deploy of source rules-api takes the event: its filter is true",
 			`filter: body.ref == "refs/heads/main"`,
-			"POST\nX-GitHub-Event: push\nContent-Type: application/json\nX-Ref: refs/heads/main\n\n{\"text\":\"push to refs/heads/main\"}\n",
+			"POST\nX-GitHub-Event: push\nX-GitHub-Delivery: r-main\nContent-Type: application/json\nX-Ref: refs/heads/main\n\n{\"text\":\"push to refs/heads/main\"}\n",
 		}},
 		{"an event the filter does not take", []string{"--source", "rules-api", "--target", "deploy", "--event", itoa(dev.ID)}, []string{
 			"does not take the event: the filter is false", `{"text":"push to refs/heads/dev"}`,
@@ -515,7 +515,7 @@ func TestRulesTestEndpointAndCLI(t *testing.T) {
 			"filter note: line 1, column 10: compared a string with an int: values of different types are never equal, so this is always false",
 		}},
 		{"a target without rules", []string{"--source", "rules-api", "--target", "plain", "--event", itoa(dev.ID)}, []string{
-			"target plain of source rules-api takes the event\n", "POST\nContent-Type: application/json\nX-GitHub-Event: push\n\n{\"ref\":\"refs/heads/dev\"}",
+			"target plain of source rules-api takes the event\n", "POST\nContent-Type: application/json\nX-GitHub-Event: push\nX-GitHub-Delivery: r-dev\n\n{\"ref\":\"refs/heads/dev\"}",
 		}},
 	}
 	for _, tt := range tests {

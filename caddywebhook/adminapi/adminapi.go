@@ -192,7 +192,11 @@ type ResendResponse struct {
 	Resent bool  `json:"resent"`
 }
 
-// InjectRequest is the body of POST /webhook/send.
+// InjectRequest is the body of POST /webhook/send. Sample, instead of a
+// body, names a sample event of the source's scheme (signature/samples),
+// rendered with fresh ids and times and Set's "path=value" overrides: its
+// body, its event type and delivery id unless EventType and DeliveryID
+// are given, and those of its headers the source's receiver stores.
 type InjectRequest struct {
 	Source     string            `json:"source"`
 	EventType  string            `json:"event_type,omitempty"`
@@ -200,12 +204,15 @@ type InjectRequest struct {
 	Headers    map[string]string `json:"headers,omitempty"`
 	Body       *string           `json:"body,omitempty"`
 	BodyBase64 string            `json:"body_base64,omitempty"`
+	Sample     string            `json:"sample,omitempty"`
+	Set        []string          `json:"set,omitempty"`
 }
 
 // InjectResponse reports an injected event.
 type InjectResponse struct {
 	EventID    int64    `json:"event_id"`
 	DeliveryID string   `json:"delivery_id"`
+	EventType  string   `json:"event_type,omitempty"`
 	Duplicate  bool     `json:"duplicate,omitempty"`
 	Jobs       int      `json:"jobs"`
 	Targets    []string `json:"targets"`

@@ -62,6 +62,16 @@ func (s *apiStore) Claim(_ context.Context, p queue.ClaimParams) ([]*queue.Job, 
 		s.wake()
 		return s.jobs(resp, p.Owner), nil
 	}
+	if quit := l.holdFull(); quit != nil {
+		// Claimed now, a job no route takes could go nowhere (hold.go):
+		// no claim until the listener stops.
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-quit:
+			return nil, errHoldFull
+		}
+	}
 	if !l.waitForApp(ctx) {
 		return nil, ctx.Err()
 	}
@@ -97,8 +107,10 @@ func (s *apiStore) Claim(_ context.Context, p queue.ClaimParams) ([]*queue.Job, 
 	return s.jobs(resp, p.Owner), nil
 }
 
-// jobs are the claimed jobs of resp as the pool's.
+// jobs are the claimed jobs of resp as the pool's, less those no
+// destination takes, which the listener holds (hold.go).
 func (s *apiStore) jobs(resp ClaimResponse, owner string) []*queue.Job {
+	resp.Jobs = s.l.unrouted(resp.Jobs, s.lease)
 	jobs := make([]*queue.Job, len(resp.Jobs))
 	for i, j := range resp.Jobs {
 		jobs[i] = &queue.Job{
@@ -213,30 +225,7 @@ func (s *apiStore) ack(acks []Ack, deadline time.Time) (AckResponse, error) {
 // requests of at most maxLeases. The stop's hand-backs are counted for
 // its line.
 func (s *apiStore) HandBack(ctx context.Context, _ string, claims []queue.Claimed) error {
-	var failed error
-	for chunk := range slices.Chunk(claims, maxLeases) {
-		acks := make([]Ack, len(chunk))
-		for i, c := range chunk {
-			acks[i] = Ack{ID: c.ID, Fence: c.Fence, Outcome: string(pullside.AckHandedBack)}
-		}
-		hctx, cancel := context.WithTimeout(ctx, handBackTimeout)
-		_, err := s.l.api.ack(hctx, acks)
-		cancel()
-		s.l.mu.Lock()
-		if s.l.stopping {
-			if err != nil {
-				s.l.unhanded += len(chunk)
-				s.l.handErr = err
-			} else {
-				s.l.handed += len(chunk)
-			}
-		}
-		s.l.mu.Unlock()
-		if err != nil {
-			failed = err
-		}
-	}
-	return failed
+	return s.l.handBack(ctx, claims)
 }
 
 // Interface guards

@@ -18,8 +18,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/caddyserver/caddy/v2"
-
 	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/human"
 	httptarget "github.com/caddywebhook/caddywebhook/caddywebhook/targets/http"
 	"github.com/caddywebhook/caddywebhook/queue"
@@ -38,14 +36,21 @@ import (
 // an app that refuses the connection is not the event's fault (its job is
 // handed back and claims wait for the app), and one line per delivery.
 
-// ListenConfig configures a listener: a consumer of one pull target that
+// ListenConfig configures a listener: a consumer of pull targets that
 // forwards each job to a local URL, as the http target would.
 type ListenConfig struct {
-	URL         string        // the webhook_consumer endpoint, e.g. https://hooks.example.com/consume
-	Token       string        // its bearer token
-	Target      string        // the pull target to consume
-	ForwardTo   string        // the local app's URL
-	SignSecret  string        // Standard Webhooks secret to sign forwarded requests with; empty: unsigned
+	URL    string // the webhook_consumer endpoint, e.g. https://hooks.example.com/consume
+	Token  string // its bearer token
+	Target string // the pull target to consume
+	// Targets, when it names more than one, are the pull targets to
+	// consume, each by a listener of its own with this config (multi.go).
+	Targets    []string
+	ForwardTo  string  // the local app's URL: the default route; empty: none
+	Routes     []Route // routes by event type, tried in order before ForwardTo (routes.go)
+	SignSecret string  // Standard Webhooks secret to sign forwarded requests with; empty: unsigned
+	// Resign signs each forwarded request as the provider signs it, with
+	// a secret of the operator's (the http target's resign); nil: unsigned.
+	Resign      *httptarget.Resign
 	Concurrency int           // deliveries at once; default 4
 	Timeout     time.Duration // per local request; default the http target's (10s)
 	Wait        time.Duration // how long each claim waits on the server; default 30s, at most a quarter of the lease
@@ -84,10 +89,11 @@ const (
 
 // listener is one run of `caddy webhook listen`.
 type listener struct {
-	cfg    ListenConfig
-	api    *client
-	target *httptarget.Target
-	fwd    *url.URL
+	cfg   ListenConfig
+	api   *client
+	dests []*destination // the routes' targets, the default last (routes.go)
+	held  holdState      // the claims no destination takes (hold.go)
+	fwd   *url.URL       // the local app waited for after a refusal
 	// stop is Listen's context: its end stops the claims in flight and
 	// the waits between them at once.
 	stop context.Context
@@ -123,11 +129,17 @@ type claimState struct {
 // holds and returns nil; it returns an error for a config the server
 // refuses (a wrong token, a target it may not consume).
 func Listen(ctx context.Context, cfg ListenConfig) error {
+	if len(cfg.Targets) > 1 {
+		return listenAll(ctx, cfg)
+	}
+	if len(cfg.Targets) == 1 {
+		cfg.Target = cfg.Targets[0]
+	}
 	l, err := newListener(cfg)
 	if err != nil {
 		return err
 	}
-	defer l.target.Cleanup()
+	defer closeDestinations(l.dests)
 	return l.run(ctx)
 }
 
@@ -139,8 +151,6 @@ func newListener(cfg ListenConfig) (*listener, error) {
 		return nil, errors.New("listen: the token is empty: set the variable --token-env names")
 	case cfg.Target == "":
 		return nil, errors.New("listen: --target is required")
-	case cfg.ForwardTo == "":
-		return nil, errors.New("listen: --forward-to is required")
 	case cfg.Concurrency < 0:
 		return nil, fmt.Errorf("listen: --concurrency is %d, must be positive", cfg.Concurrency)
 	case cfg.Grace < 0:
@@ -149,10 +159,6 @@ func newListener(cfg ListenConfig) (*listener, error) {
 	base, err := url.Parse(cfg.URL)
 	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
 		return nil, errors.New("listen: --url must be an absolute http:// or https:// URL")
-	}
-	fwd, err := url.Parse(cfg.ForwardTo)
-	if err != nil || (fwd.Scheme != "http" && fwd.Scheme != "https") || fwd.Host == "" {
-		return nil, errors.New("listen: --forward-to must be an absolute http:// or https:// URL")
 	}
 	cfg.Concurrency = cmp.Or(cfg.Concurrency, DefaultConcurrency)
 	cfg.Wait = cmp.Or(cfg.Wait, DefaultListenWait)
@@ -165,20 +171,14 @@ func newListener(cfg ListenConfig) (*listener, error) {
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
 	}
-	// The http target forwards each job: the same request, headers and
-	// signature an upstream of the target gets, and the same reading of
-	// its answer.
-	target := &httptarget.Target{URL: cfg.ForwardTo, Timeout: caddy.Duration(cfg.Timeout), SignSecret: cfg.SignSecret}
-	if err := target.Provision(caddy.Context{Context: context.Background()}); err != nil {
-		return nil, fmt.Errorf("listen: %w", err)
-	}
-	if err := target.Validate(); err != nil {
-		return nil, fmt.Errorf("listen: %w", err)
+	dests, err := destinations(cfg)
+	if err != nil {
+		return nil, err
 	}
 	return &listener{
-		cfg:    cfg,
-		target: target,
-		fwd:    fwd,
+		cfg:   cfg,
+		dests: dests,
+		fwd:   dests[0].url,
 		api: &client{base: base, token: cfg.Token, http: &http.Client{
 			// A claim waits up to cfg.Wait on the server; the rest is
 			// the network's.
@@ -373,6 +373,7 @@ func (l *listener) stopPools(pools []*queue.Pool) {
 	for _, p := range pools {
 		wg.Go(func() { _ = p.Stop(ctx) })
 	}
+	wg.Go(func() { l.releaseHeld(ctx) })
 	wg.Wait()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -431,7 +432,7 @@ func (l *listener) claimed() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.connected {
-		l.logf("Ready! Forwarding %s events from %s to %s (concurrency %d)", l.cfg.Target, loggedURL(l.cfg.URL), loggedURL(l.cfg.ForwardTo), l.cfg.Concurrency)
+		l.logf("Ready! Forwarding %s events from %s to %s (concurrency %d)", l.cfg.Target, loggedURL(l.cfg.URL), l.routesText(), l.cfg.Concurrency)
 		l.connected, l.reported = true, ""
 	}
 }
@@ -462,10 +463,13 @@ func (l *listener) waitForApp(ctx context.Context) bool {
 
 // appListening reports whether the local app accepts a connection.
 func (l *listener) appListening(ctx context.Context) bool {
-	host := l.fwd.Host
-	if l.fwd.Port() == "" {
+	l.mu.Lock()
+	fwd := l.fwd
+	l.mu.Unlock()
+	host := fwd.Host
+	if fwd.Port() == "" {
 		port := "80"
-		if l.fwd.Scheme == "https" {
+		if fwd.Scheme == "https" {
 			port = "443"
 		}
 		host += ":" + port
@@ -502,7 +506,9 @@ func (l *listener) deliver(ctx context.Context, job *queue.Job) error {
 			refusedDial.Store(true)
 		}
 	}}
-	err := l.target.Deliver(httptrace.WithClientTrace(ctx, trace), job)
+	// The claim held back the jobs no destination takes (hold.go).
+	dest := l.destinationFor(job.EventType)
+	err := dest.target.Deliver(httptrace.WithClientTrace(ctx, trace), job)
 	if code, _ := job.Code.Value(); err == nil || code != 0 || !refusedDial.Load() || ctx.Err() != nil {
 		return err
 	}
@@ -510,9 +516,12 @@ func (l *listener) deliver(ctx context.Context, job *queue.Job) error {
 	l.state(job.Claimed()).refused = true
 	first := !l.appDown
 	l.appDown = true
+	if first {
+		l.fwd = dest.url
+	}
 	l.mu.Unlock()
 	if first {
-		l.logf("local app at %s refused the connection; holding deliveries until it listens", l.fwd.Host)
+		l.logf("local app at %s refused the connection; holding deliveries until it listens", dest.url.Host)
 	}
 	return err
 }
@@ -585,6 +594,9 @@ func (l *listener) JobFinished(job *queue.Job, c queue.Completion, _ bool, err e
 	} else if st.refused {
 		shown = "refused"
 	}
+	if d := l.destinationFor(job.EventType); d != nil && d.label != "" {
+		word += "  " + d.label
+	}
 	l.line(job, "["+shown+"] "+word, c.Duration, note)
 }
 
@@ -603,12 +615,13 @@ func (l *listener) JobHandedBack(job *queue.Job) {
 // the server refused, once per kind of failure.
 func (l *listener) StoreError(string, error) {}
 
-// line prints one delivery: time, source, event type, delivery id, the
-// local app's status and what became of the job, and the duration.
+// line prints one delivery: time, source and target, event type,
+// delivery id, the local app's status and what became of the job (and,
+// with several routes, where it went), and the duration.
 func (l *listener) line(job *queue.Job, outcome string, took time.Duration, note string) {
 	// Each field is made safe on its own: SafeLine turns a run of spaces
 	// into one, and the fields are set apart by two.
-	fields := []string{l.cfg.Now().Format(time.DateTime), job.Source, cmp.Or(job.EventType, "-"),
+	fields := []string{l.cfg.Now().Format(time.DateTime), job.Source + " → " + cmp.Or(job.Target, l.cfg.Target), cmp.Or(job.EventType, "-"),
 		job.DeliveryID, outcome, human.Latency(took)}
 	if note != "" {
 		fields = append(fields, note)

@@ -491,31 +491,13 @@ func (h *harness) jobs(t *testing.T, target string) []queue.JobSummary {
 	return page.Jobs
 }
 
-// lockedBuffer is a log the listener's goroutines write to at once.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // TestListenLine: a delivery's line sets its fields apart by two spaces,
 // as docs/CONSUMER.md shows it, and a field from the sender is one line
 // with its own runs of white space made one space.
 func TestListenLine(t *testing.T) {
 	var out strings.Builder
 	at := time.Date(2026, 12, 1, 21, 47, 8, 0, time.Local)
-	l := &listener{cfg: ListenConfig{Out: &out, Now: func() time.Time { return at }}}
+	l := &listener{cfg: ListenConfig{Out: &out, Target: "laptop", Now: func() time.Time { return at }}}
 	tests := []struct {
 		name string
 		job  queue.Job
@@ -523,18 +505,18 @@ func TestListenLine(t *testing.T) {
 		want string
 	}{
 		{"a delivery", queue.Job{Source: "github", EventType: "push", DeliveryID: "7d2e0c40"}, "",
-			"2026-12-01 21:47:08  github  push  7d2e0c40  [200] done  12 ms\n"},
+			"2026-12-01 21:47:08  github → laptop  push  7d2e0c40  [200] done  12 ms\n"},
 		{"no event type, a note", queue.Job{Source: "stripe", DeliveryID: "evt_1"}, "upstream\tsaid  no",
-			"2026-12-01 21:47:08  stripe  -  evt_1  [200] done  12 ms  upstream said no\n"},
+			"2026-12-01 21:47:08  stripe → laptop  -  evt_1  [200] done  12 ms  upstream said no\n"},
 		{"a sender's id with spaces and a newline", queue.Job{Source: "hmac", EventType: "a  b", DeliveryID: "x\ny"}, "",
-			"2026-12-01 21:47:08  hmac  a b  x y  [200] done  12 ms\n"},
+			"2026-12-01 21:47:08  hmac → laptop  a b  x y  [200] done  12 ms\n"},
 	}
 	// docs/CONSUMER.md shows this one.
 	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "CONSUMER.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	const documented = "2026-12-01 21:47:08  github  push  7d2e0c40-cf1e-11f0-8f7e-6f1a1b0c9a3e  [200] done  12 ms\n"
+	const documented = "2026-12-01 21:47:08  github → laptop  push  7d2e0c40-cf1e-11f0-8f7e-6f1a1b0c9a3e  [200] done  12 ms\n"
 	if !strings.Contains(string(doc), documented) {
 		t.Errorf("docs/CONSUMER.md no longer shows the line %q", documented)
 	}

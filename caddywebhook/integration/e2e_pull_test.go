@@ -189,16 +189,22 @@ type listenProc struct {
 }
 
 // startListen runs `caddy webhook listen` against c's consumer endpoint,
-// forwarding to url.
+// forwarding target laptop's events to url.
 func startListen(t *testing.T, c *caddyInstance, url, token string, extra ...string) *listenProc {
+	t.Helper()
+	return startListenArgs(t, c, token, append([]string{"--target", "laptop", "--forward-to", url}, extra...)...)
+}
+
+// startListenArgs runs `caddy webhook listen` against c's consumer
+// endpoint with the token and more flags: the targets, where to forward.
+func startListenArgs(t *testing.T, c *caddyInstance, token string, extra ...string) *listenProc {
 	t.Helper()
 	p := &listenProc{logPath: auditLogPath(t, c.name+"-listen"), done: make(chan struct{})}
 	logf, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := append([]string{"webhook", "listen", "--url", c.URL("/consume"), "--token-env", "E2E_PULL_TOKEN",
-		"--target", "laptop", "--forward-to", url, "--wait", "2s"}, extra...)
+	args := append([]string{"webhook", "listen", "--url", c.URL("/consume"), "--token-env", "E2E_PULL_TOKEN", "--wait", "2s"}, extra...)
 	p.cmd = exec.Command(caddyBinary(t), args...)
 	p.cmd.Env = append(os.Environ(), "E2E_PULL_TOKEN="+token, "HOME="+c.dir)
 	p.cmd.Stdout, p.cmd.Stderr = logf, logf
