@@ -109,11 +109,11 @@ type listener struct {
 	connected bool   // the last request to the server got an answer
 	reported  string // the last failure told, so each is told once
 	stopping  bool   // the pools are stopping: count the hand-backs
-	handed    int    // jobs handed back by the stop
+	handed    int    // claims not started that the stop handed back
 	unhanded  int    // jobs the stop could not hand back
 	handErr   error  // why
 	finished  int    // deliveries that ended with an answer during the stop
-	cut       int    // deliveries the stop cut short, handed back
+	cut       int    // deliveries the stop cut short, handed back with their history
 	claims    map[queue.Claimed]*claimState
 }
 
@@ -380,7 +380,7 @@ func (l *listener) stopPools(pools []*queue.Pool) {
 	if l.unhanded > 0 {
 		l.logf("could not hand back %d jobs: %v; they go back when their leases end", l.unhanded, redactURL(l.handErr))
 	}
-	if l.finished > 0 || l.handed > 0 {
+	if l.finished > 0 || l.handed > 0 || l.cut > 0 {
 		l.logf("stopped: %s", l.stopSummary())
 	}
 }
@@ -393,16 +393,17 @@ func (l *listener) stopSummary() string {
 	if l.finished > 0 {
 		parts = append(parts, fmt.Sprintf("%d %s finished and answered", l.finished, plural(l.finished, "delivery", "deliveries")))
 	}
-	if l.handed > 0 {
-		notStarted := max(l.handed-l.cut, 0)
+	// The runs cut short go back as answers (their history kept), the
+	// claims not started as hand-backs (l.handed counts those).
+	if back := l.handed + l.cut; back > 0 {
 		var what []string
 		if l.cut > 0 {
 			what = append(what, fmt.Sprintf("%d cut short", l.cut))
 		}
-		if notStarted > 0 {
-			what = append(what, fmt.Sprintf("%d not started", notStarted))
+		if l.handed > 0 {
+			what = append(what, fmt.Sprintf("%d not started", l.handed))
 		}
-		parts = append(parts, fmt.Sprintf("handed back %d %s uncharged (%s)", l.handed, plural(l.handed, "job", "jobs"), strings.Join(what, ", ")))
+		parts = append(parts, fmt.Sprintf("handed back %d %s uncharged (%s)", back, plural(back, "job", "jobs"), strings.Join(what, ", ")))
 	}
 	return strings.Join(parts, "; ")
 }
