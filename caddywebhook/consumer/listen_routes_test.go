@@ -165,10 +165,10 @@ func TestListenRoutes(t *testing.T) {
 	if got := releases.ids(); !slices.Equal(got, []string{"r-ping", "r-release"}) {
 		t.Errorf("the release and ping route got %v", got)
 	}
-	if !strings.Contains(out, "issues r-issues held") || !strings.Contains(out, "restart listen with a route or a default") {
+	if !strings.Contains(out, "issues  r-issues  held") || !strings.Contains(out, "restart listen with a route or a default") {
 		t.Errorf("no held line for r-issues:\n%s", out)
 	}
-	if !strings.Contains(out, "handed back 1 jobs") {
+	if !strings.Contains(out, "handed back 1 job uncharged (1 not started)") {
 		t.Errorf("the stop does not say it handed back the held job:\n%s", out)
 	}
 	for _, line := range strings.Split(out, "\n") {
@@ -215,7 +215,7 @@ func TestListenHoldsWithoutClaimingAgain(t *testing.T) {
 	if err := testutil.Receive(t, done); err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(out.String(), "h-issues held"); n != 1 {
+	if n := strings.Count(out.String(), "h-issues  held"); n != 1 {
 		t.Errorf("%d held lines, want 1:\n%s", n, out.String())
 	}
 	if js := h.jobsOf(t, "laptop", queue.StatusPending); len(js) != 1 || js[0].Attempts != 0 {
@@ -246,7 +246,7 @@ func TestListenSeveralTargets(t *testing.T) {
 	}
 	text := out.String()
 	for _, target := range []string{"laptop", "shaped"} {
-		if n := strings.Count(text, "github → "+target+" push"); n != 3 {
+		if n := strings.Count(text, "github → "+target+"  push"); n != 3 {
 			t.Errorf("%d lines of target %s, want 3:\n%s", n, target, text)
 		}
 		if !strings.Contains(text, "Ready! Forwarding "+target+" events") {

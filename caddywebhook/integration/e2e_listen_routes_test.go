@@ -85,7 +85,7 @@ func TestListenRoutesAndTargets(t *testing.T) {
 	testutil.Eventually(t, func() bool { return fmt.Sprint(jobsByStatus(t, c)) == fmt.Sprint(want) }, func() string {
 		return fmt.Sprintf("jobs %v, want %v\n%s", jobsByStatus(t, c), want, l.output(t))
 	})
-	testutil.Eventually(t, func() bool { return strings.Count(l.output(t), "route-issues-0 held") == 2 }, func() string {
+	testutil.Eventually(t, func() bool { return strings.Count(l.output(t), "route-issues-0  held") == 2 }, func() string {
 		return "no held line for each target:\n" + l.output(t)
 	})
 	l.signal(syscall.SIGINT)
@@ -102,11 +102,11 @@ func TestListenRoutesAndTargets(t *testing.T) {
 				t.Errorf("no line of %s for %s naming its target and route:\n%s", id, target, out)
 			}
 		}
-		if !strings.Contains(out, "github → "+target+" issues route-issues-0 held") {
+		if !strings.Contains(out, "github → "+target+"  issues  route-issues-0  held") {
 			t.Errorf("no held line of %s:\n%s", target, out)
 		}
 	}
-	if n := strings.Count(out, "handed back 1 jobs"); n != 2 {
+	if n := strings.Count(out, "handed back 1 job uncharged (1 not started)"); n != 2 {
 		t.Errorf("the stop says %d times that it handed back 1 job, want once per target:\n%s", n, out)
 	}
 	want = map[string]int{
