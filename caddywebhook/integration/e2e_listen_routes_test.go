@@ -98,7 +98,7 @@ func TestListenRoutesAndTargets(t *testing.T) {
 	}
 	for _, target := range []string{"laptop", "ci"} {
 		for _, id := range []string{"route-push-0", "route-push-1", "route-push-2", "route-release-0"} {
-			if !regexp.MustCompile(`github → ` + target + ` \S+ ` + id + ` \[200\] done → `).MatchString(out) {
+			if !regexp.MustCompile(`github → ` + target + `  \S+  ` + id + `  \[200\] done → `).MatchString(out) {
 				t.Errorf("no line of %s for %s naming its target and route:\n%s", id, target, out)
 			}
 		}
