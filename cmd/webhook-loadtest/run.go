@@ -316,6 +316,7 @@ func (r *runner) seedAll(ctx context.Context) error {
 		{"backlog", "backlog.db", r.o.backlog, targetName, queue.StatusPending},
 		{"orphans", "orphans.db", r.o.orphans, orphanTarget, queue.StatusPending},
 		{"replay", "replay.db", r.o.dead, targetName, queue.StatusDead},
+		{"search", "search.db", r.o.search, targetName, queue.StatusDone},
 	}
 	for _, t := range todo {
 		if !slices.Contains(r.o.phases, t.phase) {
@@ -499,6 +500,8 @@ func (r *runner) runPhase(ctx context.Context, p string) error {
 		return r.replay(ctx)
 	case "rules":
 		return r.rules(ctx)
+	case "search":
+		return r.search(ctx)
 	}
 	return fmt.Errorf("unknown phase %q", p)
 }

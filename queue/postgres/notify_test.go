@@ -356,7 +356,7 @@ ANALYZE `+schema+`.jobs; ANALYZE `+schema+`.events;`)
 		{"scan page", sqlScanEvents, []any{100, 356, now.Add(-time.Hour), now, "shop", ""},
 			[]string{"events_pkey", "Index Cond: ((id > "}, []string{"Seq Scan on events", "Sort"}},
 		{"scan start", sqlScanStart, []any{now.Add(time.Minute)}, []string{"events_created"}, []string{"Seq Scan on events", "events_pkey"}},
-		{"scan jobs", sqlScanJobs, []any{ids}, []string{"jobs_event", "events_pkey"}, []string{"Seq Scan on jobs", "Seq Scan on events"}},
+		{"scan jobs", sqlScanJobs, []any{100, 356}, []string{"jobs_event", "events_pkey"}, []string{"Seq Scan on jobs", "Seq Scan on events"}},
 		{"requeue jobs", sqlRequeueJobs, []any{ids, []time.Time{now, now, now}}, []string{"jobs_pkey"}, []string{"Seq Scan on jobs"}},
 		{"requeue adds", sqlRequeueAdds, []any{ids, []string{"a", "b", "c"}, []time.Time{now, now, now}, now, []int32{0, 1, 2}},
 			[]string{"events_pkey"}, []string{"Seq Scan on events"}},

@@ -78,11 +78,14 @@ WHERE id > $1 AND id <= $2 AND created_at >= $3 AND created_at < $4
 	AND ($5 = '' OR source = $5) AND ($6 = '' OR event_type = $6)
 ORDER BY id`
 
-	// sqlScanJobs reads the jobs of a page of a scan, $1 its events'
-	// ids, as the jobs listing shows them, through jobs_event.
+	// sqlScanJobs reads the jobs of the events ($1, $2] of a scan's page,
+	// as the jobs listing shows them: one range of jobs_event, whatever
+	// the filters kept of the page, joined to the same range of the
+	// events (without it the planner hashed a scan of every event).
 	sqlScanJobs = `SELECT ` + jobCols + `
-FROM events AS e JOIN jobs AS j ON j.event_id = e.id
-WHERE e.id = ANY ($1::bigint[]) ORDER BY j.event_id, j.id`
+FROM jobs AS j JOIN events AS e ON e.id = j.event_id
+WHERE j.event_id > $1 AND j.event_id <= $2 AND e.id > $1 AND e.id <= $2
+ORDER BY j.event_id, j.id`
 
 	// jobCols are the columns of a queue.JobSummary, in scanSummary's order.
 	jobCols = `j.id, j.event_id, j.source, e.delivery_id, e.event_type, j.target, j.status,
@@ -321,7 +324,7 @@ func (s *Store) ScanEvents(ctx context.Context, p queue.ScanParams) (queue.ScanP
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		page.Jobs, err = scanJobs(ctx, tx, page.Events)
+		page.Jobs, err = scanJobs(ctx, tx, after, page.Events)
 		return err
 	})
 	if err != nil {
@@ -331,27 +334,27 @@ func (s *Store) ScanEvents(ctx context.Context, p queue.ScanParams) (queue.ScanP
 	return page, nil
 }
 
-// scanJobs reads the jobs of a scanned page's events in one statement.
-func scanJobs(ctx context.Context, tx pgx.Tx, events []queue.EventDetail) ([]queue.JobSummary, error) {
+// scanJobs reads the jobs of a scanned page's events, which came after
+// the event after, in one statement.
+func scanJobs(ctx context.Context, tx pgx.Tx, after int64, events []queue.EventDetail) ([]queue.JobSummary, error) {
 	if len(events) == 0 {
 		return nil, nil
 	}
-	ids := make([]int64, len(events))
-	for i := range events {
-		ids[i] = events[i].ID
-	}
-	rows, err := tx.Query(ctx, sqlScanJobs, ids)
+	rows, err := tx.Query(ctx, sqlScanJobs, after, events[len(events)-1].ID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
+	keep := storekit.ScanJobFilter(events)
 	var jobs []queue.JobSummary
 	for rows.Next() {
 		var j queue.JobSummary
 		if err := scanSummary(rows, &j); err != nil {
 			return nil, err
 		}
-		jobs = append(jobs, j)
+		if keep(j.EventID) {
+			jobs = append(jobs, j)
+		}
 	}
 	return jobs, rows.Err()
 }

@@ -254,7 +254,7 @@ ANALYZE;`); err != nil {
 		{"scan bounds", sqlScanBounds, []any{100, 256}, []string{"SEARCH events USING INTEGER PRIMARY KEY (rowid>?)"}},
 		{"scan page", sqlScanEvents, []any{100, 356, 0, 1, "s", "t"}, []string{"SEARCH events USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)"}},
 		{"scan start", sqlScanStart, []any{1}, []string{"INDEX events_created (created_at>?)"}},
-		{"scan jobs", sqlScanJobs, []any{"[1,2]"}, []string{"INTEGER PRIMARY KEY", "INDEX jobs_event (event_id=?)"}},
+		{"scan jobs", sqlScanJobs, []any{100, 356}, []string{"INTEGER PRIMARY KEY", "INDEX jobs_event (event_id>? AND event_id<?)"}},
 		{"requeue", sqlRequeue, []any{1, 1}, []string{"INTEGER PRIMARY KEY"}},
 	}
 	for _, tt := range tests {

@@ -114,6 +114,20 @@ func ScanJobs(events []queue.EventDetail, jobs []queue.JobSummary) {
 	}
 }
 
+// ScanJobFilter returns a function that reports whether a job of event
+// eventID belongs to a scanned page of events, in id order: a Store reads
+// the jobs of the page's range of ids, and keeps those of its events. The
+// function must be called with ascending event ids.
+func ScanJobFilter(events []queue.EventDetail) func(eventID int64) bool {
+	i := 0
+	return func(eventID int64) bool {
+		for i < len(events) && events[i].ID < eventID {
+			i++
+		}
+		return i < len(events) && events[i].ID == eventID
+	}
+}
+
 // CheckRequeue returns an error for the first item Requeue cannot take:
 // each names a job, or an event and a target, not both. Every Store's
 // Requeue starts with it.
