@@ -1,11 +1,13 @@
 package caddywebhook
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 	"time"
 
@@ -83,9 +85,7 @@ func (a *adminAPI) handleReplayQuery(w http.ResponseWriter, r *http.Request, q *
 	if p.s, err = a.newSearcher(q, query, false); err != nil {
 		return err
 	}
-	if p.limit, err = searchLimit(query, defaultReplayMatches); err != nil {
-		return err
-	}
+	p.limit = cmp.Or(p.s.limit, defaultReplayMatches)
 	if p.dryRun, err = parseFlag(query, "dry_run"); err != nil {
 		return err
 	}
@@ -278,13 +278,8 @@ func (p *replayPlan) failed(err error) error {
 
 // auditReplay logs one line and emits one Caddy event for a bulk replay:
 // the query, the filters and the counts; never a body or a header.
-func (a *adminAPI) auditReplay(q *runningConfig, query map[string][]string, p *replayPlan, start time.Time, err error) {
-	get := func(name string) string {
-		if v := query[name]; len(v) > 0 {
-			return v[0]
-		}
-		return ""
-	}
+func (a *adminAPI) auditReplay(q *runningConfig, query url.Values, p *replayPlan, start time.Time, err error) {
+	get := query.Get
 	data := map[string]any{
 		"where": get("where"), "source": get("source"), "target": get("target"), "status": get("status"),
 		"event_type": get("event_type"), "since": get("since"), "until": get("until"), "rate": get("rate"),

@@ -50,12 +50,16 @@ type searcher struct {
 	where  *rules.Filter
 	scan   queue.ScanParams
 	budget searchBudget
+	// limit is the request's limit parameter, 0 when not given: how many
+	// matches a page lists.
+	limit  int
 	report adminapi.Search
 }
 
-// newSearcher reads where and the filters the store applies (source,
-// event_type, since, until, and cursor, after which the walk starts) from
-// query; jobs compiles where for a search of jobs (the job variable).
+// newSearcher reads where, the filters the store applies (source,
+// event_type, since, until), the cursor after which the walk starts and
+// the limit from query; jobs compiles where for a search of jobs (the job
+// variable).
 func (a *adminAPI) newSearcher(q *runningConfig, query url.Values, jobs bool) (*searcher, error) {
 	src := query.Get("where")
 	where, err := rules.CompileSearch(src, jobs, rules.Options{})
@@ -76,12 +80,7 @@ func (a *adminAPI) newSearcher(q *runningConfig, query url.Values, jobs bool) (*
 		budget: searchBudget{time: cmp.Or(a.search.time, defaultSearchTime), rows: cmp.Or(a.search.rows, defaultSearchRows)},
 		report: adminapi.Search{Where: src},
 	}
-	if _, s.scan.After, err = pageParams(func(name string) string {
-		if name == "cursor" {
-			return query.Get(name)
-		}
-		return ""
-	}); err != nil {
+	if s.limit, s.scan.After, err = pageParams(query.Get); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -175,18 +174,6 @@ func storedJob(ev *queue.EventDetail, target string) *queue.Job {
 		Target: target, Headers: ev.Headers, Payload: ev.Payload}
 }
 
-// searchLimit reads the limit of a search's page: how many matches it
-// lists, def when not given.
-func searchLimit(query url.Values, def int) (int, error) {
-	limit, _, err := pageParams(func(name string) string {
-		if name == "limit" {
-			return query.Get(name)
-		}
-		return ""
-	})
-	return cmp.Or(limit, def), err
-}
-
 // handleEventSearch is GET /webhook/events with where: the matching
 // events, oldest first.
 func (a *adminAPI) handleEventSearch(w http.ResponseWriter, r *http.Request, q *runningConfig) error {
@@ -204,10 +191,7 @@ func (a *adminAPI) handleEventSearch(w http.ResponseWriter, r *http.Request, q *
 	default:
 		return badParam("has_target", "must be true or false, not %q", v)
 	}
-	limit, err := searchLimit(query, queue.DefaultListLimit)
-	if err != nil {
-		return err
-	}
+	limit := cmp.Or(s.limit, queue.DefaultListLimit)
 	resp := adminapi.EventSearchResponse{EventPage: queue.EventPage{Events: []queue.EventSummary{}}}
 	next, err := s.run(r.Context(), func(ev *queue.EventDetail, _ []queue.JobSummary) (bool, error) {
 		if hasTarget != nil && (len(ev.Jobs) > 0) != *hasTarget {
@@ -240,10 +224,7 @@ func (a *adminAPI) handleJobSearch(w http.ResponseWriter, r *http.Request, q *ru
 		return badParam("status", "must be pending, blocked, running, done or dead, not %q", status)
 	}
 	target := query.Get("target")
-	limit, err := searchLimit(query, queue.DefaultListLimit)
-	if err != nil {
-		return err
-	}
+	limit := cmp.Or(s.limit, queue.DefaultListLimit)
 	resp := adminapi.JobSearchResponse{JobPage: queue.JobPage{Jobs: []queue.JobSummary{}}}
 	next, err := s.run(r.Context(), func(ev *queue.EventDetail, jobs []queue.JobSummary) (bool, error) {
 		var in *rules.Input

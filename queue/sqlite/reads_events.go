@@ -87,8 +87,7 @@ ORDER BY id`
 
 	// sqlScanJobs reads the jobs of the events (?1, ?2] of a scan's page,
 	// as the jobs listing shows them: one range of jobs_event, whatever
-	// the filters kept of the page (a seek per event cost a third of the
-	// scan).
+	// the filters kept of the page, rather than a seek per event.
 	sqlScanJobs = `SELECT ` + jobCols + `
 FROM jobs AS j INDEXED BY jobs_event JOIN events AS e ON e.id = j.event_id
 WHERE j.event_id > ?1 AND j.event_id <= ?2 ORDER BY j.event_id, j.id`
