@@ -259,7 +259,7 @@ func (r *runner) startCaddies(ctx context.Context, bin string) error {
 // schemas lists the Postgres schemas a run may use: every phase's, in
 // every round.
 func (r *runner) schemas() []string {
-	dbs := []string{"idle.db", "static.db", "slow1.db", "slow32.db", "rate.db", "listen.db", "backlog.db", "orphans.db", "replay.db"}
+	dbs := []string{"idle.db", "static.db", "slow1.db", "slow32.db", "rate.db", "listen.db", "backlog.db", "orphans.db", "replay.db", "search.db"}
 	for round := 1; round <= r.o.rounds; round++ {
 		for _, p := range []string{"ingest", "ingest-traced", "baseline", "e2e", "e2e-traced", rulesPhase} {
 			dbs = append(dbs, fmt.Sprintf("%s-%d.db", p, round))
