@@ -26,6 +26,7 @@ import (
 	"github.com/caddywebhook/caddywebhook/caddywebhook/rules"
 	"github.com/caddywebhook/caddywebhook/queue"
 	"github.com/caddywebhook/caddywebhook/signature"
+	"github.com/caddywebhook/caddywebhook/signature/samples"
 )
 
 // The operators' endpoints beside the jobs': events, resend, send to a
@@ -208,7 +209,20 @@ func (a *adminAPI) handleInject(w http.ResponseWriter, r *http.Request, q *runni
 		return apiError(http.StatusBadRequest, "source %q is not in the running config", req.Source)
 	}
 	var payload []byte
+	var sampleHeaders []queue.Header
 	switch {
+	case req.Sample != "" && (req.Body != nil || req.BodyBase64 != ""):
+		return apiError(http.StatusBadRequest, "give a sample or a body, not both")
+	case len(req.Set) > 0 && req.Sample == "":
+		return apiError(http.StatusBadRequest, "set changes the fields of a sample: name one")
+	case req.Sample != "":
+		ev, err := injectSample(src.receiver, req)
+		if err != nil {
+			return err
+		}
+		payload, sampleHeaders = ev.Body, src.receiver.headers(nil, ev.Header)
+		req.EventType = cmp.Or(req.EventType, ev.EventType)
+		req.DeliveryID = cmp.Or(req.DeliveryID, ev.DeliveryID)
 	case req.Body != nil && req.BodyBase64 != "":
 		return apiError(http.StatusBadRequest, "give body or body_base64, not both")
 	case req.BodyBase64 != "":
@@ -223,7 +237,7 @@ func (a *adminAPI) handleInject(w http.ResponseWriter, r *http.Request, q *runni
 	if int64(len(payload)) > src.maxBody {
 		return apiError(http.StatusRequestEntityTooLarge, "body of %d bytes is larger than source %q accepts (%d)", len(payload), req.Source, src.maxBody)
 	}
-	headers, err := injectHeaders(req.Headers)
+	headers, err := injectHeaders(sampleHeaders, req.Headers)
 	if err != nil {
 		return err
 	}
@@ -261,15 +275,60 @@ func (a *adminAPI) handleInject(w http.ResponseWriter, r *http.Request, q *runni
 	if res.Duplicate || targets == nil {
 		targets = []string{}
 	}
-	return adminapi.WriteJSON(w, http.StatusOK, adminapi.InjectResponse{EventID: res.EventID, DeliveryID: req.DeliveryID,
+	return adminapi.WriteJSON(w, http.StatusOK, adminapi.InjectResponse{EventID: res.EventID, DeliveryID: req.DeliveryID, EventType: req.EventType,
 		Duplicate: res.Duplicate, Jobs: res.Jobs, Targets: targets})
 }
 
+// injectSample renders the sample req names for the scheme of the source's
+// receiver rc. Its errors name the parameter at fault.
+func injectSample(rc *Receiver, req adminapi.InjectRequest) (*samples.Event, error) {
+	var known bool
+	for _, info := range samples.List() {
+		known = known || info.Scheme == rc.Scheme
+	}
+	if !known {
+		return nil, caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: paramError{param: "sample",
+			err: fmt.Errorf("source %s's scheme %s has no sample events (they exist for %s): give a body", req.Source, rc.Scheme,
+				strings.Join(samples.Schemes(), ", "))}}
+	}
+	if _, ok := samples.Lookup(rc.Scheme, req.Sample); !ok {
+		var names []string
+		for _, info := range samples.List() {
+			if info.Scheme == rc.Scheme {
+				names = append(names, info.Event)
+			}
+		}
+		return nil, caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: paramError{param: "sample",
+			err: fmt.Errorf("no %s sample of event %q: there are %s; or give a body", rc.Scheme, req.Sample, strings.Join(names, ", "))}}
+	}
+	ev, err := samples.Render(rc.Scheme, req.Sample, samples.Options{Set: req.Set})
+	if err != nil {
+		// The name is known: what failed is an override.
+		return nil, caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: paramError{param: "set", err: err}}
+	}
+	return ev, nil
+}
+
 // injectHeaders checks the headers of an injected event and returns them
-// as stored: Content-Type (application/json unless given), the others in
-// name order, and the injected marker last.
-func injectHeaders(given map[string]string) ([]queue.Header, error) {
+// as stored: Content-Type (application/json unless given), those of a
+// sample the receiver stores, the given ones in name order (over the
+// sample's), and the injected marker last.
+func injectHeaders(sample []queue.Header, given map[string]string) ([]queue.Header, error) {
 	out := []queue.Header{{Name: "Content-Type", Value: "application/json"}}
+	over := make(map[string]bool, len(given))
+	for name := range given {
+		over[textproto.CanonicalMIMEHeaderKey(name)] = true
+	}
+	for _, h := range sample {
+		if canon := textproto.CanonicalMIMEHeaderKey(h.Name); over[canon] || canon == adminapi.InjectedHeader {
+			continue
+		}
+		if textproto.CanonicalMIMEHeaderKey(h.Name) == "Content-Type" {
+			out[0].Value = h.Value
+			continue
+		}
+		out = append(out, h)
+	}
 	names := make([]string, 0, len(given))
 	for name := range given {
 		names = append(names, name)

@@ -54,7 +54,7 @@ func TestCLIOps(t *testing.T) {
 		{"resend a done job", []string{"resend", strconv.FormatInt(d.githubExecDone, 10)}, []string{"resent job " + strconv.FormatInt(d.githubExecDone, 10) + ": pending, due now"}},
 		{"send an event to a target", []string{"resend", "--event", strconv.FormatInt(bare.EventID, 10), "--target", "http"}, []string{"sent event 7 to target http as job"}},
 		{"inject", []string{"send", "github", "--event", "push", "--body", body, "--header", "X-GitHub-Event: push", "--delivery", "demo-1"},
-			[]string{"injected event 8 (delivery id demo-1) into source github: 2 jobs (http, exec)"}},
+			[]string{"injected event 8 (push, delivery id demo-1) into source github: 2 jobs (http, exec)"}},
 		{"inject a duplicate", []string{"send", "github", "--delivery", "demo-1"}, []string{"already has the delivery id demo-1"}},
 	}
 	for _, tt := range tests {

@@ -38,8 +38,9 @@ func TestCLISignAsSenders(t *testing.T) {
 	tests := []struct {
 		name, scheme, env, secret, body string
 		// idHeader holds the delivery id; empty: the body's id (Stripe).
-		idHeader string
-		wantID   *regexp.Regexp
+		// idQualifier follows it in the receiver's id (Shopify's topic).
+		idHeader, idQualifier string
+		wantID                *regexp.Regexp
 		// wantHeaders must be present (with a value, or any when empty).
 		wantHeaders map[string]string
 	}{
@@ -60,7 +61,8 @@ func TestCLISignAsSenders(t *testing.T) {
 			wantID: regexp.MustCompile(`^evt_given$`)},
 		// https://shopify.dev/docs/api/shopify-app-remix/v4/authenticate/webhook
 		{name: "shopify/the headers Shopify always sends", scheme: "shopify", env: "TEST_WEBHOOK_SECRET", secret: secret, body: withID,
-			idHeader: "X-Shopify-Event-Id", wantID: uuidRE, wantHeaders: map[string]string{
+			idHeader: "X-Shopify-Event-Id", idQualifier: ":orders/create",
+			wantID: regexp.MustCompile(strings.TrimSuffix(uuidRE.String(), "$") + ":orders/create$"), wantHeaders: map[string]string{
 				"X-Shopify-Shop-Domain": "example.myshopify.com", "X-Shopify-Api-Version": "", "X-Shopify-Webhook-Id": "",
 				"X-Shopify-Topic": "orders/create", "X-Shopify-Triggered-At": "", "X-Shopify-Hmac-Sha256": "",
 			}},
@@ -95,7 +97,7 @@ func TestCLISignAsSenders(t *testing.T) {
 			if !tt.wantID.MatchString(got.DeliveryID) {
 				t.Errorf("delivery id %q, want %s", got.DeliveryID, tt.wantID)
 			}
-			if tt.idHeader != "" && h.Get(tt.idHeader) != got.DeliveryID {
+			if tt.idHeader != "" && h.Get(tt.idHeader)+tt.idQualifier != got.DeliveryID {
 				t.Errorf("%s = %q, the verifier read %q", tt.idHeader, h.Get(tt.idHeader), got.DeliveryID)
 			}
 			for name, want := range tt.wantHeaders {

@@ -600,7 +600,18 @@ func TestCLIUnreachable(t *testing.T) {
 		want    string
 	}{
 		{name: "nothing listening", want: "(is Caddy running? see --address and --config)"},
-		{name: "a Caddy without the plugin", handler: http.NewServeMux(), want: "has no webhook endpoints: is this Caddy built with the webhook plugin? (HTTP 404: 404 page not found)"},
+		{name: "a Caddy without the plugin", handler: adminWithoutPlugin(), want: "has no webhook endpoints: is this Caddy built with the webhook plugin? (HTTP 404: 404 page not found)"},
+		{
+			// A Caddy site answers a path no route takes with an empty 200.
+			name:    "a site's port, empty answers",
+			handler: http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}),
+			want:    `is not Caddy's admin API (it answered HTTP 200 with "", and GET /config/ HTTP 200): --address takes the admin endpoint (the ` + "`admin`" + ` global option, default localhost:2019), not a site's address`,
+		},
+		{
+			name:    "a site's port, 404 pages",
+			handler: http.NotFoundHandler(),
+			want:    `is not Caddy's admin API (it answered HTTP 404, and GET /config/ HTTP 404)`,
+		},
 		{
 			name: "a non-JSON error",
 			handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -625,6 +636,17 @@ func TestCLIUnreachable(t *testing.T) {
 			}
 		})
 	}
+}
+
+// adminWithoutPlugin answers as Caddy's admin API in a build without the
+// plugin: its config as JSON, and 404 for /webhook/.
+func adminWithoutPlugin() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /config/", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"apps":{}}`))
+	})
+	return mux
 }
 
 // TestCLIRegistered checks the command Caddy's CLI will offer: `caddy

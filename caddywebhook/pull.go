@@ -379,7 +379,22 @@ func (p *pullSide) Answer(ctx context.Context, allowed []string, acks []pullside
 			continue
 		}
 		if a.Outcome == pullside.AckHandedBack {
-			handBack[j.Target] = append(handBack[j.Target], i)
+			if a.Duration <= 0 {
+				// Never reached the consumer's app: no history.
+				handBack[j.Target] = append(handBack[j.Target], i)
+				continue
+			}
+			// A delivery the consumer's stop cut short: its app may
+			// have seen it, so the history keeps it, uncharged.
+			d := a.Duration
+			cs = append(cs, queue.Completion{
+				JobID: j.ID, Owner: j.LeaseOwner, Fence: j.Fence, Now: now,
+				Status: queue.StatusPending, RunAt: now, HandedBack: true,
+				Error:   "handed back: the consumer's stop cut the delivery short; not charged",
+				Started: now.Add(-d), Duration: d,
+			})
+			finished = append(finished, i)
+			errs = append(errs, nil)
 			continue
 		}
 		attemptErr := p.redact.error(ackError(a))
@@ -399,6 +414,13 @@ func (p *pullSide) Answer(ctx context.Context, allowed []string, acks []pullside
 		woken := make(map[string]bool)
 		for k, i := range finished {
 			j := held[acks[i].Claim.ID]
+			if cs[k].HandedBack {
+				if recorded[k] {
+					p.obs.JobHandedBack(j)
+					results[i].Recorded, results[i].Status = true, queue.StatusPending
+				}
+				continue
+			}
 			if recorded[k] && cs[k].Status != queue.StatusPending && !woken[j.Target] {
 				woken[j.Target] = true
 				p.wakers.wake(j.Target)

@@ -43,7 +43,7 @@ var readmeSections = []struct {
 		{"CircuitBreakerConfig", "targets[].circuit_breaker."},
 	}},
 	{"### Failure notifications (`notify`)", []readmeStruct{{"NotifyConfig", "notify."}}},
-	{"### Target `http` (`webhook.targets.http`)", []readmeStruct{{"targets/http.Target", ""}}},
+	{"### Target `http` (`webhook.targets.http`)", []readmeStruct{{"targets/http.Target", ""}, {"targets/http.Resign", "resign."}}},
 	{"### Target `exec` (`webhook.targets.exec`)", []readmeStruct{{"targets/exec.Target", ""}}},
 	{"### Directive `webhook_dashboard` (handler `http.handlers.webhook_dashboard`)", []readmeStruct{{"dashboard.Dashboard", ""}}},
 	{"### Directive `webhook_consumer` (handler `http.handlers.webhook_consumer`)", []readmeStruct{{"consumer.Handler", ""}}},

@@ -295,7 +295,8 @@ func TestReceiver(t *testing.T) {
 }
 
 // TestReceiverStoresWhatTargetsNeed checks the stored row: the exact body,
-// the content type and event header, never the signature header.
+// the content type, the event and delivery headers, never the signature
+// header.
 func TestReceiverStoresWhatTargetsNeed(t *testing.T) {
 	h := newHarness(t)
 	h.load(t, map[string]any{"workers": 0}, githubReceiver("gh", httpTarget("", "http://127.0.0.1:9/")))
@@ -314,7 +315,7 @@ func TestReceiverStoresWhatTargetsNeed(t *testing.T) {
 	for _, hd := range j.Headers {
 		got[http.CanonicalHeaderKey(hd.Name)] = hd.Value
 	}
-	want := map[string]string{"Content-Type": "application/json", "X-Github-Event": "release"}
+	want := map[string]string{"Content-Type": "application/json", "X-Github-Event": "release", "X-Github-Delivery": "d-9"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("stored headers = %v, want %v", got, want)
 	}
@@ -566,14 +567,14 @@ func TestForwardHeaders(t *testing.T) {
 		eventType *FieldSource
 		want      string
 	}{
-		{"github", nil, "[Content-Type X-GitHub-Event]"},
-		{"shopify", nil, "[Content-Type X-Shopify-Topic]"},
-		{"gitlab", nil, "[Content-Type X-Gitlab-Event]"},
+		{"github", nil, "[Content-Type X-GitHub-Event X-GitHub-Delivery X-GitHub-Hook-ID X-GitHub-Hook-Installation-Target-ID X-GitHub-Hook-Installation-Target-Type]"},
+		{"shopify", nil, "[Content-Type X-Shopify-Topic X-Shopify-Shop-Domain X-Shopify-API-Version X-Shopify-Webhook-Id X-Shopify-Event-Id X-Shopify-Triggered-At X-Shopify-Name]"},
+		{"gitlab", nil, "[Content-Type X-Gitlab-Event X-Gitlab-Event-UUID X-Gitlab-Instance X-Gitlab-Webhook-UUID Idempotency-Key]"},
 		{"stripe", nil, "[Content-Type]"},
 		{"hmac", &FieldSource{Header: "X-Event"}, "[Content-Type X-Event]"},
-		{"github", &FieldSource{Header: "x-github-event"}, "[Content-Type X-GitHub-Event]"},
+		{"github", &FieldSource{Header: "x-github-event"}, "[Content-Type X-GitHub-Event X-GitHub-Delivery X-GitHub-Hook-ID X-GitHub-Hook-Installation-Target-ID X-GitHub-Hook-Installation-Target-Type]"},
 		{"standard", &FieldSource{JSON: "type"}, "[Content-Type]"},
-		{"linear", nil, "[Content-Type Linear-Event]"},
+		{"linear", nil, "[Content-Type Linear-Event Linear-Delivery]"},
 		{"nosuch", nil, "[Content-Type]"},
 	}
 	for _, tt := range tests {

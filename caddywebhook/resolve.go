@@ -118,6 +118,13 @@ func resolvePlaceholders(s string) (string, error) {
 			continue
 		}
 		if v, ok := repl.GetString(key); !ok || v == "" {
+			if strings.HasPrefix(key, "env.") {
+				// A reload reads the environment Caddy started with:
+				// a variable exported or added to an EnvironmentFile
+				// since then is not there.
+				return "", fmt.Errorf("placeholder {%s} is empty or unset in the environment Caddy was started with: "+
+					"a variable set since needs a restart of Caddy, or a {file.…} placeholder, which is read at every load", key)
+			}
 			return "", fmt.Errorf("placeholder {%s} is empty or unset", key)
 		}
 	}

@@ -81,7 +81,12 @@ func (t *transformTarget) Deliver(ctx context.Context, job *queue.Job) error {
 	if err != nil {
 		return queue.Permanent(err)
 	}
-	return t.next.Deliver(ctx, j)
+	err = t.next.Deliver(ctx, j)
+	// The target reports what it got (an HTTP status, an exit code) on
+	// the job it was handed, the reshaped copy; the pool records the
+	// attempt from the job it claimed.
+	job.Code = j.Code
+	return err
 }
 
 // unwrapTarget returns the target the transform reshapes jobs for, so a

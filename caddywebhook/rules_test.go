@@ -469,7 +469,9 @@ func TestRulesTestEndpointAndCLI(t *testing.T) {
 	deploy := httpTarget("deploy", "http://127.0.0.1:9/")
 	deploy["filter"] = `body.ref == "refs/heads/main"`
 	deploy["transform"] = map[string]any{"body": `{"text": "push to " + body.ref}`, "headers": map[string]string{"X-Ref": `body.ref`}}
-	h.load(t, map[string]any{"workers": 0}, githubReceiver("rules-api", deploy, httpTarget("plain", "http://127.0.0.1:9/")))
+	typed := httpTarget("typed", "http://127.0.0.1:9/")
+	typed["filter"] = `body.ref == 1` // an int against a string field: loads, and never matches
+	h.load(t, map[string]any{"workers": 0}, githubReceiver("rules-api", deploy, httpTarget("plain", "http://127.0.0.1:9/"), typed))
 	for id, ref := range map[string]string{"r-main": "refs/heads/main", "r-dev": "refs/heads/dev"} {
 		if st := h.post(t, "rules-api", id, "push", []byte(`{"ref":"`+ref+`"}`)); st != http.StatusAccepted {
 			t.Fatalf("status %d", st)
@@ -499,7 +501,7 @@ func TestRulesTestEndpointAndCLI(t *testing.T) {
 		{"a job the filter took", []string{"--job", itoa(mainJob)}, []string{
 			"target deploy of source rules-api takes the event: its filter is true",
 			`filter: body.ref == "refs/heads/main"`,
-			"POST\nX-GitHub-Event: push\nContent-Type: application/json\nX-Ref: refs/heads/main\n\n{\"text\":\"push to refs/heads/main\"}\n",
+			"POST\nX-GitHub-Event: push\nX-GitHub-Delivery: r-main\nContent-Type: application/json\nX-Ref: refs/heads/main\n\n{\"text\":\"push to refs/heads/main\"}\n",
 		}},
 		{"an event the filter does not take", []string{"--source", "rules-api", "--target", "deploy", "--event", itoa(dev.ID)}, []string{
 			"does not take the event: the filter is false", `{"text":"push to refs/heads/dev"}`,
@@ -508,8 +510,12 @@ func TestRulesTestEndpointAndCLI(t *testing.T) {
 			"does not take the event: the filter failed", "filter error: no such key: ref",
 			"transform error (the job would go dead): transform body: no such key: ref",
 		}},
+		{"a filter comparing a string with an int", []string{"--source", "rules-api", "--target", "typed", "--event", itoa(dev.ID)}, []string{
+			"does not take the event: the filter is false",
+			"filter note: line 1, column 10: compared a string with an int: values of different types are never equal, so this is always false",
+		}},
 		{"a target without rules", []string{"--source", "rules-api", "--target", "plain", "--event", itoa(dev.ID)}, []string{
-			"target plain of source rules-api takes the event\n", "POST\nContent-Type: application/json\nX-GitHub-Event: push\n\n{\"ref\":\"refs/heads/dev\"}",
+			"target plain of source rules-api takes the event\n", "POST\nContent-Type: application/json\nX-GitHub-Event: push\nX-GitHub-Delivery: r-dev\n\n{\"ref\":\"refs/heads/dev\"}",
 		}},
 	}
 	for _, tt := range tests {

@@ -108,7 +108,11 @@ func (rr routeRules) test(job *queue.Job) adminapi.RulesTestResponse {
 	if !f.wants(job.EventType) {
 		resp.Takes, resp.Reason = false, "event type "+quoteOrEmpty(job.EventType)+" is not in the target's events"
 	} else if rr.filter != nil {
-		ok, err := rr.filter.Match(rules.NewInput(jobEvent(job)))
+		in := rules.NewInput(jobEvent(job))
+		ok, err := rr.filter.Match(in)
+		for _, n := range rr.filter.Explain(in) {
+			resp.FilterNotes = append(resp.FilterNotes, n.String())
+		}
 		switch {
 		case err != nil:
 			resp.Takes, resp.Reason, resp.FilterError = false, "the filter failed", err.Error()

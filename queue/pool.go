@@ -217,6 +217,7 @@ type run struct {
 	returned  chan struct{} // closed when the handler has returned
 	waiting   bool          // claimed ahead, in Pool.buffered, not started
 	started   bool          // a worker runs (or ran) it
+	startedAt time.Time     // when its handler began, on the pool's clock
 	handled   bool          // the handler has returned
 	lost      bool          // the lease is gone; record nothing
 	shutdown  bool          // cancelled by Stop after the grace

@@ -86,7 +86,8 @@ func (p *Pool) takeBuffered() []Claimed {
 func (p *Pool) abandon(ctx context.Context) {
 	p.stopRetrying()
 	var jobs []*Job
-	var claims []Claimed
+	var claims []Claimed // not begun yet: no history
+	var cut []Completion // begun: recorded as handed back
 	p.mu.Lock()
 	for _, r := range p.running {
 		// Buffered jobs are the drain's: it hands them back, with the
@@ -96,16 +97,29 @@ func (p *Pool) abandon(ctx context.Context) {
 			r.cancel()
 			p.removeLocked(r)
 			jobs = append(jobs, r.job)
-			claims = append(claims, r.job.Claimed())
+			if r.startedAt.IsZero() {
+				claims = append(claims, r.job.Claimed())
+			} else {
+				// Its handler still runs: what it reports is not ours
+				// to read.
+				cut = append(cut, p.handedBack(r.job, r.startedAt, Code{}))
+			}
 		}
 	}
 	p.mu.Unlock()
-	if len(claims) == 0 {
+	if len(jobs) == 0 {
 		return
 	}
 	p.signalFreed()
-	if err := p.store.HandBack(ctx, p.owner, claims); err != nil {
-		p.obs.StoreError("hand back", err)
+	if len(claims) > 0 {
+		if err := p.store.HandBack(ctx, p.owner, claims); err != nil {
+			p.obs.StoreError("hand back", err)
+		}
+	}
+	if len(cut) > 0 {
+		if _, err := p.store.Finish(ctx, cut); err != nil {
+			p.obs.StoreError("hand back", err)
+		}
 	}
 	for _, job := range jobs {
 		p.obs.JobHandedBack(job)

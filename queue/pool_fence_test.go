@@ -76,8 +76,12 @@ func TestPoolReclaimOwnJobNeverOverlaps(t *testing.T) {
 		t.Errorf("%d runs of one job at once, want 1", m)
 	}
 	j := getJob(t, s, id)
-	if j.Status != queue.StatusDone || j.Attempts != 2 || len(j.History) != 1 || j.History[0].Attempt != 2 || j.LastError != "" {
-		t.Errorf("job %s, %d attempts, history %+v, last error %q; want done by attempt 2 with only its own result",
+	// The history explains both runs: the first, whose lease ran out, as
+	// lease_lost (the claim that took the job recorded it), then attempt 2.
+	if j.Status != queue.StatusDone || j.Attempts != 2 || len(j.History) != 2 || j.LastError != "" ||
+		j.History[0].Attempt != 1 || j.History[0].Outcome != queue.OutcomeLeaseLost ||
+		j.History[1].Attempt != 2 || j.History[1].Outcome != queue.StatusDone {
+		t.Errorf("job %s, %d attempts, history %+v, last error %q; want done by attempt 2, attempt 1 recorded as lease_lost",
 			j.Status, j.Attempts, j.History, j.LastError)
 	}
 }

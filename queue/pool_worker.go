@@ -58,6 +58,9 @@ func (p *Pool) work(r *run) {
 	}
 	p.obs.JobStarted(r.job)
 	started := p.now()
+	p.mu.Lock()
+	r.startedAt = started
+	p.mu.Unlock()
 	err := p.call(r.ctx, r.job)
 	r.cancel()
 	close(r.returned)
@@ -90,8 +93,9 @@ func (p *Pool) work(r *run) {
 		p.obs.JobFinished(r.job, p.complete(r.job, err, started), false, err)
 	case shutdown && err != nil:
 		// The error is most likely the cancellation itself: the stop's
-		// fault, not the job's.
-		if err := p.store.HandBack(wctx, p.owner, []Claimed{r.job.Claimed()}); err != nil {
+		// fault, not the job's. The run is handed back uncharged, and its
+		// history shows it with its real start and duration.
+		if _, err := p.store.Finish(wctx, []Completion{p.handedBack(r.job, started, r.job.Code)}); err != nil {
 			p.obs.StoreError("hand back", err)
 		}
 		p.forget(r)
@@ -144,6 +148,19 @@ func (p *Pool) mayStart(r *run) bool {
 		p.obs.LeaseLost(r.job)
 	}
 	return false
+}
+
+// handedBack is the completion of a run of job, begun at started, that a
+// stop cut short: pending, due now, its attempt given back. code is what
+// the target reported, if its handler has returned.
+func (p *Pool) handedBack(job *Job, started time.Time, code Code) Completion {
+	now := p.now()
+	return Completion{
+		JobID: job.ID, Owner: p.owner, Fence: job.Fence,
+		Status: StatusPending, RunAt: now, HandedBack: true,
+		Error:   "handed back: the stop cut the delivery short; not charged",
+		Started: started, Duration: now.Sub(started), Code: code,
+	}
 }
 
 // complete decides the completion of an attempt that started at started,

@@ -199,6 +199,15 @@ type Completion struct {
 	Duration time.Duration
 	Code     Code // what the target reported (Job.Code), for the history
 	Now      time.Time
+	// HandedBack says the run was cut short by a stop (or a listener's),
+	// not ended by its job: the job goes back to pending, due at RunAt,
+	// without the attempt it was claimed with, and its history records the
+	// attempt as handed back with its real Started and Duration, so the
+	// history explains the delivery an upstream may have seen. Status must
+	// be StatusPending; Error is not the job's last error. A claim handed
+	// back before its delivery began goes through Store.HandBack instead,
+	// and leaves no history.
+	HandedBack bool
 }
 
 // MaxErrorLen bounds a job's stored last error, in bytes. A store keeps
@@ -261,12 +270,26 @@ type JobPage struct {
 	NextCursor int64        `json:"next_cursor,omitempty"`
 }
 
+// OutcomeLeaseLost is the history's outcome of an attempt whose lease ran
+// out before any outcome was recorded: its process ended (a crash, kill
+// -9), stalled past the lease or lost the store. The next claim of the
+// job finds the claim unfinished and records it, with its start, and as
+// its duration the time until the lease's last end, the most it can have
+// run. It is no job status.
+const OutcomeLeaseLost Status = "lease_lost"
+
+// LeaseLostError is the error text of such an attempt.
+const LeaseLostError = "interrupted: the lease ran out before an outcome was recorded (the process ended, stalled or lost the store); it ran at most this long"
+
 // Attempt is one entry of a job's history.
 type Attempt struct {
 	Attempt  int           `json:"attempt"`
 	Started  time.Time     `json:"started"`
 	Duration time.Duration `json:"duration_ns"`
-	Outcome  Status        `json:"outcome"` // done, pending (will retry), dead, or running if handed back
+	// Outcome is the job's status the attempt ended with: done, pending
+	// (will retry), dead, running if it was handed back, or
+	// OutcomeLeaseLost if its lease ran out before anything was recorded.
+	Outcome Status `json:"outcome"`
 	// Code is what the target reported: the HTTP status the upstream
 	// answered, or the program's exit code; absent when there is none.
 	Code  Code   `json:"status,omitzero"`
@@ -327,7 +350,10 @@ type Store interface {
 	Finish(ctx context.Context, cs []Completion) (recorded []bool, err error)
 
 	// HandBack returns the jobs of claims still held by owner to pending,
-	// due now, without charging the attempt they were claimed with.
+	// due now, without charging the attempt they were claimed with. It is
+	// for claims whose delivery never began (claimed ahead, a late claim,
+	// an app that refused the connection): it leaves no history. A run a
+	// stop cut short is finished with Completion.HandedBack instead.
 	HandBack(ctx context.Context, owner string, claims []Claimed) error
 
 	// Held returns the jobs of those of claims that still hold their job

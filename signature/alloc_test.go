@@ -39,7 +39,8 @@ func TestVerifyAllocations(t *testing.T) {
 		want float64
 	}{
 		{"github, ids in headers", Config{Scheme: SchemeGitHub}, SignOptions{ID: "d", EventType: "push"}, 0},
-		{"shopify, ids in headers", Config{Scheme: SchemeShopify}, SignOptions{ID: "e", EventType: "orders/create"}, 0},
+		// shopify: the id is the event id and the topic joined, a new string.
+		{"shopify, ids in headers", Config{Scheme: SchemeShopify}, SignOptions{ID: "e", EventType: "orders/create"}, 1},
 		{"gitlab, ids in headers", Config{Scheme: SchemeGitLab}, SignOptions{ID: "u", EventType: "Push Hook"}, 0},
 		{"standard, type from JSON", Config{Scheme: SchemeStandard, Now: fixedClock}, SignOptions{ID: "m"}, 1},
 		{"stripe, id and type from JSON", Config{Scheme: SchemeStripe, Now: fixedClock}, SignOptions{}, 2},

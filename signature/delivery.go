@@ -19,11 +19,22 @@ const (
 type source struct {
 	kind sourceKind
 	name string // header or field name
+	// with, for a header source, names a second header whose value
+	// qualifies the first: the id is "<name's value>:<with's value>", or
+	// name's value alone when with is absent
+	// (Shopify's event id, shared by the deliveries of every topic one
+	// merchant action causes, qualified by the topic).
+	with string
 }
 
 // header canonicalizes name once here, so Get on the hot path does not.
 func header(name string) source {
 	return source{kind: fromHeader, name: http.CanonicalHeaderKey(name)}
+}
+
+// headerWith is header(name) qualified by the header with (source.with).
+func headerWith(name, with string) source {
+	return source{kind: fromHeader, name: http.CanonicalHeaderKey(name), with: http.CanonicalHeaderKey(with)}
 }
 func field(name string) source { return source{kind: fromField, name: name} }
 func signedID() source         { return source{kind: fromSigned} }
@@ -138,6 +149,9 @@ func (m *meta) resolve(c []source, h http.Header, body []byte, signed string, js
 		switch s.kind {
 		case fromHeader:
 			v = h.Get(s.name)
+			if w := h.Get(s.with); v != "" && w != "" {
+				v += ":" + w
+			}
 		case fromSigned:
 			v = signed
 		case fromField:

@@ -314,11 +314,14 @@ func TestEveryScheme(t *testing.T) {
 
 func TestLookup(t *testing.T) {
 	for scheme, want := range map[string][]string{
-		SchemeGitHub:   {"X-GitHub-Event"},
-		SchemeShopify:  {"X-Shopify-Topic"},
-		SchemeGitLab:   {"X-Gitlab-Event"},
-		SchemeStripe:   nil,
-		"linear":       {"Linear-Event"},
+		SchemeGitHub: {"X-GitHub-Event", "X-GitHub-Delivery", "X-GitHub-Hook-ID", "X-GitHub-Hook-Installation-Target-ID",
+			"X-GitHub-Hook-Installation-Target-Type"},
+		SchemeShopify: {"X-Shopify-Topic", "X-Shopify-Shop-Domain", "X-Shopify-API-Version", "X-Shopify-Webhook-Id",
+			"X-Shopify-Event-Id", "X-Shopify-Triggered-At", "X-Shopify-Name"},
+		SchemeGitLab: {"X-Gitlab-Event", "X-Gitlab-Event-UUID", "X-Gitlab-Instance", "X-Gitlab-Webhook-UUID", "Idempotency-Key"},
+		SchemeStripe: nil,
+		// The delivery id's header is added when the scheme does not list it.
+		"linear":       {"Linear-Event", "Linear-Delivery"},
 		"lemonsqueezy": {"X-Event-Name"},
 	} {
 		d, ok := Lookup(scheme)

@@ -18,7 +18,8 @@ const (
 
 func init() {
 	register(&scheme{
-		Scheme: Scheme{Name: SchemeGitHub, Keys: KeySecrets, Forward: []string{"X-GitHub-Event"}},
+		Scheme: Scheme{Name: SchemeGitHub, Keys: KeySecrets, Forward: []string{"X-GitHub-Event",
+			"X-GitHub-Delivery", "X-GitHub-Hook-ID", "X-GitHub-Hook-Installation-Target-ID", "X-GitHub-Hook-Installation-Target-Type"}},
 		build:  func(_ Config, b base) (Verifier, error) { return &githubVerifier{b}, nil },
 		sign:   signGitHub,
 		id:     []source{header(headerGitHubDelivery)},

@@ -11,7 +11,8 @@ const (
 
 func init() {
 	register(&scheme{
-		Scheme: Scheme{Name: SchemeGitLab, Keys: KeySecrets, Forward: []string{"X-Gitlab-Event"}},
+		Scheme: Scheme{Name: SchemeGitLab, Keys: KeySecrets, Forward: []string{"X-Gitlab-Event",
+			"X-Gitlab-Event-UUID", "X-Gitlab-Instance", "X-Gitlab-Webhook-UUID", "Idempotency-Key"}},
 		build: func(cfg Config, b base) (Verifier, error) {
 			return newTokenVerifier(b, cfg.Secrets, SchemeGitLab, headerGitLabToken), nil
 		},

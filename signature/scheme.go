@@ -28,8 +28,11 @@ type Scheme struct {
 	// Keys says which Config field holds the scheme's keys.
 	Keys KeyKind
 	// Forward lists the request headers stored with each event for its
-	// targets, besides Content-Type: the sender's event-type header, never
-	// a signature.
+	// targets, besides Content-Type: the sender's event-type and
+	// delivery-id headers and the others a handler reads (Shopify's shop
+	// domain), never a signature. A target that signs the event again as
+	// its sender did (Resign) sends them as they came. Register adds
+	// the headers the delivery id and event type are read from.
 	Forward []string
 	// GETHandshake is true when the sender checks an endpoint with a GET
 	// request, so the receiver must let GET reach Handshake.
@@ -143,6 +146,13 @@ func register(s *scheme) {
 		// SignAsSender would send no id, and the receiver would fall back
 		// to the body's hash.
 		panic("signature: scheme " + s.Name + " reads its delivery id from " + s.id[0].name + ": say how its sender makes one (Sender.ID)")
+	}
+	// The headers that name the delivery and its type travel with the
+	// event, so a handler that reads them, and Resign, find them.
+	for _, src := range append(slices.Clone(s.id), s.typ...) {
+		if src.kind == fromHeader && !slices.ContainsFunc(s.Forward, func(f string) bool { return strings.EqualFold(f, src.name) }) {
+			s.Forward = append(s.Forward, src.name)
+		}
 	}
 	for _, f := range s.SecretFields {
 		s.secretPaths = append(s.secretPaths, strings.Split(f, "."))

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 )
 
 // Sender describes what a scheme's sender sends besides its signature: how
@@ -50,37 +51,82 @@ const (
 )
 
 // SignAsSender signs body as the scheme's sender sends it: with the
-// delivery id it would give it (opts.ID when set), the headers it always
-// sends, and its Content-Type. It returns the body to send, which differs
-// from body when the id or the credential travels inside it, and the
-// headers. It is for people and tests that try a receiver as the provider
-// would call it.
+// delivery id it would give it (opts.ID when set, else the one in the
+// scheme's delivery-id header of opts.Header, else a new one), the headers
+// it always sends, and its Content-Type. It returns the body to send,
+// which differs from body when the id or the credential travels inside
+// it, and the headers: those of opts.Header, the signature's, and the
+// sender's own where opts.Header lacks them, so that the headers of a
+// sample (signature/samples), whose ids agree with its body, are kept
+// as they are. It is for people and tests that try a receiver as the
+// provider would call it.
 func SignAsSender(scheme, key string, body []byte, opts SignOptions) ([]byte, http.Header, error) {
 	s, ok := registry[scheme]
 	if !ok {
 		return nil, nil, fmt.Errorf("sign: scheme %q unknown", scheme)
 	}
 	if opts.ID == "" {
-		opts.ID, body = s.sender.id(body)
+		if opts.ID = s.headerID(opts.Header); opts.ID == "" {
+			opts.ID, body = s.sender.id(body)
+		}
 	}
-	signed, h, err := SignBody(scheme, key, body, opts)
+	return s.signAs(key, body, opts, true)
+}
+
+// signAs signs body with key and opts as it is and adds what the
+// scheme's sender sends besides: SignAsSender and Resign. newIDs says
+// whether the sender's headers may add a delivery id the receiver reads
+// (Shopify's webhook id): a new delivery's, not a stored one's, which
+// keeps the ids it came with.
+func (s *scheme) signAs(key string, body []byte, opts SignOptions, newIDs bool) ([]byte, http.Header, error) {
+	signed, sig, err := SignBody(s.Name, key, body, opts)
 	if err != nil {
 		return nil, nil, err
 	}
+	h := opts.Header.Clone()
+	if h == nil {
+		h = make(http.Header, len(sig)+2)
+	}
+	// The signature's headers, and the id and type Sign wrote from opts,
+	// go over the caller's.
+	for name, values := range sig {
+		h[name] = values
+	}
 	if s.sender.Headers != nil {
 		for name, values := range s.sender.Headers(opts) {
-			if h.Get(name) == "" {
+			if h.Get(name) == "" && (newIDs || !s.readsID(name)) {
 				h[http.CanonicalHeaderKey(name)] = values
 			}
 		}
 	}
-	if s.sender.FormUnlessJSON && !json.Valid(signed) {
+	if s.sender.FormUnlessJSON && !json.Valid(signed) && opts.Header.Get("Content-Type") == "" {
 		h.Set("Content-Type", "application/x-www-form-urlencoded")
 	}
 	if h.Get("Content-Type") == "" {
 		h.Set("Content-Type", "application/json")
 	}
 	return signed, h, nil
+}
+
+// readsID reports whether the receiver may read the scheme's delivery id
+// from the header name.
+func (s *scheme) readsID(name string) bool {
+	for _, src := range s.id {
+		if src.kind == fromHeader && strings.EqualFold(src.name, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// headerID returns the delivery id h carries in the header Sign writes
+// the scheme's id to (its first id source, when that is a header), or
+// "".
+func (s *scheme) headerID(h http.Header) string {
+	if len(s.id) == 0 || s.id[0].kind != fromHeader {
+		return ""
+	}
+	return h.Get(s.id[0].name)
 }
 
 // id returns the delivery id the sender would give body, and the body to

@@ -11,6 +11,17 @@ import (
 // Shopify signs the raw body with HMAC-SHA256 keyed with the app secret's
 // bytes, base64-encoded. A new secret can take up to an hour to apply, so
 // rotation (several Secrets) matters here.
+//
+// The delivery id is X-Shopify-Event-Id qualified by the topic,
+// "<event id>:<topic>". Shopify's event id stays the same across the
+// retries of a delivery, which makes it the key its guide to duplicates
+// names (https://shopify.dev/docs/apps/build/webhooks/ignore-duplicates),
+// but it is "shared across all deliveries produced by the same merchant
+// action" (https://shopify.dev/docs/apps/build/webhooks/delivery-structure#headers):
+// a checkout's orders/create and orders/paid carry one event id, and a
+// receiver subscribed to both would keep the first and drop the second
+// as its duplicate. X-Shopify-Webhook-Id, a key per delivery, is the
+// id of last resort, for a sender that sends no event id.
 const (
 	headerShopifySignature = "X-Shopify-Hmac-Sha256"
 	headerShopifyEventID   = "X-Shopify-Event-Id"
@@ -20,10 +31,12 @@ const (
 
 func init() {
 	register(&scheme{
-		Scheme: Scheme{Name: SchemeShopify, Keys: KeySecrets, Forward: []string{headerShopifyTopic}},
+		Scheme: Scheme{Name: SchemeShopify, Keys: KeySecrets, Forward: []string{headerShopifyTopic,
+			"X-Shopify-Shop-Domain", "X-Shopify-API-Version", headerShopifyWebhookID, headerShopifyEventID,
+			"X-Shopify-Triggered-At", "X-Shopify-Name"}},
 		build:  func(_ Config, b base) (Verifier, error) { return &shopifyVerifier{b}, nil },
 		sign:   signShopify,
-		id:     []source{header(headerShopifyEventID), header(headerShopifyWebhookID)},
+		id:     []source{headerWith(headerShopifyEventID, headerShopifyTopic), header(headerShopifyWebhookID)},
 		typ:    []source{header(headerShopifyTopic)},
 		sender: Sender{ID: SenderIDUUID, Headers: shopifyHeaders},
 	})
@@ -54,8 +67,8 @@ var (
 )
 
 // shopifyVerifier verifies X-Shopify-Hmac-Sha256: <base64>. The delivery id
-// is X-Shopify-Event-Id, else X-Shopify-Webhook-Id; the event type is
-// X-Shopify-Topic.
+// is X-Shopify-Event-Id and the topic ("<event id>:<topic>"), else
+// X-Shopify-Webhook-Id; the event type is X-Shopify-Topic.
 type shopifyVerifier struct{ base }
 
 // Verify implements Verifier.

@@ -44,7 +44,7 @@ var (
 
 func init() {
 	register(&scheme{
-		Scheme:   Scheme{Name: schemeTwilio, Keys: KeySecrets},
+		Scheme:   Scheme{Name: schemeTwilio, Keys: KeySecrets, Forward: []string{"I-Twilio-Idempotency-Token"}},
 		build:    buildTwilio,
 		sign:     signTwilio,
 		signsURL: true,

@@ -121,7 +121,7 @@ func publishedVectors(t *testing.T) []vector {
 			cfg:    Config{Scheme: SchemeShopify, Secrets: []string{shopifySecret}},
 			header: hdr("X-Shopify-Hmac-Sha256", shopifySig, "X-Shopify-Event-Id", "98880550-7158-44d4-b7cd-2c97c8a091b5", "X-Shopify-Topic", "orders/create"),
 			body:   shopifyBody,
-			want:   Result{DeliveryID: "98880550-7158-44d4-b7cd-2c97c8a091b5", EventType: "orders/create"},
+			want:   Result{DeliveryID: "98880550-7158-44d4-b7cd-2c97c8a091b5:orders/create", EventType: "orders/create"},
 		},
 		{
 			name:   "hmac/sha1 hex openssl vector",

@@ -268,8 +268,16 @@ func TestVerify(t *testing.T) {
 		{name: "shopify/webhook id when no event id", cfg: Config{Scheme: SchemeShopify, Secrets: []string{s1}},
 			header: signed(t, SchemeShopify, s1, "{}", SignOptions{EventType: "orders/paid"}, "X-Shopify-Webhook-Id", "w-1"), body: "{}",
 			want: Result{DeliveryID: "w-1", EventType: "orders/paid"}},
-		{name: "shopify/event id wins over webhook id", cfg: Config{Scheme: SchemeShopify, Secrets: []string{s1}},
-			header: signed(t, SchemeShopify, s1, "{}", SignOptions{ID: "e-1"}, "X-Shopify-Webhook-Id", "w-1"), body: "{}",
+		{name: "shopify/event id and topic win over webhook id", cfg: Config{Scheme: SchemeShopify, Secrets: []string{s1}},
+			header: signed(t, SchemeShopify, s1, "{}", SignOptions{ID: "e-1", EventType: "orders/create"}, "X-Shopify-Webhook-Id", "w-1"), body: "{}",
+			want: Result{DeliveryID: "e-1:orders/create", EventType: "orders/create"}},
+		// One merchant action, two topics: Shopify sends both with one
+		// event id, and neither is the other's duplicate.
+		{name: "shopify/the same event id under another topic", cfg: Config{Scheme: SchemeShopify, Secrets: []string{s1}},
+			header: signed(t, SchemeShopify, s1, "{}", SignOptions{ID: "e-1", EventType: "orders/paid"}, "X-Shopify-Webhook-Id", "w-2"), body: "{}",
+			want: Result{DeliveryID: "e-1:orders/paid", EventType: "orders/paid"}},
+		{name: "shopify/event id without a topic", cfg: Config{Scheme: SchemeShopify, Secrets: []string{s1}},
+			header: signed(t, SchemeShopify, s1, "{}", SignOptions{ID: "e-1"}), body: "{}",
 			want: Result{DeliveryID: "e-1"}},
 		{name: "shopify/no id is the body hash", cfg: Config{Scheme: SchemeShopify, Secrets: []string{s1}},
 			header: signed(t, SchemeShopify, s1, "{}", SignOptions{}), body: "{}",

@@ -312,7 +312,11 @@ type ResendResponse struct {
 	Resent bool  `json:"resent"`
 }
 
-// InjectRequest is the body of POST /webhook/send.
+// InjectRequest is the body of POST /webhook/send. Sample, instead of a
+// body, names a sample event of the source's scheme (signature/samples),
+// rendered with fresh ids and times and Set's "path=value" overrides: its
+// body, its event type and delivery id unless EventType and DeliveryID
+// are given, and those of its headers the source's receiver stores.
 type InjectRequest struct {
 	Source     string            `json:"source"`
 	EventType  string            `json:"event_type,omitempty"`
@@ -320,12 +324,15 @@ type InjectRequest struct {
 	Headers    map[string]string `json:"headers,omitempty"`
 	Body       *string           `json:"body,omitempty"`
 	BodyBase64 string            `json:"body_base64,omitempty"`
+	Sample     string            `json:"sample,omitempty"`
+	Set        []string          `json:"set,omitempty"`
 }
 
 // InjectResponse reports an injected event.
 type InjectResponse struct {
 	EventID    int64    `json:"event_id"`
 	DeliveryID string   `json:"delivery_id"`
+	EventType  string   `json:"event_type,omitempty"`
 	Duplicate  bool     `json:"duplicate,omitempty"`
 	Jobs       int      `json:"jobs"`
 	Targets    []string `json:"targets"`
@@ -379,6 +386,11 @@ type RulesTestResponse struct {
 	Takes       bool   `json:"takes"`
 	Reason      string `json:"reason,omitempty"`
 	FilterError string `json:"filter_error,omitempty"`
+	// FilterNotes are what the filter did on this event that its author
+	// most likely did not mean, with their position in the expression:
+	// an equality between values of different types (`body.ref == 1` on a
+	// string field), which is never true and raises no error.
+	FilterNotes []string `json:"filter_notes,omitempty"`
 	// Request is what the target would receive (also when the filter does
 	// not take the event, to try a transform); nil when the transform
 	// fails, with TransformError.

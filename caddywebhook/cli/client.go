@@ -136,10 +136,46 @@ func (c *client) statusError(status int, b []byte) error {
 		return fmt.Errorf("%s (HTTP %d)", flagMessage(e), status)
 	}
 	text := strings.TrimSpace(string(b))
-	if status == http.StatusNotFound {
-		return fmt.Errorf("the admin API at %s has no webhook endpoints: is this Caddy built with the webhook plugin? (HTTP 404: %s)", c.addr, text)
+	if status == http.StatusNotFound || status == http.StatusMethodNotAllowed {
+		// A site's port given to --address answers so too: tell the
+		// two apart before blaming the build.
+		if err := c.notAdminAPI(fmt.Sprintf("HTTP %d", status)); err != nil {
+			return err
+		}
+		return fmt.Errorf("the admin API at %s has no webhook endpoints: is this Caddy built with the webhook plugin? (HTTP %d: %s)", c.addr, status, text)
 	}
 	return fmt.Errorf("admin API at %s: HTTP %d: %s", c.addr, status, text)
+}
+
+// notAdminAPI returns the error for an address that does not answer as
+// Caddy's admin API, whose GET /config/ is JSON; nil when it does. answered
+// says what the first request got, for the message.
+func (c *client) notAdminAPI(answered string) error {
+	req, err := http.NewRequest(http.MethodGet, c.origin+"/config/", nil)
+	if err != nil {
+		return nil
+	}
+	if !c.local {
+		req.Header.Set("Origin", c.origin)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil // the first request's error tells more
+	}
+	resp.Body.Close()
+	if resp.StatusCode == http.StatusOK && isJSON(resp.Header) {
+		return nil
+	}
+	return fmt.Errorf("%s is not Caddy's admin API (it answered %s, and GET /config/ HTTP %d): "+
+		"--address takes the admin endpoint (the `admin` global option, default localhost:2019), not a site's address",
+		c.addr, answered, resp.StatusCode)
+}
+
+// isJSON reports whether an answer's Content-Type is JSON, as the admin
+// API's always is.
+func isJSON(h http.Header) bool {
+	ct, _, _ := strings.Cut(h.Get("Content-Type"), ";")
+	return strings.TrimSpace(ct) == "application/json"
 }
 
 // call makes one admin API request. With --json it copies the response body
@@ -156,6 +192,11 @@ func (c *client) request(method, uri string, headers http.Header, body io.Reader
 		return false, err
 	}
 	defer resp.Body.Close()
+	if !isJSON(resp.Header) {
+		if err := c.notAdminAPI(fmt.Sprintf("HTTP %d with %q", resp.StatusCode, resp.Header.Get("Content-Type"))); err != nil {
+			return false, err
+		}
+	}
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return false, fmt.Errorf("read response from %s: %w", c.addr, err)

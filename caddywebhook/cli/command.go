@@ -29,7 +29,7 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "webhook",
-		Usage: "<stats|list|show|events|replay|resend|discard|purge|send|sign|tail|pause|resume|listen> [--address <interface>] [--config <path> [--adapter <name>]] [--json]",
+		Usage: "<stats|list|show|events|replay|resend|discard|purge|send|sign|tail|pause|resume|rules test|listen> [--address <interface>] [--config <path> [--adapter <name>]] [--json]",
 		Short: "Inspects the webhook queue of a running Caddy: stats, jobs, replay, discard, purge",
 		Long: `
 Talks to the webhook admin API (/webhook/ on Caddy's admin endpoint) of a

@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -93,16 +94,26 @@ when it arrived.
 	resend.Flags().String("target", "", "With --event: the target of the event's source to send it to")
 
 	send := &cobra.Command{
-		Use:   "send <source> [--event <type>] [--body <file>|-] [--header <name>:<value>]... [--delivery <id>]",
+		Use:   "send <source> [--event <type>] [--body <file>|- | --set <path>=<value>...] [--header <name>:<value>]... [--delivery <id>] | --list",
 		Short: "Injects a test event into a source's pipeline, as if it had been verified",
 		Long: `
 Injects an event into the pipeline of a source of the running config, as
 though a request had arrived and passed verification, like 'stripe
 trigger': it is stored, fanned out to the source's targets that want its
-event type, and delivered. The body comes from --body (a file, or - for
-stdin; default {}), the headers from --header (Content-Type defaults to
-application/json). The delivery id is injected-<random> unless --delivery
-gives one.
+event type (and whose filters take it), and delivered.
+
+Without --body, --event names a sample event of the source's scheme (--list
+shows them): the provider's real envelope and fields, with fresh ids and
+times of now, its event type and delivery id, and the provider's headers
+that the receiver stores. --set path=value (repeatable) changes a field of
+it first, as 'stripe trigger --override' does: a JSON path (members joined
+with dots, array elements as [n]), and a value read as JSON when it is JSON,
+else as a string.
+
+With --body (a file, or - for stdin), that body is injected instead, with
+--event as its type; without --body and --event, {}. Headers come from
+--header (Content-Type defaults to application/json). The delivery id is
+the sample's, else injected-<random>, unless --delivery gives one.
 
 This is a privileged action of the admin API: the event is marked with the
 header X-Webhook-Injected: 1, which is stored, shown by 'show' and
@@ -110,18 +121,34 @@ forwarded to http targets, and the admin log records the injection. To try
 the whole path, verification included, sign a request with
 'caddy webhook sign' instead.
 `,
-		Example: `  caddy webhook send github --event push --body push.json --header 'X-GitHub-Event: push'
-  echo '{"type":"invoice.paid"}' | caddy webhook send stripe --event invoice.paid --body -`,
-		Args: sourceArg,
-		RunE: run((*client).send),
+		Example: `  caddy webhook send github --event push
+  caddy webhook send stripe --event checkout.session.completed --set data.object.customer_details.email=alice@example.com
+  caddy webhook send github --event push --body push.json --header 'X-GitHub-Event: push'
+  echo '{"type":"invoice.paid"}' | caddy webhook send stripe --event invoice.paid --body -
+  caddy webhook send --list`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if list, _ := cmd.Flags().GetBool("list"); list {
+				return nil
+			}
+			return sourceArg(cmd, args)
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if list, _ := cmd.Flags().GetBool("list"); list {
+				asJSON, _ := cmd.Flags().GetBool("json")
+				return listSamples(cmd.OutOrStdout(), "", asJSON)
+			}
+			return run((*client).send)(cmd, args)
+		},
 	}
-	send.Flags().String("event", "", "The event type, which picks the targets")
-	send.Flags().String("body", "", "The payload: a file, or - for stdin (default {})")
+	send.Flags().String("event", "", "The event type, which picks the targets; without --body, the sample event of that name")
+	send.Flags().String("body", "", "The payload: a file, or - for stdin (default: the --event sample, else {})")
+	send.Flags().StringArray("set", nil, "Change a field of the sample, as path=value (repeatable)")
+	send.Flags().Bool("list", false, "List the sample events of every scheme")
 	send.Flags().StringArray("header", nil, "A header stored with the event, as Name: value (repeatable)")
 	send.Flags().String("delivery", "", "The delivery id (default injected-<random>)")
 
 	sign := &cobra.Command{
-		Use:   "sign --scheme <scheme> --secret-env <VAR> [--body <file>|-] [--url <url>] [--event <type>] [--id <delivery id>]",
+		Use:   "sign --scheme <scheme> --secret-env <VAR> [--event <type>] [--body <file>|- | --set <path>=<value>...] [--url <url>] [--id <delivery id>] | --list [--scheme <scheme>]",
 		Short: "Prints the headers a sender would add to a body, or a ready curl command",
 		Long: `
 Signs a body as a sender of the scheme would and prints the headers it
@@ -133,6 +160,15 @@ private key (discord, sendgrid, telnyx, standard v1a) the variable holds the
 private key. Every scheme and preset of the signature registry works.
 It needs no running Caddy.
 
+Without --body, --event names a sample event of the scheme (--list shows
+them): the body and headers the provider sends for it, with fresh ids in
+the provider's formats and times of now, printed after the headers.
+--set path=value (repeatable) changes a field of it first, as 'stripe
+trigger --override' does: a JSON path (members joined with dots, array
+elements as [n]), and a value read as JSON when it is JSON, else as a
+string (a form field's name and text for Twilio). A scheme without samples
+signs {} unless --body gives a body.
+
 Without --id, it makes up the delivery id the provider would send: a UUID
 for GitHub and the other schemes whose senders use one, msg_… for Standard
 Webhooks and Svix, and an evt_… "id" for a Stripe body that has none. It
@@ -141,17 +177,23 @@ API version and webhook id, for instance). The curl command prints the
 answer's status line, HTTP 202 or HTTP 401, so "| sh" shows the outcome.
 `,
 		Example: `  export GITHUB_WEBHOOK_SECRET=…
-  caddy webhook sign --scheme github --secret-env GITHUB_WEBHOOK_SECRET --body push.json --event push \
-      --url https://example.com/hooks/github | sh`,
+  caddy webhook sign --scheme github --secret-env GITHUB_WEBHOOK_SECRET --event push \
+      --url https://example.com/hooks/github | sh
+  caddy webhook sign --scheme stripe --secret-env STRIPE_WEBHOOK_SECRET --event checkout.session.completed \
+      --set data.object.customer_details.email=alice@example.com --url https://example.com/hooks/stripe | sh
+  caddy webhook sign --scheme github --secret-env GITHUB_WEBHOOK_SECRET --body push.json --event push
+  caddy webhook sign --list --scheme stripe`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return signCommand(cmd) },
 	}
 	sgf := sign.Flags()
 	sgf.String("scheme", "", "The signature scheme: "+strings.Join(signature.Schemes(), ", "))
 	sgf.String("secret-env", "", "The environment variable that holds the secret (or private key)")
-	sgf.String("body", "", "The payload: a file, or - for stdin (default {})")
+	sgf.String("body", "", "The payload: a file, or - for stdin (default: the --event sample, else {})")
 	sgf.String("url", "", "Print a curl command that posts the signed body to this URL")
-	sgf.String("event", "", "The event type, for schemes that send it in a header")
+	sgf.String("event", "", "The event type; without --body, the sample event of that name (see --list)")
+	sgf.StringArray("set", nil, "Change a field of the sample, as path=value (repeatable)")
+	sgf.Bool("list", false, "List the sample events (of --scheme, or of every scheme) and exit")
 	sgf.String("id", "", "The delivery id, for schemes that send one (default: a new one, as the provider makes it)")
 
 	tail := &cobra.Command{
@@ -500,18 +542,31 @@ func readBodyFlag(cmd *cobra.Command) ([]byte, error) {
 
 func (c *client) send(cmd *cobra.Command, args []string) error {
 	fl := cmd.Flags()
-	body, err := readBodyFlag(cmd)
-	if err != nil {
-		return err
-	}
 	req := adminapi.InjectRequest{Source: args[0], Headers: map[string]string{}}
 	req.EventType, _ = fl.GetString("event")
 	req.DeliveryID, _ = fl.GetString("delivery")
-	if utf8.Valid(body) {
-		s := string(body)
-		req.Body = &s
-	} else {
-		req.BodyBase64 = base64.StdEncoding.EncodeToString(body)
+	req.Set, _ = fl.GetStringArray("set")
+	file, _ := fl.GetString("body")
+	switch {
+	case file != "" && len(req.Set) > 0:
+		return errors.New("--set changes the fields of a sample: give --event and no --body")
+	case file == "" && req.EventType == "" && len(req.Set) > 0:
+		return errors.New("--set changes the fields of a sample: name it with --event (see --list)")
+	case file == "" && req.EventType != "":
+		// The server renders the sample of the source's scheme; its
+		// event type is the sample's (GitLab's "push" is "Push Hook").
+		req.Sample, req.EventType = req.EventType, ""
+	default:
+		body, err := readBodyFlag(cmd)
+		if err != nil {
+			return err
+		}
+		if utf8.Valid(body) {
+			s := string(body)
+			req.Body = &s
+		} else {
+			req.BodyBase64 = base64.StdEncoding.EncodeToString(body)
+		}
 	}
 	headers, _ := fl.GetStringArray("header")
 	for _, h := range headers {
@@ -530,10 +585,10 @@ func (c *client) send(cmd *cobra.Command, args []string) error {
 		fmt.Fprintf(c.out, "event %d of source %s already has the delivery id %s: nothing was added (a duplicate)\n", r.EventID, req.Source, cell(r.DeliveryID, 0))
 	case r.Jobs == 0:
 		fmt.Fprintf(c.out, "injected event %d (delivery id %s) into source %s: no target wants event type %q; stored without a job\n",
-			r.EventID, cell(r.DeliveryID, 0), req.Source, req.EventType)
+			r.EventID, cell(r.DeliveryID, 0), req.Source, cmp.Or(r.EventType, req.EventType))
 	default:
-		fmt.Fprintf(c.out, "injected event %d (delivery id %s) into source %s: %d %s (%s)\n", r.EventID, cell(r.DeliveryID, 0),
-			req.Source, r.Jobs, plural(r.Jobs, "job", "jobs"), strings.Join(r.Targets, ", "))
+		fmt.Fprintf(c.out, "injected event %d (%s, delivery id %s) into source %s: %d %s (%s)\n", r.EventID, cell(cmp.Or(r.EventType, req.EventType), 0),
+			cell(r.DeliveryID, 0), req.Source, r.Jobs, plural(r.Jobs, "job", "jobs"), strings.Join(r.Targets, ", "))
 	}
 	return nil
 }

@@ -118,6 +118,9 @@ func (c *client) printRulesTest(r adminapi.RulesTestResponse) {
 	if r.Filter != "" {
 		fmt.Fprintf(w, "filter: %s\n", strings.ReplaceAll(r.Filter, "\n", " "))
 	}
+	for _, n := range r.FilterNotes {
+		fmt.Fprintf(w, "filter note: %s\n", n)
+	}
 	if r.TransformError != "" {
 		fmt.Fprintf(w, "transform error (the job would go dead): %s\n", r.TransformError)
 		return

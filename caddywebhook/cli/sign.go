@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/caddywebhook/caddywebhook/signature"
+	"github.com/caddywebhook/caddywebhook/signature/samples"
 )
 
 // `caddy webhook sign`: a body signed as a sender of a scheme signs it,
@@ -31,6 +32,11 @@ type signedRequest struct {
 // signCommand prints the headers a sender of the scheme would send, or
 // with --url a curl command that sends the request.
 func signCommand(cmd *cobra.Command) error {
+	if list, _ := cmd.Flags().GetBool("list"); list {
+		scheme, _ := cmd.Flags().GetString("scheme")
+		asJSON, _ := cmd.Flags().GetBool("json")
+		return listSamples(cmd.OutOrStdout(), scheme, asJSON)
+	}
 	req, err := signRequest(cmd)
 	if err != nil {
 		return err
@@ -99,14 +105,23 @@ func signRequest(cmd *cobra.Command) (signedRequest, error) {
 	if key == "" {
 		return signedRequest{}, fmt.Errorf("environment variable %s is empty or unset", env)
 	}
-	file, err := readBodyFlag(cmd)
-	if err != nil {
-		return signedRequest{}, err
-	}
 	target, _ := fl.GetString("url")
 	opts := signature.SignOptions{URL: target, Timestamp: time.Now()}
 	opts.EventType, _ = fl.GetString("event")
 	opts.ID, _ = fl.GetString("id")
+	ev, err := sampleFor(cmd, scheme)
+	if err != nil {
+		return signedRequest{}, err
+	}
+	var file []byte
+	if ev != nil {
+		// The sample's headers (its event type and delivery id where the
+		// provider puts them, its User-Agent) and time; its ids agree
+		// with its body, and --id was given to the rendering.
+		file, opts.ID, opts.EventType, opts.Timestamp, opts.Header = ev.Body, ev.DeliveryID, ev.EventType, ev.Time, ev.Header
+	} else if file, err = readBodyFlag(cmd); err != nil {
+		return signedRequest{}, err
+	}
 	// As the scheme's sender sends it: its delivery id, the headers it
 	// always sends, its Content-Type. Some schemes carry their signature
 	// inside the body (mailgun, msgraph), and Stripe's id is the body's:
@@ -117,7 +132,47 @@ func signRequest(cmd *cobra.Command) (signedRequest, error) {
 		// wrong with it, not its value.
 		return signedRequest{}, err
 	}
-	return signedRequest{body: signed, header: h, changed: !bytes.Equal(signed, file)}, nil
+	return signedRequest{body: signed, header: h, changed: ev != nil || !bytes.Equal(signed, file)}, nil
+}
+
+// sampleFor renders the sample sign uses when --body is not given, --event
+// names an event and the scheme has samples: nil when it uses a body.
+func sampleFor(cmd *cobra.Command, scheme string) (*samples.Event, error) {
+	fl := cmd.Flags()
+	event, _ := fl.GetString("event")
+	set, _ := fl.GetStringArray("set")
+	id, _ := fl.GetString("id")
+	body, _ := fl.GetString("body")
+	hasSamples := slices.Contains(samples.Schemes(), scheme)
+	switch {
+	case body != "" && len(set) > 0:
+		return nil, errors.New("--set changes the fields of a sample: give --event and no --body")
+	case body != "":
+		return nil, nil
+	case event == "" && len(set) > 0:
+		return nil, errors.New("--set changes the fields of a sample: name it with --event (see --list)")
+	case event == "" || !hasSamples:
+		// As before samples: a body of {} with --event's type.
+		if len(set) > 0 {
+			return nil, fmt.Errorf("--set: the %s scheme has no samples (they exist for %s); give --body", scheme, strings.Join(samples.Schemes(), ", "))
+		}
+		return nil, nil
+	}
+	if _, ok := samples.Lookup(scheme, event); !ok {
+		var names []string
+		for _, info := range samples.List() {
+			if info.Scheme == scheme {
+				names = append(names, info.Event)
+			}
+		}
+		return nil, fmt.Errorf("--event %q: %s has no sample of it (there are %s); give --body to sign a body of your own", event, scheme,
+			strings.Join(names, ", "))
+	}
+	ev, err := samples.Render(scheme, event, samples.Options{Set: set, DeliveryID: id})
+	if err != nil {
+		return nil, fmt.Errorf("--event %s: %w", event, err)
+	}
+	return ev, nil
 }
 
 // shellQuote quotes s for a POSIX shell.

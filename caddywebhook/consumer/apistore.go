@@ -62,6 +62,16 @@ func (s *apiStore) Claim(_ context.Context, p queue.ClaimParams) ([]*queue.Job, 
 		s.wake()
 		return s.jobs(resp, p.Owner), nil
 	}
+	if quit := l.holdFull(); quit != nil {
+		// Claimed now, a job no route takes could go nowhere (hold.go):
+		// no claim until the listener stops.
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-quit:
+			return nil, errHoldFull
+		}
+	}
 	if !l.waitForApp(ctx) {
 		return nil, ctx.Err()
 	}
@@ -97,8 +107,10 @@ func (s *apiStore) Claim(_ context.Context, p queue.ClaimParams) ([]*queue.Job, 
 	return s.jobs(resp, p.Owner), nil
 }
 
-// jobs are the claimed jobs of resp as the pool's.
+// jobs are the claimed jobs of resp as the pool's, less those no
+// destination takes, which the listener holds (hold.go).
 func (s *apiStore) jobs(resp ClaimResponse, owner string) []*queue.Job {
+	resp.Jobs = s.l.unrouted(resp.Jobs, s.lease)
 	jobs := make([]*queue.Job, len(resp.Jobs))
 	for i, j := range resp.Jobs {
 		jobs[i] = &queue.Job{
@@ -134,7 +146,7 @@ const ackTimeout = 30 * time.Second
 
 // Finish implements queue.Store: the completions the pool decided become
 // answers (delivered, retry with the wait the app asked for, dead, and
-// handed_back for a job the app refused), sent in requests of at most
+// handed_back for a job the app refused or a stop cut short), sent in requests of at most
 // maxLeases, again after network errors until the leases they answer for
 // can have ended. The server's replies are kept for the delivery lines.
 func (s *apiStore) Finish(_ context.Context, cs []queue.Completion) ([]bool, error) {
@@ -145,6 +157,12 @@ func (s *apiStore) Finish(_ context.Context, cs []queue.Completion) ([]bool, err
 		a := Ack{ID: c.JobID, Fence: c.Fence, Duration: c.Duration.String()}
 		switch st := l.claims[queue.Claimed{ID: c.JobID, Fence: c.Fence}]; {
 		case st != nil && st.refused:
+			// The app never saw it: no duration, so the server keeps
+			// no history of it.
+			a.Outcome, a.Duration = string(pullside.AckHandedBack), ""
+		case c.HandedBack:
+			// The stop cut the request short: the app may have seen it,
+			// and the server's history keeps it, with its duration.
 			a.Outcome = string(pullside.AckHandedBack)
 		case c.Status == queue.StatusDone:
 			a.Outcome = string(pullside.AckDelivered)
@@ -207,30 +225,7 @@ func (s *apiStore) ack(acks []Ack, deadline time.Time) (AckResponse, error) {
 // requests of at most maxLeases. The stop's hand-backs are counted for
 // its line.
 func (s *apiStore) HandBack(ctx context.Context, _ string, claims []queue.Claimed) error {
-	var failed error
-	for chunk := range slices.Chunk(claims, maxLeases) {
-		acks := make([]Ack, len(chunk))
-		for i, c := range chunk {
-			acks[i] = Ack{ID: c.ID, Fence: c.Fence, Outcome: string(pullside.AckHandedBack)}
-		}
-		hctx, cancel := context.WithTimeout(ctx, handBackTimeout)
-		_, err := s.l.api.ack(hctx, acks)
-		cancel()
-		s.l.mu.Lock()
-		if s.l.stopping {
-			if err != nil {
-				s.l.unhanded += len(chunk)
-				s.l.handErr = err
-			} else {
-				s.l.handed += len(chunk)
-			}
-		}
-		s.l.mu.Unlock()
-		if err != nil {
-			failed = err
-		}
-	}
-	return failed
+	return s.l.handBack(ctx, claims)
 }
 
 // Interface guards

@@ -27,13 +27,22 @@ type apiStatusError struct {
 	status int
 	msg    string
 	param  string
+	// url is where the request went (without credentials or query), set
+	// for an answer that did not come from a webhook_consumer.
+	url string
 }
 
 func (e *apiStatusError) Error() string {
-	if e.msg == "" {
-		return fmt.Sprintf("server answered %d", e.status)
+	switch {
+	case e.msg != "":
+		return fmt.Sprintf("server answered %d: %s", e.status, e.msg)
+	case e.url != "":
+		// A consumer's own refusals carry a message; a bare 404 or 405
+		// is a path where no webhook_consumer is mounted.
+		return fmt.Sprintf("server answered %d at %s: --url must be the address where webhook_consumer is mounted, "+
+			"without /claim (for `handle /consume/* { webhook_consumer … }`, https://<host>/consume)", e.status, e.url)
 	}
-	return fmt.Sprintf("server answered %d: %s", e.status, e.msg)
+	return fmt.Sprintf("server answered %d", e.status)
 }
 
 // fatal reports whether no retry can help: the token is refused, the
@@ -78,15 +87,35 @@ func (c *client) post(ctx context.Context, endpoint string, req, resp any) error
 	if res.StatusCode != http.StatusOK {
 		var e adminapi.Error
 		_ = json.Unmarshal(b, &e)
-		return &apiStatusError{status: res.StatusCode, msg: e.Error, param: e.Param}
+		se := &apiStatusError{status: res.StatusCode, msg: e.Error, param: e.Param}
+		if e.Error == "" && (res.StatusCode == http.StatusNotFound || res.StatusCode == http.StatusMethodNotAllowed) {
+			se.url = loggedURL(r.URL.String())
+		}
+		return se
 	}
 	if err := json.Unmarshal(b, resp); err != nil {
 		// A 200 that is not JSON comes from a route that is not the
-		// consumer's, such as a site's catch-all.
-		return fmt.Errorf("decode %s answer (is --url the address of a webhook_consumer?): %w", endpoint, err)
+		// consumer's, such as a site's catch-all (Caddy answers a path
+		// no route takes with an empty 200).
+		return &notConsumerError{url: loggedURL(r.URL.String()), err: fmt.Errorf("decode %s answer: %w", endpoint, err)}
 	}
 	return nil
 }
+
+// notConsumerError is an answer of 200 that is not the consumer API's:
+// --url names a path of the server where no webhook_consumer is mounted,
+// or something between (a captive portal, a proxy) answers instead.
+type notConsumerError struct {
+	url string
+	err error
+}
+
+func (e *notConsumerError) Error() string {
+	return fmt.Sprintf("%v: the answer at %s is not a webhook_consumer's: --url must be the address where webhook_consumer is mounted, "+
+		"without /claim (for `handle /consume/* { webhook_consumer … }`, https://<host>/consume)", e.err, e.url)
+}
+
+func (e *notConsumerError) Unwrap() error { return e.err }
 
 func (c *client) claim(ctx context.Context, target string, limit int, wait time.Duration) (ClaimResponse, error) {
 	var resp ClaimResponse

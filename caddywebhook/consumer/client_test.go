@@ -51,7 +51,7 @@ func TestClientNotTheAPI(t *testing.T) {
 	base, _ := url.Parse(srv.URL + "/wrong")
 	c := &client{base: base, token: "t", http: srv.Client()}
 	_, err := c.claim(t.Context(), "laptop", 1, time.Second)
-	if err == nil || !strings.Contains(err.Error(), "is --url the address of a webhook_consumer?") {
+	if err == nil || !strings.Contains(err.Error(), "--url must be the address where webhook_consumer is mounted") {
 		t.Errorf("claim: %v, want it to ask about --url", err)
 	}
 }

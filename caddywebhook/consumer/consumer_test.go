@@ -317,12 +317,12 @@ func TestOtherTarget(t *testing.T) {
 
 func TestClaimAndAck(t *testing.T) {
 	h := setup(t, "")
-	for i := range 5 {
+	for i := range 6 {
 		h.send(t, fmt.Sprint("d", i))
 	}
-	got := h.claim(t, ClaimRequest{Target: "laptop", Max: 5})
-	if len(got.Jobs) != 5 || got.LeaseMS != 5000 {
-		t.Fatalf("claimed %d jobs, lease %dms; want 5, 5000ms", len(got.Jobs), got.LeaseMS)
+	got := h.claim(t, ClaimRequest{Target: "laptop", Max: 6})
+	if len(got.Jobs) != 6 || got.LeaseMS != 5000 {
+		t.Fatalf("claimed %d jobs, lease %dms; want 6, 5000ms", len(got.Jobs), got.LeaseMS)
 	}
 	for _, j := range got.Jobs {
 		// The pool never touched them: this is the first attempt.
@@ -339,8 +339,9 @@ func TestClaimAndAck(t *testing.T) {
 		Ack{ID: j[0].ID, Fence: j[0].Fence, Outcome: "delivered", Duration: "15ms"},
 		Ack{ID: j[1].ID, Fence: j[1].Fence, Outcome: "retry", Error: "local app answered 503", RetryAfter: "2h"},
 		Ack{ID: j[2].ID, Fence: j[2].Fence, Outcome: "dead", Error: "local app answered 400"},
-		Ack{ID: j[3].ID, Fence: j[3].Fence, Outcome: "handback"}, // the older spelling of handed_back
-		Ack{ID: j[4].ID, Fence: j[4].Fence + 1, Outcome: "done"}, // a stale claim
+		Ack{ID: j[3].ID, Fence: j[3].Fence, Outcome: "handback"},                    // the older spelling of handed_back
+		Ack{ID: j[4].ID, Fence: j[4].Fence + 1, Outcome: "done"},                    // a stale claim
+		Ack{ID: j[5].ID, Fence: j[5].Fence, Outcome: "handed_back", Duration: "3s"}, // cut short by the consumer's stop
 	)
 	type want struct {
 		recorded bool
@@ -354,10 +355,11 @@ func TestClaimAndAck(t *testing.T) {
 		{true, queue.StatusDone, queue.StatusDone, 1, 1, ""},
 		{true, queue.StatusPending, queue.StatusPending, 1, 1, "local app answered 503"},
 		{true, queue.StatusDead, queue.StatusDead, 1, 1, "local app answered 400"},
-		{true, queue.StatusPending, queue.StatusPending, 0, 1, ""}, // uncharged, its hand-back in history
+		{true, queue.StatusPending, queue.StatusPending, 0, 0, ""}, // uncharged; it never reached the app: no history
 		{false, "", queue.StatusRunning, 1, 0, ""},
+		{true, queue.StatusPending, queue.StatusPending, 0, 1, ""}, // uncharged; the app may have seen it: in history
 	}
-	names := []string{"delivered", "retry after", "dead", "handback", "stale fence"}
+	names := []string{"delivered", "retry after", "dead", "handback", "stale fence", "handed back after 3s"}
 	for i, w := range wants {
 		t.Run(names[i], func(t *testing.T) {
 			r := res.Results[i]
@@ -372,6 +374,9 @@ func TestClaimAndAck(t *testing.T) {
 			if i == 0 && d.History[0].Duration != 15*time.Millisecond {
 				t.Errorf("history %+v, want the duration the consumer reported", d.History)
 			}
+			if i == 5 && (d.History[0].Duration != 3*time.Second || d.History[0].Outcome != queue.StatusRunning || d.History[0].Attempt != 1) {
+				t.Errorf("history %+v, want attempt 1 handed back after the 3s the consumer reported", d.History)
+			}
 			// retry_after asked for 2h: more than the 1m backoff, capped
 			// by max_retry_after's default of 1h.
 			if i == 1 && (d.RunAt.Before(time.Now().Add(59*time.Minute)) || d.RunAt.After(time.Now().Add(61*time.Minute))) {
@@ -379,10 +384,14 @@ func TestClaimAndAck(t *testing.T) {
 			}
 		})
 	}
-	// The handed-back job is claimable at once, with the same attempt.
+	// The handed-back jobs are claimable at once, with the same attempt.
 	back := h.claim(t, ClaimRequest{Target: "laptop"})
-	if len(back.Jobs) != 1 || back.Jobs[0].ID != j[3].ID || back.Jobs[0].Attempt != 1 {
-		t.Errorf("claim after hand-back = %+v, want job %d attempt 1", back.Jobs, j[3].ID)
+	gotBack := map[int64]int{}
+	for _, b := range back.Jobs {
+		gotBack[b.ID] = b.Attempt
+	}
+	if len(back.Jobs) != 2 || gotBack[j[3].ID] != 1 || gotBack[j[5].ID] != 1 {
+		t.Errorf("claim after hand-back = %+v, want jobs %d and %d, attempt 1", back.Jobs, j[3].ID, j[5].ID)
 	}
 }
 

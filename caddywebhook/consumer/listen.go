@@ -12,12 +12,11 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
-
-	"github.com/caddyserver/caddy/v2"
 
 	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/human"
 	httptarget "github.com/caddywebhook/caddywebhook/caddywebhook/targets/http"
@@ -37,21 +36,33 @@ import (
 // an app that refuses the connection is not the event's fault (its job is
 // handed back and claims wait for the app), and one line per delivery.
 
-// ListenConfig configures a listener: a consumer of one pull target that
+// ListenConfig configures a listener: a consumer of pull targets that
 // forwards each job to a local URL, as the http target would.
 type ListenConfig struct {
-	URL         string        // the webhook_consumer endpoint, e.g. https://hooks.example.com/consume
-	Token       string        // its bearer token
-	Target      string        // the pull target to consume
-	ForwardTo   string        // the local app's URL
-	SignSecret  string        // Standard Webhooks secret to sign forwarded requests with; empty: unsigned
+	URL    string // the webhook_consumer endpoint, e.g. https://hooks.example.com/consume
+	Token  string // its bearer token
+	Target string // the pull target to consume
+	// Targets, when it names more than one, are the pull targets to
+	// consume, each by a listener of its own with this config (multi.go).
+	Targets    []string
+	ForwardTo  string  // the local app's URL: the default route; empty: none
+	Routes     []Route // routes by event type, tried in order before ForwardTo (routes.go)
+	SignSecret string  // Standard Webhooks secret to sign forwarded requests with; empty: unsigned
+	// Resign signs each forwarded request as the provider signs it, with
+	// a secret of the operator's (the http target's resign); nil: unsigned.
+	Resign      *httptarget.Resign
 	Concurrency int           // deliveries at once; default 4
 	Timeout     time.Duration // per local request; default the http target's (10s)
 	Wait        time.Duration // how long each claim waits on the server; default 30s, at most a quarter of the lease
 	// Grace is how long running deliveries may finish after a stop
 	// before they are cancelled and handed back. Default: none, they are
-	// handed back at once.
+	// handed back at once. (`caddy webhook listen --grace` defaults to
+	// the webhook app's shutdown_grace, 10s.)
 	Grace time.Duration
+	// Abort, when it is closed during a stop's grace, cuts the grace
+	// short: the running deliveries are cancelled and handed back at once
+	// (a second Ctrl-C). Default: nil, the grace runs out.
+	Abort <-chan struct{}
 	Out   io.Writer // one line per delivery
 	Log   io.Writer // notices: connected, app down, reconnecting
 	Now   func() time.Time
@@ -61,6 +72,9 @@ type ListenConfig struct {
 const (
 	DefaultConcurrency = 4
 	DefaultListenWait  = 30 * time.Second
+	// DefaultListenGrace is the CLI's --grace: the webhook app's own
+	// shutdown_grace.
+	DefaultListenGrace = 10 * time.Second
 
 	// retryMin and retryMax bound the wait before asking the server again
 	// after a network error or a 5xx; it doubles in between, jittered.
@@ -75,10 +89,11 @@ const (
 
 // listener is one run of `caddy webhook listen`.
 type listener struct {
-	cfg    ListenConfig
-	api    *client
-	target *httptarget.Target
-	fwd    *url.URL
+	cfg   ListenConfig
+	api   *client
+	dests []*destination // the routes' targets, the default last (routes.go)
+	held  holdState      // the claims no destination takes (hold.go)
+	fwd   *url.URL       // the local app waited for after a refusal
 	// stop is Listen's context: its end stops the claims in flight and
 	// the waits between them at once.
 	stop context.Context
@@ -94,9 +109,11 @@ type listener struct {
 	connected bool   // the last request to the server got an answer
 	reported  string // the last failure told, so each is told once
 	stopping  bool   // the pools are stopping: count the hand-backs
-	handed    int    // jobs handed back by the stop
+	handed    int    // claims not started that the stop handed back
 	unhanded  int    // jobs the stop could not hand back
 	handErr   error  // why
+	finished  int    // deliveries that ended with an answer during the stop
+	cut       int    // deliveries the stop cut short, handed back with their history
 	claims    map[queue.Claimed]*claimState
 }
 
@@ -112,11 +129,17 @@ type claimState struct {
 // holds and returns nil; it returns an error for a config the server
 // refuses (a wrong token, a target it may not consume).
 func Listen(ctx context.Context, cfg ListenConfig) error {
+	if len(cfg.Targets) > 1 {
+		return listenAll(ctx, cfg)
+	}
+	if len(cfg.Targets) == 1 {
+		cfg.Target = cfg.Targets[0]
+	}
 	l, err := newListener(cfg)
 	if err != nil {
 		return err
 	}
-	defer l.target.Cleanup()
+	defer closeDestinations(l.dests)
 	return l.run(ctx)
 }
 
@@ -128,8 +151,6 @@ func newListener(cfg ListenConfig) (*listener, error) {
 		return nil, errors.New("listen: the token is empty: set the variable --token-env names")
 	case cfg.Target == "":
 		return nil, errors.New("listen: --target is required")
-	case cfg.ForwardTo == "":
-		return nil, errors.New("listen: --forward-to is required")
 	case cfg.Concurrency < 0:
 		return nil, fmt.Errorf("listen: --concurrency is %d, must be positive", cfg.Concurrency)
 	case cfg.Grace < 0:
@@ -138,10 +159,6 @@ func newListener(cfg ListenConfig) (*listener, error) {
 	base, err := url.Parse(cfg.URL)
 	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
 		return nil, errors.New("listen: --url must be an absolute http:// or https:// URL")
-	}
-	fwd, err := url.Parse(cfg.ForwardTo)
-	if err != nil || (fwd.Scheme != "http" && fwd.Scheme != "https") || fwd.Host == "" {
-		return nil, errors.New("listen: --forward-to must be an absolute http:// or https:// URL")
 	}
 	cfg.Concurrency = cmp.Or(cfg.Concurrency, DefaultConcurrency)
 	cfg.Wait = cmp.Or(cfg.Wait, DefaultListenWait)
@@ -154,20 +171,14 @@ func newListener(cfg ListenConfig) (*listener, error) {
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
 	}
-	// The http target forwards each job: the same request, headers and
-	// signature an upstream of the target gets, and the same reading of
-	// its answer.
-	target := &httptarget.Target{URL: cfg.ForwardTo, Timeout: caddy.Duration(cfg.Timeout), SignSecret: cfg.SignSecret}
-	if err := target.Provision(caddy.Context{Context: context.Background()}); err != nil {
-		return nil, fmt.Errorf("listen: %w", err)
-	}
-	if err := target.Validate(); err != nil {
-		return nil, fmt.Errorf("listen: %w", err)
+	dests, err := destinations(cfg)
+	if err != nil {
+		return nil, err
 	}
 	return &listener{
-		cfg:    cfg,
-		target: target,
-		fwd:    fwd,
+		cfg:   cfg,
+		dests: dests,
+		fwd:   dests[0].url,
 		api: &client{base: base, token: cfg.Token, http: &http.Client{
 			// A claim waits up to cfg.Wait on the server; the rest is
 			// the network's.
@@ -298,7 +309,11 @@ func (l *listener) firstClaim(ctx context.Context) (time.Duration, []ClaimedJob,
 			l.claimed()
 			return time.Duration(resp.LeaseMS) * time.Millisecond, resp.Jobs, nil
 		}
-		if isFatal(err) {
+		// Before the first claim has worked, an answer that is not the
+		// consumer API's is a wrong --url, not a passing fault: say so
+		// and stop rather than retry it forever.
+		var wrong *notConsumerError
+		if isFatal(err) || errors.As(err, &wrong) {
 			return 0, nil, fmt.Errorf("listen: claim: %w", err)
 		}
 		l.cannotClaim(err)
@@ -330,22 +345,74 @@ func (l *listener) leaseChanged(lease time.Duration) {
 func (l *listener) stopPools(pools []*queue.Pool) {
 	l.mu.Lock()
 	l.stopping = true
+	running := 0
+	for _, st := range l.claims {
+		if st.started {
+			running++
+		}
+	}
 	l.mu.Unlock()
+	if running > 0 && l.cfg.Grace > 0 {
+		l.logf("stopping: %d %s the app has may finish within %s (interrupt again to cut them short); the rest are handed back",
+			running, plural(running, "request", "requests"), l.cfg.Grace)
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(l.stop), l.cfg.Grace+handBackTimeout)
 	defer cancel()
+	if l.cfg.Abort != nil {
+		// A Stop whose context ends hands back what still runs, its
+		// deliveries cancelled, at once.
+		go func() {
+			select {
+			case <-l.cfg.Abort:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
 	var wg sync.WaitGroup
 	for _, p := range pools {
 		wg.Go(func() { _ = p.Stop(ctx) })
 	}
+	wg.Go(func() { l.releaseHeld(ctx) })
 	wg.Wait()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.unhanded > 0 {
 		l.logf("could not hand back %d jobs: %v; they go back when their leases end", l.unhanded, redactURL(l.handErr))
 	}
-	if l.handed > 0 {
-		l.logf("handed back %d jobs", l.handed)
+	if l.finished > 0 || l.handed > 0 || l.cut > 0 {
+		l.logf("stopped: %s", l.stopSummary())
 	}
+}
+
+// stopSummary says what the stop did with the jobs the listener held:
+// which deliveries ended with their answers recorded, and which jobs went
+// back to the server uncharged, cut short or never started. l.mu is held.
+func (l *listener) stopSummary() string {
+	var parts []string
+	if l.finished > 0 {
+		parts = append(parts, fmt.Sprintf("%d %s finished and answered", l.finished, plural(l.finished, "delivery", "deliveries")))
+	}
+	// The runs cut short go back as answers (their history kept), the
+	// claims not started as hand-backs (l.handed counts those).
+	if back := l.handed + l.cut; back > 0 {
+		var what []string
+		if l.cut > 0 {
+			what = append(what, fmt.Sprintf("%d cut short", l.cut))
+		}
+		if l.handed > 0 {
+			what = append(what, fmt.Sprintf("%d not started", l.handed))
+		}
+		parts = append(parts, fmt.Sprintf("handed back %d %s uncharged (%s)", back, plural(back, "job", "jobs"), strings.Join(what, ", ")))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // cannotClaim says once per kind of failure that the server cannot be
@@ -366,7 +433,7 @@ func (l *listener) claimed() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.connected {
-		l.logf("Ready! Forwarding %s events from %s to %s (concurrency %d)", l.cfg.Target, loggedURL(l.cfg.URL), loggedURL(l.cfg.ForwardTo), l.cfg.Concurrency)
+		l.logf("Ready! Forwarding %s events from %s to %s (concurrency %d)", l.cfg.Target, loggedURL(l.cfg.URL), l.routesText(), l.cfg.Concurrency)
 		l.connected, l.reported = true, ""
 	}
 }
@@ -397,10 +464,13 @@ func (l *listener) waitForApp(ctx context.Context) bool {
 
 // appListening reports whether the local app accepts a connection.
 func (l *listener) appListening(ctx context.Context) bool {
-	host := l.fwd.Host
-	if l.fwd.Port() == "" {
+	l.mu.Lock()
+	fwd := l.fwd
+	l.mu.Unlock()
+	host := fwd.Host
+	if fwd.Port() == "" {
 		port := "80"
-		if l.fwd.Scheme == "https" {
+		if fwd.Scheme == "https" {
 			port = "443"
 		}
 		host += ":" + port
@@ -437,7 +507,9 @@ func (l *listener) deliver(ctx context.Context, job *queue.Job) error {
 			refusedDial.Store(true)
 		}
 	}}
-	err := l.target.Deliver(httptrace.WithClientTrace(ctx, trace), job)
+	// The claim held back the jobs no destination takes (hold.go).
+	dest := l.destinationFor(job.EventType)
+	err := dest.target.Deliver(httptrace.WithClientTrace(ctx, trace), job)
 	if code, _ := job.Code.Value(); err == nil || code != 0 || !refusedDial.Load() || ctx.Err() != nil {
 		return err
 	}
@@ -445,9 +517,12 @@ func (l *listener) deliver(ctx context.Context, job *queue.Job) error {
 	l.state(job.Claimed()).refused = true
 	first := !l.appDown
 	l.appDown = true
+	if first {
+		l.fwd = dest.url
+	}
 	l.mu.Unlock()
 	if first {
-		l.logf("local app at %s refused the connection; holding deliveries until it listens", l.fwd.Host)
+		l.logf("local app at %s refused the connection; holding deliveries until it listens", dest.url.Host)
 	}
 	return err
 }
@@ -483,6 +558,9 @@ func (l *listener) JobFinished(job *queue.Job, c queue.Completion, _ bool, err e
 	l.mu.Lock()
 	st := l.state(job.Claimed())
 	delete(l.claims, job.Claimed())
+	if l.stopping && !st.lost && st.reply != nil && st.reply.Recorded {
+		l.finished++
+	}
 	l.mu.Unlock()
 	if st.lost {
 		l.line(job, "lease lost", c.Duration, "not answered: the server may hand it to another consumer")
@@ -517,6 +595,9 @@ func (l *listener) JobFinished(job *queue.Job, c queue.Completion, _ bool, err e
 	} else if st.refused {
 		shown = "refused"
 	}
+	if d := l.destinationFor(job.EventType); d != nil && d.label != "" {
+		word += "  " + d.label
+	}
 	l.line(job, "["+shown+"] "+word, c.Duration, note)
 }
 
@@ -525,6 +606,9 @@ func (l *listener) JobFinished(job *queue.Job, c queue.Completion, _ bool, err e
 func (l *listener) JobHandedBack(job *queue.Job) {
 	l.mu.Lock()
 	delete(l.claims, job.Claimed())
+	if l.stopping {
+		l.cut++
+	}
 	l.mu.Unlock()
 }
 
@@ -532,15 +616,21 @@ func (l *listener) JobHandedBack(job *queue.Job) {
 // the server refused, once per kind of failure.
 func (l *listener) StoreError(string, error) {}
 
-// line prints one delivery: time, source, event type, delivery id, the
-// local app's status and what became of the job, and the duration.
+// line prints one delivery: time, source and target, event type,
+// delivery id, the local app's status and what became of the job (and,
+// with several routes, where it went), and the duration.
 func (l *listener) line(job *queue.Job, outcome string, took time.Duration, note string) {
-	s := fmt.Sprintf("%s  %s  %s  %s  %s  %s", l.cfg.Now().Format(time.DateTime), job.Source, cmp.Or(job.EventType, "-"),
-		job.DeliveryID, outcome, human.Latency(took))
+	// Each field is made safe on its own: SafeLine turns a run of spaces
+	// into one, and the fields are set apart by two.
+	fields := []string{l.cfg.Now().Format(time.DateTime), job.Source + " → " + cmp.Or(job.Target, l.cfg.Target), cmp.Or(job.EventType, "-"),
+		job.DeliveryID, outcome, human.Latency(took)}
 	if note != "" {
-		s += "  " + note
+		fields = append(fields, note)
 	}
-	fmt.Fprintln(l.cfg.Out, queue.SafeLine(s, 0))
+	for i, f := range fields {
+		fields[i] = queue.SafeLine(f, 0)
+	}
+	fmt.Fprintln(l.cfg.Out, strings.Join(fields, "  "))
 }
 
 // apiTransport is the transport to the server: a claim waiting on the

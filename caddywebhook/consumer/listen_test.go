@@ -7,7 +7,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -330,4 +333,206 @@ func (h *harness) count(t *testing.T, target string, status queue.Status) int64 
 		}
 	}
 	return n
+}
+
+// TestListenWrongURL: a --url where no webhook_consumer is mounted (a
+// typo in the path, the claim endpoint itself) ends listen with an error
+// that says what --url must be, and never shows the URL's query.
+func TestListenWrongURL(t *testing.T) {
+	h := setup(t, "")
+	site := httptest.NewServer(http.NotFoundHandler()) // a site whose unknown paths answer 404
+	t.Cleanup(site.Close)
+	tests := []struct {
+		name, url string
+		want      string
+	}{
+		{"a typo in the path, with a query", h.base + "/consum?key=s3cret", "the answer at " + h.base + "/consum/claim?… is not a webhook_consumer's"},
+		{"a path no route takes", h.base + "/elsewhere", "the answer at " + h.base + "/elsewhere/claim is not a webhook_consumer's: --url must be the address where webhook_consumer is mounted, without /claim"},
+		{"a site's 404 page", site.URL + "/consume", "server answered 404 at " + site.URL + "/consume/claim: --url must be the address where webhook_consumer is mounted, without /claim"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := Listen(t.Context(), ListenConfig{URL: tt.url, Token: laptopToken, Target: "laptop", ForwardTo: "http://127.0.0.1:9/", Wait: time.Second})
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Listen: %v\nwant an error containing %q", err, tt.want)
+			}
+			if strings.Contains(err.Error(), "s3cret") {
+				t.Errorf("the error shows the URL's query: %v", err)
+			}
+		})
+	}
+}
+
+// TestListenStopGrace: a stop (Ctrl-C) claims nothing more and lets the
+// requests the app already has finish within the grace, their answers
+// recorded; the jobs not started go back uncharged; what runs past the
+// grace, or past a second interrupt, is cut short and handed back
+// uncharged. The listener says which it did. Before, a stop aborted the
+// app's requests and the server sent them again with the same attempt
+// number: the app processed them twice.
+func TestListenStopGrace(t *testing.T) {
+	tests := []struct {
+		name  string
+		grace time.Duration
+		// hold is how long the app takes with each request; 0: until the
+		// listener gives up on it.
+		hold  time.Duration
+		abort bool // a second interrupt, once the stop has begun
+		// What becomes of the four jobs: done (answered within the
+		// grace) and pending (handed back), and the summary line.
+		wantDone, wantPending int64
+		wantLine              string
+	}{
+		{
+			name: "requests in flight finish", grace: 10 * time.Second, hold: 300 * time.Millisecond,
+			wantDone: 2, wantPending: 2,
+			wantLine: "stopped: 2 deliveries finished and answered; handed back 2 jobs uncharged (2 not started)",
+		},
+		{
+			name: "the grace runs out", grace: 300 * time.Millisecond,
+			wantPending: 4,
+			wantLine:    "stopped: handed back 4 jobs uncharged (2 cut short, 2 not started)",
+		},
+		{
+			name: "a second interrupt cuts the grace short", grace: time.Hour, abort: true,
+			wantPending: 4,
+			wantLine:    "stopped: handed back 4 jobs uncharged (2 cut short, 2 not started)",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := setup(t, "")
+			var (
+				mu       sync.Mutex
+				requests = map[string]int{}
+				inApp    = make(chan struct{}, 4)
+			)
+			app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				mu.Lock()
+				requests[r.Header.Get(caddywebhook.HeaderDeliveryID)]++
+				mu.Unlock()
+				inApp <- struct{}{}
+				if tt.hold == 0 {
+					<-r.Context().Done()
+					return
+				}
+				time.Sleep(tt.hold)
+			}))
+			defer app.Close()
+			for i := range 4 {
+				h.send(t, fmt.Sprintf("grace-%d", i))
+			}
+			var log lockedBuffer
+			ctx, stop := context.WithCancel(t.Context())
+			abort := make(chan struct{})
+			done := make(chan error, 1)
+			start := time.Now()
+			go func() {
+				done <- Listen(ctx, ListenConfig{URL: h.base + "/consume", Token: laptopToken, Target: "laptop",
+					ForwardTo: app.URL, Concurrency: 2, Wait: time.Second, Grace: tt.grace, Abort: abort, Log: &log})
+			}()
+			testutil.Receive(t, inApp)
+			testutil.Receive(t, inApp)
+			stop() // the first interrupt
+			if tt.abort {
+				testutil.Eventually(t, func() bool {
+					return strings.Contains(log.String(), "stopping: 2 requests the app has may finish within 1h0m0s")
+				},
+					func() string { return "no stopping line:\n" + log.String() })
+				close(abort)
+			}
+			if err := testutil.Receive(t, done); err != nil {
+				t.Fatalf("Listen: %v", err)
+			}
+			if tt.abort && time.Since(start) > time.Minute {
+				t.Errorf("the second interrupt did not cut the grace short: Listen took %s", time.Since(start))
+			}
+			if n := h.count(t, "laptop", queue.StatusDone); n != tt.wantDone {
+				t.Errorf("%d of laptop's jobs done, want %d\n%s", n, tt.wantDone, log.String())
+			}
+			if n := h.count(t, "laptop", queue.StatusPending); n != tt.wantPending {
+				t.Errorf("%d of laptop's jobs pending, want %d\n%s", n, tt.wantPending, log.String())
+			}
+			if !strings.Contains(log.String(), tt.wantLine) {
+				t.Errorf("the listener's log lacks %q:\n%s", tt.wantLine, log.String())
+			}
+			// Handed back uncharged: the jobs sent back have no attempt
+			// counted, so the app's next delivery of them is attempt 1.
+			page := h.jobs(t, "laptop")
+			for _, j := range page {
+				if j.Status == queue.StatusPending && j.Attempts != 0 {
+					t.Errorf("job %d (%s) handed back with %d attempts charged, want 0", j.ID, j.DeliveryID, j.Attempts)
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for id, n := range requests {
+				if n != 1 {
+					t.Errorf("the app got %s %d times, want once", id, n)
+				}
+			}
+		})
+	}
+}
+
+// jobs lists target's jobs in the database file, through a second store.
+func (h *harness) jobs(t *testing.T, target string) []queue.JobSummary {
+	t.Helper()
+	s, err := sqlite.Open(t.Context(), sqlite.Config{Path: h.dbPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	page, err := s.ListJobs(t.Context(), queue.ListParams{Filter: queue.Filter{Target: target}, Limit: queue.MaxListLimit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return page.Jobs
+}
+
+// TestListenLine: a delivery's line sets its fields apart by two spaces,
+// as docs/CONSUMER.md shows it, and a field from the sender is one line
+// with its own runs of white space made one space.
+func TestListenLine(t *testing.T) {
+	var out strings.Builder
+	at := time.Date(2026, 12, 1, 21, 47, 8, 0, time.Local)
+	l := &listener{cfg: ListenConfig{Out: &out, Target: "laptop", Now: func() time.Time { return at }}}
+	tests := []struct {
+		name string
+		job  queue.Job
+		note string
+		want string
+	}{
+		{"a delivery", queue.Job{Source: "github", EventType: "push", DeliveryID: "7d2e0c40"}, "",
+			"2026-12-01 21:47:08  github → laptop  push  7d2e0c40  [200] done  12 ms\n"},
+		{"no event type, a note", queue.Job{Source: "stripe", DeliveryID: "evt_1"}, "upstream\tsaid  no",
+			"2026-12-01 21:47:08  stripe → laptop  -  evt_1  [200] done  12 ms  upstream said no\n"},
+		{"a sender's id with spaces and a newline", queue.Job{Source: "hmac", EventType: "a  b", DeliveryID: "x\ny"}, "",
+			"2026-12-01 21:47:08  hmac → laptop  a b  x y  [200] done  12 ms\n"},
+	}
+	// docs/CONSUMER.md shows this one.
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "CONSUMER.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const documented = "2026-12-01 21:47:08  github → laptop  push  7d2e0c40-cf1e-11f0-8f7e-6f1a1b0c9a3e  [200] done  12 ms\n"
+	if !strings.Contains(string(doc), documented) {
+		t.Errorf("docs/CONSUMER.md no longer shows the line %q", documented)
+	}
+	tests = append(tests, struct {
+		name string
+		job  queue.Job
+		note string
+		want string
+	}{"as documented", queue.Job{Source: "github", EventType: "push", DeliveryID: "7d2e0c40-cf1e-11f0-8f7e-6f1a1b0c9a3e"}, "", documented})
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out.Reset()
+			l.line(&tt.job, "[200] done", 12*time.Millisecond, tt.note)
+			if out.String() != tt.want {
+				t.Errorf("line %q, want %q", out.String(), tt.want)
+			}
+		})
+	}
 }

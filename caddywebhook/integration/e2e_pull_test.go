@@ -41,7 +41,7 @@ func TestPull(t *testing.T) {
 	}
 	t.Run("listener_killed_app_stopped", testPullKilled)
 	t.Run("two_listeners", testPullTwoListeners)
-	t.Run("interrupt_hands_back", testPullInterrupt)
+	t.Run("interrupt", testPullInterrupt)
 	t.Run("server_restart", testPullServerRestart)
 	t.Run("wrong_token", testPullWrongToken)
 }
@@ -189,16 +189,22 @@ type listenProc struct {
 }
 
 // startListen runs `caddy webhook listen` against c's consumer endpoint,
-// forwarding to url.
+// forwarding target laptop's events to url.
 func startListen(t *testing.T, c *caddyInstance, url, token string, extra ...string) *listenProc {
+	t.Helper()
+	return startListenArgs(t, c, token, append([]string{"--target", "laptop", "--forward-to", url}, extra...)...)
+}
+
+// startListenArgs runs `caddy webhook listen` against c's consumer
+// endpoint with the token and more flags: the targets, where to forward.
+func startListenArgs(t *testing.T, c *caddyInstance, token string, extra ...string) *listenProc {
 	t.Helper()
 	p := &listenProc{logPath: auditLogPath(t, c.name+"-listen"), done: make(chan struct{})}
 	logf, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := append([]string{"webhook", "listen", "--url", c.URL("/consume"), "--token-env", "E2E_PULL_TOKEN",
-		"--target", "laptop", "--forward-to", url, "--wait", "2s"}, extra...)
+	args := append([]string{"webhook", "listen", "--url", c.URL("/consume"), "--token-env", "E2E_PULL_TOKEN", "--wait", "2s"}, extra...)
 	p.cmd = exec.Command(caddyBinary(t), args...)
 	p.cmd.Env = append(os.Environ(), "E2E_PULL_TOKEN="+token, "HOME="+c.dir)
 	p.cmd.Stdout, p.cmd.Stderr = logf, logf
@@ -496,30 +502,64 @@ func testPullTwoListeners(t *testing.T) {
 	}
 }
 
-// testPullInterrupt: SIGINT hands back what the listener holds, at once
-// and uncharged, and it exits 0.
+// testPullInterrupt: SIGINT stops claiming and lets the requests the app
+// already has finish within --grace, their answers recorded; a second
+// SIGINT cuts them short and hands them back at once, uncharged. listen
+// says which it did and exits 0.
 func testPullInterrupt(t *testing.T) {
 	t.Parallel()
-	app := newLocalApp(t, func() time.Duration { return time.Minute })
-	c := newCaddy(t)
-	c.start(t, pullConfig(t, c, "lease 30s"))
-	l := startListen(t, c, app.URL(), pullToken, "--concurrency", "3")
-	if _, err := sendPull(c, "int", 3, 0); err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name      string
+		hold      time.Duration // how long the app takes with a request
+		twice     bool
+		want      string // the job's status afterwards
+		wantLine  string
+		wantQuick bool // exits long before the app would have answered
+	}{
+		{name: "requests in flight finish", hold: time.Second, want: "done", wantLine: "stopped: 3 deliveries finished and answered"},
+		{name: "a second SIGINT cuts them short", hold: time.Minute, twice: true, want: "pending", wantLine: "stopped: handed back 3 jobs uncharged (3 cut short)", wantQuick: true},
 	}
-	testutil.Eventually(t, func() bool { return app.busy() == 3 }, func() string { return "the app never held 3 deliveries\n" + l.output(t) })
-	l.signal(syscall.SIGINT)
-	if err := l.wait(t); err != nil {
-		t.Fatalf("listen exited with %v after SIGINT, want 0:\n%s", err, l.output(t))
-	}
-	// Well within the 30 s lease: the jobs are pending again, uncharged.
-	for _, j := range pullJobs(t, c) {
-		if j.status != "pending" || j.attempts != 0 {
-			t.Errorf("job %d after SIGINT: %s with %d attempts, want pending with 0", j.id, j.status, j.attempts)
-		}
-	}
-	if out := l.output(t); !strings.Contains(out, "handed back 3 jobs") {
-		t.Errorf("listen's output does not say it handed back 3 jobs:\n%s", out)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			app := newLocalApp(t, func() time.Duration { return tt.hold })
+			c := newCaddy(t)
+			c.start(t, pullConfig(t, c, "lease 30s"))
+			l := startListen(t, c, app.URL(), pullToken, "--concurrency", "3")
+			if _, err := sendPull(c, "int", 3, 0); err != nil {
+				t.Fatal(err)
+			}
+			testutil.Eventually(t, func() bool { return app.busy() == 3 }, func() string { return "the app never held 3 deliveries\n" + l.output(t) })
+			start := time.Now()
+			l.signal(syscall.SIGINT)
+			if tt.twice {
+				testutil.Eventually(t, func() bool {
+					return strings.Contains(l.output(t), "stopping: 3 requests the app has may finish within 10s")
+				},
+					func() string { return "listen did not say it is stopping:\n" + l.output(t) })
+				l.signal(syscall.SIGINT)
+			}
+			if err := l.wait(t); err != nil {
+				t.Fatalf("listen exited with %v after SIGINT, want 0:\n%s", err, l.output(t))
+			}
+			if tt.wantQuick && time.Since(start) > 20*time.Second {
+				t.Errorf("listen took %s to stop after the second SIGINT", time.Since(start))
+			}
+			// Well within the 30 s lease: the jobs are done, or pending
+			// again and uncharged.
+			for _, j := range pullJobs(t, c) {
+				wantAttempts := 1
+				if tt.want == "pending" {
+					wantAttempts = 0
+				}
+				if j.status != tt.want || j.attempts != wantAttempts {
+					t.Errorf("job %d after SIGINT: %s with %d attempts, want %s with %d", j.id, j.status, j.attempts, tt.want, wantAttempts)
+				}
+			}
+			if out := l.output(t); !strings.Contains(out, tt.wantLine) {
+				t.Errorf("listen's output does not say %q:\n%s", tt.wantLine, out)
+			}
+		})
 	}
 }
 

@@ -6,10 +6,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/caddywebhook/caddywebhook/internal/testutil"
 )
 
 // The content rules' recipes of docs/RULES.md, run as written (with the
@@ -240,6 +243,101 @@ func testRulesValidate(t *testing.T) {
 				if !strings.Contains(out, w) {
 					t.Errorf("caddy validate said:\n%s\nwant %q", out, w)
 				}
+			}
+		})
+	}
+}
+
+// testRulesTransformStatus: a target wrapped by a transform records what
+// its upstream answered, or what its program exited with, in the history
+// `caddy webhook show --json` gives, as the same target without a transform
+// does. The transform reshapes a copy of the job, and the status the target
+// set on that copy was once lost ("status": null for a 200 and a 429).
+func testRulesTransformStatus(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	script := recordScript(t, dir)
+	chat := newUpstream(t, func(_ *http.Request, _ string, n int) int {
+		if n == 1 {
+			return http.StatusTooManyRequests
+		}
+		return http.StatusOK
+	})
+	c := newCaddy(t)
+	c.start(t, caddyConfig{Site: `
+	webhook_receiver /hooks/github {
+		source github
+		scheme github
+		secret {env.E2E_GITHUB_SECRET}
+		to http ` + chat.URL("/slack") + ` {
+			name chat
+			backoff 50ms 100ms
+			transform {
+				body ` + "`" + `{"text": "push to " + body.ref}` + "`" + `
+			}
+		}
+		to exec ` + script + ` ` + dir + ` {webhook.delivery_id} 3 {
+			name program
+			max_attempts 1
+			transform {
+				body ` + "`" + `{"ref": body.ref}` + "`" + `
+			}
+		}
+	}`})
+	const id = "transform-status-1"
+	body := fmt.Appendf(nil, `{"ref":"refs/heads/main","note":%q}`, bodyMarker)
+	if status, resp := post(t, c.URL("/hooks/github"), signGitHub(githubSecret, id, "push", body), body); status != http.StatusAccepted {
+		t.Fatalf("POST: %d %s", status, resp)
+	}
+	chat.waitAnswered(t, id, http.StatusOK, 1)
+	jobs := map[string]jobRow{} // by target, once each is done or dead
+	testutil.Eventually(t, func() bool {
+		for _, j := range c.jobsFor(t, "github", id) {
+			if j.Status == "done" || j.Status == "dead" {
+				jobs[j.Target] = j
+			}
+		}
+		return len(jobs) == 2
+	}, func() string { return fmt.Sprintf("jobs of %s: %v", id, c.jobsFor(t, "github", id)) })
+
+	tests := []struct {
+		target, status string
+		want           []int // each attempt's status, in order
+	}{
+		{"chat", "done", []int{http.StatusTooManyRequests, http.StatusOK}},
+		{"program", "dead", []int{3}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.target, func(t *testing.T) {
+			job := jobs[tt.target]
+			if job.Status != tt.status {
+				t.Fatalf("job %d of %s is %s, want %s", job.ID, tt.target, job.Status, tt.status)
+			}
+			out, err := c.caddyCmd(t, "webhook", "show", strconv.FormatInt(job.ID, 10), "--json", "--address", c.AdminAddr)
+			if err != nil {
+				t.Fatalf("caddy webhook show: %v\n%s", err, out)
+			}
+			var shown struct {
+				History []struct {
+					Attempt int  `json:"attempt"`
+					Status  *int `json:"status"`
+				} `json:"history"`
+			}
+			if err := json.Unmarshal([]byte(out), &shown); err != nil {
+				t.Fatalf("show --json: %v\n%s", err, out)
+			}
+			var got []int
+			for _, a := range shown.History {
+				if a.Status == nil {
+					t.Errorf("attempt %d has no status:\n%s", a.Attempt, out)
+					continue
+				}
+				got = append(got, *a.Status)
+			}
+			slices.Sort(got) // the history's order is the API's; the statuses are what matter
+			want := slices.Sorted(slices.Values(tt.want))
+			if !slices.Equal(got, want) {
+				t.Errorf("attempts' statuses %v, want %v:\n%s", got, want, out)
 			}
 		})
 	}

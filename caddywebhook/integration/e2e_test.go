@@ -49,6 +49,7 @@ func TestE2E(t *testing.T) {
 		t.Run("rules_deploy_on_main", testRulesDeployOnMain)
 		t.Run("rules_stripe_to_chat", testRulesStripeToChat)
 		t.Run("rules_broken_transform", testRulesBrokenTransform)
+		t.Run("rules_transform_status", testRulesTransformStatus)
 		t.Run("rules_validate", testRulesValidate)
 		t.Run("secrets_out_of_access_log", testSecretsOutOfAccessLog)
 		t.Run("search_replay", testSearchReplay)

@@ -85,3 +85,35 @@ func TestValidateChangesNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestReloadNewEnvironmentVariable: a config that names a variable set
+// after Caddy started fails to reload with an error that says why (the
+// running Caddy reads the environment it started with) and what to do, and
+// the running config keeps receiving.
+func TestReloadNewEnvironmentVariable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds Caddy; skipped with -short")
+	}
+	t.Parallel()
+	up := newUpstream(t, always(200))
+	c := newCaddy(t)
+	c.start(t, caddyConfig{Site: receiver("/hooks/github", "github", "github", "{env.E2E_GITHUB_SECRET}", toHTTP(up.URL("/hook")))})
+
+	// As an operator who exports the variable in the shell after Caddy
+	// started and reloads from that shell.
+	c.Env = append(c.Env, "E2E_ADDED_AFTER_START="+githubSecret)
+	path := c.writeConfig(t, caddyConfig{Site: receiver("/hooks/github", "github", "github", "{env.E2E_ADDED_AFTER_START}", toHTTP(up.URL("/hook")))})
+	out, err := c.caddyCmd(t, "reload", "--config", path, "--address", c.AdminAddr)
+	if err == nil {
+		t.Fatalf("caddy reload succeeded with a variable the running Caddy does not have:\n%s", out)
+	}
+	for _, want := range []string{"{env.E2E_ADDED_AFTER_START} is empty or unset", "the environment Caddy was started with", "restart", "{file.…}"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("caddy reload's error lacks %q:\n%s", want, out)
+		}
+	}
+	body := payload("reload-env-1", "push")
+	if status, resp := post(t, c.URL("/hooks/github"), signGitHub(githubSecret, "reload-env-1", "push", body), body); status != 202 {
+		t.Errorf("after the failed reload: %d %s, want 202 from the running config", status, resp)
+	}
+}

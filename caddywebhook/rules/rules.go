@@ -168,11 +168,13 @@ func (e *CompileError) Error() string {
 // program is one compiled expression.
 type program struct {
 	src string
+	ast *cel.Ast // checked, for Explain's second plan
 	prg cel.Program
 	// loops is set when the expression holds a comprehension; only then
 	// does eval run it under the time limit.
 	loops     bool
 	timeLimit time.Duration
+	costLimit uint64
 }
 
 // compile parses, type-checks and plans one expression. want lists the
@@ -220,7 +222,7 @@ func compileIn(env func() (*cel.Env, error), src string, opts Options, what stri
 	if err != nil {
 		return nil, fmt.Errorf("plan expression: %w", err)
 	}
-	return &program{src: src, prg: prg, loops: loops, timeLimit: opts.timeLimit()}, nil
+	return &program{src: src, ast: ast, prg: prg, loops: loops, timeLimit: opts.timeLimit(), costLimit: opts.costLimit()}, nil
 }
 
 // celtypes is a kind of CEL value a program may yield.

@@ -339,7 +339,7 @@ ANALYZE `+schema+`.jobs; ANALYZE `+schema+`.events;`)
 		{"counts", sqlCounts, nil, []string{"job_counts"}, []string{"on jobs"}},
 		{"finish", sqlFinish, []any{ids, []string{"o", "o", "o"}, []string{"done", "done", "done"},
 			[]time.Time{now, now, now}, []string{"", "", ""}, []time.Time{now, now, now}, []time.Time{now, now, now}, []int64{0, 0, 0}, []int64{1, 1, 1},
-			[]pgtype.Int4{{Int32: 200, Valid: true}, {}, {Int32: 1, Valid: true}}},
+			[]pgtype.Int4{{Int32: 200, Valid: true}, {}, {Int32: 1, Valid: true}}, []bool{false, false, true}},
 			nil, []string{"Seq Scan on jobs", "Seq Scan on attempts"}},
 		{"extend", sqlExtend, []any{ids, []int64{1, 1, 1}, "o", nil, int64(60000)}, nil, []string{"Seq Scan on jobs"}},
 		{"hand back", sqlHandBack, []any{ids, "o", now, []int64{1, 1, 1}}, nil, []string{"Seq Scan on jobs", "Seq Scan on attempts"}},
@@ -448,7 +448,7 @@ UPDATE `+schema+`.jobs SET status = 'running', lease_owner = 'o', fence = 1, att
 	// written out.
 	rows, err := tx.Query(t.Context(), `EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) EXECUTE finish(
 	'{10,20,30}', '{o,o,o}', '{done,done,done}', ARRAY[now(), now(), now()], '{"","",""}',
-	ARRAY[now(), now(), now()], ARRAY[now(), now(), now()], '{0,0,0}', '{1,1,1}', '{NULL,NULL,NULL}')`)
+	ARRAY[now(), now(), now()], ARRAY[now(), now(), now()], '{0,0,0}', '{1,1,1}', '{NULL,NULL,NULL}', '{false,false,true}')`)
 	if err != nil {
 		t.Fatal(err)
 	}

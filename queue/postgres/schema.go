@@ -243,6 +243,13 @@ ALTER TABLE events ADD COLUMN trace text;
 	`
 ALTER TABLE attempts DROP CONSTRAINT IF EXISTS attempts_job_id_fkey;
 `,
+	// Version 10: claimed_at, when a job's current (or last) claim was
+	// made, so a claim that takes a running job whose lease ran out can
+	// record that unfinished claim as a lease_lost attempt with its start
+	// (see sqlClaim). A nullable column rewrites no row.
+	`
+ALTER TABLE jobs ADD COLUMN claimed_at timestamptz;
+`,
 }
 
 // schemaVersion is the version this build writes.

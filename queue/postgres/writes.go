@@ -84,7 +84,7 @@ SELECT id, (SELECT count(*) FROM jb) FROM ev`
 		LIMIT r.quota
 		FOR UPDATE SKIP LOCKED) AS d
 ), expired AS (
-	SELECT id, run_at, source, target FROM jobs
+	SELECT id, run_at, source, target, attempts, claimed_at, lease_until FROM jobs
 	WHERE status = 'running' AND lease_until <= (SELECT now FROM clock)
 		AND (NOT $5 OR (source, target) IN (SELECT source, target FROM asked))
 	ORDER BY lease_until, id
@@ -104,10 +104,22 @@ SELECT id, (SELECT count(*) FROM jb) FROM ev`
 ), claimed AS (
 	UPDATE jobs AS j
 	SET status = 'running', attempts = j.attempts + 1, fence = j.fence + 1, lease_owner = $1,
-		lease_until = (SELECT now FROM clock) + $2::bigint * interval '1 millisecond'
+		lease_until = (SELECT now FROM clock) + $2::bigint * interval '1 millisecond',
+		claimed_at = (SELECT now FROM clock)
 	WHERE j.id = ANY (ARRAY(SELECT id FROM pick))
 	RETURNING j.id, j.event_id, j.source, j.target, j.attempts, j.run_at, j.created_at,
 		j.fence, j.replays, j.replay_base, j.lease_until
+), lost AS (
+	-- An expired lease taken again is a claim that never finished: its
+	-- process ended, stalled or lost the store. Its attempt is recorded
+	-- with its start and, as its duration, the time until its lease's
+	-- last end (jobs claimed before version 10 have no start: the lease's
+	-- end, no duration).
+	INSERT INTO attempts (job_id, attempt, started_at, duration_ns, outcome, error)
+	SELECT e.id, e.attempts, coalesce(e.claimed_at, e.lease_until),
+		greatest((extract(epoch FROM e.lease_until - coalesce(e.claimed_at, e.lease_until)) * 1e9)::bigint, 0),
+		'` + string(queue.OutcomeLeaseLost) + `', '` + queue.LeaseLostError + `'
+	FROM expired AS e WHERE e.id = ANY (ARRAY(SELECT id FROM claimed))
 )
 SELECT c.id, c.event_id, c.source, e.delivery_id, e.event_type, c.target, e.headers, e.payload, c.attempts, c.created_at,
 	c.fence, c.replays, c.replay_base, c.lease_until, coalesce(e.trace, '')
@@ -279,11 +291,8 @@ var sqlHandBack = `WITH ` + lockInOrder + `, back AS (
 	SET status = 'pending', run_at = $3, attempts = greatest(j.attempts - 1, 0), lease_owner = NULL, lease_until = NULL
 	FROM unnest($1::bigint[], $4::bigint[]) AS c (id, fence)
 	WHERE j.id = ANY (ARRAY(SELECT id FROM lk)) AND j.id = c.id AND j.fence = c.fence AND j.lease_owner = $2
-	RETURNING j.id, j.attempts, j.fence
-), hist AS (
-	INSERT INTO attempts (job_id, attempt, started_at, duration_ns, outcome, error)
-	SELECT id, attempts + 1, $3, 0, 'running', 'handed back' FROM back
-)` + trimHistory("back") + `
+	RETURNING j.id
+)
 SELECT count(*) FROM back`
 
 // sqlFinish records a batch of outcomes under the fence, one row of the
@@ -294,21 +303,24 @@ SELECT count(*) FROM back`
 // distinct within one call.
 var sqlFinish = `WITH c AS (
 	SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::timestamptz[], $5::text[],
-		$6::timestamptz[], $7::timestamptz[], $8::bigint[], $9::bigint[], $10::integer[])
-		AS c (id, owner, status, run_at, err, at, started, duration_ns, fence, code)
+		$6::timestamptz[], $7::timestamptz[], $8::bigint[], $9::bigint[], $10::integer[], $11::boolean[])
+		AS c (id, owner, status, run_at, err, at, started, duration_ns, fence, code, back)
 ), ` + lockInOrder + `, upd AS (
 	UPDATE jobs AS j
 	SET status = c.status,
 		run_at = CASE WHEN c.status = 'pending' THEN c.run_at ELSE j.run_at END,
-		last_error = c.err,
+		last_error = CASE WHEN c.back THEN j.last_error ELSE c.err END,
+		attempts = CASE WHEN c.back THEN greatest(j.attempts - 1, 0) ELSE j.attempts END,
 		lease_owner = NULL, lease_until = NULL,
 		finished_at = CASE WHEN c.status = 'pending' THEN NULL ELSE c.at END
 	FROM c
 	WHERE j.id = ANY (ARRAY(SELECT id FROM lk)) AND j.id = c.id AND j.lease_owner = c.owner AND j.fence = c.fence
-	RETURNING j.id, j.attempts, j.fence, j.ordering_key IS NOT NULL AS keyed, c.started, c.duration_ns, c.status, c.err, c.code
+	RETURNING j.id, j.attempts, j.fence, j.ordering_key IS NOT NULL AS keyed, c.started, c.duration_ns, c.status, c.err, c.code, c.back
 ), hist AS (
+	-- A run handed back gave its attempt back: it is recorded as the
+	-- attempt it was, "running" (it did not end its job).
 	INSERT INTO attempts (job_id, attempt, started_at, duration_ns, outcome, error, status)
-	SELECT id, attempts, started, duration_ns, status, err, code FROM upd
+	SELECT id, attempts + back::int, started, duration_ns, CASE WHEN back THEN 'running' ELSE status END, err, code FROM upd
 )` + trimHistory("upd") + `
 SELECT id, keyed FROM upd`
 
@@ -317,7 +329,8 @@ SELECT id, keyed FROM upd`
 // queue.MaxHistory once the one inserted by the same statement is counted:
 // the statement's snapshot does not show that one, so it keeps
 // MaxHistory-1 of the rows it sees. A claim leaves one entry at most (its
-// Finish or its hand-back), so a job claimed MaxHistory times or fewer has
+// Finish, a run handed back, or, when it never finished, the lease_lost
+// entry the next claim writes), so a job claimed MaxHistory times or fewer has
 // nothing to trim: the EXISTS, a one-time test, keeps the history from
 // being read at all for the batches (nearly all) without such a job.
 func trimHistory(jobs string) string {
@@ -546,7 +559,7 @@ func (s *Store) Finish(ctx context.Context, cs []queue.Completion) ([]bool, erro
 // finishRound runs sqlFinish for one round and returns the ids it
 // recorded, each true when its job has an ordering key.
 func (s *Store) finishRound(ctx context.Context, a *finishArgs) (map[int64]bool, error) {
-	rows, err := s.pool.Query(ctx, sqlFinish, a.ids, a.owners, a.statuses, a.runAts, a.errs, a.ats, a.starteds, a.durations, a.fences, a.codes)
+	rows, err := s.pool.Query(ctx, sqlFinish, a.ids, a.owners, a.statuses, a.runAts, a.errs, a.ats, a.starteds, a.durations, a.fences, a.codes, a.backs)
 	if err != nil {
 		return nil, err
 	}
@@ -612,6 +625,7 @@ type finishArgs struct {
 	starteds  []time.Time
 	durations []int64
 	codes     []pgtype.Int4 // NULL for none: no pointer to allocate per completion
+	backs     []bool        // Completion.HandedBack
 }
 
 // add appends c, with its times filled by storekit.Times.
@@ -628,6 +642,7 @@ func (a *finishArgs) add(c *queue.Completion, now time.Time) {
 	a.durations = append(a.durations, int64(c.Duration))
 	v, ok := c.Code.Value()
 	a.codes = append(a.codes, pgtype.Int4{Int32: int32(v), Valid: ok})
+	a.backs = append(a.backs, c.HandedBack)
 }
 
 // HandBack returns the jobs of claims still held by owner to pending, due

@@ -59,6 +59,8 @@ func Run(t *testing.T, open func(t *testing.T) queue.Store) {
 		{"finish/history bounded", testHistory},
 		{"finish/error truncated", testTruncate},
 		{"finish/attempt code", testAttemptCode},
+		{"history/handed back", testHistoryHandedBack},
+		{"history/lease lost", testHistoryLeaseLost},
 		{"replay/one", testReplay},
 		{"replay/dead by filter", testReplayDead},
 		{"replay/numbered across replays", testReplayNumbering},

@@ -4,6 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strconv"
+
+	"github.com/caddywebhook/caddywebhook/queue"
 )
 
 // migrations[i] brings the schema from version i to i+1. Versions are kept
@@ -259,6 +262,25 @@ CREATE TRIGGER events_key AFTER INSERT ON events BEGIN
 END;
 INSERT INTO event_keys (id, key_hash) SELECT id, caddywebhook_key_hash(source, delivery_id) FROM events ORDER BY id;
 UPDATE event_count SET events = (SELECT count(*) FROM events) WHERE id = 1;
+`,
+	// Version 11: an attempt cut short by a crash leaves a row. claimed_at
+	// is when a job's current (or last) claim was made; a claim that takes
+	// a running job whose lease ran out finds that claim unfinished, and
+	// the trigger records it as lease_lost (queue.OutcomeLeaseLost) with
+	// its start and, as its duration, the time until its lease's last end.
+	// The claim counted the entry (jobs.history) in the same update; the
+	// slot is the ring's, as sqlInsertAttempt writes it. Jobs claimed
+	// before this version have no claimed_at: their entry starts at the
+	// lease's end, with no duration.
+	`
+ALTER TABLE jobs ADD COLUMN claimed_at INTEGER;
+CREATE TRIGGER jobs_lease_lost AFTER UPDATE OF fence ON jobs
+WHEN old.status = 'running' AND new.status = 'running' AND new.fence > old.fence BEGIN
+	INSERT OR REPLACE INTO attempts (job_id, slot, seq, attempt, started_at, duration_ns, outcome, error, status)
+	VALUES (new.id, (new.history - 1) % ` + strconv.Itoa(queue.MaxHistory) + `, new.history - 1, old.attempts,
+		coalesce(old.claimed_at, old.lease_until), max(old.lease_until - coalesce(old.claimed_at, old.lease_until), 0) * 1000000,
+		'` + string(queue.OutcomeLeaseLost) + `', '` + queue.LeaseLostError + `', NULL);
+END;
 `,
 }
 

@@ -83,8 +83,12 @@ WHERE id = ?1 AND status = 'pending' AND ordering_key IS NOT NULL
 	// value changes, and the pool's limit (its idle workers) changes on
 	// nearly every claim. That re-prepare cost more than the claim itself
 	// (312 µs against 68 µs a claim, measured for docs/BENCHMARKS.md).
+	//
+	// A running job taken again (its lease ran out) counts a history entry:
+	// the jobs_lease_lost trigger writes its claim that never finished.
 	sqlClaim = `UPDATE jobs
-SET status = 'running', attempts = attempts + 1, fence = fence + 1, lease_owner = ?1, lease_until = ?2
+SET status = 'running', attempts = attempts + 1, fence = fence + 1, lease_owner = ?1, lease_until = ?2,
+	claimed_at = ?3, history = history + (status = 'running')
 WHERE id IN (
 	SELECT id FROM (
 		SELECT id, run_at, quota, row_number() OVER (PARTITION BY source, target ORDER BY run_at, id) AS n FROM (
@@ -135,19 +139,23 @@ WHERE id IN (SELECT value FROM json_each(?1))`
 
 	// sqlFinish records an outcome under the fence. A retry (pending) gets
 	// its run_at and no finished_at; done and dead are stamped finished.
+	// A run handed back (?8 = 1) gives its attempt back and keeps the job's
+	// last error, which its stop did not cause.
 	sqlFinish = `UPDATE jobs
 SET status = ?1,
 	run_at = CASE WHEN ?1 = 'pending' THEN ?2 ELSE run_at END,
-	last_error = ?3,
+	last_error = CASE WHEN ?8 THEN last_error ELSE ?3 END,
+	attempts = max(attempts - ?8, 0),
 	lease_owner = NULL, lease_until = NULL,
 	finished_at = CASE WHEN ?1 = 'pending' THEN NULL ELSE ?4 END,
 	history = history + 1
 WHERE id = ?5 AND lease_owner = ?6 AND fence = ?7 AND status = 'running'
 RETURNING ordering_key, ordering_hold, source, target`
 
+	// sqlHandBack returns a claim whose delivery never began: no attempt,
+	// no history entry.
 	sqlHandBack = `UPDATE jobs
-SET status = 'pending', run_at = ?1, attempts = max(attempts - 1, 0), lease_owner = NULL, lease_until = NULL,
-	history = history + 1
+SET status = 'pending', run_at = ?1, attempts = max(attempts - 1, 0), lease_owner = NULL, lease_until = NULL
 WHERE id = ?2 AND lease_owner = ?3 AND fence = ?4 AND status = 'running'`
 
 	// A replay keeps the attempts counting (history and X-Webhook-Attempt

@@ -550,7 +550,11 @@ func (w *writer) finish(r *request, now time.Time) error {
 		at, runAt := storekit.Times(c, now)
 		msg := queue.SafeText(c.Error, queue.MaxErrorLen)
 		row := w.row[:4]
-		err := queryRow(w.st.finish, row, string(c.Status), ms(runAt), msg, ms(at), c.JobID, c.Owner, c.Fence)
+		back := 0
+		if c.HandedBack {
+			back = 1
+		}
+		err := queryRow(w.st.finish, row, string(c.Status), ms(runAt), msg, ms(at), c.JobID, c.Owner, c.Fence, int64(back))
 		if errors.Is(err, errNoRows) {
 			continue // fenced off: another owner has it, or it is gone
 		}
@@ -566,7 +570,14 @@ func (w *writer) finish(r *request, now time.Time) error {
 			}
 			r.ready = r.ready || promoted != 0
 		}
-		if err := w.addAttempt(c.JobID, 0, c.Started, c.Duration, c.Status, c.Code, msg); err != nil {
+		// A handed-back attempt is recorded as "running": it did not end
+		// its job, and it was not charged (offset 1 numbers it as the
+		// attempt it was).
+		outcome := c.Status
+		if c.HandedBack {
+			outcome = queue.StatusRunning
+		}
+		if err := w.addAttempt(c.JobID, back, c.Started, c.Duration, outcome, c.Code, msg); err != nil {
 			return fmt.Errorf("finish job %d: %w", c.JobID, err)
 		}
 		r.recorded[i] = true
@@ -601,11 +612,6 @@ func (w *writer) handBack(r *request, now time.Time) error {
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
 			continue
-		}
-		// The interrupted attempt is shown as "running": it did not end,
-		// and it was not charged.
-		if err := w.addAttempt(id, 1, now, 0, queue.StatusRunning, queue.Code{}, "handed back"); err != nil {
-			return fmt.Errorf("hand back job %d: %w", id, err)
 		}
 		r.ready = true
 	}

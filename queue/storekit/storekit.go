@@ -71,6 +71,9 @@ func CheckCompletions(cs []queue.Completion) error {
 		default:
 			return fmt.Errorf("finish job %d: Completion.Status must be done, pending or dead, got %q", c.JobID, c.Status)
 		}
+		if c.HandedBack && c.Status != queue.StatusPending {
+			return fmt.Errorf("finish job %d: a handed-back Completion must be pending, got %q", c.JobID, c.Status)
+		}
 	}
 	return nil
 }

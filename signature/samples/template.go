@@ -53,7 +53,11 @@ func (r *renderer) render(v *value, depth int) (*value, error) {
 	case kindString:
 		return r.renderString(v.text, depth)
 	}
-	return v, nil
+	// A copy, as of everything else: Event.Set writes over the nodes of
+	// its rendering, which must not be the template's, shared by every
+	// later rendering (and by concurrent ones: the admin API renders
+	// samples for every `caddy webhook send`).
+	return &value{kind: v.kind, text: v.text}, nil
 }
 
 // renderString expands the placeholders of one JSON string.

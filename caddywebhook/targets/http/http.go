@@ -62,7 +62,8 @@ const (
 // X-Webhook-Delivery-Id, X-Webhook-Source, X-Webhook-Event-Type,
 // X-Webhook-Attempt, X-Webhook-Job-Id and, after a replay, X-Webhook-Replay,
 // and, with sign_secret, a Standard
-// Webhooks signature (webhook-id, webhook-timestamp, webhook-signature).
+// Webhooks signature (webhook-id, webhook-timestamp, webhook-signature),
+// or with resign the signature the provider would send (Resign).
 //
 // The upstream's answer decides the job's fate: 2xx is done; 408, 425, 429,
 // 5xx and network errors or timeouts are retried, after at least the wait a
@@ -103,10 +104,16 @@ type Target struct {
 	// config, logs and errors. Default: requests are not signed.
 	SignSecret string `json:"sign_secret,omitempty"`
 
+	// Sign each request again as the provider signs it, with a secret of
+	// your choosing, for a handler that verifies with the provider's SDK
+	// (Resign). Not with sign_secret. Default: requests are not signed.
+	Resign *Resign `json:"resign,omitempty"`
+
 	url        string
 	host       string // from a static Host header
 	headers    http.Header
 	signSecret string
+	resign     *resigner
 	redact     []string      // values never to repeat in an error
 	basicAuth  *url.Userinfo // from the URL, sent when no Authorization header is configured
 	transport  *http.Transport
@@ -165,6 +172,9 @@ func (t *Target) Provision(ctx caddy.Context) error {
 		}
 		t.signSecret = secret
 		t.redact = append(t.redact, secret)
+	}
+	if err := t.provisionResign(ctx, parsed); err != nil {
+		return err
 	}
 	if t.now == nil {
 		t.now = time.Now
@@ -238,6 +248,9 @@ func (t *Target) Validate() error {
 		if !signature.ValidHeaderName(name) {
 			return fmt.Errorf("headers: invalid header name %q", name)
 		}
+	}
+	if err := t.validateResign(); err != nil {
+		return err
 	}
 	if t.signSecret != "" {
 		// Signing once here turns a malformed secret into a config error
@@ -354,7 +367,15 @@ func (b *cancelBody) Close() error {
 // newRequest builds the POST of job's payload with its stored, static and
 // metadata headers, signed when the target has a secret.
 func (t *Target) newRequest(ctx context.Context, job *queue.Job) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url, bytes.NewReader(job.Payload))
+	payload := job.Payload
+	var resigned http.Header
+	if t.resign != nil {
+		var err error
+		if payload, resigned, err = t.resign.resigned(job, t.now()); err != nil {
+			return nil, err
+		}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url, bytes.NewReader(payload))
 	if err != nil {
 		// Validate makes this unreachable; the URL stays out of the text.
 		return nil, queue.Permanent(errors.New("build request: invalid url"))
@@ -397,6 +418,9 @@ func (t *Target) newRequest(ctx context.Context, job *queue.Job) (*http.Request,
 	} else {
 		delete(req.Header, caddywebhook.HeaderTraceparent)
 		delete(req.Header, caddywebhook.HeaderTracestate)
+	}
+	for name, values := range resigned {
+		req.Header[name] = values
 	}
 	if t.signSecret != "" {
 		signed, err := forward.Sign(t.signSecret, forward.MessageID(job), t.now(), job.Payload)
@@ -521,10 +545,12 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 //		timeout <duration>
 //		header <name> <value>
 //		sign <secret>
+//		resign <scheme> <secret>
 //	}
 //
 // header may be repeated; sign takes the Standard Webhooks secret, usually a
-// placeholder such as {env.UPSTREAM_WEBHOOK_SECRET}.
+// placeholder such as {env.UPSTREAM_WEBHOOK_SECRET}; resign a scheme and
+// the secret to sign as its sender with (Resign), not with sign.
 func (t *Target) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // the kind, "http"
 	if !d.NextArg() {
@@ -557,6 +583,12 @@ func (t *Target) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("http target: sign: takes one secret")
 			}
 			t.SignSecret = args[0]
+		case "resign":
+			args := d.RemainingArgs()
+			if len(args) != 2 {
+				return d.Errf("http target: resign: takes a scheme and a secret, e.g. resign stripe {env.APP_WEBHOOK_SECRET}")
+			}
+			t.Resign = &Resign{Scheme: args[0], Secret: args[1]}
 		default:
 			return d.Errf("http target: unknown option %q", opt)
 		}
