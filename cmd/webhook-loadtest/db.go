@@ -37,7 +37,9 @@ type seedResult struct {
 // take seconds rather than a million round trips. The columns filled match
 // what Enqueue writes: headers in the store's blob encoding (uvarint
 // length, bytes, for each name and value), payload, targets = 1, and a job
-// row per event with status pending.
+// row per event with status pending. The payload is JSON of bodySize
+// bytes, {"seed":"0000000001","pad":"x…"}, the event's number in a string
+// of ten digits (so every body has the same size), which a search can read.
 func seed(ctx context.Context, path, idPrefix string, n, bodySize int, source, target string, status queue.Status) (seedResult, error) {
 	t0 := time.Now()
 	st, err := sqlite.Open(ctx, sqlite.Config{Path: path})
@@ -66,8 +68,8 @@ func seed(ctx context.Context, path, idPrefix string, n, bodySize int, source, t
 	}
 	// Due a minute ago, so the first claim takes them.
 	now := time.Now().Add(-time.Minute).UnixMilli()
-	prefix := `{"seed":` // then 10 digits, `,"pad":"`, x…, `"}`
-	padLen := bodySize - len(prefix) - 10 - len(`,"pad":"`) - len(`"}`)
+	prefix := `{"seed":"` // then 10 digits, `","pad":"`, x…, `"}`
+	padLen := bodySize - len(prefix) - 10 - len(`","pad":"`) - len(`"}`)
 	if padLen < 0 {
 		return seedResult{}, fmt.Errorf("seed %s: body size %d is too small", path, bodySize)
 	}
@@ -75,7 +77,7 @@ func seed(ctx context.Context, path, idPrefix string, n, bodySize int, source, t
 INSERT INTO events (source, delivery_id, event_type, headers, payload, targets, created_at)
 WITH RECURSIVE seq(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM seq WHERE i < ?1)
 SELECT ?2, printf('%s-%010d', ?6, i), 'push', ?3,
-	CAST(printf('{"seed":%010d,"pad":"%s"}', i, ?4) AS BLOB), 1, ?5
+	CAST(printf('{"seed":"%010d","pad":"%s"}', i, ?4) AS BLOB), 1, ?5
 FROM seq`,
 		n, source, seedHeaders(), strings.Repeat("x", padLen), now, idPrefix); err != nil {
 		return seedResult{}, fmt.Errorf("seed %s: insert events: %w", path, err)

@@ -118,8 +118,8 @@ func seedPostgres(ctx context.Context, dsn, schema, idPrefix string, n, bodySize
 	}
 	defer pool.Close()
 
-	prefix := `{"seed":` // then 10 digits, `,"pad":"`, x…, `"}`
-	padLen := bodySize - len(prefix) - 10 - len(`,"pad":"`) - len(`"}`)
+	prefix := `{"seed":"` // then 10 digits, `","pad":"`, x…, `"}`
+	padLen := bodySize - len(prefix) - 10 - len(`","pad":"`) - len(`"}`)
 	if padLen < 0 {
 		return seedResult{}, fmt.Errorf("seed %s: body size %d is too small", schema, bodySize)
 	}
@@ -136,7 +136,7 @@ func seedPostgres(ctx context.Context, dsn, schema, idPrefix string, n, bodySize
 WITH ev AS (
 	INSERT INTO events (source, delivery_id, event_type, headers, payload, targets, created_at)
 	SELECT $1, $6 || '-' || lpad(i::text, 10, '0'), 'push', $2,
-		convert_to('{"seed":' || lpad(i::text, 10, '0') || ',"pad":"' || $3 || '"}', 'UTF8'), 1, $4
+		convert_to('{"seed":"' || lpad(i::text, 10, '0') || '","pad":"' || $3 || '"}', 'UTF8'), 1, $4
 	FROM generate_series(1, $5::bigint) AS i
 	ORDER BY i
 	RETURNING id, source

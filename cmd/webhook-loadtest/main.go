@@ -34,6 +34,10 @@
 //	                phases are: every 100ms the requests switch between a
 //	                receiver without a filter and one whose target's filter
 //	                reads two body fields; the filter must cost less than 5 %
+//	search          no traffic: the admin API searches a million stored
+//	                events (-search) by content for the 10 whose body
+//	                matches, request after request from the cursor; events
+//	                walked per second and Caddy's RSS before and at its peak
 //
 // Every 202 is looked up in the database afterwards, and every job the
 // database calls done in the slow phases must have reached the recording
@@ -117,7 +121,7 @@ import (
 )
 
 // allPhases are the phases in the order they run.
-var allPhases = []string{"static", "ingest", "ingest-traced", "baseline", "e2e", "e2e-traced", "slow1", "slow32", "rate", "listen", "backlog", "orphans", "replay", "rules"}
+var allPhases = []string{"static", "ingest", "ingest-traced", "baseline", "e2e", "e2e-traced", "slow1", "slow32", "rate", "listen", "backlog", "orphans", "replay", "rules", "search"}
 
 // options are the command's flags.
 type options struct {
@@ -133,6 +137,7 @@ type options struct {
 	backlog     int           // jobs pending before the backlog phase
 	orphans     int           // unroutable jobs pending before the orphans phase
 	dead        int           // dead jobs before the replay phase
+	search      int           // events in the store of the search phase
 	workers     int           // workers of the e2e and backlog phases
 	delay       time.Duration // the slow upstream's answer time
 	smoke       bool          // small and short, for CI
@@ -171,6 +176,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.backlog, "backlog", 1_000_000, "jobs already pending in the backlog phase, seeded into the database before Caddy starts")
 	fs.IntVar(&o.orphans, "orphans", 500_000, "pending jobs of a target the config does not have, seeded before the orphans phase")
 	fs.IntVar(&o.dead, "dead", 500_000, "dead jobs seeded before the replay phase, which replays them all during its window")
+	fs.IntVar(&o.search, "search", 1_000_000, "events seeded before the search phase, which searches them by content for the 10 that match")
 	fs.IntVar(&o.workers, "workers", 32, "workers in the e2e and backlog phases")
 	fs.DurationVar(&o.delay, "delay", 5*time.Millisecond, "how long the slow upstream takes to answer")
 	fs.BoolVar(&o.smoke, "smoke", false, "CI mode: 1s windows, 8 connections, a 20,000-job backlog; fails when a count does not add up")
@@ -205,6 +211,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 			{"backlog", func() { o.backlog = 20_000 }},
 			{"orphans", func() { o.orphans = 20_000 }},
 			{"dead", func() { o.dead = 20_000 }},
+			{"search", func() { o.search = 20_000 }},
 			{"rounds", func() { o.rounds = 1 }},
 		}
 		for _, d := range defaults {
@@ -253,6 +260,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, fmt.Errorf("-orphans %d: at least 1", o.orphans)
 	case o.dead < 1:
 		return o, fmt.Errorf("-dead %d: at least 1", o.dead)
+	case o.search < 10*searchMatches:
+		return o, fmt.Errorf("-search %d: at least %d", o.search, 10*searchMatches)
 	case o.workers < 1:
 		return o, fmt.Errorf("-workers %d: at least 1", o.workers)
 	case o.synchronous != "full" && o.synchronous != "normal":

@@ -259,7 +259,7 @@ func (r *runner) startCaddies(ctx context.Context, bin string) error {
 // schemas lists the Postgres schemas a run may use: every phase's, in
 // every round.
 func (r *runner) schemas() []string {
-	dbs := []string{"idle.db", "static.db", "slow1.db", "slow32.db", "rate.db", "listen.db", "backlog.db", "orphans.db", "replay.db"}
+	dbs := []string{"idle.db", "static.db", "slow1.db", "slow32.db", "rate.db", "listen.db", "backlog.db", "orphans.db", "replay.db", "search.db"}
 	for round := 1; round <= r.o.rounds; round++ {
 		for _, p := range []string{"ingest", "ingest-traced", "baseline", "e2e", "e2e-traced", rulesPhase} {
 			dbs = append(dbs, fmt.Sprintf("%s-%d.db", p, round))
@@ -316,6 +316,7 @@ func (r *runner) seedAll(ctx context.Context) error {
 		{"backlog", "backlog.db", r.o.backlog, targetName, queue.StatusPending},
 		{"orphans", "orphans.db", r.o.orphans, orphanTarget, queue.StatusPending},
 		{"replay", "replay.db", r.o.dead, targetName, queue.StatusDead},
+		{"search", "search.db", r.o.search, targetName, queue.StatusDone},
 	}
 	for _, t := range todo {
 		if !slices.Contains(r.o.phases, t.phase) {
@@ -499,6 +500,8 @@ func (r *runner) runPhase(ctx context.Context, p string) error {
 		return r.replay(ctx)
 	case "rules":
 		return r.rules(ctx)
+	case "search":
+		return r.search(ctx)
 	}
 	return fmt.Errorf("unknown phase %q", p)
 }
