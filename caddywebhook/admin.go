@@ -43,6 +43,9 @@ type adminAPI struct {
 	// running returns the config the API acts on; nil means the running
 	// app's (current). Tests give each API a config of its own.
 	running func() *runningConfig
+	// search bounds one request of a search by content; zero fields take
+	// the defaults (search.go).
+	search searchBudget
 }
 
 // CaddyModule returns the Caddy module information.
@@ -92,15 +95,15 @@ func (a *adminAPI) routes() []adminRoute {
 	filter := []string{"status", "source", "target"}
 	return []adminRoute{
 		{"GET /webhook/stats", a.handleStats, nil},
-		{"GET /webhook/jobs", a.handleList, append(slices.Clip(filter), "limit", "cursor", "event_type", "delivery_id", "since", "until")},
+		{"GET /webhook/jobs", a.handleList, append(slices.Clip(filter), "limit", "cursor", "event_type", "delivery_id", "since", "until", "where")},
 		{"GET /webhook/jobs/{job}", a.handleGet, nil},
 		{"DELETE /webhook/jobs/{job}", a.handleDiscard, nil},
 		{"POST /webhook/jobs/{job}/replay", a.handleReplay, nil},
 		{"POST /webhook/jobs/{job}/resend", a.handleResend, nil},
-		{"POST /webhook/replay", a.handleReplayDead, filter},
+		{"POST /webhook/replay", a.handleReplayDead, append(slices.Clip(filter), replayQueryParams...)},
 		{"POST /webhook/discard", a.handleDiscardJobs, append(slices.Clip(filter), "unroutable")},
 		{"POST /webhook/purge", a.handlePurge, []string{"older_than"}},
-		{"GET /webhook/events", a.handleEvents, []string{"source", "delivery_id", "event_type", "since", "until", "has_target", "limit", "cursor"}},
+		{"GET /webhook/events", a.handleEvents, []string{"source", "delivery_id", "event_type", "since", "until", "has_target", "limit", "cursor", "where"}},
 		{"GET /webhook/events/{event}", a.handleEvent, nil},
 		{"POST /webhook/events/{event}/send", a.handleSendEvent, []string{"target"}},
 		{"POST /webhook/send", a.handleInject, nil},
@@ -243,6 +246,9 @@ func (a *adminAPI) handleStats(w http.ResponseWriter, r *http.Request, q *runnin
 
 func (a *adminAPI) handleList(w http.ResponseWriter, r *http.Request, q *runningConfig, _ int64) error {
 	query := r.URL.Query()
+	if query.Has("where") {
+		return a.handleJobSearch(w, r, q)
+	}
 	p := queue.ListParams{Filter: queue.Filter{Target: query.Get("target")}}
 	if s := query.Get("status"); s != "" {
 		p.Status = queue.Status(s)
@@ -318,8 +324,20 @@ func (a *adminAPI) handleReplay(w http.ResponseWriter, r *http.Request, q *runni
 	return adminapi.WriteJSON(w, http.StatusOK, adminapi.ReplayResponse{ID: id, Replayed: 1})
 }
 
+// replayQueryParams are the parameters of a replay by query, beyond the
+// bulk replay's status, source and target (replay_query.go).
+var replayQueryParams = []string{"where", "event_type", "since", "until", "dry_run", "show_request", "rate", "due", "limit", "cursor"}
+
 func (a *adminAPI) handleReplayDead(w http.ResponseWriter, r *http.Request, q *runningConfig, _ int64) error {
 	query := r.URL.Query()
+	if query.Has("where") {
+		return a.handleReplayQuery(w, r, q)
+	}
+	for _, name := range replayQueryParams {
+		if query.Has(name) {
+			return badParam(name, "goes with where, a replay by query (where=true takes every event)")
+		}
+	}
 	// Only dead jobs can be replayed; status is required anyway so that the
 	// request says what it does, and so a later widening cannot change the
 	// meaning of an old script.
@@ -343,11 +361,26 @@ func (a *adminAPI) handleReplayDead(w http.ResponseWriter, r *http.Request, q *r
 		n, err := q.Store.ReplayDead(r.Context(), queue.Filter{Source: c.Source, Target: c.Target})
 		resp.Replayed += n
 		if err != nil {
+			a.auditReplayDead(q, query.Get("source"), query.Get("target"), resp, err)
 			// Chunks already committed stay replayed; say how many.
 			return storeError(0, fmt.Errorf("replay dead jobs (%d replayed before the error): %w", resp.Replayed, err))
 		}
 	}
+	a.auditReplayDead(q, query.Get("source"), query.Get("target"), resp, nil)
 	return adminapi.WriteJSON(w, http.StatusOK, resp)
+}
+
+// auditReplayDead logs one line and emits one Caddy event for a bulk
+// replay of dead jobs, as for a replay by query.
+func (a *adminAPI) auditReplayDead(q *runningConfig, source, target string, resp adminapi.ReplayResponse, err error) {
+	fields := []zap.Field{zap.String("source", source), zap.String("target", target), zap.String("status", string(queue.StatusDead)),
+		zap.Int("replayed", resp.Replayed), zap.Int64("unroutable", resp.Unroutable)}
+	if err != nil {
+		fields = append(fields, zap.Error(err))
+	}
+	adminLogger().Info("webhook dead jobs replayed", fields...)
+	q.events.emit(EventBulkReplay, map[string]any{"source": source, "target": target, "status": string(queue.StatusDead),
+		"replayed": resp.Replayed, "unroutable": resp.Unroutable})
 }
 
 // matching returns the counts of status whose route matches source and

@@ -96,6 +96,9 @@ func pageParams(get func(string) string) (limit int, cursor int64, err error) {
 
 func (a *adminAPI) handleEvents(w http.ResponseWriter, r *http.Request, q *runningConfig, _ int64) error {
 	query := r.URL.Query()
+	if query.Has("where") {
+		return a.handleEventSearch(w, r, q)
+	}
 	var p queue.EventListParams
 	var err error
 	if p.EventFilter, err = a.parseEventFilter(query.Get); err != nil {

@@ -139,13 +139,21 @@ func (f *adminFixture) addJob(t *testing.T, spec jobSpec) int64 {
 		t.Fatalf("find new job: %+v, %v", page, err)
 	}
 	id := page.Jobs[0].ID
-	if spec.status == queue.StatusPending {
-		return id
-	}
+	f.drive(t, id, spec)
+	return id
+}
 
+// drive takes the pending job id, of spec's source and target, to
+// spec.status through the store's own Claim and Finish.
+func (f *adminFixture) drive(t *testing.T, id int64, spec jobSpec) {
+	t.Helper()
+	ctx := t.Context()
+	if spec.status == queue.StatusPending {
+		return
+	}
 	// Claim every ready job of the route, keep ours and hand back the rest,
 	// so earlier pending jobs of the same route stay as they were.
-	owner := fmt.Sprintf("test-%d", f.seq)
+	owner := fmt.Sprintf("test-%d-%d", f.seq, id)
 	now := time.Unix(0, f.now.Load())
 	jobs, err := f.store.Claim(ctx, queue.ClaimParams{
 		Owner: owner, Limit: 1000, Lease: time.Hour, Now: now,
@@ -173,7 +181,7 @@ func (f *adminFixture) addJob(t *testing.T, spec jobSpec) int64 {
 		}
 	}
 	if spec.status == queue.StatusRunning {
-		return id
+		return
 	}
 	finished := adminT0.Add(-spec.finished)
 	took := cmp.Or(spec.took, time.Second)
@@ -184,7 +192,6 @@ func (f *adminFixture) addJob(t *testing.T, spec jobSpec) int64 {
 	if err != nil || !rec[0] {
 		t.Fatalf("finish job %d: %v, %v", id, rec, err)
 	}
-	return id
 }
 
 // do sends one request through the mux and returns the recorder.

@@ -419,6 +419,7 @@ func (a *App) Start() error {
 		rules:      rules,
 		sources:    sources,
 		pull:       pull,
+		events:     a.events,
 		maxTails:   a.MaxTails,
 		tailMaxLag: time.Duration(a.TailMaxLag),
 	}

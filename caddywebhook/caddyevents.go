@@ -13,7 +13,8 @@ import (
 // plugins can react (an `events` handler subscribed to one of them). Each
 // carries the route and, where there is one, the job id and the error
 // words; never a payload, a header or a secret. They come from the worker
-// side only: nothing on a sender's request emits one.
+// side and the operators' bulk writes only: nothing on a sender's
+// request emits one.
 const (
 	// EventJobDead: a job went dead. Data: source, target, job_id,
 	// delivery_id, attempt, error.
@@ -28,6 +29,12 @@ const (
 	// notify's pending_age (checked only with notify and pending_age set).
 	// Data: source, target, pending, oldest_pending_seconds.
 	EventBacklogStale = "webhook_backlog_stale"
+	// EventBulkReplay: an operator replayed jobs in bulk through the admin
+	// API, by query (where) or every dead job of a route. Data: the
+	// request's where, source, target, status, event_type, since, until,
+	// rate, cursor and next_cursor, and its counts: events, replayed,
+	// resent, added, in_flight, unroutable, scanned, duration_ms.
+	EventBulkReplay = "webhook_bulk_replay"
 )
 
 // eventErrorLen bounds the error words an event carries.

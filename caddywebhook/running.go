@@ -33,6 +33,9 @@ type runningConfig struct {
 	sources map[string]sourceConfig
 	// pull is the pull side, nil without pull targets (pull.go).
 	pull *pullSide
+	// events emits through the config's `events` app, nil without one
+	// (a nil *caddyEvents emits nothing).
+	events *caddyEvents
 	// maxTails and tailMaxLag are App.MaxTails and App.TailMaxLag, 0 for
 	// their defaults.
 	maxTails   int

@@ -7,6 +7,7 @@ package caddywebhook
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -173,6 +174,15 @@ func (s *sharedStore) Resend(ctx context.Context, id int64) error {
 		s.wakers.wake()
 	}
 	return err
+}
+
+// Requeue implements queue.Store, and wakes the consumers.
+func (s *sharedStore) Requeue(ctx context.Context, items []queue.Requeue) ([]int64, error) {
+	ids, err := s.Store.Requeue(ctx, items)
+	if slices.ContainsFunc(ids, func(id int64) bool { return id != 0 }) {
+		s.wakers.wake()
+	}
+	return ids, err
 }
 
 // AddJob implements queue.Store, and wakes the consumers of target.

@@ -36,6 +36,28 @@ type EventStore interface {
 	// target is a target of the event's source. ErrEventNotFound if there
 	// is no such event.
 	AddJob(ctx context.Context, eventID int64, target string) (int64, error)
+
+	// ScanEvents reads one page of the events p selects, oldest first:
+	// those after the event p.After, in id order, each with its headers,
+	// payload and jobs. A page walks at most p.Limit events of the store
+	// through the primary key, whether or not they match, and stops early
+	// once it holds ScanPageBytes of payloads and headers; so a page costs
+	// the same however large the store is and however few events match,
+	// and the caller holds one page of bodies at a time. The page's Next
+	// is where the next one starts, 0 once the walk reached the newest
+	// event.
+	ScanEvents(ctx context.Context, p ScanParams) (ScanPage, error)
+
+	// Requeue delivers stored events again, each item due at its RunAt
+	// (now when zero): a dead job is replayed and a done one resent, as
+	// Replay and Resend do; an item with an event and a target gets a new
+	// job, as AddJob makes. It works in chunks of at most RequeueChunk
+	// items, each committed on its own, and returns for each item the id
+	// of the job it queued, 0 where it queued nothing (the job was no
+	// longer done or dead, or the job or the event is gone), also when
+	// it fails part way: the items of the chunks that committed are
+	// filled in.
+	Requeue(ctx context.Context, items []Requeue) ([]int64, error)
 }
 
 // Sentinel errors of EventStore, wrapped or bare.
@@ -89,6 +111,58 @@ type EventSummary struct {
 type EventPage struct {
 	Events     []EventSummary `json:"events"`
 	NextCursor int64          `json:"next_cursor,omitempty"`
+}
+
+// ScanParams selects the events ScanEvents reads. Zero fields match
+// everything.
+type ScanParams struct {
+	Source    string
+	EventType string
+	// Since and Until bound when the event was stored: Since <= created
+	// < Until. Zero means unbounded.
+	Since, Until time.Time
+	// After is the cursor: the page starts after the event with this id
+	// (ScanPage.Next of the page before); 0 starts at the oldest event.
+	After int64
+	// Limit is how many events of the store one page walks, matching or
+	// not. Default and at most ScanPageSize.
+	Limit int
+}
+
+// The bounds of one page of ScanEvents: the events it walks, and the
+// payload and header bytes it holds.
+const (
+	ScanPageSize  = 256
+	ScanPageBytes = 4 << 20
+)
+
+// ScanPage is one page of ScanEvents.
+type ScanPage struct {
+	// Events are the page's events that match, in id order, each with
+	// its headers, payload and jobs.
+	Events []EventDetail
+	// Jobs are the jobs of Events as the jobs listing shows them, in
+	// event then job id order.
+	Jobs []JobSummary
+	// Next is the id the next page starts after; 0 when no event is left
+	// after this page.
+	Next int64
+}
+
+// RequeueChunk bounds the items one transaction of Requeue changes, as
+// the bulk replay's chunks do.
+const RequeueChunk = 256
+
+// Requeue is one item of EventStore.Requeue: a done or dead job to
+// deliver again (JobID), or a stored event to deliver to a target as a
+// new job (EventID and Target, JobID 0).
+type Requeue struct {
+	JobID   int64
+	EventID int64
+	Target  string
+	// RunAt is when the job is due; zero means now. A replay spread over
+	// time gives each item its own, kept in the store like any due time.
+	RunAt time.Time
 }
 
 // EventDetail is one event with what its targets receive.

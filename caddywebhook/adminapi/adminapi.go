@@ -149,6 +149,126 @@ type ReplayResponse struct {
 	Unroutable int64 `json:"unroutable,omitempty"`
 }
 
+// Search is what a search by content (the where parameter of the events
+// and jobs listings and of a bulk replay) reports beside its matches.
+// One request walks the store for a bounded time and number of events; a
+// search that did not reach the newest event says where to continue:
+// next_cursor, the request's cursor parameter.
+type Search struct {
+	// Where is the expression, as given.
+	Where string `json:"where"`
+	// Scanned is how many events the expression was evaluated on.
+	Scanned int `json:"scanned"`
+	// Stopped says why the request ended before the newest event: the
+	// page was full (SearchStoppedLimit), or the request's time or
+	// number of events was spent (SearchStoppedTime, SearchStoppedRows);
+	// empty when the walk reached the newest event.
+	Stopped string `json:"stopped,omitempty"`
+	// EvalErrors counts the events the expression failed on (a field
+	// they lack, say): they do not match. EvalError is the first one's
+	// message, with what it quotes of the values taken out.
+	EvalErrors int    `json:"eval_errors,omitempty"`
+	EvalError  string `json:"eval_error,omitempty"`
+}
+
+// Why a search request ended early (Search.Stopped).
+const (
+	SearchStoppedLimit = "limit"
+	SearchStoppedTime  = "time"
+	SearchStoppedRows  = "rows"
+)
+
+// EventSearchResponse is the answer of GET /webhook/events with where:
+// the matching events, oldest first, and the search's report. NextCursor
+// is where the next request continues; 0 once the walk reached the
+// newest event.
+type EventSearchResponse struct {
+	queue.EventPage
+	Search
+}
+
+// JobSearchResponse is the answer of GET /webhook/jobs with where: the
+// matching jobs, by event then job, oldest first, and the search's
+// report. A page ends with an event: it may hold a few jobs more than
+// limit when that event's jobs match too.
+type JobSearchResponse struct {
+	queue.JobPage
+	Search
+}
+
+// The actions of a replay by query (ReplayMatch.Action).
+const (
+	ReplayActionReplay = "replay" // a dead job gets a fresh attempt budget
+	ReplayActionResend = "resend" // a done job is delivered again
+	ReplayActionAdd    = "add"    // a target the event has no job for gets one
+)
+
+// ReplayQueryResponse is the answer of POST /webhook/replay with where:
+// what one request of a replay by query queued, or in a dry run would
+// queue. A replay that did not reach the newest event continues from
+// NextCursor (and, with a rate, NextDue), each request with its own
+// counts.
+type ReplayQueryResponse struct {
+	DryRun bool `json:"dry_run,omitempty"`
+	// Events is how many events the expression and the filters matched.
+	Events int `json:"events"`
+	// Replayed, Resent and Added count the jobs queued: dead jobs
+	// replayed, done jobs resent, new jobs for the target named that an
+	// event had none for.
+	Replayed int `json:"replayed"`
+	Resent   int `json:"resent"`
+	Added    int `json:"added"`
+	// InFlight counts the matching events whose job for a target is
+	// pending, running or blocked: on its way already, left alone.
+	InFlight int `json:"in_flight,omitempty"`
+	// Unroutable counts the jobs left as they are because their source
+	// and target are not in the running config: queued, they would wait
+	// as pending jobs no worker takes.
+	Unroutable int `json:"unroutable,omitempty"`
+	// Matches are the first jobs queued (in a dry run, that would be), at
+	// most the request's limit.
+	Matches []ReplayMatch `json:"matches"`
+	// Requests, with show_request, are for the first match of each
+	// source and target what the target would receive, after its
+	// transform, as the rule test shows it.
+	Requests []ReplayRequest `json:"requests,omitempty"`
+	// NextCursor is where the replay continues; 0 once it reached the
+	// newest event.
+	NextCursor int64 `json:"next_cursor,omitempty"`
+	// NextDue, with a rate, is when the next job would be due: the due
+	// parameter of the request that continues from NextCursor.
+	NextDue time.Time `json:"next_due,omitzero"`
+	Search
+}
+
+// ReplayMatch is one job of a replay by query.
+type ReplayMatch struct {
+	// Job is the job queued; 0 in a dry run for a job not yet added.
+	Job        int64  `json:"job,omitempty"`
+	Event      int64  `json:"event"`
+	Source     string `json:"source"`
+	DeliveryID string `json:"delivery_id"`
+	EventType  string `json:"event_type,omitempty"`
+	Target     string `json:"target"`
+	// Status is the job's status before the replay, dead or done; empty
+	// for a new job.
+	Status queue.Status `json:"status,omitempty"`
+	// Action is ReplayActionReplay, ReplayActionResend or ReplayActionAdd.
+	Action string `json:"action"`
+	// Due is when the job is due (with a rate, spread out).
+	Due time.Time `json:"due"`
+}
+
+// ReplayRequest is what one target would receive of a replay's match.
+type ReplayRequest struct {
+	Source string `json:"source"`
+	Target string `json:"target"`
+	Event  int64  `json:"event"`
+	// Request is nil when the transform fails, with TransformError.
+	Request        *RulesTestOutput `json:"request,omitempty"`
+	TransformError string           `json:"transform_error,omitempty"`
+}
+
 // DiscardResponse reports a discarded job.
 type DiscardResponse struct {
 	ID        int64 `json:"id"`

@@ -65,6 +65,11 @@ const webhookExamples = `  # What is in the queue? Counts per source, target and
   caddy webhook replay 42
   caddy webhook replay --all-dead --source github
 
+  # Every order.paid of one customer since Tuesday, to the target that was
+  # broken: what would be sent, then send it.
+  caddy webhook events --where 'body.customer == "cus_1"' --event order.paid --since 2026-06-02T00:00:00Z
+  caddy webhook replay --where 'body.customer == "cus_1"' --event order.paid --since 2026-06-02T00:00:00Z --target billing --status any --dry-run --show-request
+
   # Caddy's admin endpoint is elsewhere.
   caddy webhook stats --address localhost:2020
   caddy webhook stats --config /etc/caddy/Caddyfile`
@@ -126,8 +131,8 @@ running config).
 	}
 
 	list := &cobra.Command{
-		Use:   "list [--status <status>] [--source <name>] [--target <name>] [--event <type>] [--delivery <id>] [--since <when>] [--until <when>] [--limit <n>] [--cursor <id>]",
-		Short: "Lists jobs, newest first",
+		Use:   "list [--status <status>] [--source <name>] [--target <name>] [--event <type>] [--delivery <id>] [--since <when>] [--until <when>] [--where <expression>] [--limit <n>] [--cursor <id>]",
+		Short: "Lists jobs, newest first, or those whose event's content matches --where",
 		Long: `
 Lists jobs newest first, one line each: id, source, target, status, attempts,
 event type, sender's delivery id, age and the start of the last error. Filter
@@ -136,12 +141,20 @@ by --status (pending, blocked, running, done, dead), --source, --target,
 --until. A page holds --limit jobs (default 50, at most 1000); when there
 are more, the last line gives the --cursor for the next page. A --source
 that neither the running config nor any job has is an error.
+
+--where searches by content: a CEL expression, as a target's filter is
+written (docs/RULES.md), over the stored event (body, headers, event_type,
+source, delivery_id; a stored event keeps no query string) and its job
+(job.target, job.status, job.attempts, job.replays, job.last_error). The
+jobs are listed oldest first, and the search reads the store from the
+oldest event on, in short requests, until the page is full.
 `,
 		Example: `  caddy webhook list --status dead
   caddy webhook list --source stripe --target http --limit 200
   caddy webhook list --status dead --cursor 1234
   caddy webhook list --source stripe --delivery evt_1N2b3c
-  caddy webhook list --event push --since 1h`,
+  caddy webhook list --event push --since 1h
+  caddy webhook list --status dead --where 'body.data.object.customer == "cus_Q1w2"'`,
 		Args: noArgs,
 		RunE: run((*client).list),
 	}
@@ -153,6 +166,7 @@ that neither the running config nor any job has is an error.
 	lf.String("delivery", "", "Only the jobs of the event with this sender's delivery id (needs --source)")
 	lf.String("since", "", "Only jobs of events received since: an RFC 3339 time or a duration back from now (1h, 2d)")
 	lf.String("until", "", "Only jobs of events received before: an RFC 3339 time or a duration back from now")
+	lf.String("where", "", "Only jobs whose event (and job) this CEL expression is true for, e.g. 'body.customer == \"cus_1\" && job.status == \"dead\"'")
 	lf.Int("limit", 0, "Jobs per page, 1 to 1000 (default 50)")
 	lf.Int64("cursor", 0, "Start after this point: the cursor printed at the end of the previous page")
 
@@ -186,26 +200,56 @@ its headers, payload and jobs.
 	sf.Int64("event", 0, "Show the event with this id, and its jobs")
 
 	replay := &cobra.Command{
-		Use:   "replay <id>... | --all-dead [--source <name>] [--target <name>]",
-		Short: "Gives dead jobs a fresh set of attempts, due now",
+		Use:   "replay <id>... | --all-dead [--source <name>] [--target <name>] | --where <expression> [--status dead|done|any] [--source <name>] [--target <name>] [--event <type>] [--since <when>] [--until <when>] [--rate <n>/s] [--dry-run [--show-request]]",
+		Short: "Gives dead jobs a fresh set of attempts, due now; or replays and resends by content",
 		Long: `
 Replays dead jobs: each gets a fresh attempt budget and is due at once, so a
 worker picks it up within moments. Name the jobs by id (one or more; --id
 is the same for one), or use --all-dead for every dead job, optionally only
 those of one --source and/or --target. Only dead jobs can be replayed; a
 job that is pending, running or done is refused with an error.
+
+--where replays by content: the events a CEL expression is true for, as a
+target's filter is written (docs/RULES.md), over the stored event (body,
+headers, event_type, source, delivery_id), narrowed by --source, --event,
+--since and --until. For each matching event and each of its targets (or
+the --target named), the event's newest job for it decides: with --status
+dead (the default) a dead job is replayed; with done a done job is resent;
+with any both, and a --target the event has no job for gets a new one, as
+'resend --event' makes. A job pending, running or blocked is on its way
+and left alone; each event and target is queued once. --rate spreads the
+jobs' due times (e.g. 10/s), which the queue keeps, so a large replay does
+not reach the upstream at once and the spread survives a restart.
+
+--dry-run changes nothing: it prints how many jobs would be queued and the
+first of them (--limit, default 20); --show-request adds, for one event of
+each target, the request that target would receive after its transform.
+The search reads the store from the oldest event in short requests, each
+its own bulk replay, logged and emitted as a Caddy event.
 `,
 		Example: `  caddy webhook replay 42
   caddy webhook replay 42 43 57
   caddy webhook replay --all-dead --source github
-  caddy webhook replay --all-dead --source stripe --target exec`,
+  caddy webhook replay --all-dead --source stripe --target exec
+  caddy webhook replay --where 'body.data.object.customer == "cus_Q1w2"' --event invoice.paid --since 2d --target billing --status any --dry-run --show-request
+  caddy webhook replay --where 'body.data.object.customer == "cus_Q1w2"' --event invoice.paid --since 2d --target billing --status any --rate 5/s`,
 		Args: replayArgs,
 		RunE: run((*client).replay),
 	}
-	replay.Flags().Int64("id", 0, "The dead job to replay (the same as giving its id as an argument)")
-	replay.Flags().Bool("all-dead", false, "Replay every dead job (narrow with --source and --target)")
-	replay.Flags().String("source", "", "With --all-dead: only dead jobs of this source")
-	replay.Flags().String("target", "", "With --all-dead: only dead jobs for this target")
+	rf := replay.Flags()
+	rf.Int64("id", 0, "The dead job to replay (the same as giving its id as an argument)")
+	rf.Bool("all-dead", false, "Replay every dead job (narrow with --source and --target)")
+	rf.String("source", "", "With --all-dead or --where: only jobs of this source")
+	rf.String("target", "", "With --all-dead or --where: only jobs for this target")
+	rf.String("where", "", "Replay the jobs of the events this CEL expression is true for")
+	rf.String("status", "", "With --where: dead (default), done or any")
+	rf.String("event", "", "With --where: only events of this type")
+	rf.String("since", "", "With --where: only events received since: an RFC 3339 time or a duration back from now (1h, 2d)")
+	rf.String("until", "", "With --where: only events received before: an RFC 3339 time or a duration back from now")
+	rf.String("rate", "", "With --where: spread the jobs' due times at this rate, e.g. 10/s, 600/m")
+	rf.Bool("dry-run", false, "With --where: change nothing; print what would be queued")
+	rf.Bool("show-request", false, "With --dry-run: print for one event of each target the request it would receive")
+	rf.Int("limit", 0, "With --where: list this many of the jobs queued (default 20)")
 
 	discard := &cobra.Command{
 		Use:   "discard <id> | --source <name> [--target <name>] [--status pending|dead] [--unroutable] | --unroutable",
@@ -393,7 +437,10 @@ func shellWord(s string) string {
 
 func (c *client) list(cmd *cobra.Command, _ []string) error {
 	q := url.Values{}
-	flagQuery(cmd, q, "status", "source", "target", "event", "delivery", "since", "until")
+	flagQuery(cmd, q, "status", "source", "target", "event", "delivery", "since", "until", "where")
+	if q.Has("where") {
+		return c.listWhere(cmd, q)
+	}
 	var page queue.JobPage
 	if ok, err := c.call(http.MethodGet, pageURI(cmd, "/webhook/jobs", q), &page); !ok {
 		return err
@@ -402,15 +449,20 @@ func (c *client) list(cmd *cobra.Command, _ []string) error {
 		fmt.Fprintln(c.out, "no jobs")
 		return nil
 	}
+	return c.endPage(c.jobsTable(page.Jobs), page.NextCursor)
+}
+
+// jobsTable writes a listing of jobs to a table, for the caller to flush.
+func (c *client) jobsTable(jobs []queue.JobSummary) *tabwriter.Writer {
 	now := c.now()
 	tw := newTable(c.out)
 	fmt.Fprintln(tw, "ID\tSOURCE\tTARGET\tSTATUS\tATTEMPTS\tEVENT\tDELIVERY\tAGE\tLAST ERROR")
-	for _, j := range page.Jobs {
+	for _, j := range jobs {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", j.ID, cell(j.Source, 0), cell(j.Target, 0), j.Status,
 			j.Attempts, cell(j.EventType, 0), cell(j.DeliveryID, 0), human.Duration(now.Sub(j.CreatedAt)),
 			cell(j.LastError, 60))
 	}
-	return c.endPage(tw, page.NextCursor)
+	return tw
 }
 
 // pageURI returns path with the query q and the --limit and --cursor
@@ -508,10 +560,13 @@ func (c *client) show(_ *cobra.Command, args []string) error {
 	return nil
 }
 
-// replayArgs accepts job ids, unless --id or --all-dead says which jobs
-// to replay.
+// replayArgs accepts job ids, unless --id, --all-dead or --where says
+// which jobs to replay.
 func replayArgs(cmd *cobra.Command, args []string) error {
 	fl := cmd.Flags()
+	if err := checkReplayWhere(cmd, args); err != nil {
+		return err
+	}
 	if len(args) == 0 {
 		return nil
 	}
@@ -533,6 +588,8 @@ func (c *client) replay(cmd *cobra.Command, args []string) error {
 	source, _ := fl.GetString("source")
 	target, _ := fl.GetString("target")
 	switch {
+	case fl.Changed("where"):
+		return c.replayWhere(cmd)
 	case len(args) > 0:
 		return c.replayJobs(args)
 	case fl.Changed("id") && allDead:
@@ -548,7 +605,7 @@ func (c *client) replay(cmd *cobra.Command, args []string) error {
 	case allDead:
 		return c.replayDead(source, target)
 	}
-	return errors.New("say which jobs to replay: their ids ('caddy webhook replay 42'), or --all-dead [--source <name>] [--target <name>]")
+	return errors.New("say which jobs to replay: their ids ('caddy webhook replay 42'), --all-dead [--source <name>] [--target <name>], or --where <expression>")
 }
 
 // replayJobs replays the jobs of ids, checked numbers, one request each,

@@ -14,6 +14,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
 	"unicode/utf8"
 
@@ -36,8 +37,8 @@ type cliRunner func(f func(c *client, cmd *cobra.Command, args []string) error) 
 // to cmd.
 func addEventCommands(cmd *cobra.Command, run cliRunner) {
 	events := &cobra.Command{
-		Use:   "events [--source <name>] [--delivery <id>] [--event <type>] [--since <when>] [--until <when>] [--has-target true|false] [--limit <n>] [--cursor <id>]",
-		Short: "Lists received events, newest first, with their jobs (also events no target wanted)",
+		Use:   "events [--source <name>] [--delivery <id>] [--event <type>] [--since <when>] [--until <when>] [--has-target true|false] [--where <expression>] [--limit <n>] [--cursor <id>]",
+		Short: "Lists received events, newest first, with their jobs (also events no target wanted), or those --where matches",
 		Long: `
 Lists the stored events newest first, one line each: id, source, the
 sender's delivery id, event type, age, and its jobs (id, target, status).
@@ -45,10 +46,17 @@ Events that no target wanted are stored too and show no job; find them with
 --has-target false. Filter by --source, --delivery (with --source), --event,
 and a time range with --since and --until: an RFC 3339 time or a duration
 back from now such as 90m, 1h or 2d.
+
+--where searches by content: a CEL expression, as a target's filter is
+written (docs/RULES.md), over the stored event: body, headers, event_type,
+source and delivery_id (a stored event keeps no query string). The events
+are listed oldest first, and the search reads the store from the oldest
+event on, in short requests, until the page is full.
 `,
 		Example: `  caddy webhook events --since 1h
   caddy webhook events --source github --has-target false
-  caddy webhook events --source stripe --delivery evt_1N2b3c`,
+  caddy webhook events --source stripe --delivery evt_1N2b3c
+  caddy webhook events --where 'body.data.object.customer == "cus_Q1w2"' --event invoice.paid --since 2d`,
 		Args: noArgs,
 		RunE: run((*client).events),
 	}
@@ -59,6 +67,7 @@ back from now such as 90m, 1h or 2d.
 	ef.String("since", "", "Only events received since: an RFC 3339 time or a duration back from now (1h, 2d)")
 	ef.String("until", "", "Only events received before: an RFC 3339 time or a duration back from now")
 	ef.String("has-target", "", "true: only events with a job; false: only events no target wanted")
+	ef.String("where", "", "Only events this CEL expression is true for, e.g. 'body.customer == \"cus_1\"'")
 	ef.Int("limit", 0, "Events per page, 1 to 1000 (default 50)")
 	ef.Int64("cursor", 0, "Start after this point: the cursor printed at the end of the previous page")
 
@@ -349,7 +358,10 @@ func flagQuery(cmd *cobra.Command, q url.Values, flags ...string) {
 
 func (c *client) events(cmd *cobra.Command, _ []string) error {
 	q := url.Values{}
-	flagQuery(cmd, q, "source", "delivery", "event", "since", "until", "has-target")
+	flagQuery(cmd, q, "source", "delivery", "event", "since", "until", "has-target", "where")
+	if q.Has("where") {
+		return c.eventsWhere(cmd, q)
+	}
 	var page queue.EventPage
 	if ok, err := c.call(http.MethodGet, pageURI(cmd, "/webhook/events", q), &page); !ok {
 		return err
@@ -358,14 +370,20 @@ func (c *client) events(cmd *cobra.Command, _ []string) error {
 		fmt.Fprintln(c.out, "no events")
 		return nil
 	}
+	return c.endPage(c.eventsTable(page.Events), page.NextCursor)
+}
+
+// eventsTable writes a listing of events to a table, for the caller to
+// flush.
+func (c *client) eventsTable(events []queue.EventSummary) *tabwriter.Writer {
 	now := c.now()
 	tw := newTable(c.out)
 	fmt.Fprintln(tw, "ID\tSOURCE\tDELIVERY\tEVENT\tAGE\tJOBS")
-	for _, e := range page.Events {
+	for _, e := range events {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", e.ID, cell(e.Source, 0), cell(e.DeliveryID, 0), cell(e.EventType, 0),
 			human.Duration(now.Sub(e.CreatedAt)), eventJobs(e.Jobs))
 	}
-	return c.endPage(tw, page.NextCursor)
+	return tw
 }
 
 // eventJobs lists an event's jobs in one cell: "12 http done, 13 exec dead".

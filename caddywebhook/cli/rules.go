@@ -129,14 +129,5 @@ func (c *client) printRulesTest(r adminapi.RulesTestResponse) {
 		return
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, r.Request.Method)
-	for _, h := range r.Request.Headers {
-		fmt.Fprintf(w, "%s: %s\n", h.Name, h.Value)
-	}
-	fmt.Fprintln(w)
-	if r.Request.BodyBase64 != "" {
-		fmt.Fprintf(w, "(%d bytes, not UTF-8, as base64)\n%s\n", base64.StdEncoding.DecodedLen(len(r.Request.BodyBase64)), r.Request.BodyBase64)
-		return
-	}
-	fmt.Fprintln(w, r.Request.Body)
+	printRequest(w, r.Request)
 }

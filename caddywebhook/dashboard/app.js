@@ -477,11 +477,12 @@
 
   const FILTERS = {
     jobs: ['source', 'target', 'status', 'event_type', 'delivery_id', 'since', 'until'],
-    events: ['source', 'event_type', 'delivery_id', 'has_target', 'since', 'until'],
+    events: ['source', 'event_type', 'delivery_id', 'has_target', 'since', 'until', 'where'],
   };
   const LABELS = {
     source: 'Source', target: 'Target', status: 'Status', event_type: 'Event type',
     delivery_id: 'Delivery id', has_target: 'Target', since: 'Since', until: 'Until',
+    where: 'Where: a CEL expression over the stored event, as a target\'s filter (body, headers, event_type, source, delivery_id)',
   };
 
   function listView(kind, params) {
@@ -495,6 +496,8 @@
         input = el('select', { name }, el('option', { value: '' }, 'any'),
           el('option', { value: 'true', selected: value === 'true' }, 'with a target'),
           el('option', { value: 'false', selected: value === 'false' }, 'without a target'));
+      } else if (name === 'where') {
+        input = el('textarea', { name, rows: 2, spellcheck: 'false', value, placeholder: 'body.customer == "cus_1" && event_type == "order.paid"' });
       } else {
         input = el('input', {
           name, value, type: 'text', autocomplete: 'off',
@@ -502,7 +505,7 @@
           list: name === 'source' ? 'dl-sources' : name === 'target' ? 'dl-targets' : null,
         });
       }
-      form.appendChild(el('label', {}, el('span', {}, LABELS[name]), input));
+      form.appendChild(el('label', { class: name === 'where' ? 'wide' : null }, el('span', {}, LABELS[name]), input));
     }
     form.appendChild(el('div', { class: 'buttons' },
       el('button', { type: 'submit' }, 'Filter'),
@@ -515,8 +518,14 @@
     const bulk = el('div', { class: 'bulk' });
     const box = el('div', { id: kind + '-table' });
     const pager = el('div', { class: 'pager' });
+    // A search by content walks the store: it runs when asked, not on
+    // every poll, and lists oldest first from its cursor.
+    const searching = kind === 'events' && !!params.get('where');
+    const summary = el('p', { class: 'muted small', id: 'search-summary' });
     replace(main, el('h2', {}, kind === 'jobs' ? 'Jobs' : 'Events'), form, datalist('dl-sources', knownSources()),
-      datalist('dl-targets', knownTargets()), bulk, box, pager);
+      datalist('dl-targets', knownTargets()), bulk, searching && summary, box, pager);
+    let searched = false; // the search ran; it runs again after a replay
+    if (searching && !readOnly) bulk.appendChild(replayPanel(params, () => { searched = false; }));
 
     // Paging: the cursor is in the URL; the cursors of the newer pages are
     // kept here so that "Newer" goes back one page.
@@ -540,6 +549,8 @@
     return {
       async refresh() {
         if (!lastStats) loadStats().catch(() => {});
+        if (searching && searched) return;
+        searched = searching;
         const q = new URLSearchParams();
         for (const name of FILTERS[kind]) if (params.get(name)) q.set(name, params.get(name));
         if (cursor) q.set('cursor', cursor);
@@ -559,17 +570,105 @@
         const rows = page[kind] || [];
         replace(box, rows.length === 0 ? el('p', { class: 'muted', id: kind + '-empty' }, 'Nothing matches.') :
           kind === 'jobs' ? jobsTable(rows) : eventsTable(rows));
+        if (searching) replace(summary, searchSummary(page));
         replace(pager,
           cursor && el('button', { type: 'button', class: 'secondary', onclick: () => {
             const prev = cursors.pop() || '';
             const p = new URLSearchParams(params); p.set('cursor', prev); go('/' + kind, p);
-          } }, '← Newer'),
-          page.next_cursor && el('button', { type: 'button', class: 'secondary', onclick: () => {
+          } }, searching ? '← Back' : '← Newer'),
+          page.next_cursor && el('button', { type: 'button', class: 'secondary', 'data-action': 'more', onclick: () => {
             cursors.push(cursor);
             const p = new URLSearchParams(params); p.set('cursor', page.next_cursor); go('/' + kind, p);
-          } }, 'Older →'));
+          } }, searching ? 'More →' : 'Older →'));
       },
     };
+  }
+
+  // searchSummary says what one request of a search read: the events it
+  // walked, why it stopped early, and the events the expression failed on.
+  function searchSummary(page) {
+    const n = page.scanned || 0;
+    const parts = [`Searched ${n} event${n === 1 ? '' : 's'}, oldest first.`];
+    if (page.stopped === 'time' || page.stopped === 'rows') parts.push('The search stopped for now: More → goes on from there.');
+    if (page.eval_errors) parts.push(`The expression failed on ${page.eval_errors} event${page.eval_errors === 1 ? '' : 's'}, which do not match: ${page.eval_error}`);
+    return parts.join(' ');
+  }
+
+  // replayPanel offers to replay what a search finds: it counts, with a
+  // dry run, the jobs a replay by query would queue, and its button, which
+  // asks for confirmation with that count, queues them and then calls
+  // replayed. Each runs every request of the replay, from the first event
+  // to the newest.
+  function replayPanel(params, replayed) {
+    const status = el('select', { name: 'replay-status', title: 'dead: replay the dead jobs; done: resend the delivered ones; any: both, and a new job for a target named that an event has none for' },
+      ['dead', 'done', 'any'].map((v) => el('option', { value: v }, v)));
+    const target = el('input', { name: 'replay-target', type: 'text', list: 'dl-targets', placeholder: 'every target', autocomplete: 'off' });
+    const count = el('span', { id: 'replay-count', class: 'muted small' }, 'Counting…');
+    const button = el('button', { type: 'button', class: 'small', 'data-action': 'replay-query', disabled: true }, 'Replay these 0');
+    let n = 0;
+    let seq = 0;
+    const query = () => {
+      const q = new URLSearchParams();
+      for (const f of ['where', 'source', 'event_type', 'since', 'until']) if (params.get(f)) q.set(f, params.get(f));
+      q.set('status', status.value);
+      if (target.value.trim()) q.set('target', target.value.trim());
+      return q;
+    };
+    // run makes the requests of a replay by query (a dry run with dry),
+    // adds up their counts, and gives up when a newer count started.
+    async function run(dry, mine) {
+      const total = { events: 0, replayed: 0, resent: 0, added: 0, in_flight: 0, unroutable: 0, scanned: 0 };
+      const q = query();
+      if (dry) q.set('dry_run', 'true');
+      for (;;) {
+        const r = await api('POST', 'replay?' + q);
+        if (mine !== undefined && mine !== seq) return null;
+        for (const k of Object.keys(total)) total[k] += r[k] || 0;
+        if (dry) count.textContent = `Counting… searched ${total.scanned} events`;
+        if (!r.next_cursor) return total;
+        q.set('cursor', r.next_cursor);
+      }
+    }
+    const jobs = (t) => t.replayed + t.resent + t.added;
+    async function recount() {
+      const mine = ++seq;
+      button.disabled = true;
+      count.textContent = 'Counting…';
+      try {
+        const t = await run(true, mine);
+        if (!t) return;
+        n = jobs(t);
+        const parts = [`${t.replayed} dead to replay`, `${t.resent} done to resend`];
+        if (t.added) parts.push(`${t.added} new`);
+        let text = `${n} job${n === 1 ? '' : 's'} to queue for ${t.events} matching event${t.events === 1 ? '' : 's'}: ${parts.join(', ')}.`;
+        if (t.in_flight) text += ` ${t.in_flight} pending or running, left alone.`;
+        if (t.unroutable) text += ` ${t.unroutable} not in the running config, left alone.`;
+        count.textContent = text;
+        button.textContent = `Replay these ${n}`;
+        button.disabled = n === 0;
+      } catch (err) {
+        if (mine === seq) count.textContent = explain(err, 'Count');
+      }
+    }
+    button.addEventListener('click', async () => {
+      const what = target.value.trim() ? ` to ${target.value.trim()}` : '';
+      if (!confirm(`Replay these ${n} job${n === 1 ? '' : 's'}${what}? Dead jobs get a fresh set of attempts, done jobs are delivered again.`)) return;
+      button.disabled = true;
+      seq++; // a count running now is out of date
+      try {
+        const t = await run(false);
+        flash('ok', `Queued ${jobs(t)} job${jobs(t) === 1 ? '' : 's'}: ${t.replayed} replayed, ${t.resent} resent, ${t.added} new.`);
+      } catch (err) {
+        flash('error', explain(err, 'Replay'));
+      }
+      replayed();
+      recount();
+      tick(true);
+    });
+    status.addEventListener('change', recount);
+    target.addEventListener('change', recount);
+    recount();
+    return el('div', { class: 'replay', id: 'replay-panel' }, el('span', {}, 'Replay what the search finds: '), status, target, button, count);
   }
 
   function rowLink(tr, href) {

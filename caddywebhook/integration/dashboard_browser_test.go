@@ -360,6 +360,63 @@ func TestDashboard(t *testing.T) {
 		}
 		b.shot(t, "event-filter")
 	})
+
+	// Search by content on the events page: the matching events, oldest
+	// first; the count of what a replay would queue; "Replay these N"
+	// asks with N, does nothing when declined, and queues them when
+	// confirmed.
+	t.Run("search_and_replay", func(t *testing.T) {
+		b.do(t, chromedp.Navigate(dash+"#/events"))
+		b.waitJS(t, "the events page has the search box", `!!document.querySelector('#events-filters textarea[name="where"]')`)
+		b.do(t,
+			chromedp.SetValue(chromedp.CSS(`#events-filters textarea[name="where"]`), `body.id.startsWith("dash-dead") && event_type == "push"`),
+			chromedp.Click(chromedp.CSS(`#events-filters button[type="submit"]`)))
+		b.waitJS(t, "the two dash-dead events, oldest first, and what was searched", `(() => {
+			const rows = [...document.querySelectorAll('#events-list tbody tr')];
+			return location.hash.startsWith('#/events?where=') && rows.map((r) => r.dataset.delivery).join(',') === 'dash-dead-1,dash-dead-2' &&
+				document.getElementById('search-summary').textContent.startsWith('Searched ');
+		})()`)
+		b.waitJS(t, "one dead job to replay, counted by a dry run", `(() => {
+			const c = document.getElementById('replay-count'), btn = document.querySelector('button[data-action="replay-query"]');
+			return c.textContent.startsWith('1 job to queue for 2 matching events: 1 dead to replay, 0 done to resend.') &&
+				btn.textContent === 'Replay these 1' && !btn.disabled;
+		})()`)
+		b.shot(t, "search")
+		b.do(t, chromedp.Evaluate[chromedp.Void](`window.__asked = []; window.confirm = (m) => { window.__asked.push(m); return false; }`))
+		b.do(t, chromedp.Click(chromedp.CSS(`button[data-action="replay-query"]`)))
+		if asked := b.eval(t, `window.__asked.join('|')`); !strings.HasPrefix(asked, "Replay these 1 job?") {
+			t.Errorf("the confirmation asked %q, want it to name the 1 job", asked)
+		}
+		if js := c.jobsFor(t, "github", "dash-dead-2"); len(js) != 1 || js[0].Status != "dead" {
+			t.Errorf("after declining, dash-dead-2's job is %s, want still dead", rowsString(js))
+		}
+		before := len(up.forKey("dash-dead-2"))
+		b.do(t, chromedp.Evaluate[chromedp.Void](`window.confirm = (m) => { window.__asked.push(m); return true; }`))
+		b.do(t, chromedp.Click(chromedp.CSS(`button[data-action="replay-query"]`)))
+		b.waitJS(t, "the page says it queued 1 job", `document.getElementById('flash').textContent.startsWith('Queued 1 job: 1 replayed')`)
+		up.waitAnswered(t, "dash-dead-2", http.StatusOK, 1)
+		c.waitJobs(t, "github", "dash-dead-2", "done")
+		if n := len(up.forKey("dash-dead-2")); n != before+1 {
+			t.Errorf("dash-dead-2 reached the upstream %d more times, want once", n-before)
+		}
+		b.waitJS(t, "nothing left to replay", `(() => {
+			const btn = document.querySelector('button[data-action="replay-query"]');
+			return document.getElementById('replay-count').textContent.startsWith('0 jobs to queue') && btn.disabled;
+		})()`)
+
+		// A bad expression: the API's error, with its position, as text.
+		const bad = `body.id == "<img src=x onerror=window.__xss=3>" &&`
+		b.do(t,
+			chromedp.SetValue(chromedp.CSS(`#events-filters textarea[name="where"]`), bad),
+			chromedp.Click(chromedp.CSS(`#events-filters button[type="submit"]`)))
+		b.waitJS(t, "the error names where and its position", `(() => {
+			const e = document.getElementById('events-error');
+			return !!e && e.textContent.includes('invalid parameter where: line 1, column 51: Syntax error');
+		})()`)
+		if got := b.eval(t, `document.querySelector('#events-filters textarea[name="where"]').value + ' ' + String(window.__xss) + ' ' + document.querySelectorAll('main img').length`); got != bad+" undefined 0" {
+			t.Errorf("the search box, window.__xss and images = %q: the expression ran as markup", got)
+		}
+	})
 	b.jobsAtWidths(t, dash)
 }
 

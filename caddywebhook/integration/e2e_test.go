@@ -52,6 +52,7 @@ func TestE2E(t *testing.T) {
 		t.Run("rules_transform_status", testRulesTransformStatus)
 		t.Run("rules_validate", testRulesValidate)
 		t.Run("secrets_out_of_access_log", testSecretsOutOfAccessLog)
+		t.Run("search_replay", testSearchReplay)
 	})
 	// After every scenario, including their cleanups, has finished.
 	t.Run("log_audit", auditLogs)

@@ -22,6 +22,19 @@ type Event struct {
 	EventType  string
 	Source     string
 	DeliveryID string
+	// Job is the job a search of jobs looks at with the event (the job
+	// variable); nil for every other expression.
+	Job *Job
+}
+
+// Job is what a search of jobs sees of one job of its event, as the job
+// variable: job.id, job.target, job.status, job.attempts, job.replays and
+// job.last_error.
+type Job struct {
+	ID                int64
+	Target, Status    string
+	Attempts, Replays int
+	LastError         string
 }
 
 // Input is an Event as CEL variables. The body is parsed at most once, on
@@ -68,6 +81,13 @@ func (in *Input) ResolveName(name string) (any, bool) {
 		return types.String(in.ev.Source), true
 	case varDeliveryID:
 		return types.String(in.ev.DeliveryID), true
+	case varJob:
+		if j := in.ev.Job; j != nil {
+			return types.DefaultTypeAdapter.NativeToValue(map[string]any{
+				"id": j.ID, "target": j.Target, "status": j.Status,
+				"attempts": j.Attempts, "replays": j.Replays, "last_error": j.LastError,
+			}), true
+		}
 	}
 	return nil, false
 }

@@ -23,6 +23,7 @@ import (
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/ext"
+	"cel.dev/cel-go/interpreter"
 )
 
 // DefaultCostLimit is the cost limit of every program unless Options sets
@@ -97,6 +98,8 @@ const (
 	varEventType  = "event_type"
 	varSource     = "source"
 	varDeliveryID = "delivery_id"
+	// varJob is a search's job, seen only by the searches of jobs.
+	varJob = "job"
 )
 
 var (
@@ -131,6 +134,26 @@ func environment() (*cel.Env, error) {
 	return envVal, envErr
 }
 
+var (
+	jobEnvOnce sync.Once
+	jobEnvVal  *cel.Env
+	jobEnvErr  error
+)
+
+// jobEnvironment is environment with the job variable of a search of
+// jobs: the same language and functions, one more name.
+func jobEnvironment() (*cel.Env, error) {
+	jobEnvOnce.Do(func() {
+		env, err := environment()
+		if err != nil {
+			jobEnvErr = err
+			return
+		}
+		jobEnvVal, jobEnvErr = env.Extend(cel.Variable(varJob, cel.MapType(cel.StringType, cel.DynType)))
+	})
+	return jobEnvVal, jobEnvErr
+}
+
 // CompileError is a rule that does not parse or type-check. Line and Column
 // are 1-based positions in the expression's source.
 type CompileError struct {
@@ -158,14 +181,19 @@ type program struct {
 // kinds of output it may have (dyn is always accepted: its type is known
 // only at run time); what names them in the error.
 func compile(src string, opts Options, what string, want ...celtypes) (*program, error) {
+	return compileIn(environment, src, opts, what, want...)
+}
+
+// compileIn is compile in the environment env returns.
+func compileIn(env func() (*cel.Env, error), src string, opts Options, what string, want ...celtypes) (*program, error) {
 	if strings.TrimSpace(src) == "" {
 		return nil, errors.New("empty expression")
 	}
-	env, err := environment()
+	e, err := env()
 	if err != nil {
 		return nil, fmt.Errorf("build cel environment: %w", err)
 	}
-	ast, iss := env.Compile(src)
+	ast, iss := e.Compile(src)
 	if iss.Err() != nil {
 		return nil, firstIssue(iss)
 	}
@@ -190,7 +218,7 @@ func compile(src string, opts Options, what string, want ...celtypes) (*program,
 	if loops {
 		popts = append(popts, cel.InterruptCheckFrequency(interruptEvery))
 	}
-	prg, err := env.Program(ast, popts...)
+	prg, err := e.Program(ast, popts...)
 	if err != nil {
 		return nil, fmt.Errorf("plan expression: %w", err)
 	}
@@ -236,6 +264,10 @@ func (p *program) eval(in *Input) (ref.Val, error) {
 		out, _, err = p.prg.Eval(in)
 	}
 	if err != nil {
+		var cancelled interpreter.EvalCancelledError
+		if errors.Is(err, errTimeLimit) || (errors.As(err, &cancelled) && cancelled.Cause == interpreter.CostLimitExceeded) {
+			return nil, limitError{err}
+		}
 		return nil, err
 	}
 	if types.IsError(out) {
@@ -246,6 +278,24 @@ func (p *program) eval(in *Input) (ref.Val, error) {
 
 // errTimeLimit is the cause an evaluation stopped by the time limit names.
 var errTimeLimit = errors.New("time limit exceeded")
+
+// ErrLimit is what the error of an evaluation that the cost limit or the
+// time limit stopped is (errors.Is): the expression costs too much for
+// this input, and evaluating it again will not change that.
+var ErrLimit = errors.New("evaluation limit exceeded")
+
+// ErrNotBool is what the error of a filter whose value is not a bool is
+// (errors.Is): a dyn expression such as body.amount, whose type only the
+// event tells.
+var ErrNotBool = errors.New("not a bool")
+
+// limitError is an evaluation stopped by a limit: its text is cel's, and
+// it is ErrLimit.
+type limitError struct{ err error }
+
+func (e limitError) Error() string        { return e.err.Error() }
+func (e limitError) Unwrap() error        { return e.err }
+func (e limitError) Is(target error) bool { return target == ErrLimit }
 
 // Filter is a compiled filter: a boolean expression that decides whether a
 // target takes an event. Several expressions are ANDed.
@@ -275,6 +325,23 @@ func CompileFilter(srcs []string, opts Options) (*Filter, error) {
 	return f, nil
 }
 
+// CompileSearch compiles src, the expression of a search of stored events
+// (the admin API's where): a filter, as CompileFilter makes, over the same
+// variables, and with jobs over a job of the event too (the job variable:
+// Event.Job). The error is a *CompileError, as a filter's is; an
+// expression whose type is known not to be bool is one.
+func CompileSearch(src string, jobs bool, opts Options) (*Filter, error) {
+	env := environment
+	if jobs {
+		env = jobEnvironment
+	}
+	p, err := compileIn(env, src, opts, "bool", types.BoolKind)
+	if err != nil {
+		return nil, err
+	}
+	return &Filter{progs: []*program{p}}, nil
+}
+
 // Sources returns the expressions f was compiled from.
 func (f *Filter) Sources() []string {
 	if f == nil {
@@ -302,7 +369,7 @@ func (f *Filter) Match(in *Input) (bool, error) {
 		}
 		b, ok := out.(types.Bool)
 		if !ok {
-			return false, fmt.Errorf("filter yields %s, not a bool", typeName(out))
+			return false, fmt.Errorf("filter yields %s, %w", typeName(out), ErrNotBool)
 		}
 		if !b {
 			return false, nil

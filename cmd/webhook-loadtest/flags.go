@@ -46,6 +46,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.Backlog, "backlog", 1_000_000, "jobs already pending in the backlog phase, seeded into the database before Caddy starts")
 	fs.IntVar(&o.Orphans, "orphans", 500_000, "pending jobs of a target the config does not have, seeded before the orphans phase")
 	fs.IntVar(&o.Dead, "dead", 500_000, "dead jobs seeded before the replay phase, which replays them all during its window")
+	fs.IntVar(&o.Search, "search", 1_000_000, "events seeded before the search phase, which searches them by content for the 10 that match")
 	fs.IntVar(&o.Workers, "workers", 32, "workers in the e2e and backlog phases")
 	fs.DurationVar(&o.Delay, "delay", 5*time.Millisecond, "how long the slow upstream takes to answer")
 	fs.BoolVar(&o.smoke, "smoke", false, "CI mode: 1s windows, 8 connections, a 20,000-job backlog; fails when a count does not add up")
@@ -80,6 +81,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 			{"backlog", func() { o.Backlog = 20_000 }},
 			{"orphans", func() { o.Orphans = 20_000 }},
 			{"dead", func() { o.Dead = 20_000 }},
+			{"search", func() { o.Search = 20_000 }},
 			{"rounds", func() { o.Rounds = 1 }},
 		}
 		for _, d := range defaults {
@@ -128,6 +130,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, fmt.Errorf("-orphans %d: at least 1", o.Orphans)
 	case o.Dead < 1:
 		return o, fmt.Errorf("-dead %d: at least 1", o.Dead)
+	case o.Search < 10*phases.SearchMatches:
+		return o, fmt.Errorf("-search %d: at least %d", o.Search, 10*phases.SearchMatches)
 	case o.Workers < 1:
 		return o, fmt.Errorf("-workers %d: at least 1", o.Workers)
 	case o.Synchronous != "full" && o.Synchronous != "normal":

@@ -349,6 +349,17 @@ ANALYZE `+schema+`.jobs; ANALYZE `+schema+`.events;`)
 		{"find duplicates", sqlEventIDs, []any{[]string{"shop", "shop"}, []string{"d10", "d20"}},
 			[]string{"events_source_delivery_id_key"}, []string{"Seq Scan on events"}},
 		{"purge", sqlPurgeJobs, []any{now, 256}, []string{"jobs_done", "jobs_event"}, []string{"Seq Scan on jobs", "Seq Scan on events"}},
+		// A scan's page is a range of the primary key, whatever the
+		// filters; where it ends, a walk of the key from the cursor; where
+		// a scan since a time starts, a walk of events_created from it.
+		{"scan bounds", sqlScanBounds, []any{100, 256}, []string{"events_pkey", "Index Cond: (id > "}, []string{"Seq Scan on events"}},
+		{"scan page", sqlScanEvents, []any{100, 356, now.Add(-time.Hour), now, "shop", ""},
+			[]string{"events_pkey", "Index Cond: ((id > "}, []string{"Seq Scan on events", "Sort"}},
+		{"scan start", sqlScanStart, []any{now.Add(time.Minute)}, []string{"events_created"}, []string{"Seq Scan on events", "events_pkey"}},
+		{"scan jobs", sqlScanJobs, []any{100, 356}, []string{"jobs_event", "events_pkey"}, []string{"Seq Scan on jobs", "Seq Scan on events"}},
+		{"requeue jobs", sqlRequeueJobs, []any{ids, []time.Time{now, now, now}}, []string{"jobs_pkey"}, []string{"Seq Scan on jobs"}},
+		{"requeue adds", sqlRequeueAdds, []any{ids, []string{"a", "b", "c"}, []time.Time{now, now, now}, now, []int32{0, 1, 2}},
+			[]string{"events_pkey"}, []string{"Seq Scan on events"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

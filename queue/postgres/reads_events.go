@@ -48,9 +48,44 @@ ORDER BY created_at DESC, id DESC LIMIT $8`
 	sqlEventJobs = `SELECT event_id, id, target, status, attempts FROM jobs
 WHERE event_id = ANY ($1::bigint[]) ORDER BY event_id, id`
 
-	sqlGetEvent = `SELECT ` + eventCols + `, headers, payload FROM events WHERE id = $1`
+	// eventDetailCols are an event with what its targets receive, in
+	// scanEventDetail's order: every read of an event's body goes through
+	// the two together.
+	eventDetailCols = eventCols + `, headers, payload`
 
-	sqlFindEvent = `SELECT ` + eventCols + `, headers, payload FROM events WHERE source = $1 AND delivery_id = $2`
+	sqlGetEvent = `SELECT ` + eventDetailCols + ` FROM events WHERE id = $1`
+
+	sqlFindEvent = `SELECT ` + eventDetailCols + ` FROM events WHERE source = $1 AND delivery_id = $2`
+
+	// sqlScanBounds reads where a page of a scan ends: the id of the
+	// $2-th event after $1 (NULL when fewer are left), and the newest
+	// event's id. Both walk the primary key from $1 on, never the events
+	// before it.
+	sqlScanBounds = `SELECT (SELECT id FROM events WHERE id > $1 ORDER BY id LIMIT 1 OFFSET $2::int - 1),
+	(SELECT max(id) FROM events)`
+
+	// sqlScanStart is where a scan since $1 starts: before the first
+	// event stored since then. It reads events_created from $1 on: with
+	// min(id) the planner would walk the primary key from the oldest
+	// event to the first one stored since, which min(id + 0) cannot.
+	sqlScanStart = `SELECT min(id + 0) - 1 FROM events WHERE created_at >= $1`
+
+	// sqlScanEvents reads the events of one page of a scan, ($1, $2] in id
+	// order through the primary key, that match the filters: $3, $4 the
+	// time range, $5 source, $6 event type ('' for any).
+	sqlScanEvents = `SELECT ` + eventDetailCols + ` FROM events
+WHERE id > $1 AND id <= $2 AND created_at >= $3 AND created_at < $4
+	AND ($5 = '' OR source = $5) AND ($6 = '' OR event_type = $6)
+ORDER BY id`
+
+	// sqlScanJobs reads the jobs of the events ($1, $2] of a scan's page,
+	// as the jobs listing shows them: one range of jobs_event, whatever
+	// the filters kept of the page, joined to the same range of the
+	// events (without it the planner hashed a scan of every event).
+	sqlScanJobs = `SELECT ` + jobCols + `
+FROM jobs AS j JOIN events AS e ON e.id = j.event_id
+WHERE j.event_id > $1 AND j.event_id <= $2 AND e.id > $1 AND e.id <= $2
+ORDER BY j.event_id, j.id`
 
 	// jobCols are the columns of a queue.JobSummary, in scanSummary's order.
 	jobCols = `j.id, j.event_id, j.source, e.delivery_id, e.event_type, j.target, j.status,
@@ -202,18 +237,26 @@ func (s *Store) FindEvent(ctx context.Context, source, deliveryID string) (queue
 	return d, nil
 }
 
+// scanEventDetail scans eventDetailCols into d: the one place a stored
+// event's headers and payload become an EventDetail's.
+func scanEventDetail(row pgx.Row, d *queue.EventDetail) error {
+	var hdr []byte
+	if err := scanEvent(row, &d.EventSummary, &hdr, &d.Payload); err != nil {
+		return err
+	}
+	var err error
+	d.Headers, d.Payload, err = storekit.DecodeStored(hdr, d.Payload)
+	return err
+}
+
 func (s *Store) readEvent(ctx context.Context, query string, args ...any) (queue.EventDetail, error) {
 	var d queue.EventDetail
 	err := s.readTx(ctx, func(tx pgx.Tx) error {
-		var hdr []byte
-		err := scanEvent(tx.QueryRow(ctx, query, args...), &d.EventSummary, &hdr, &d.Payload)
+		err := scanEventDetail(tx.QueryRow(ctx, query, args...), &d)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return queue.ErrEventNotFound
 		}
 		if err != nil {
-			return err
-		}
-		if d.Headers, d.Payload, err = storekit.DecodeStored(hdr, d.Payload); err != nil {
 			return err
 		}
 		events := []queue.EventSummary{d.EventSummary}
@@ -224,6 +267,96 @@ func (s *Store) readEvent(ctx context.Context, query string, args ...any) (queue
 		return nil
 	})
 	return d, err
+}
+
+// ScanEvents reads one page of the events p selects, oldest first.
+func (s *Store) ScanEvents(ctx context.Context, p queue.ScanParams) (queue.ScanPage, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	limit, err := storekit.ScanPageSize(p)
+	if err != nil {
+		return queue.ScanPage{}, err
+	}
+	lo, hi := timeRange(p.Since, p.Until)
+	var page queue.ScanPage
+	err = s.readTx(ctx, func(tx pgx.Tx) error {
+		after := p.After
+		if after == 0 && !p.Since.IsZero() {
+			var start pgtype.Int8
+			if err := tx.QueryRow(ctx, sqlScanStart, lo).Scan(&start); err != nil {
+				return err
+			}
+			if !start.Valid {
+				return nil // nothing was stored since
+			}
+			after = start.Int64
+		}
+		var end, last pgtype.Int8
+		if err := tx.QueryRow(ctx, sqlScanBounds, after, limit).Scan(&end, &last); err != nil {
+			return err
+		}
+		if !last.Valid || last.Int64 <= after {
+			return nil // nothing after the cursor
+		}
+		if end.Valid && end.Int64 < last.Int64 {
+			page.Next = end.Int64
+		} else {
+			end = last // the last page
+		}
+		rows, err := tx.Query(ctx, sqlScanEvents, after, end.Int64, lo, hi, p.Source, p.EventType)
+		if err != nil {
+			return err
+		}
+		bytes := 0
+		for rows.Next() {
+			var d queue.EventDetail
+			if err := scanEventDetail(rows, &d); err != nil {
+				rows.Close()
+				return err
+			}
+			page.Events = append(page.Events, d)
+			if bytes += storekit.EventBytes(&d); bytes >= queue.ScanPageBytes && d.ID < end.Int64 {
+				page.Next = d.ID // the rest of the walk is the next page's
+				break
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		page.Jobs, err = scanJobs(ctx, tx, after, page.Events)
+		return err
+	})
+	if err != nil {
+		return queue.ScanPage{}, s.readFail("scan events", err)
+	}
+	storekit.ScanJobs(page.Events, page.Jobs)
+	return page, nil
+}
+
+// scanJobs reads the jobs of a scanned page's events, which came after
+// the event after, in one statement.
+func scanJobs(ctx context.Context, tx pgx.Tx, after int64, events []queue.EventDetail) ([]queue.JobSummary, error) {
+	if len(events) == 0 {
+		return nil, nil
+	}
+	rows, err := tx.Query(ctx, sqlScanJobs, after, events[len(events)-1].ID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	keep := storekit.ScanJobFilter(events)
+	var jobs []queue.JobSummary
+	for rows.Next() {
+		var j queue.JobSummary
+		if err := scanSummary(rows, &j); err != nil {
+			return nil, err
+		}
+		if keep(j.EventID) {
+			jobs = append(jobs, j)
+		}
+	}
+	return jobs, rows.Err()
 }
 
 // listJobsFiltered is ListJobs for the filters of storekit.Filtered.

@@ -17,6 +17,8 @@
 // each claim), finish.go, replay_discard.go, resend.go (attempts numbered
 // across replays), purge.go, reads.go (stats, listing, one job), events.go
 // (events, lookups by delivery id, resend, a job added to an event),
+// scan.go (events read in pages in id order, and requeued by the ids a
+// search found),
 // lifecycle.go (the ready signal, close), workers.go (many workers at
 // once), fifo.go (ordering keys), bulk.go (bulk replay and discard in
 // chunks), counts.go (Stats against a full count), pause.go (paused sources
@@ -76,6 +78,11 @@ func Run(t *testing.T, open func(t *testing.T) queue.Store) {
 		{"list/event filters", testListJobsFilters},
 		{"resend", testResend},
 		{"events/add job", testAddJob},
+		{"scan/pages in id order, filters", testScanEvents},
+		{"scan/page bytes", testScanPageBytes},
+		{"requeue", testRequeue},
+		{"requeue/in chunks", testRequeueMany},
+		{"requeue/ordering key", testRequeueKeyed},
 		{"pause/set and lift", testPauses},
 		{"pause/claims leave paused routes out", testPausedClaims},
 		{"ready", testReady},

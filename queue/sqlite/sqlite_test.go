@@ -249,6 +249,13 @@ ANALYZE;`); err != nil {
 		{"promote next of a key", sqlPromote, []any{"s", "t", "k", 1, 1}, []string{"INDEX jobs_blocked (source=? AND target=? AND ordering_key=?)", "PRIMARY KEY (source=? AND target=? AND ordering_key=?)"}},
 		{"key head", sqlKeyHead, []any{"s", "t", "k"}, []string{"PRIMARY KEY (source=? AND target=? AND ordering_key=?)"}},
 		{"reblock", sqlReblock, []any{1}, []string{"INTEGER PRIMARY KEY", "PRIMARY KEY (source=? AND target=? AND ordering_key=?)"}},
+		// A scan's page is a range of the primary key, whatever the
+		// filters; where it ends, a walk of the key from the cursor.
+		{"scan bounds", sqlScanBounds, []any{100, 256}, []string{"SEARCH events USING INTEGER PRIMARY KEY (rowid>?)"}},
+		{"scan page", sqlScanEvents, []any{100, 356, 0, 1, "s", "t"}, []string{"SEARCH events USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)"}},
+		{"scan start", sqlScanStart, []any{1}, []string{"INDEX events_created (created_at>?)"}},
+		{"scan jobs", sqlScanJobs, []any{100, 356}, []string{"INTEGER PRIMARY KEY", "INDEX jobs_event (event_id>? AND event_id<?)"}},
+		{"requeue", sqlRequeue, []any{1, 1}, []string{"INTEGER PRIMARY KEY"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

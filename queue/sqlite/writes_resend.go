@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/caddywebhook/caddywebhook/queue"
+	"github.com/caddywebhook/caddywebhook/queue/storekit"
 )
 
 // The operators' writes that deliver a stored event again. They are rare
@@ -21,12 +22,20 @@ const (
 
 	sqlEventSource = `SELECT source FROM events WHERE id = ?1`
 
-	sqlAddJob = `INSERT INTO jobs (event_id, source, target, run_at, created_at) VALUES (?1, ?2, ?3, ?4, ?4)`
+	sqlAddJob = `INSERT INTO jobs (event_id, source, target, run_at, created_at) VALUES (?1, ?2, ?3, ?4, ?5)`
 
 	// sqlCountJob counts the added job in events.targets, so the event
 	// leaves events_no_jobs and is never purged as a bare event while a
 	// job refers to it.
 	sqlCountJob = `UPDATE events SET targets = targets + 1 WHERE id = ?1`
+
+	// sqlRequeue is sqlReplay for a done job as well as a dead one, due
+	// at ?1: one item of a Requeue.
+	sqlRequeue = `UPDATE jobs
+SET status = 'pending', replays = replays + 1, replay_base = attempts, run_at = ?1,
+	lease_owner = NULL, lease_until = NULL, finished_at = NULL
+WHERE id = ?2 AND status IN ('done', 'dead')
+RETURNING ordering_key`
 )
 
 // writeTx runs f in a transaction on the write connection, between the
@@ -92,33 +101,105 @@ func (s *Store) Resend(ctx context.Context, id int64) error {
 func (s *Store) AddJob(ctx context.Context, eventID int64, target string) (int64, error) {
 	var id int64
 	err := s.writeTx(ctx, func(tx *sql.Tx) (bool, error) {
-		var source string
-		err := tx.QueryRowContext(ctx, sqlEventSource, eventID).Scan(&source)
-		if errors.Is(err, sql.ErrNoRows) {
-			return false, queue.ErrEventNotFound
-		}
-		if err != nil {
-			return false, err
-		}
-		res, err := tx.ExecContext(ctx, sqlAddJob, eventID, source, target, ms(s.cfg.Now()))
-		if err != nil {
-			return false, err
-		}
-		if id, err = res.LastInsertId(); err != nil {
-			return false, err
-		}
-		if _, err := tx.ExecContext(ctx, sqlCountJob, eventID); err != nil {
-			return false, err
-		}
-		// Enqueue's jobs are counted by the writer once per commit; this
-		// one is counted here, in its own transaction.
-		if _, err := tx.ExecContext(ctx, sqlCountJobs, source, target, 1, string(queue.StatusPending)); err != nil {
-			return false, err
-		}
-		return true, nil
+		now := ms(s.cfg.Now())
+		var err error
+		id, err = addJob(ctx, tx, eventID, target, now, now)
+		return err == nil, err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("add job for event %d: %w", eventID, err)
 	}
 	return id, nil
+}
+
+// addJob adds a pending job for event eventID and target, due at runAt,
+// inside tx; queue.ErrEventNotFound if there is no such event.
+func addJob(ctx context.Context, tx *sql.Tx, eventID int64, target string, runAt, now int64) (int64, error) {
+	var source string
+	err := tx.QueryRowContext(ctx, sqlEventSource, eventID).Scan(&source)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, queue.ErrEventNotFound
+	}
+	if err != nil {
+		return 0, err
+	}
+	res, err := tx.ExecContext(ctx, sqlAddJob, eventID, source, target, runAt, now)
+	if err != nil {
+		return 0, err
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return 0, err
+	}
+	if _, err := tx.ExecContext(ctx, sqlCountJob, eventID); err != nil {
+		return 0, err
+	}
+	// Enqueue's jobs are counted by the writer once per commit; this one
+	// is counted here, in its own transaction.
+	if _, err := tx.ExecContext(ctx, sqlCountJobs, source, target, 1, string(queue.StatusPending)); err != nil {
+		return 0, err
+	}
+	return id, nil
+}
+
+// Requeue delivers stored events again, each item due at its RunAt, in
+// chunks of queue.RequeueChunk items, each its own transaction on the
+// writer between its batches.
+func (s *Store) Requeue(ctx context.Context, items []queue.Requeue) ([]int64, error) {
+	if err := storekit.CheckRequeue(items); err != nil {
+		return nil, err
+	}
+	queued := make([]int64, len(items))
+	err := storekit.InChunks(ctx, len(items), queue.RequeueChunk, func(lo, hi int) error {
+		ids := make([]int64, hi-lo)
+		err := s.writeTx(ctx, func(tx *sql.Tx) (bool, error) {
+			now := ms(s.cfg.Now())
+			ready := false
+			for i, it := range items[lo:hi] {
+				runAt := now
+				if !it.RunAt.IsZero() {
+					runAt = ms(it.RunAt)
+				}
+				ready = ready || runAt <= now
+				if it.JobID == 0 {
+					id, err := addJob(ctx, tx, it.EventID, it.Target, runAt, now)
+					if errors.Is(err, queue.ErrEventNotFound) {
+						continue // purged since the caller read it
+					}
+					if err != nil {
+						return false, err
+					}
+					ids[i] = id
+					continue
+				}
+				var key sql.NullString
+				err := tx.QueryRowContext(ctx, sqlRequeue, runAt, it.JobID).Scan(&key)
+				if errors.Is(err, sql.ErrNoRows) {
+					continue // no longer done or dead
+				}
+				if err != nil {
+					return false, err
+				}
+				ids[i] = it.JobID
+				if key.Valid {
+					// A job of an ordering key goes back in its chain.
+					for _, q := range []string{sqlRehead, sqlReblock} {
+						if _, err := tx.ExecContext(ctx, q, it.JobID); err != nil {
+							return false, err
+						}
+					}
+				}
+			}
+			return ready, nil
+		})
+		if err != nil {
+			return err
+		}
+		copy(queued[lo:hi], ids)
+		return nil
+	})
+	if err != nil {
+		return queued, fmt.Errorf("requeue: %w", err)
+	}
+	return queued, nil
 }

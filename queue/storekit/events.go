@@ -1,6 +1,7 @@
 package storekit
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -78,4 +79,91 @@ func EventJobs(events []queue.EventSummary) (ids []int64, add func(eventID int64
 			events[i].Jobs = append(events[i].Jobs, j)
 		}
 	}
+}
+
+// ScanPageSize checks p and returns the number of events a page of
+// ScanEvents walks. Every Store's ScanEvents starts with it.
+func ScanPageSize(p queue.ScanParams) (int, error) {
+	if err := CheckListFilters(p.Source, "", p.Since, p.Until); err != nil {
+		return 0, fmt.Errorf("scan events: %w", err)
+	}
+	if p.After < 0 {
+		return 0, fmt.Errorf("scan events: After must not be negative, got %d", p.After)
+	}
+	if p.Limit <= 0 {
+		return queue.ScanPageSize, nil
+	}
+	return min(p.Limit, queue.ScanPageSize), nil
+}
+
+// ScanJobs gives each event of a scanned page its jobs, in the short form
+// an event listing shows, from the page's job summaries (in event then job
+// id order); an event without a job gets an empty, non-nil list.
+func ScanJobs(events []queue.EventDetail, jobs []queue.JobSummary) {
+	k := 0
+	for i := range events {
+		e := &events[i]
+		e.Jobs = []queue.EventJob{}
+		for k < len(jobs) && jobs[k].EventID < e.ID {
+			k++
+		}
+		for ; k < len(jobs) && jobs[k].EventID == e.ID; k++ {
+			j := &jobs[k]
+			e.Jobs = append(e.Jobs, queue.EventJob{ID: j.ID, Target: j.Target, Status: j.Status, Attempts: j.Attempts})
+		}
+	}
+}
+
+// ScanJobFilter returns a function that reports whether a job of event
+// eventID belongs to a scanned page of events, in id order: a Store reads
+// the jobs of the page's range of ids, and keeps those of its events. The
+// function must be called with ascending event ids.
+func ScanJobFilter(events []queue.EventDetail) func(eventID int64) bool {
+	i := 0
+	return func(eventID int64) bool {
+		for i < len(events) && events[i].ID < eventID {
+			i++
+		}
+		return i < len(events) && events[i].ID == eventID
+	}
+}
+
+// CheckRequeue returns an error for the first item Requeue cannot take:
+// each names a job, or an event and a target, not both. Every Store's
+// Requeue starts with it.
+func CheckRequeue(items []queue.Requeue) error {
+	for i, it := range items {
+		switch {
+		case it.JobID > 0 && it.EventID == 0 && it.Target == "":
+		case it.JobID == 0 && it.EventID > 0 && it.Target != "":
+		default:
+			return fmt.Errorf("requeue: item %d must name a job, or an event and a target: %+v", i, it)
+		}
+	}
+	return nil
+}
+
+// InChunks calls chunk with the bounds [lo, hi) of successive chunks of n
+// items, at most size each, until every item is done, chunk fails or ctx
+// ends (checked between two calls). Requeue cuts its items with it.
+func InChunks(ctx context.Context, n, size int, chunk func(lo, hi int) error) error {
+	for lo := 0; lo < n; lo += size {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := chunk(lo, min(lo+size, n)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// EventBytes is what a scanned event holds in memory of its body: its
+// payload and headers, which ScanEvents counts against ScanPageBytes.
+func EventBytes(d *queue.EventDetail) int {
+	n := len(d.Payload)
+	for _, h := range d.Headers {
+		n += len(h.Name) + len(h.Value)
+	}
+	return n
 }

@@ -197,3 +197,6 @@ func (pr *Phase) MeanHeld() time.Duration {
 	}
 	return pr.held / time.Duration(pr.heldCount)
 }
+
+// MiB writes a byte count in MiB to one place.
+func MiB(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }

@@ -25,7 +25,7 @@ import (
 )
 
 // All are the phases in the order they run.
-var All = []string{"static", "ingest", "ingest-traced", "baseline", "e2e", "e2e-traced", "slow1", "slow32", "rate", "listen", "backlog", "orphans", "replay", "rules"}
+var All = []string{"static", "ingest", "ingest-traced", "baseline", "e2e", "e2e-traced", "slow1", "slow32", "rate", "listen", "backlog", "orphans", "replay", "rules", "search"}
 
 // Options say what a run does: the command's flags, checked.
 type Options struct {
@@ -41,6 +41,7 @@ type Options struct {
 	Backlog     int           // jobs pending before the backlog phase
 	Orphans     int           // unroutable jobs pending before the orphans phase
 	Dead        int           // dead jobs before the replay phase
+	Search      int           // events in the store of the search phase
 	Workers     int           // workers of the e2e and backlog phases
 	Delay       time.Duration // the slow upstream's answer time
 	Profile     []string      // phases whose window is CPU-profiled
@@ -279,7 +280,7 @@ func (r *runner) startCaddies(ctx context.Context, bin string) error {
 // schemas lists the Postgres schemas a run may use: every phase's, in
 // every round.
 func (r *runner) schemas() []string {
-	dbs := []string{"idle.db", "static.db", "slow1.db", "slow32.db", "rate.db", "listen.db", "backlog.db", "orphans.db", "replay.db"}
+	dbs := []string{"idle.db", "static.db", "slow1.db", "slow32.db", "rate.db", "listen.db", "backlog.db", "orphans.db", "replay.db", "search.db"}
 	for round := 1; round <= r.o.Rounds; round++ {
 		for _, p := range []string{"ingest", "ingest-traced", "baseline", "e2e", "e2e-traced", rulesPhase} {
 			dbs = append(dbs, fmt.Sprintf("%s-%d.db", p, round))
@@ -336,6 +337,7 @@ func (r *runner) seedAll(ctx context.Context) error {
 		{"backlog", "backlog.db", r.o.Backlog, targetName, queue.StatusPending},
 		{"orphans", "orphans.db", r.o.Orphans, orphanTarget, queue.StatusPending},
 		{"replay", "replay.db", r.o.Dead, targetName, queue.StatusDead},
+		{"search", "search.db", r.o.Search, targetName, queue.StatusDone},
 	}
 	for _, t := range todo {
 		if !slices.Contains(r.o.Phases, t.phase) {
@@ -501,6 +503,8 @@ func (r *runner) runPhase(ctx context.Context, p string) error {
 		return r.replay(ctx)
 	case "rules":
 		return r.rules(ctx)
+	case "search":
+		return r.search(ctx)
 	}
 	return fmt.Errorf("unknown phase %q", p)
 }

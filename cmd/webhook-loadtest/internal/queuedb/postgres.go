@@ -156,7 +156,7 @@ func SeedPostgres(ctx context.Context, dsn, schema string, spec SeedSpec) (SeedR
 WITH ev AS (
 	INSERT INTO events (source, delivery_id, event_type, headers, payload, targets, created_at)
 	SELECT $1, $6 || '-' || lpad(i::text, 10, '0'), 'push', $2,
-		convert_to('{"seed":' || lpad(i::text, 10, '0') || ',"pad":"' || $3 || '"}', 'UTF8'), 1, $4
+		convert_to('{"seed":"' || lpad(i::text, 10, '0') || '","pad":"' || $3 || '"}', 'UTF8'), 1, $4
 	FROM generate_series(1, $5::bigint) AS i
 	ORDER BY i
 	RETURNING id, source

@@ -59,7 +59,7 @@ func checkSeedClaims(ctx context.Context, t *testing.T, st queue.Store, n, bodyS
 	if len(j.Headers) != 2 || j.Headers[0] != want[0] || j.Headers[1] != want[1] {
 		t.Errorf("headers %v, want %v", j.Headers, want)
 	}
-	if !strings.HasPrefix(string(j.Payload), `{"seed":0000000001,"pad":"x`) || !strings.HasSuffix(string(j.Payload), `x"}`) {
+	if !strings.HasPrefix(string(j.Payload), `{"seed":"0000000001","pad":"x`) || !strings.HasSuffix(string(j.Payload), `x"}`) {
 		t.Errorf("payload %q is not the seed's JSON", j.Payload)
 	}
 }

@@ -30,10 +30,10 @@ type SeedSpec struct {
 }
 
 // bodyPad is how many pad bytes a seeded body of spec's size gets around
-// {"seed":<10 digits>,"pad":"…"}, or an error when the size is too small.
+// {"seed":"<10 digits>","pad":"…"}, or an error when the size is too small.
 func (spec SeedSpec) bodyPad(where string) (int, error) {
-	prefix := `{"seed":` // then 10 digits, `,"pad":"`, x…, `"}`
-	n := spec.BodySize - len(prefix) - 10 - len(`,"pad":"`) - len(`"}`)
+	prefix := `{"seed":"` // then 10 digits, `","pad":"`, x…, `"}`
+	n := spec.BodySize - len(prefix) - 10 - len(`","pad":"`) - len(`"}`)
 	if n < 0 {
 		return 0, fmt.Errorf("seed %s: body size %d is too small", where, spec.BodySize)
 	}
@@ -61,7 +61,9 @@ type SeedResult struct {
 // take seconds rather than a million round trips. The columns filled match
 // what Enqueue writes: headers in the store's blob encoding (uvarint
 // length, bytes, for each name and value), payload, targets = 1, and a job
-// row per event with status pending.
+// row per event with status pending. The payload is JSON of BodySize
+// bytes, {"seed":"0000000001","pad":"x…"}, the event's number in a string
+// of ten digits (so every body has the same size), which a search can read.
 func Seed(ctx context.Context, path string, spec SeedSpec) (SeedResult, error) {
 	t0 := time.Now()
 	st, err := sqlite.Open(ctx, sqlite.Config{Path: path})
@@ -98,7 +100,7 @@ func Seed(ctx context.Context, path string, spec SeedSpec) (SeedResult, error) {
 INSERT INTO events (source, delivery_id, event_type, headers, payload, targets, created_at)
 WITH RECURSIVE seq(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM seq WHERE i < ?1)
 SELECT ?2, printf('%s-%010d', ?6, i), 'push', ?3,
-	CAST(printf('{"seed":%010d,"pad":"%s"}', i, ?4) AS BLOB), 1, ?5
+	CAST(printf('{"seed":"%010d","pad":"%s"}', i, ?4) AS BLOB), 1, ?5
 FROM seq`,
 		spec.Jobs, spec.Source, seedHeaders(), strings.Repeat("x", padLen), now, spec.IDPrefix); err != nil {
 		return SeedResult{}, fmt.Errorf("seed %s: insert events: %w", path, err)

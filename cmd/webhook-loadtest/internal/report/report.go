@@ -158,7 +158,7 @@ func figures(res *phases.Results) []figure {
 	if f, ok := need(backlogName+": RSS growth", "≤ 32 MiB", "backlog-ingest", "ingest", "backlog-e2e", "e2e"); ok {
 		growth := max(res.Ran("backlog-ingest").PeakRSS-res.Ran("ingest").PeakRSS,
 			res.Ran("backlog-e2e").PeakRSS-res.Ran("e2e").PeakRSS)
-		out = append(out, figure{name: backlogName + ": RSS growth", value: mib(growth), ref: mib(rssBudget),
+		out = append(out, figure{name: backlogName + ": RSS growth", value: phases.MiB(growth), ref: phases.MiB(rssBudget),
 			ratio: float64(growth) / rssBudget, target: "≤ 32 MiB", ok: growth <= rssBudget, hasCheck: true})
 	} else {
 		out = append(out, f)
@@ -186,8 +186,6 @@ func MissedTargets(res *phases.Results) []string {
 	}
 	return out
 }
-
-func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
 
 // count writes n as 1M, 20k or 512.
 func count(n int) string {
@@ -262,7 +260,7 @@ func write(w io.Writer, res *phases.Results) {
 			backlog = fmt.Sprint(pr.BacklogEnd)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.2f\t%.2f\t%s\t%s\t", pr.Name, req, rate, loadgen.Millis(pr.P50), loadgen.Millis(pr.P99),
-			del, backlog, pr.Cores, pr.SelfCores, mib(pr.StartRSS), mib(pr.PeakRSS))
+			del, backlog, pr.Cores, pr.SelfCores, phases.MiB(pr.StartRSS), phases.MiB(pr.PeakRSS))
 		if pg {
 			cpu := "—"
 			if c := pr.Server.Cores(); c >= 0 {
