@@ -34,9 +34,10 @@
 //
 // The header is the same in both forms and is printable ASCII but for its
 // first two bytes, so SQL can read a value's key id without this package:
-// substr(v, 3, unicode(substr(v, 2, 1))) in SQLite, for a blob or a text;
-// in PostgreSQL substring(v from 3 for get_byte(v, 1)) for a bytea and
-// substr(v, 3, ascii(substr(v, 2, 1))) for a text. The text form is for
+// CAST(substr(v, 3, unicode(substr(v, 2, 1))) AS TEXT) in SQLite, for a
+// blob or a text; in PostgreSQL convert_from(substring(v from 3 for
+// get_byte(v, 1)), 'SQL_ASCII') for a bytea and substr(v, 3, ascii(substr(v,
+// 2, 1))) for a text. The text form is for
 // text columns (PostgreSQL's text refuses NUL and invalid UTF-8): a
 // FormatText byte, a control character, never begins a text that
 // queue.SafeText made, so a store tells a sealed error text from a plain
