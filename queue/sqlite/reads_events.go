@@ -54,9 +54,9 @@ ORDER BY created_at DESC, id DESC LIMIT ?8`
 	sqlEventJobs = `SELECT event_id, id, target, status, attempts FROM jobs
 WHERE event_id IN (SELECT value FROM json_each(?1)) ORDER BY event_id, id`
 
-	sqlGetEvent = `SELECT ` + eventCols + `, headers, payload FROM events WHERE id = ?1`
+	sqlGetEvent = `SELECT ` + eventCols + `, headers, payload, sealed FROM events WHERE id = ?1`
 
-	sqlFindEvent = `SELECT ` + eventCols + `, headers, payload FROM events
+	sqlFindEvent = `SELECT ` + eventCols + `, headers, payload, sealed FROM events
 WHERE id IN (SELECT value FROM json_each(?3)) AND source = ?1 AND delivery_id = ?2`
 
 	// jobCols are the columns of a queue.JobSummary, in scanSummary's order.
@@ -220,18 +220,17 @@ func (s *Store) FindEvent(ctx context.Context, source, deliveryID string) (queue
 
 func (s *Store) readEvent(ctx context.Context, query string, args ...any) (queue.EventDetail, error) {
 	var d queue.EventDetail
+	sl := s.sealer.Load()
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
-		var hdr []byte
-		err := scanEvent(tx.QueryRowContext(ctx, query, args...), &d.EventSummary, &hdr, &d.Payload)
+		var hdr, sealed []byte
+		err := scanEvent(tx.QueryRowContext(ctx, query, args...), &d.EventSummary, &hdr, &d.Payload, &sealed)
 		if errors.Is(err, sql.ErrNoRows) {
 			return queue.ErrEventNotFound
 		}
 		if err != nil {
 			return err
 		}
-		if d.Headers, d.Payload, err = storekit.DecodeStored(hdr, d.Payload); err != nil {
-			return err
-		}
+		d.Headers, d.Payload, d.ReadError = storekit.ReadStored(sl, d.Source, d.DeliveryID, hdr, d.Payload, sealed)
 		events := []queue.EventSummary{d.EventSummary}
 		if err := readEventJobs(ctx, tx, events); err != nil {
 			return err
