@@ -43,12 +43,12 @@ WHERE (job_id, slot) > (?1, ?2) AND error <> '' ORDER BY job_id, slot LIMIT ?3`
 
 	// The rekey's compare-and-swaps: each writes only if the row still
 	// holds what the walk read.
-	sqlSwapSecret   = `UPDATE store_secrets SET value = ?1 WHERE name = 'ordering' AND value = ?2`
-	sqlSwapEvent    = `UPDATE events SET headers = ?1, payload = ?2, sealed = ?3 WHERE id = ?4 AND sealed IS ?5`
-	sqlSwapJob      = `UPDATE jobs SET last_error = ?1 WHERE id = ?2 AND last_error = ?3`
-	sqlSwapAttempt  = `UPDATE attempts SET error = ?1 WHERE job_id = ?2 AND slot = ?3 AND error = ?4`
-	sqlRekeyCursor  = `UPDATE seal_state SET rekey_target = ?1, rekey_table = ?2, rekey_after = ?3, rekey_after2 = ?4 WHERE id = 1`
-	sqlRekeyEnd     = `UPDATE seal_state SET rekey_target = NULL, rekey_table = 0, rekey_after = 0, rekey_after2 = 0,
+	sqlSwapSecret  = `UPDATE store_secrets SET value = ?1 WHERE name = 'ordering' AND value = ?2`
+	sqlSwapEvent   = `UPDATE events SET headers = ?1, payload = ?2, sealed = ?3 WHERE id = ?4 AND sealed IS ?5`
+	sqlSwapJob     = `UPDATE jobs SET last_error = ?1 WHERE id = ?2 AND last_error = ?3`
+	sqlSwapAttempt = `UPDATE attempts SET error = ?1 WHERE job_id = ?2 AND slot = ?3 AND error = ?4`
+	sqlRekeyCursor = `UPDATE seal_state SET rekey_target = ?1, rekey_table = ?2, rekey_after = ?3, rekey_after2 = ?4 WHERE id = 1`
+	sqlRekeyEnd    = `UPDATE seal_state SET rekey_target = NULL, rekey_table = 0, rekey_after = 0, rekey_after2 = 0,
 	plain_rows = CASE WHEN ?1 <> '' AND plain_gen = ?2 THEN 0 ELSE plain_rows END
 WHERE id = 1`
 	sqlClearResidue = `UPDATE seal_state SET residue = 0 WHERE id = 1 AND plain_rows = 0`
