@@ -34,6 +34,9 @@
 //	                phases are: every 100ms the requests switch between a
 //	                receiver without a filter and one whose target's filter
 //	                reads two body fields; the filter must cost less than 5 %
+//	sealed          ingest and e2e again with encryption at rest on (the
+//	                webhook app's encryption block), set beside the plain
+//	                ingest and e2e of the same run (sealed.go)
 //
 // Every 202 is looked up in the database afterwards, and every job the
 // database calls done in the slow phases must have reached the recording
@@ -117,7 +120,7 @@ import (
 )
 
 // allPhases are the phases in the order they run.
-var allPhases = []string{"static", "ingest", "ingest-traced", "baseline", "e2e", "e2e-traced", "slow1", "slow32", "rate", "listen", "backlog", "orphans", "replay", "rules"}
+var allPhases = []string{"static", "ingest", "ingest-traced", "baseline", "e2e", "e2e-traced", "slow1", "slow32", "rate", "listen", "backlog", "orphans", "replay", "rules", sealedPhase}
 
 // options are the command's flags.
 type options struct {
