@@ -264,7 +264,8 @@ func reseal(s *Sealer, table string, row *RekeyRow, toPlain bool) (sw RekeySwap,
 	sw.Old = *row
 	switch table {
 	case "secret":
-		if KeyOf(row.Value) == target && (target != "" || len(row.Value) == seal.HashSecretSize) {
+		// The length tells a plain secret from a sealed one (NewSealer).
+		if plain := len(row.Value) == seal.HashSecretSize; plain == toPlain && (plain || KeyOf(row.Value) == target) {
 			return sw, false, nil
 		}
 		sw.New.Value = s.StoredSecret(toPlain)
