@@ -210,6 +210,24 @@ func testEncryptionMarker(t *testing.T) {
 	if out := webhookCLI(t, c, "stats"); !strings.Contains(out, "2026-12") {
 		t.Errorf("caddy webhook stats does not count the values under 2026-12:\n%s", out)
 	}
+	// The rule test reads the stored event decrypted, and a resend sends
+	// it again as it was received.
+	var shapedJob, signedJob jobRow
+	for _, j := range jobs {
+		switch {
+		case j.Target == "shaped" && shapedJob.ID == 0:
+			shapedJob = j
+		case j.Target == "signed" && signedJob.ID == 0:
+			signedJob = j
+		}
+	}
+	if out := webhookCLI(t, c, "rules", "test", "--job", strconv.FormatInt(shapedJob.ID, 10)); !strings.Contains(out, `{"order":"`+shapedJob.DeliveryID+`"}`) {
+		t.Errorf("rules test on the encrypted job %d:\n%s", shapedJob.ID, out)
+	}
+	webhookCLI(t, c, "resend", strconv.FormatInt(signedJob.ID, 10))
+	if ds := signed.waitFor(t, "the resent event", func(ds []delivery) bool { return answered(ds) == 13 }); !bytes.Equal(ds[12].Body, sent[signedJob.DeliveryID]) {
+		t.Errorf("the resend sent %s, want %s as received", ds[12].Body, sent[signedJob.DeliveryID])
+	}
 	for _, m := range []string{marker, reply} {
 		wantNoMarker(t, c, m, "running")
 	}
