@@ -293,6 +293,7 @@ func (rep *report) figures() []figure {
 	// every pairSlice between a traceparent on every request and none.
 	out = append(out, pair("traceparent: ingest, traced / plain", "ingest-traced", 0.97),
 		pair("traceparent: e2e, traced / plain", "e2e-traced", 0.97))
+	out = append(out, rep.sealedFigures()...)
 	for _, s := range []struct{ phase, name string }{{"slow1", "5 ms upstream, 1 worker"}, {"slow32", "5 ms upstream, 32 workers"}} {
 		if f, ok := need(s.name, "≥ 0.95", s.phase); ok {
 			pr := rep.byName[s.phase]

@@ -95,6 +95,7 @@ type runner struct {
 	rate   string        // the target's rate in the phase running now; "" for none
 	stripe bool          // the phase running now sends 2 KB Stripe-like bodies
 	pull   bool          // the target is a pull target in the phase running now
+	sealed bool          // the webhook app seals what it stores in the phase running now (sealed.go)
 	db     string        // the database of the receiving phase running now, for its cost table
 	bin    string        // the Caddy binary, which also runs the listeners
 }
@@ -231,9 +232,9 @@ func (r *runner) startCaddies(ctx context.Context, bin string) error {
 	n := r.o.instances
 	r.adminAddrs, r.httpAddrs = make([]string, n), make([]string, n)
 	r.caddies = make([]*caddyProc, n)
-	var env []string
+	env := []string{sealedEnv()}
 	if r.o.storage == "postgres" {
-		env = []string{caddyDSNEnv + "=" + r.o.dsn}
+		env = append(env, caddyDSNEnv+"="+r.o.dsn)
 	}
 	for i := range n {
 		var err error
@@ -261,7 +262,7 @@ func (r *runner) startCaddies(ctx context.Context, bin string) error {
 func (r *runner) schemas() []string {
 	dbs := []string{"idle.db", "static.db", "slow1.db", "slow32.db", "rate.db", "listen.db", "backlog.db", "orphans.db", "replay.db", "search.db"}
 	for round := 1; round <= r.o.rounds; round++ {
-		for _, p := range []string{"ingest", "ingest-traced", "baseline", "e2e", "e2e-traced", rulesPhase} {
+		for _, p := range []string{"ingest", "ingest-traced", "baseline", "e2e", "e2e-traced", rulesPhase, "ingest-sealed", "e2e-sealed"} {
 			dbs = append(dbs, fmt.Sprintf("%s-%d.db", p, round))
 		}
 	}
@@ -370,6 +371,7 @@ func (r *runner) phaseConfig(i int, db string, workers int, upstream string, max
 		rate:       r.rate,
 		pairFilter: r.pair.receiverFilter(),
 		pull:       r.pull,
+		sealed:     r.sealed,
 		logLevel:   r.o.logLevel,
 		adminAddr:  r.adminAddrs[i],
 		httpAddr:   r.httpAddrs[i],
@@ -502,6 +504,8 @@ func (r *runner) runPhase(ctx context.Context, p string) error {
 		return r.rules(ctx)
 	case "search":
 		return r.search(ctx)
+	case sealedPhase:
+		return r.runSealed(ctx)
 	}
 	return fmt.Errorf("unknown phase %q", p)
 }
