@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -60,7 +61,7 @@ func TestMigrateSeal(t *testing.T) {
 	qs = append(qs, migrations[:sealVersion-1]...)
 	qs = append(qs,
 		"CREATE TABLE schema_version (version integer NOT NULL)",
-		"INSERT INTO schema_version (version) VALUES (9)",
+		fmt.Sprintf("INSERT INTO schema_version (version) VALUES (%d)", sealVersion-1),
 		`INSERT INTO events (id, source, delivery_id, headers, payload, targets, created_at) OVERRIDING SYSTEM VALUE VALUES (1, 'shop', 'd1', '', '{}', 1, now())`,
 		`INSERT INTO jobs (id, event_id, source, target, status, run_at, created_at, ordering_key) OVERRIDING SYSTEM VALUE VALUES (1, 1, 'shop', 'mail', 'pending', now() - interval '1 minute', now(), 'customer-42')`,
 		`INSERT INTO ordering_heads (source, target, ordering_key, job_id) VALUES ('shop', 'mail', 'customer-42', 1)`,

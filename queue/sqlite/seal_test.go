@@ -3,6 +3,7 @@ package sqlite
 import (
 	"database/sql"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -46,7 +47,7 @@ func TestSealedValueMoved(t *testing.T) {
 	}
 }
 
-// TestMigrateSeal opens, with keys, a database of schema version 10 that
+// TestMigrateSeal opens, with keys, a database of the schema version before encryption that
 // holds an ordering key's chain: the migration hashes the stored keys, so
 // an event of the same key enqueued after it still waits behind the old
 // head, and the database is marked as holding plain values.
@@ -57,7 +58,7 @@ func TestMigrateSeal(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, q := range append(append([]string{}, migrations[:sealVersion-1]...),
-		"PRAGMA user_version = 10",
+		fmt.Sprintf("PRAGMA user_version = %d", sealVersion-1),
 		`INSERT INTO events (id, source, delivery_id, headers, payload, targets, created_at) VALUES (1, 'shop', 'd1', x'', x'7b7d', 1, 0)`,
 		`INSERT INTO event_count (id, events) VALUES (1, 1) ON CONFLICT (id) DO UPDATE SET events = 1`,
 		`INSERT INTO jobs (id, event_id, source, target, status, run_at, created_at, ordering_key) VALUES (1, 1, 'shop', 'mail', 'pending', 0, 0, 'customer-42')`,
