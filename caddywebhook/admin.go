@@ -111,6 +111,9 @@ func (a *adminAPI) routes() []adminRoute {
 		{"POST /webhook/pause", a.handlePause, []string{"source", "target"}},
 		{"POST /webhook/resume", a.handleResume, []string{"source", "target"}},
 		{"POST /webhook/rules/test", a.handleRulesTest, nil},
+		{"POST /webhook/rekey", a.handleRekey, []string{"to_plain_text", "no_vacuum"}},
+		{"GET /webhook/rekey", a.handleRekey, nil},
+		{"DELETE /webhook/rekey", a.handleRekey, nil},
 	}
 }
 

@@ -122,6 +122,12 @@ type App struct {
 	// tail is closed. Default: 10s.
 	TailMaxLag caddy.Duration `json:"tail_max_lag,omitempty"`
 
+	// Encryption encrypts the stored payloads, headers and error texts
+	// under keys of the operator's; see EncryptionConfig. Every instance
+	// sharing a PostgreSQL queue needs the same keys. Default: none,
+	// stored values are plain.
+	Encryption *EncryptionConfig `json:"encryption,omitempty"`
+
 	ctx    caddy.Context
 	logger *zap.Logger
 	// storage is the loaded Storage module, set by Provision; the store
@@ -137,6 +143,10 @@ type App struct {
 	storeKey string // key in stores, once this app holds a reference
 	released bool   // Cleanup ran: open nothing more
 	opened   atomic.Pointer[sharedStore]
+	// setKeys is set once this app gave a store shared with an earlier
+	// config its keys; published once Start published its config. An app
+	// that set keys and never ran gives the running config's back.
+	setKeys, published bool
 
 	mu       sync.Mutex
 	routes   map[queue.Route]Target      // registered by receivers during Provision
@@ -205,6 +215,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("webhook: storage: module %T is not a webhook storage", mod)
 	}
 	a.storage = st
+	if err := a.Encryption.provision(sctx); err != nil {
+		return err
+	}
 	return a.provisionNotify(sctx)
 }
 
@@ -337,6 +350,7 @@ func (a *App) Start() error {
 	if err != nil {
 		return err
 	}
+	a.warnKeys(a.ctx, store)
 	routes := a.routeList()
 	a.mu.Lock()
 	a.started = true
@@ -413,6 +427,7 @@ func (a *App) Start() error {
 	}
 	live := &runningConfig{
 		Store:      store,
+		keys:       a.storeKeys(),
 		Retention:  a.retention(),
 		Routes:     routes,
 		pauses:     pauses,
@@ -429,6 +444,9 @@ func (a *App) Start() error {
 	a.mu.Lock()
 	a.pool, a.keeper, a.notify, a.live = pool, keeper, notify, live
 	a.mu.Unlock()
+	a.storeMu.Lock()
+	a.published = true
+	a.storeMu.Unlock()
 	current.Store(live)
 
 	a.logStarted(pool, pull, routes)
@@ -628,9 +646,13 @@ func (a *App) Cleanup() error {
 	a.storeMu.Lock()
 	key := a.storeKey
 	a.storeKey, a.released = "", true
+	restore := a.setKeys && !a.published
 	a.storeMu.Unlock()
 	if key == "" {
 		return nil
+	}
+	if s := a.opened.Load(); restore && s != nil {
+		a.restoreKeys(s)
 	}
 	if _, err := stores.Delete(key); err != nil {
 		return fmt.Errorf("webhook: close store: %w", err)

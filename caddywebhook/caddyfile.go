@@ -64,6 +64,10 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 //		shutdown_grace <duration>      # default 10s
 //		max_tails <n>                  # live tails open at once; default 16
 //		tail_max_lag <duration>        # a tail's reader may lag this long; default 10s
+//		encryption {                   # encrypt stored payloads, headers and error texts; default off
+//			key <id> <placeholder>     # the first seals, every one opens: key 2026-12 {file./etc/caddy/webhook-key}
+//			decrypt_only               # keys open, nothing new is sealed: the way out
+//		}
 //		notify <kind> <args…> {        # failure notices to a target: http <url> or exec <program> …
 //			window <duration>          # aggregation per type and route; default 1m
 //			pending_age <duration>     # backlog.stale from this age; default off
@@ -154,6 +158,15 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.ArgErr()
 			}
 			a.Tracing = true
+		case "encryption":
+			if a.Encryption != nil {
+				return d.Errf("webhook: encryption is given twice; list every key in one block")
+			}
+			e, err := unmarshalEncryption(d)
+			if err != nil {
+				return err
+			}
+			a.Encryption = e
 		case "notify":
 			if a.Notify != nil {
 				return d.Errf("webhook: notify is given twice")

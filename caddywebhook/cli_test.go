@@ -665,7 +665,7 @@ func TestCLIRegistered(t *testing.T) {
 			t.Errorf("%s: no long help or example", sub.Name())
 		}
 	}
-	if want := []string{"discard", "events", "list", "pause", "purge", "replay", "resend", "resume", "rules", "send", "show", "sign", "stats", "tail"}; !slices.Equal(names, want) {
+	if want := []string{"discard", "events", "list", "pause", "purge", "rekey", "replay", "resend", "resume", "rules", "send", "show", "sign", "stats", "tail"}; !slices.Equal(names, want) {
 		t.Errorf("subcommands = %v, want %v", names, want)
 	}
 	for _, flag := range []string{"address", "config", "adapter", "json"} {

@@ -48,7 +48,7 @@ func (s *gatedStorage) StoreName() string     { return s.Path }
 func (s *gatedStorage) StoreSettings() string { return "" }
 func (*gatedStorage) ClaimAhead() bool        { return true }
 
-func (s *gatedStorage) OpenStore(ctx context.Context) (queue.Store, error) {
+func (s *gatedStorage) OpenStore(ctx context.Context, keys queue.Keys) (queue.Store, error) {
 	st, err := sqlite.Open(ctx, sqlite.Config{Path: s.Path})
 	if err != nil {
 		return nil, err

@@ -246,15 +246,20 @@ func (p *pullSide) Claim(ctx context.Context, target string, limit int) ([]*queu
 	for _, j := range jobs {
 		p.obs.JobStarted(j)
 	}
-	if len(p.shapers) > 0 {
+	if len(p.shapers) > 0 || slices.ContainsFunc(jobs, unreadable) {
 		return p.shape(ctx, jobs)
 	}
 	return jobs, nil
 }
 
+// unreadable reports whether j's event could not be read (Job.ReadErr):
+// a key its value is sealed under is not listed.
+func unreadable(j *queue.Job) bool { return j.ReadErr != nil }
+
 // shape reshapes the claimed jobs of the routes with a transform. A job
 // whose transform fails goes dead at once with the error, as it would on
-// its way to any other target, and is not handed out.
+// its way to any other target, and is not handed out; so does a job whose
+// event could not be read, which the pool would never deliver either.
 func (p *pullSide) shape(ctx context.Context, jobs []*queue.Job) ([]*queue.Job, error) {
 	out := jobs[:0:0]
 	var failed []*queue.Job
@@ -264,14 +269,19 @@ func (p *pullSide) shape(ctx context.Context, jobs []*queue.Job) ([]*queue.Job, 
 	for _, j := range jobs {
 		route := queue.Route{Source: j.Source, Target: j.Target}
 		s, ok := p.shapers[route]
-		if !ok {
+		var err error
+		switch {
+		case j.ReadErr != nil:
+			err = j.ReadErr
+		case !ok:
 			out = append(out, j)
 			continue
-		}
-		shaped, err := s.shapeJob(j)
-		if err == nil {
-			out = append(out, shaped)
-			continue
+		default:
+			var shaped *queue.Job
+			if shaped, err = s.shapeJob(j); err == nil {
+				out = append(out, shaped)
+				continue
+			}
 		}
 		err = p.redact.error(queue.Permanent(err))
 		c := p.deciders[route].Decide(j, err, now)

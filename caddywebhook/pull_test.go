@@ -6,10 +6,12 @@ import (
 	"errors"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/pullside"
 	"github.com/caddywebhook/caddywebhook/queue"
+	"github.com/caddywebhook/caddywebhook/queue/queuetest"
 	"github.com/caddywebhook/caddywebhook/queue/sqlite"
 )
 
@@ -158,5 +160,49 @@ func TestPullRedactsErrors(t *testing.T) {
 				t.Errorf("stored error %q, want %q", d.LastError, want)
 			}
 		})
+	}
+}
+
+// TestPullSealed: a consumer is handed an encrypted event decrypted, and a
+// job of an event under a key the store no longer lists goes dead at once,
+// naming the key, instead of being handed out.
+func TestPullSealed(t *testing.T) {
+	t.Parallel()
+	ring := func(ids ...string) queue.Keys { return queue.Keys{Ring: queuetest.Ring(t, ids...)} }
+	store, err := sqlite.Open(t.Context(), sqlite.Config{Path: filepath.Join(t.TempDir(), "queue.db"), Keys: ring("k2")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	enqueue := func(id string) {
+		if _, err := store.Enqueue(t.Context(), queue.Event{Source: "github", DeliveryID: id, Payload: []byte("body of " + id), Targets: []string{"laptop"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	enqueue("d1")
+	// d2 under k1, which then goes: the store's secret stays under k2.
+	if err := store.SetKeys(t.Context(), ring("k1", "k2")); err != nil {
+		t.Fatal(err)
+	}
+	enqueue("d2")
+	if err := store.SetKeys(t.Context(), ring("k2")); err != nil {
+		t.Fatal(err)
+	}
+	route := queue.Route{Source: "github", Target: "laptop"}
+	p := (&App{}).newPull(&delivery{store: &sharedStore{Store: store}, targets: map[queue.Route]Target{route: fakePull{}},
+		obs: queue.NopObserver{}}, map[string][]queue.Route{"laptop": {route}}, nil)
+	jobs, err := p.Claim(t.Context(), "laptop", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) != 1 || jobs[0].DeliveryID != "d1" || string(jobs[0].Payload) != "body of d1" {
+		t.Fatalf("handed out %+v, want d1 alone, decrypted", jobs)
+	}
+	page, err := store.ListJobs(t.Context(), queue.ListParams{Filter: queue.Filter{Status: queue.StatusDead}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Jobs) != 1 || page.Jobs[0].DeliveryID != "d2" || !strings.Contains(page.Jobs[0].LastError, "key k1") {
+		t.Errorf("dead jobs %+v, want d2 with an error naming k1", page.Jobs)
 	}
 }

@@ -35,7 +35,7 @@ var readmeSections = []struct {
 }{
 	{"### Global option `webhook` (the `webhook` app)", []readmeStruct{
 		{"App", ""}, {"storage/sqlite.Storage", "storage."}, {"storage/postgres.Storage", "storage."},
-		{"BackoffConfig", "backoff."},
+		{"BackoffConfig", "backoff."}, {"EncryptionConfig", "encryption."}, {"EncryptionKey", "encryption.keys[]."},
 	}},
 	{"### Directive `webhook_receiver` (handler `http.handlers.webhook_receiver`)", []readmeStruct{
 		{"Receiver", ""}, {"HMACOptions", "hmac."}, {"TargetConfig", "targets[]."},

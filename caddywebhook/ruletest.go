@@ -54,12 +54,18 @@ func (a *adminAPI) handleRulesTest(w http.ResponseWriter, r *http.Request, q *ru
 		if err != nil {
 			return storeError(req.Job, err)
 		}
+		if j.ReadError != "" {
+			return apiError(http.StatusConflict, "job %d: its event cannot be read: %s", req.Job, j.ReadError)
+		}
 		req.Source, req.Target = cmp.Or(req.Source, j.Source), cmp.Or(req.Target, j.Target)
 		ev = queue.Job{Source: j.Source, DeliveryID: j.DeliveryID, EventType: j.EventType, Headers: j.Headers, Payload: j.Payload}
 	case req.Event != 0:
 		e, err := q.Store.GetEvent(r.Context(), req.Event)
 		if err != nil {
 			return eventStoreError(req.Event, err)
+		}
+		if e.ReadError != "" {
+			return apiError(http.StatusConflict, "event %d cannot be read: %s", req.Event, e.ReadError)
 		}
 		req.Source = cmp.Or(req.Source, e.Source)
 		ev = queue.Job{Source: e.Source, DeliveryID: e.DeliveryID, EventType: e.EventType, Headers: e.Headers, Payload: e.Payload}

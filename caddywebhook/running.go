@@ -15,7 +15,9 @@ import (
 // read it per request, because the admin server outlives config reloads
 // while the app it talks to changes; nothing in it changes once published.
 type runningConfig struct {
-	Store     queue.Store // the queue
+	Store queue.Store // the queue
+	// keys are the store's keys under this config (App.Encryption).
+	keys      queue.Keys
 	Retention time.Duration
 	// Routes are the (source, target) pairs of the running config; jobs
 	// of any other pair are unroutable: no worker takes them.

@@ -45,9 +45,11 @@ type Storage interface {
 	// wait for no one but this pool's workers, where a shared store leaves
 	// them to idle instances instead.
 	ClaimAhead() bool
-	// OpenStore opens the store. Its errors say nothing the config must
-	// keep secret.
-	OpenStore(ctx context.Context) (queue.Store, error)
+	// OpenStore opens the store with the keys of the config's encryption
+	// block (none without one); a store shared across reloads is given a
+	// later config's keys through queue.Store's SetKeys. Its errors say
+	// nothing the config must keep secret.
+	OpenStore(ctx context.Context, keys queue.Keys) (queue.Store, error)
 }
 
 // defaultBackend is the storage backend of a config that names none.

@@ -23,10 +23,13 @@ type sharedStore struct {
 	queue.Store
 	settings string     // the Storage settings it was opened with
 	wakers   pullWakers // the consumers waiting for pull targets' jobs (pull.go)
+	rekey    rekeyRun   // its rekey, running or the last one (rekey.go)
 }
 
-// Destruct implements caddy.Destructor.
+// Destruct implements caddy.Destructor. A rekey still running stops
+// first; it resumes where it stopped when started again.
 func (s *sharedStore) Destruct() error {
+	s.rekey.stop()
 	return s.Close()
 }
 
@@ -45,8 +48,8 @@ func (a *App) queueStore() (*sharedStore, error) {
 	}
 	st := a.storage
 	key, settings := st.StoreKey(), st.StoreSettings()
-	val, _, err := stores.LoadOrNew(key, func() (caddy.Destructor, error) {
-		s, err := st.OpenStore(a.ctx)
+	val, loaded, err := stores.LoadOrNew(key, func() (caddy.Destructor, error) {
+		s, err := st.OpenStore(a.ctx, a.storeKeys())
 		if err != nil {
 			return nil, err
 		}
@@ -55,8 +58,16 @@ func (a *App) queueStore() (*sharedStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("webhook: open store %s: %w", st.StoreName(), err)
 	}
-	a.storeKey = key
 	shared := val.(*sharedStore)
+	if loaded {
+		// Opened by an earlier config, with its keys: this one's apply
+		// from now on, or the config fails to load.
+		if err := a.useKeys(shared); err != nil {
+			_, _ = stores.Delete(key)
+			return nil, err
+		}
+	}
+	a.storeKey = key
 	if shared.settings != settings {
 		a.logger.Warn("storage settings change when Caddy restarts: the open store is shared across reloads",
 			zap.String("store", st.StoreName()),

@@ -170,4 +170,8 @@ type EventDetail struct {
 	EventSummary
 	Headers []Header `json:"headers"`
 	Payload []byte   `json:"payload"`
+	// ReadError, when not empty, is why Headers and Payload are empty:
+	// the event is sealed under a key the store's Keys do not hold, named
+	// here, or does not open.
+	ReadError string `json:"read_error,omitempty"`
 }

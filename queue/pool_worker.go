@@ -184,8 +184,14 @@ func (p *Pool) complete(job *Job, err error, started time.Time) Completion {
 	return c
 }
 
-// call runs the handler, turning a panic into a *PanicError.
+// call runs the handler, turning a panic into a *PanicError. A job whose
+// event could not be read (Job.ReadErr) never reaches the handler: its
+// attempt fails permanently with that error, so nothing is sent on as
+// garbage, and a replay delivers it once its key is back.
 func (p *Pool) call(ctx context.Context, job *Job) (err error) {
+	if job.ReadErr != nil {
+		return Permanent(job.ReadErr)
+	}
 	defer func() {
 		if v := recover(); v != nil {
 			err = &PanicError{Value: v, Stack: debug.Stack()}

@@ -121,6 +121,14 @@ type Job struct {
 	LeaseUntil time.Time
 	CreatedAt  time.Time
 
+	// ReadErr, when not nil, says that the job's event could not be read:
+	// its payload and headers are sealed under a key the store's Keys do
+	// not hold (a *seal.MissingKeyError names it), or do not open. Headers
+	// and Payload are then empty. The pool records such an attempt dead
+	// with this error without running the handler, so nothing is sent on
+	// as garbage; a replay delivers the job once the key is listed again.
+	ReadErr error
+
 	// Code is set by the handler before it returns: what the target
 	// reported of this attempt (an HTTP status, an exit code), which the
 	// pool records with the attempt (Completion.Code). Only the handler's
@@ -304,6 +312,10 @@ type JobDetail struct {
 	LeaseOwner string    `json:"lease_owner,omitempty"`
 	LeaseUntil time.Time `json:"lease_until,omitzero"`
 	History    []Attempt `json:"history"`
+	// ReadError, when not empty, is why Headers and Payload are empty:
+	// the event is sealed under a key the store's Keys do not hold, named
+	// here, or does not open.
+	ReadError string `json:"read_error,omitempty"`
 }
 
 // Count is the number of jobs in one (source, target, status) group.
@@ -325,6 +337,14 @@ type Stats struct {
 	// none: the largest OldestPending of Counts.
 	OldestPending time.Duration `json:"oldest_pending_ns"`
 	Events        int64         `json:"events"`
+	// Keys counts the stored values under each key id (Keys): an old key
+	// may be removed once no value is under it. Empty when nothing is
+	// sealed. Counted as the values change, so reading it costs the same
+	// however many there are.
+	Keys []KeyCount `json:"keys,omitempty"`
+	// PlainEvents is the events whose payload and headers are stored
+	// plain: Events less the sealed ones. A rekey seals them.
+	PlainEvents int64 `json:"plain_events"`
 }
 
 // Store is the durable queue. Every method that writes returns only after
@@ -392,6 +412,24 @@ type Store interface {
 	// transaction short; it returns the jobs deleted also when it fails
 	// part way.
 	Purge(ctx context.Context, cutoff time.Time, limit int) (int, error)
+
+	// SetKeys replaces the keys the store seals and opens values with,
+	// for a config load that lists other keys; the store's Config gives
+	// the first ones. It fails, changing nothing, when the store's
+	// ordering-key secret is sealed under a key k lacks, naming that key:
+	// without the secret, no ordering key could be kept in order.
+	SetKeys(ctx context.Context, k Keys) error
+
+	// Rekey re-seals every stored value that is not under the first key
+	// (or, with p.ToPlainText, writes every sealed value plain), in
+	// bounded chunks, each committed on its own, while the store serves:
+	// it takes at most about half of the writer's time. It returns when
+	// nothing is left, when ctx ends, or on an error; the walk's position
+	// is stored, so a rekey stopped for any reason, the process's end
+	// included, resumes where it was. It is a no-op when the counts say
+	// nothing is left. One rekey runs at a time per store
+	// (ErrRekeyRunning).
+	Rekey(ctx context.Context, p RekeyParams) (RekeyProgress, error)
 
 	// Reads, from a read-only pool beside the writer.
 	Stats(ctx context.Context, now time.Time) (Stats, error)

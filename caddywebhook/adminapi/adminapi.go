@@ -299,6 +299,29 @@ type EventResponse struct {
 	Filters map[string]string `json:"filters,omitempty"`
 }
 
+// RekeyResponse is the answer of /webhook/rekey: the store's rekey, the
+// one running or the last one this Caddy ran. A rekey runs in the
+// background: POST starts it (or resumes one that was stopped), GET shows
+// its progress, DELETE stops it.
+type RekeyResponse struct {
+	// Running is true while the rekey runs.
+	Running bool `json:"running"`
+	// ToPlainText and NoVacuum are what it was asked for (the query
+	// parameters of its POST).
+	ToPlainText bool      `json:"to_plain_text,omitempty"`
+	NoVacuum    bool      `json:"no_vacuum,omitempty"`
+	Started     time.Time `json:"started,omitzero"`
+	Ended       time.Time `json:"ended,omitzero"`
+	// Progress is how far it has come: Resealed of Resealed + Remaining
+	// values, the table it walks, the vacuum's estimate and outcome.
+	Progress queue.RekeyProgress `json:"progress"`
+	// Stopped is true when a DELETE stopped it; POST resumes it where it
+	// stopped.
+	Stopped bool `json:"stopped,omitempty"`
+	// Error is why it ended early, when it did.
+	Error string `json:"error,omitempty"`
+}
+
 // SendEventResponse reports a job added to a stored event.
 type SendEventResponse struct {
 	EventID int64  `json:"event_id"`

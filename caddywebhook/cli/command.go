@@ -29,7 +29,7 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "webhook",
-		Usage: "<stats|list|show|events|replay|resend|discard|purge|send|sign|tail|pause|resume|rules test|listen> [--address <interface>] [--config <path> [--adapter <name>]] [--json]",
+		Usage: "<stats|list|show|events|replay|resend|discard|purge|send|sign|tail|pause|resume|rules test|rekey|listen> [--address <interface>] [--config <path> [--adapter <name>]] [--json]",
 		Short: "Inspects the webhook queue of a running Caddy: stats, jobs, replay, discard, purge",
 		Long: `
 Talks to the webhook admin API (/webhook/ on Caddy's admin endpoint) of a
@@ -301,7 +301,7 @@ is accepted and delivered again.
 	}
 	purge.Flags().String("older-than", "", "Purge done jobs finished longer ago than this (e.g. 72h, 7d); default: the app's retention")
 
-	cmd.AddCommand(stats, list, show, replay, discard, purge)
+	cmd.AddCommand(stats, list, show, replay, discard, purge, rekeyCommand(run))
 	addEventCommands(cmd, run)
 	addRulesCommands(cmd, run)
 	for _, build := range subcommand.All() {
@@ -324,6 +324,7 @@ func (c *client) stats(_ *cobra.Command, _ []string) error {
 		oldest = human.Duration(st.OldestPending)
 	}
 	fmt.Fprintf(c.out, "oldest pending: %s\n", oldest)
+	c.keysSummary(st)
 	c.statsHints(st)
 	return nil
 }
@@ -528,6 +529,10 @@ func (c *client) show(_ *cobra.Command, args []string) error {
 
 	if job.LastError != "" {
 		fmt.Fprintf(c.out, "\nlast error:\n%s\n", indent(queue.SafeText(job.LastError, 0)))
+	}
+	if job.ReadError != "" {
+		fmt.Fprintf(c.out, "\nthe event cannot be read:\n%s\n", indent(queue.SafeText(job.ReadError, 0)))
+		return nil
 	}
 
 	fmt.Fprintln(c.out, "\nhistory:")

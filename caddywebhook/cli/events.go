@@ -456,6 +456,10 @@ func (c *client) showEvent(cmd *cobra.Command, _ []string) error {
 			fmt.Fprintf(c.out, "  %s: %s\n", cell(h.Name, 0), cell(h.Value, 0))
 		}
 	}
+	if ev.ReadError != "" {
+		fmt.Fprintf(c.out, "\nthe event cannot be read:\n%s\n", indent(queue.SafeText(ev.ReadError, 0)))
+		return nil
+	}
 	if utf8.Valid(ev.Payload) {
 		fmt.Fprintf(c.out, "\npayload (%d bytes, text):\n%s\n", len(ev.Payload), queue.SafeText(string(ev.Payload), 0))
 	} else {

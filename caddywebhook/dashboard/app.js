@@ -384,6 +384,7 @@
           card('Oldest due', st.oldest_pending_ns ? fmtDur(st.oldest_pending_ns / 1e6) : '—', 'oldest'),
           card('Delivered/min', total.perMin === null ? '—' : total.perMin.toFixed(1), 'rate', sparkline(total.buckets)),
           card('Events stored', st.events === undefined ? '—' : st.events, 'events'),
+          keysCard(st),
           unroutableCard(st));
 
         const rows = [...groups.values()].sort((a, b) => a.source.localeCompare(b.source) || a.target.localeCompare(b.target));
@@ -422,6 +423,16 @@
 
   function card(label, value, cls, extra) {
     return el('div', { class: 'card ' + cls }, el('div', { class: 'label' }, label), el('div', { class: 'value' }, value), extra);
+  }
+  // keysCard counts the encrypted values under each key id (never a key):
+  // an older key may go once it has none.
+  function keysCard(st) {
+    const keys = st.keys || [];
+    if (keys.length === 0) return null;
+    const lines = keys.map((k) => el('div', { class: 'small' + (k.listed ? '' : ' err') },
+      `${k.key_id}: ${k.values}` + (k.listed ? '' : ' (not listed)')));
+    if (st.plain_events) lines.push(el('div', { class: 'small muted' }, `plain: ${st.plain_events}`));
+    return card('Encrypted, by key', keys.length === 1 ? keys[0].values : keys.length + ' keys', 'keys', el('div', { id: 'key-counts' }, lines));
   }
   function unroutableCard(st) {
     // Events stored without a target, where the stats count them.
@@ -835,6 +846,11 @@
   }
 
   function payloadBox(obj) {
+    if (obj.read_error) {
+      // Sealed under a key the config does not list: the error names it.
+      return el('section', {}, el('h3', {}, 'Payload'),
+        el('p', { class: 'error', id: 'payload-unreadable' }, 'The event cannot be read: ' + obj.read_error));
+    }
     let text = obj.payload_text;
     let size = text !== undefined ? new TextEncoder().encode(text).length : 0;
     if (text === undefined) {

@@ -53,6 +53,9 @@ func TestE2E(t *testing.T) {
 		t.Run("rules_validate", testRulesValidate)
 		t.Run("secrets_out_of_access_log", testSecretsOutOfAccessLog)
 		t.Run("search_replay", testSearchReplay)
+		t.Run("encryption_marker", testEncryptionMarker)
+		t.Run("encryption_rotation", testEncryptionRotation)
+		t.Run("encryption_postgres", testEncryptionPostgres)
 	})
 	// After every scenario, including their cleanups, has finished.
 	t.Run("log_audit", auditLogs)

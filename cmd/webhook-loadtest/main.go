@@ -38,6 +38,9 @@
 //	                events (-search) by content for the 10 whose body
 //	                matches, request after request from the cursor; events
 //	                walked per second and Caddy's RSS before and at its peak
+//	sealed          ingest and e2e again with encryption at rest on (the
+//	                webhook app's encryption block), set beside the plain
+//	                ingest and e2e of the same run
 //
 // Every 202 is looked up in the database afterwards, and every job the
 // database calls done in the slow phases must have reached the recording

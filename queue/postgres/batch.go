@@ -35,8 +35,9 @@ import (
 // their jobs, in one statement. $1-$7 are the events' columns, one row of
 // the arrays per event; $8/$9 are the jobs, each naming its event by its
 // position (1-based) in the arrays, events in order and each event's
-// targets in order; $10 is the events' trace contexts (” stores NULL),
-// numbered last so the others kept their numbers. A duplicate of a stored
+// targets in order; $10 is the events' trace contexts (” stores NULL)
+// and $11 their sealed values (NULL for a plain event), numbered last so
+// the others kept their numbers. A duplicate of a stored
 // event returns no row. Each
 // new event returns its position and its id; it has all its jobs, since
 // PostgreSQL runs a data-modifying WITH query to completion whether or
@@ -44,11 +45,11 @@ import (
 // or not at all. The caller sends distinct (source, delivery_id) pairs
 // only.
 const sqlEnqueueBatch = `WITH input AS (
-	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::bytea[], $6::integer[], $7::timestamptz[], $10::text[])
-		WITH ORDINALITY AS i (source, delivery_id, event_type, headers, payload, targets, at, trace, n)
+	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::bytea[], $6::integer[], $7::timestamptz[], $10::text[], $11::bytea[])
+		WITH ORDINALITY AS i (source, delivery_id, event_type, headers, payload, targets, at, trace, sealed, n)
 ), ev AS (
-	INSERT INTO events (source, delivery_id, event_type, headers, payload, targets, created_at, trace)
-	SELECT source, delivery_id, event_type, headers, payload, targets, at, nullif(trace, '') FROM input ORDER BY n
+	INSERT INTO events (source, delivery_id, event_type, headers, payload, targets, created_at, trace, sealed)
+	SELECT source, delivery_id, event_type, headers, payload, targets, at, nullif(trace, ''), sealed FROM input ORDER BY n
 	ON CONFLICT (source, delivery_id) DO NOTHING
 	RETURNING id, source, delivery_id, created_at
 ), jb AS (
@@ -102,13 +103,14 @@ type enqueueArgs struct {
 	source, deliveryID, eventType string
 	trace                         string // queue.Event.Trace; '' stores NULL
 	headers, payload              []byte
+	sealed                        []byte // the sealed value; nil stores NULL (a plain event)
 	targets                       []string
 	at                            time.Time
 }
 
 // size is what the request adds to a batch's arrays, roughly.
 func (a *enqueueArgs) size() int {
-	n := len(a.source) + len(a.deliveryID) + len(a.eventType) + len(a.trace) + len(a.headers) + len(a.payload)
+	n := len(a.source) + len(a.deliveryID) + len(a.eventType) + len(a.trace) + len(a.headers) + len(a.payload) + len(a.sealed)
 	for _, t := range a.targets {
 		n += len(t)
 	}
@@ -349,7 +351,7 @@ func (w *batchWriter) write(b *batcher) {
 type batchColumns struct {
 	sources, deliveryIDs, eventTypes []string
 	traces                           []string
-	headers, payloads                [][]byte
+	headers, payloads, sealeds       [][]byte
 	targets                          []int32
 	ats                              []time.Time
 	jobEvents                        []int32
@@ -365,10 +367,11 @@ func (c *batchColumns) reset() {
 	clear(c.traces)
 	clear(c.headers)
 	clear(c.payloads)
+	clear(c.sealeds)
 	clear(c.jobTargets)
 	c.sources, c.deliveryIDs, c.eventTypes = c.sources[:0], c.deliveryIDs[:0], c.eventTypes[:0]
 	c.traces = c.traces[:0]
-	c.headers, c.payloads = c.headers[:0], c.payloads[:0]
+	c.headers, c.payloads, c.sealeds = c.headers[:0], c.payloads[:0], c.sealeds[:0]
 	c.targets, c.ats = c.targets[:0], c.ats[:0]
 	c.jobEvents, c.jobTargets = c.jobEvents[:0], c.jobTargets[:0]
 	c.rows = c.rows[:0]
@@ -384,6 +387,7 @@ func (c *batchColumns) add(i int, a *enqueueArgs) {
 	c.traces = append(c.traces, a.trace)
 	c.headers = append(c.headers, a.headers)
 	c.payloads = append(c.payloads, a.payload)
+	c.sealeds = append(c.sealeds, a.sealed)
 	c.targets = append(c.targets, int32(len(a.targets)))
 	c.ats = append(c.ats, a.at)
 	for _, t := range a.targets {
@@ -460,7 +464,7 @@ func (s *Store) enqueueBatch(ctx context.Context, reqs []*enqueueReq, c *batchCo
 
 	stored := make([]bool, len(reqs))
 	rows, err := conn.Query(ctx, sqlEnqueueBatch, c.sources, c.deliveryIDs, c.eventTypes,
-		c.headers, c.payloads, c.targets, c.ats, c.jobEvents, c.jobTargets, c.traces)
+		c.headers, c.payloads, c.targets, c.ats, c.jobEvents, c.jobTargets, c.traces, c.sealeds)
 	if err == nil {
 		var n, id int64
 		_, err = pgx.ForEachRow(rows, []any{&n, &id}, func() error {
@@ -564,7 +568,7 @@ func (s *Store) enqueueOne(ctx context.Context, q querier, a *enqueueArgs) (queu
 	for range 3 {
 		var res queue.EnqueueResult
 		var jobs int64
-		err := q.QueryRow(ctx, sqlEnqueue, a.source, a.deliveryID, a.eventType, a.headers, a.payload, a.targets, a.at, a.trace).
+		err := q.QueryRow(ctx, sqlEnqueue, a.source, a.deliveryID, a.eventType, a.headers, a.payload, a.targets, a.at, a.trace, a.sealed).
 			Scan(&res.EventID, &jobs)
 		if err == nil {
 			res.Jobs = int(jobs)

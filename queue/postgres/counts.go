@@ -46,6 +46,15 @@ GROUP BY source, target, status HAVING sum(jobs) <> 0`
 	RETURNING events
 )
 INSERT INTO event_counts (events) SELECT sum(events) FROM d HAVING sum(events) <> 0`
+
+	sqlFoldSealCounts = `WITH lock AS (
+	SELECT pg_try_advisory_xact_lock(hashtextextended('caddywebhook seal counts ' || current_schema(), 0)) AS ok
+), d AS (
+	DELETE FROM seal_counts WHERE (SELECT ok FROM lock)
+	RETURNING key_id, kind, n
+)
+INSERT INTO seal_counts (key_id, kind, n)
+SELECT key_id, kind, sum(n) FROM d GROUP BY key_id, kind HAVING sum(n) <> 0`
 )
 
 // foldCounts replaces the counts' delta rows by their sums.
@@ -55,6 +64,9 @@ func (s *Store) foldCounts(ctx context.Context) error {
 	}
 	if _, err := s.pool.Exec(ctx, sqlFoldEventCounts); err != nil {
 		return s.fail("fold event counts", err)
+	}
+	if _, err := s.pool.Exec(ctx, sqlFoldSealCounts); err != nil {
+		return s.fail("fold seal counts", err)
 	}
 	return nil
 }

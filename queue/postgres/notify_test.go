@@ -339,12 +339,12 @@ ANALYZE `+schema+`.jobs; ANALYZE `+schema+`.events;`)
 		{"counts", sqlCounts, nil, []string{"job_counts"}, []string{"on jobs"}},
 		{"finish", sqlFinish, []any{ids, []string{"o", "o", "o"}, []string{"done", "done", "done"},
 			[]time.Time{now, now, now}, []string{"", "", ""}, []time.Time{now, now, now}, []time.Time{now, now, now}, []int64{0, 0, 0}, []int64{1, 1, 1},
-			[]pgtype.Int4{{Int32: 200, Valid: true}, {}, {Int32: 1, Valid: true}}, []bool{false, false, true}},
+			[]pgtype.Int4{{Int32: 200, Valid: true}, {}, {Int32: 1, Valid: true}}, []string{"", "", ""}, []bool{false, false, true}},
 			nil, []string{"Seq Scan on jobs", "Seq Scan on attempts"}},
 		{"extend", sqlExtend, []any{ids, []int64{1, 1, 1}, "o", nil, int64(60000)}, nil, []string{"Seq Scan on jobs"}},
 		{"hand back", sqlHandBack, []any{ids, "o", now, []int64{1, 1, 1}}, nil, []string{"Seq Scan on jobs", "Seq Scan on attempts"}},
 		{"enqueue batch", sqlEnqueueBatch, []any{[]string{"shop", "shop"}, []string{"d10", "new"}, []string{"", ""},
-			[][]byte{{}, {}}, [][]byte{{}, {}}, []int32{1, 2}, []time.Time{now, now}, []int32{1, 2, 2}, []string{"a", "a", "b"}, []string{"", ""}},
+			[][]byte{{}, {}}, [][]byte{{}, {}}, []int32{1, 2}, []time.Time{now, now}, []int32{1, 2, 2}, []string{"a", "a", "b"}, []string{"", ""}, [][]byte{nil, nil}},
 			[]string{"Conflict Arbiter Indexes: events_source_delivery_id_key"}, []string{"Seq Scan on events", "Seq Scan on jobs"}},
 		{"find duplicates", sqlEventIDs, []any{[]string{"shop", "shop"}, []string{"d10", "d20"}},
 			[]string{"events_source_delivery_id_key"}, []string{"Seq Scan on events"}},
@@ -448,7 +448,7 @@ UPDATE `+schema+`.jobs SET status = 'running', lease_owner = 'o', fence = 1, att
 	// written out.
 	rows, err := tx.Query(t.Context(), `EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) EXECUTE finish(
 	'{10,20,30}', '{o,o,o}', '{done,done,done}', ARRAY[now(), now(), now()], '{"","",""}',
-	ARRAY[now(), now(), now()], ARRAY[now(), now(), now()], '{0,0,0}', '{1,1,1}', '{NULL,NULL,NULL}', '{false,false,true}')`)
+	ARRAY[now(), now(), now()], ARRAY[now(), now(), now()], '{0,0,0}', '{1,1,1}', '{NULL,NULL,NULL}', '{"","",""}', '{false,false,true}')`)
 	if err != nil {
 		t.Fatal(err)
 	}

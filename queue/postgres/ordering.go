@@ -27,8 +27,8 @@ const (
 	// duplicate returns no row. sqlClaimHeads then makes each job the
 	// head of a free key.
 	sqlEnqueueKeyed = `WITH ev AS (
-	INSERT INTO events (source, delivery_id, event_type, headers, payload, targets, created_at, trace)
-	VALUES ($1, $2, $3, $4, $5, cardinality($6::text[]), $7, nullif($10::text, ''))
+	INSERT INTO events (source, delivery_id, event_type, headers, payload, targets, created_at, trace, sealed)
+	VALUES ($1, $2, $3, $4, $5, cardinality($6::text[]), $7, nullif($10::text, ''), $11)
 	ON CONFLICT (source, delivery_id) DO NOTHING
 	RETURNING id
 ), jb AS (
@@ -122,7 +122,7 @@ func (s *Store) enqueueKeyed(ctx context.Context, a *enqueueArgs, key string, ho
 	ready := false
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var jobs []int64
-		err := tx.QueryRow(ctx, sqlEnqueueKeyed, a.source, a.deliveryID, a.eventType, a.headers, a.payload, a.targets, a.at, key, hold, a.trace).
+		err := tx.QueryRow(ctx, sqlEnqueueKeyed, a.source, a.deliveryID, a.eventType, a.headers, a.payload, a.targets, a.at, key, hold, a.trace, a.sealed).
 			Scan(&res.EventID, &jobs)
 		if errors.Is(err, pgx.ErrNoRows) {
 			res.Duplicate = true

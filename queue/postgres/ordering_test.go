@@ -254,7 +254,7 @@ func TestSweepStrandedHeads(t *testing.T) {
 		t.Fatalf("claim: %d jobs, %v; want the key's head alone", len(jobs), err)
 	}
 	// The Finish's first transaction alone: the job done, its key held.
-	a := finishArgs{}
+	a := finishArgs{sealer: s.sealer.Load()}
 	a.add(&queue.Completion{JobID: jobs[0].ID, Owner: "w", Fence: jobs[0].Fence, Status: queue.StatusDone, Started: time.Now()}, time.Now())
 	if done, err := s.finishRound(ctx, &a); err != nil || !done[jobs[0].ID] {
 		t.Fatalf("finish round: %v, %v; want the job recorded, with its key", done, err)

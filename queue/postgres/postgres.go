@@ -99,9 +99,11 @@ import (
 	"fmt"
 	"regexp"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddywebhook/caddywebhook/queue"
+	"github.com/caddywebhook/caddywebhook/queue/storekit"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -154,6 +156,11 @@ type Config struct {
 	// Now is the clock for the times the store stamps itself (created_at,
 	// the run_at of an enqueue, replay or hand-back). Default: time.Now.
 	Now func() time.Time
+
+	// Keys encrypt the stored values (queue.Keys); SetKeys replaces them
+	// later. Every instance sharing the schema needs the keys of what is
+	// stored. Default: none, values are written plain.
+	Keys queue.Keys
 }
 
 // Defaults applied by Open to zero fields.
@@ -221,6 +228,11 @@ type Store struct {
 	folder  *folder
 	closeMu sync.RWMutex
 	closed  bool
+
+	// sealer seals and opens values under the store's Keys; SetKeys
+	// swaps it, keysMu orders SetKeys calls.
+	sealer atomic.Pointer[storekit.Sealer]
+	keysMu sync.Mutex
 }
 
 // Interface guard.
@@ -264,7 +276,7 @@ func open(ctx context.Context, cfg Config, redact *Redactor) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open pool: %w", err)
 	}
-	if err := migrate(ctx, pool, cfg.Schema); err != nil {
+	if err := migrate(ctx, pool, cfg.Schema, cfg.Keys); err != nil {
 		pool.Close()
 		return nil, err
 	}
@@ -278,6 +290,10 @@ func open(ctx context.Context, cfg Config, redact *Redactor) (*Store, error) {
 		instance: hex.EncodeToString(id[:]),
 		ready:    make(chan struct{}, 1),
 		redact:   redact,
+	}
+	if err := s.useKeys(ctx, cfg.Keys, false); err != nil {
+		pool.Close()
+		return nil, err
 	}
 	s.notify = newNotifier(pool, s.channel, s.instance, cfg.NotifyInterval)
 	s.listen = newListener(lcfg, s.channel, s.instance, s.signalReady)

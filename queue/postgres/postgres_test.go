@@ -87,12 +87,12 @@ func testSchema(tb testing.TB, dsn string) string {
 			err = conn.QueryRow(ctx, "SELECT count(*) > 10000 FROM (SELECT 1 FROM "+schema+".events LIMIT 10001) AS e").Scan(&many)
 			if err == nil && many {
 				_, err = conn.Exec(ctx, "TRUNCATE "+schema+".attempts, "+schema+".jobs, "+schema+".events, "+
-					schema+".job_counts, "+schema+".event_counts, "+schema+".ordering_heads RESTART IDENTITY")
+					schema+".job_counts, "+schema+".event_counts, "+schema+".ordering_heads, "+schema+".seal_counts RESTART IDENTITY")
 			} else if err == nil {
 				_, err = conn.Exec(ctx, `BEGIN;
 DELETE FROM `+schema+`.attempts; DELETE FROM `+schema+`.jobs; DELETE FROM `+schema+`.events;
 DELETE FROM `+schema+`.job_counts; DELETE FROM `+schema+`.event_counts;
-DELETE FROM `+schema+`.ordering_heads;
+DELETE FROM `+schema+`.ordering_heads; DELETE FROM `+schema+`.seal_counts;
 ALTER TABLE `+schema+`.attempts ALTER COLUMN id RESTART;
 ALTER TABLE `+schema+`.jobs ALTER COLUMN id RESTART;
 ALTER TABLE `+schema+`.events ALTER COLUMN id RESTART;
@@ -154,6 +154,28 @@ func TestConformanceSerial(t *testing.T) {
 	dsn := testutil.PostgresDSN(t)
 	queuetest.Run(t, func(t *testing.T) queue.Store {
 		return openStore(t, Config{DSN: dsn, Schema: testSchema(t, dsn), MaxBatch: 1})
+	})
+}
+
+// sealedDB is a schema of its own for queuetest.RunSealed; the stores
+// opened on it share it.
+type sealedDB struct{ dsn, schema string }
+
+func (d sealedDB) Open(t *testing.T, keys queue.Keys) (queue.Store, error) {
+	s, err := Open(t.Context(), Config{DSN: d.dsn, Schema: d.schema, Keys: keys})
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, nil
+}
+
+func (d sealedDB) Dump(t *testing.T) []byte { return testutil.PostgresBytes(t, d.dsn, d.schema) }
+
+func TestSealed(t *testing.T) {
+	dsn := testutil.PostgresDSN(t)
+	queuetest.RunSealed(t, func(t *testing.T) queuetest.Database {
+		return sealedDB{dsn: dsn, schema: testutil.FreshSchema(t, dsn)}
 	})
 }
 

@@ -44,7 +44,7 @@ WHERE ($1 = '' OR j.status = $1) AND ($2 = '' OR j.source = $2) AND ($3 = '' OR 
 ORDER BY j.id DESC LIMIT $5`
 
 	sqlGet = `SELECT ` + jobCols + `,
-	e.headers, e.payload, coalesce(j.lease_owner, ''), j.lease_until
+	e.headers, e.payload, e.sealed, coalesce(j.lease_owner, ''), j.lease_until
 FROM jobs AS j JOIN events AS e ON e.id = j.event_id
 WHERE j.id = $1`
 
@@ -100,7 +100,15 @@ func (s *Store) Stats(ctx context.Context, now time.Time) (queue.Stats, error) {
 			return err
 		}
 		storekit.SetOldestPending(&st, oldest, now)
-		return tx.QueryRow(ctx, sqlEventCount).Scan(&st.Events)
+		if err := tx.QueryRow(ctx, sqlEventCount).Scan(&st.Events); err != nil {
+			return err
+		}
+		values, sealedEvents, err := sealCounts(ctx, tx)
+		if err != nil {
+			return err
+		}
+		storekit.SetSealStats(&st, s.sealer.Load(), values, sealedEvents)
+		return nil
 	})
 	if err != nil {
 		return queue.Stats{}, s.readFail("read stats", err)
@@ -136,6 +144,7 @@ func (s *Store) ListJobs(ctx context.Context, p queue.ListParams) (queue.JobPage
 // jobCols, newest first, and at most limit+1 rows.
 func (s *Store) listJobs(ctx context.Context, limit int, query string, args ...any) (queue.JobPage, error) {
 	var jobs []queue.JobSummary
+	sl := s.sealer.Load()
 	err := s.readTx(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, query, args...)
 		if err != nil {
@@ -148,6 +157,7 @@ func (s *Store) listJobs(ctx context.Context, limit int, query string, args ...a
 			if err := scanSummary(rows, &j); err != nil {
 				return err
 			}
+			j.LastError = sl.DecodeText(j.LastError, storekit.ColumnLastError, j.ID)
 			jobs = append(jobs, j)
 		}
 		return rows.Err()
@@ -184,10 +194,11 @@ func (s *Store) GetJob(ctx context.Context, id int64) (queue.JobDetail, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	var d queue.JobDetail
+	sl := s.sealer.Load()
 	err := s.readTx(ctx, func(tx pgx.Tx) error {
-		var headers []byte
+		var headers, sealed []byte
 		var leaseUntil pgtype.Timestamptz
-		err := scanSummary(tx.QueryRow(ctx, sqlGet, id), &d.JobSummary, &headers, &d.Payload, &d.LeaseOwner, &leaseUntil)
+		err := scanSummary(tx.QueryRow(ctx, sqlGet, id), &d.JobSummary, &headers, &d.Payload, &sealed, &d.LeaseOwner, &leaseUntil)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return queue.ErrNotFound
 		}
@@ -195,9 +206,8 @@ func (s *Store) GetJob(ctx context.Context, id int64) (queue.JobDetail, error) {
 			return err
 		}
 		d.LeaseUntil = timeOf(leaseUntil)
-		if d.Headers, d.Payload, err = storekit.DecodeStored(headers, d.Payload); err != nil {
-			return err
-		}
+		d.LastError = sl.DecodeText(d.LastError, storekit.ColumnLastError, d.ID)
+		d.Headers, d.Payload, d.ReadError = storekit.ReadStored(sl, d.Source, d.DeliveryID, headers, d.Payload, sealed)
 		rows, err := tx.Query(ctx, sqlHistory, id)
 		if err != nil {
 			return err
@@ -212,6 +222,7 @@ func (s *Store) GetJob(ctx context.Context, id int64) (queue.JobDetail, error) {
 				return err
 			}
 			a.Duration = time.Duration(dur)
+			a.Error = sl.DecodeText(a.Error, storekit.ColumnAttemptError, id)
 			if code.Valid {
 				a.Code = queue.CodeOf(int(code.Int32))
 			}

@@ -51,7 +51,7 @@ WHERE event_id = ANY ($1::bigint[]) ORDER BY event_id, id`
 	// eventDetailCols are an event with what its targets receive, in
 	// scanEventDetail's order: every read of an event's body goes through
 	// the two together.
-	eventDetailCols = eventCols + `, headers, payload`
+	eventDetailCols = eventCols + `, headers, payload, sealed`
 
 	sqlGetEvent = `SELECT ` + eventDetailCols + ` FROM events WHERE id = $1`
 
@@ -238,21 +238,22 @@ func (s *Store) FindEvent(ctx context.Context, source, deliveryID string) (queue
 }
 
 // scanEventDetail scans eventDetailCols into d: the one place a stored
-// event's headers and payload become an EventDetail's.
-func scanEventDetail(row pgx.Row, d *queue.EventDetail) error {
-	var hdr []byte
-	if err := scanEvent(row, &d.EventSummary, &hdr, &d.Payload); err != nil {
+// event's headers and payload become an EventDetail's, opened with sl
+// when sealed (ReadError says why not, when a key is missing).
+func scanEventDetail(row pgx.Row, d *queue.EventDetail, sl *storekit.Sealer) error {
+	var hdr, sealed []byte
+	if err := scanEvent(row, &d.EventSummary, &hdr, &d.Payload, &sealed); err != nil {
 		return err
 	}
-	var err error
-	d.Headers, d.Payload, err = storekit.DecodeStored(hdr, d.Payload)
-	return err
+	d.Headers, d.Payload, d.ReadError = storekit.ReadStored(sl, d.Source, d.DeliveryID, hdr, d.Payload, sealed)
+	return nil
 }
 
 func (s *Store) readEvent(ctx context.Context, query string, args ...any) (queue.EventDetail, error) {
 	var d queue.EventDetail
+	sl := s.sealer.Load()
 	err := s.readTx(ctx, func(tx pgx.Tx) error {
-		err := scanEventDetail(tx.QueryRow(ctx, query, args...), &d)
+		err := scanEventDetail(tx.QueryRow(ctx, query, args...), &d, sl)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return queue.ErrEventNotFound
 		}
@@ -279,6 +280,7 @@ func (s *Store) ScanEvents(ctx context.Context, p queue.ScanParams) (queue.ScanP
 	}
 	lo, hi := timeRange(p.Since, p.Until)
 	var page queue.ScanPage
+	sl := s.sealer.Load()
 	err = s.readTx(ctx, func(tx pgx.Tx) error {
 		after := p.After
 		if after == 0 && !p.Since.IsZero() {
@@ -310,7 +312,7 @@ func (s *Store) ScanEvents(ctx context.Context, p queue.ScanParams) (queue.ScanP
 		bytes := 0
 		for rows.Next() {
 			var d queue.EventDetail
-			if err := scanEventDetail(rows, &d); err != nil {
+			if err := scanEventDetail(rows, &d, sl); err != nil {
 				rows.Close()
 				return err
 			}
@@ -324,7 +326,7 @@ func (s *Store) ScanEvents(ctx context.Context, p queue.ScanParams) (queue.ScanP
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		page.Jobs, err = scanJobs(ctx, tx, after, page.Events)
+		page.Jobs, err = scanJobs(ctx, tx, after, page.Events, sl)
 		return err
 	})
 	if err != nil {
@@ -336,7 +338,7 @@ func (s *Store) ScanEvents(ctx context.Context, p queue.ScanParams) (queue.ScanP
 
 // scanJobs reads the jobs of a scanned page's events, which came after
 // the event after, in one statement.
-func scanJobs(ctx context.Context, tx pgx.Tx, after int64, events []queue.EventDetail) ([]queue.JobSummary, error) {
+func scanJobs(ctx context.Context, tx pgx.Tx, after int64, events []queue.EventDetail, sl *storekit.Sealer) ([]queue.JobSummary, error) {
 	if len(events) == 0 {
 		return nil, nil
 	}
@@ -352,6 +354,7 @@ func scanJobs(ctx context.Context, tx pgx.Tx, after int64, events []queue.EventD
 		if err := scanSummary(rows, &j); err != nil {
 			return nil, err
 		}
+		j.LastError = sl.DecodeText(j.LastError, storekit.ColumnLastError, j.ID)
 		if keep(j.EventID) {
 			jobs = append(jobs, j)
 		}

@@ -6,6 +6,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/caddywebhook/caddywebhook/queue"
+	"github.com/caddywebhook/caddywebhook/queue/storekit"
 )
 
 // migrations[i] brings the schema from version i to i+1. The version is
@@ -250,6 +253,169 @@ ALTER TABLE attempts DROP CONSTRAINT IF EXISTS attempts_job_id_fkey;
 	`
 ALTER TABLE jobs ADD COLUMN claimed_at timestamptz;
 `,
+	// Version 11: encryption at rest (queue.Keys, storekit's Sealer). An
+	// event's headers and payload are one sealed value in sealed, NULL
+	// for a plain row; error texts are sealed in place, in the text form
+	// (text refuses NUL). seal_counts keeps the sealed values per key id
+	// as delta rows, as job_counts does, folded with them (counts.go):
+	// the events' statement-level triggers count theirs, and row-level
+	// triggers, whose WHEN tests the first byte, count the texts and a
+	// rekey's rewrites, so a finish without a sealed text queues nothing.
+	// store_secrets keeps the ordering-key secret and seal_state the
+	// rekey's position and flags; migrate fills both (initSecrets) and
+	// hashes the stored ordering keys. A nullable column rewrites no row.
+	`
+ALTER TABLE events ADD COLUMN sealed bytea;
+
+CREATE TABLE seal_counts (
+	key_id text   NOT NULL,
+	kind   text   NOT NULL, -- 'event' or 'text'
+	n      bigint NOT NULL
+);
+ALTER TABLE seal_counts SET (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000);
+
+CREATE TABLE store_secrets (
+	name  text  PRIMARY KEY,
+	value bytea NOT NULL -- 32 plain bytes, or sealed under a key
+);
+
+CREATE TABLE seal_state (
+	id           integer PRIMARY KEY CHECK (id = 1),
+	plain_rows   boolean NOT NULL, -- rows may hold values written plain
+	plain_gen    bigint  NOT NULL DEFAULT 0,
+	rekey_target text,             -- the walk's key id ('' plain); NULL: no walk
+	rekey_table  integer NOT NULL DEFAULT 0,
+	rekey_after  bigint  NOT NULL DEFAULT 0
+);
+
+-- The key id a sealed value names, from its header (queue/seal).
+CREATE FUNCTION seal_key(v bytea) RETURNS text LANGUAGE sql IMMUTABLE STRICT AS
+$$ SELECT convert_from(substring(v from 3 for get_byte(v, 1)), 'SQL_ASCII') $$;
+CREATE FUNCTION seal_key(v text) RETURNS text LANGUAGE sql IMMUTABLE STRICT AS
+$$ SELECT substr(v, 3, ascii(substr(v, 2, 1))) $$;
+
+CREATE OR REPLACE FUNCTION count_events_inserted() RETURNS trigger LANGUAGE plpgsql
+SET search_path FROM CURRENT AS $$
+BEGIN
+	INSERT INTO event_counts (events) SELECT count(*) FROM new_rows HAVING count(*) > 0;
+	INSERT INTO seal_counts (key_id, kind, n)
+	SELECT seal_key(sealed), 'event', count(*) FROM new_rows WHERE sealed IS NOT NULL GROUP BY 1;
+	RETURN NULL;
+END $$;
+
+CREATE OR REPLACE FUNCTION count_events_deleted() RETURNS trigger LANGUAGE plpgsql
+SET search_path FROM CURRENT AS $$
+BEGIN
+	INSERT INTO event_counts (events) SELECT -count(*) FROM old_rows HAVING count(*) > 0;
+	INSERT INTO seal_counts (key_id, kind, n)
+	SELECT seal_key(sealed), 'event', -count(*) FROM old_rows WHERE sealed IS NOT NULL GROUP BY 1;
+	RETURN NULL;
+END $$;
+
+CREATE FUNCTION count_sealed_event() RETURNS trigger LANGUAGE plpgsql
+SET search_path FROM CURRENT AS $$
+BEGIN
+	IF old.sealed IS NOT NULL THEN
+		INSERT INTO seal_counts (key_id, kind, n) VALUES (seal_key(old.sealed), 'event', -1);
+	END IF;
+	IF new.sealed IS NOT NULL THEN
+		INSERT INTO seal_counts (key_id, kind, n) VALUES (seal_key(new.sealed), 'event', 1);
+	END IF;
+	RETURN NULL;
+END $$;
+
+CREATE FUNCTION count_sealed_last_error() RETURNS trigger LANGUAGE plpgsql
+SET search_path FROM CURRENT AS $$
+BEGIN
+	IF TG_OP <> 'INSERT' THEN
+		IF substr(old.last_error, 1, 1) = chr(2) THEN
+			INSERT INTO seal_counts (key_id, kind, n) VALUES (seal_key(old.last_error), 'text', -1);
+		END IF;
+	END IF;
+	IF TG_OP <> 'DELETE' THEN
+		IF substr(new.last_error, 1, 1) = chr(2) THEN
+			INSERT INTO seal_counts (key_id, kind, n) VALUES (seal_key(new.last_error), 'text', 1);
+		END IF;
+	END IF;
+	RETURN NULL;
+END $$;
+
+CREATE FUNCTION count_sealed_error() RETURNS trigger LANGUAGE plpgsql
+SET search_path FROM CURRENT AS $$
+BEGIN
+	IF TG_OP <> 'INSERT' THEN
+		IF substr(old.error, 1, 1) = chr(2) THEN
+			INSERT INTO seal_counts (key_id, kind, n) VALUES (seal_key(old.error), 'text', -1);
+		END IF;
+	END IF;
+	IF TG_OP <> 'DELETE' THEN
+		IF substr(new.error, 1, 1) = chr(2) THEN
+			INSERT INTO seal_counts (key_id, kind, n) VALUES (seal_key(new.error), 'text', 1);
+		END IF;
+	END IF;
+	RETURN NULL;
+END $$;
+
+CREATE TRIGGER events_seal_update AFTER UPDATE OF sealed ON events FOR EACH ROW
+WHEN (old.sealed IS DISTINCT FROM new.sealed) EXECUTE FUNCTION count_sealed_event();
+CREATE TRIGGER jobs_seal_update AFTER UPDATE OF last_error ON jobs FOR EACH ROW
+WHEN (substr(old.last_error, 1, 1) = chr(2) OR substr(new.last_error, 1, 1) = chr(2)) EXECUTE FUNCTION count_sealed_last_error();
+CREATE TRIGGER jobs_seal_delete AFTER DELETE ON jobs FOR EACH ROW
+WHEN (substr(old.last_error, 1, 1) = chr(2)) EXECUTE FUNCTION count_sealed_last_error();
+CREATE TRIGGER attempts_seal_insert AFTER INSERT ON attempts FOR EACH ROW
+WHEN (substr(new.error, 1, 1) = chr(2)) EXECUTE FUNCTION count_sealed_error();
+CREATE TRIGGER attempts_seal_update AFTER UPDATE OF error ON attempts FOR EACH ROW
+WHEN (substr(old.error, 1, 1) = chr(2) OR substr(new.error, 1, 1) = chr(2)) EXECUTE FUNCTION count_sealed_error();
+CREATE TRIGGER attempts_seal_delete AFTER DELETE ON attempts FOR EACH ROW
+WHEN (substr(old.error, 1, 1) = chr(2)) EXECUTE FUNCTION count_sealed_error();
+`,
+}
+
+// sealVersion is the schema version that brought encryption at rest:
+// migrating to it also runs initSecrets.
+const sealVersion = 11
+
+// initSecrets is migration 11's step in Go: it makes the store's
+// ordering-key secret (sealed under keys when they seal), hashes every
+// stored ordering key with it, and starts seal_state. A schema that held
+// rows before is marked as holding plain values, so the first rekey
+// seals them. fresh says the schema was new.
+func initSecrets(ctx context.Context, tx pgx.Tx, keys queue.Keys, fresh bool) error {
+	_, stored := storekit.NewSecret(keys)
+	if _, err := tx.Exec(ctx, `INSERT INTO store_secrets (name, value) VALUES ('ordering', $1)`, stored); err != nil {
+		return fmt.Errorf("store the ordering-key secret: %w", err)
+	}
+	sl, err := storekit.NewSealer(keys, stored)
+	if err != nil {
+		return err
+	}
+	for _, table := range []string{"jobs", "ordering_heads"} {
+		rows, err := tx.Query(ctx, `SELECT DISTINCT source, ordering_key FROM `+table+` WHERE ordering_key IS NOT NULL`)
+		if err != nil {
+			return fmt.Errorf("hash ordering keys: %w", err)
+		}
+		var sources, plain, hashed []string
+		var source, key string
+		_, err = pgx.ForEachRow(rows, []any{&source, &key}, func() error {
+			sources, plain, hashed = append(sources, source), append(plain, key), append(hashed, sl.OrderingKey(source, key))
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("hash ordering keys: %w", err)
+		}
+		if len(sources) == 0 {
+			continue
+		}
+		if _, err := tx.Exec(ctx, `UPDATE `+table+` AS t SET ordering_key = m.hashed
+FROM unnest($1::text[], $2::text[], $3::text[]) AS m (source, plain, hashed)
+WHERE t.source = m.source AND t.ordering_key = m.plain`, sources, plain, hashed); err != nil {
+			return fmt.Errorf("hash ordering keys: %w", err)
+		}
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO seal_state (id, plain_rows) VALUES (1, $1)`, !fresh); err != nil {
+		return fmt.Errorf("start seal state: %w", err)
+	}
+	return nil
 }
 
 // schemaVersion is the version this build writes.
@@ -259,7 +425,7 @@ var schemaVersion = len(migrations)
 // transaction first takes an advisory lock keyed by the schema's name, so
 // when several instances start together one migrates and the others then
 // find the schema up to date. An up-to-date schema is left untouched.
-func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
+func migrate(ctx context.Context, pool *pgxpool.Pool, schema string, keys queue.Keys) error {
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('caddywebhook migrate ' || $1, 0))`, schema); err != nil {
 			return fmt.Errorf("lock schema: %w", err)
@@ -301,6 +467,11 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 		for v := version; v < schemaVersion; v++ {
 			if _, err := tx.Exec(ctx, migrations[v]); err != nil {
 				return fmt.Errorf("migrate schema to version %d: %w", v+1, err)
+			}
+			if v+1 == sealVersion {
+				if err := initSecrets(ctx, tx, keys, version == 0); err != nil {
+					return fmt.Errorf("migrate schema to version %d: %w", v+1, err)
+				}
 			}
 		}
 		if _, err := tx.Exec(ctx, "DELETE FROM "+ident+".schema_version"); err != nil {

@@ -22,8 +22,8 @@ const (
 	// target. A duplicate returns no row. $6 is the targets in order, $8
 	// the trace context ('' stores NULL).
 	sqlEnqueue = `WITH ev AS (
-	INSERT INTO events (source, delivery_id, event_type, headers, payload, targets, created_at, trace)
-	VALUES ($1, $2, $3, $4, $5, cardinality($6::text[]), $7, nullif($8::text, ''))
+	INSERT INTO events (source, delivery_id, event_type, headers, payload, targets, created_at, trace, sealed)
+	VALUES ($1, $2, $3, $4, $5, cardinality($6::text[]), $7, nullif($8::text, ''), $9)
 	ON CONFLICT (source, delivery_id) DO NOTHING
 	RETURNING id
 ), jb AS (
@@ -122,7 +122,7 @@ SELECT id, (SELECT count(*) FROM jb) FROM ev`
 	FROM expired AS e WHERE e.id = ANY (ARRAY(SELECT id FROM claimed))
 )
 SELECT c.id, c.event_id, c.source, e.delivery_id, e.event_type, c.target, e.headers, e.payload, c.attempts, c.created_at,
-	c.fence, c.replays, c.replay_base, c.lease_until, coalesce(e.trace, '')
+	c.fence, c.replays, c.replay_base, c.lease_until, coalesce(e.trace, ''), e.sealed
 FROM claimed AS c JOIN events AS e ON e.id = c.event_id
 ORDER BY c.run_at, c.id`
 
@@ -303,8 +303,8 @@ SELECT count(*) FROM back`
 // distinct within one call.
 var sqlFinish = `WITH c AS (
 	SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::timestamptz[], $5::text[],
-		$6::timestamptz[], $7::timestamptz[], $8::bigint[], $9::bigint[], $10::integer[], $11::boolean[])
-		AS c (id, owner, status, run_at, err, at, started, duration_ns, fence, code, back)
+		$6::timestamptz[], $7::timestamptz[], $8::bigint[], $9::bigint[], $10::integer[], $11::text[], $12::boolean[])
+		AS c (id, owner, status, run_at, err, at, started, duration_ns, fence, code, aerr, back)
 ), ` + lockInOrder + `, upd AS (
 	UPDATE jobs AS j
 	SET status = c.status,
@@ -315,12 +315,12 @@ var sqlFinish = `WITH c AS (
 		finished_at = CASE WHEN c.status = 'pending' THEN NULL ELSE c.at END
 	FROM c
 	WHERE j.id = ANY (ARRAY(SELECT id FROM lk)) AND j.id = c.id AND j.lease_owner = c.owner AND j.fence = c.fence
-	RETURNING j.id, j.attempts, j.fence, j.ordering_key IS NOT NULL AS keyed, c.started, c.duration_ns, c.status, c.err, c.code, c.back
+	RETURNING j.id, j.attempts, j.fence, j.ordering_key IS NOT NULL AS keyed, c.started, c.duration_ns, c.status, c.aerr, c.code, c.back
 ), hist AS (
 	-- A run handed back gave its attempt back: it is recorded as the
 	-- attempt it was, "running" (it did not end its job).
 	INSERT INTO attempts (job_id, attempt, started_at, duration_ns, outcome, error, status)
-	SELECT id, attempts + back::int, started, duration_ns, CASE WHEN back THEN 'running' ELSE status END, err, code FROM upd
+	SELECT id, attempts + back::int, started, duration_ns, CASE WHEN back THEN 'running' ELSE status END, aerr, code FROM upd
 )` + trimHistory("upd") + `
 SELECT id, keyed FROM upd`
 
@@ -364,12 +364,19 @@ func (s *Store) Enqueue(ctx context.Context, ev queue.Event) (queue.EnqueueResul
 		source:     ev.Source,
 		deliveryID: ev.DeliveryID,
 		eventType:  ev.EventType,
+		payload:    ev.Payload,
+		targets:    ev.Targets,
+		at:         ms(s.cfg.Now()),
+		trace:      ev.Trace,
+	}
+	// Sealed here, in the caller's goroutine, before the batch; a sealed
+	// event keeps its headers and payload in sealed alone.
+	sl := s.sealer.Load()
+	if a.sealed = sl.AppendEvent(nil, ev.Source, ev.DeliveryID, ev.Headers, ev.Payload); a.sealed != nil {
+		a.headers, a.payload = []byte{}, []byte{}
+	} else {
 		// A non-nil slice, so no headers is an empty value, not NULL.
-		headers: storekit.AppendHeaders(make([]byte, 0, 128), ev.Headers),
-		payload: ev.Payload,
-		targets: ev.Targets,
-		at:      ms(s.cfg.Now()),
-		trace:   ev.Trace,
+		a.headers = storekit.AppendHeaders(make([]byte, 0, 128), ev.Headers)
 	}
 	if a.payload == nil {
 		a.payload = []byte{} // the column is NOT NULL
@@ -378,7 +385,7 @@ func (s *Store) Enqueue(ctx context.Context, ev queue.Event) (queue.EnqueueResul
 		a.targets = []string{}
 	}
 	if ev.OrderingKey != "" {
-		return s.enqueueKeyed(ctx, &a, ev.OrderingKey, ev.OrderingHold)
+		return s.enqueueKeyed(ctx, &a, sl.OrderingKey(ev.Source, ev.OrderingKey), ev.OrderingHold)
 	}
 	if s.batcher != nil {
 		return s.batcher.enqueue(ctx, a)
@@ -426,18 +433,19 @@ func (s *Store) Claim(ctx context.Context, p queue.ClaimParams) ([]*queue.Job, e
 	}
 	defer rows.Close()
 	var jobs []*queue.Job
+	sl := s.sealer.Load()
 	for rows.Next() {
 		j := &queue.Job{LeaseOwner: p.Owner}
-		var headers []byte
+		var headers, payload, sealed []byte
 		if err := rows.Scan(&j.ID, &j.EventID, &j.Source, &j.DeliveryID, &j.EventType, &j.Target,
-			&headers, &j.Payload, &j.Attempt, &j.CreatedAt, &j.Fence, &j.Replays, &j.ReplayBase, &j.LeaseUntil, &j.Trace); err != nil {
+			&headers, &payload, &j.Attempt, &j.CreatedAt, &j.Fence, &j.Replays, &j.ReplayBase, &j.LeaseUntil, &j.Trace, &sealed); err != nil {
 			return nil, s.fail("claim", err)
 		}
-		if j.Headers, err = storekit.DecodeHeaders(headers); err != nil {
-			return nil, fmt.Errorf("claim: read event %d: %w", j.EventID, err)
-		}
-		if j.Payload == nil {
-			j.Payload = []byte{}
+		// pgx scanned each value into a slice of its own: a sealed one
+		// opens in place. A job whose event does not open carries the
+		// error for the pool to record (Job.ReadErr).
+		if j.Headers, j.Payload, err = sl.DecodeEvent(j.Source, j.DeliveryID, headers, payload, sealed); err != nil {
+			j.Headers, j.Payload, j.ReadErr = nil, []byte{}, fmt.Errorf("read event %d: %w", j.EventID, err)
 		}
 		jobs = append(jobs, j)
 	}
@@ -519,7 +527,7 @@ func (s *Store) Finish(ctx context.Context, cs []queue.Completion) ([]bool, erro
 			seen[cs[i].JobID] = true
 			round = append(round, i)
 		}
-		a := finishArgs{}
+		a := finishArgs{sealer: s.sealer.Load()}
 		for _, i := range round {
 			a.add(&cs[i], now)
 		}
@@ -559,7 +567,7 @@ func (s *Store) Finish(ctx context.Context, cs []queue.Completion) ([]bool, erro
 // finishRound runs sqlFinish for one round and returns the ids it
 // recorded, each true when its job has an ordering key.
 func (s *Store) finishRound(ctx context.Context, a *finishArgs) (map[int64]bool, error) {
-	rows, err := s.pool.Query(ctx, sqlFinish, a.ids, a.owners, a.statuses, a.runAts, a.errs, a.ats, a.starteds, a.durations, a.fences, a.codes, a.backs)
+	rows, err := s.pool.Query(ctx, sqlFinish, a.ids, a.owners, a.statuses, a.runAts, a.errs, a.ats, a.starteds, a.durations, a.fences, a.codes, a.aerrs, a.backs)
 	if err != nil {
 		return nil, err
 	}
@@ -620,12 +628,15 @@ type finishArgs struct {
 	owners    []string
 	statuses  []string
 	runAts    []time.Time
-	errs      []string
+	errs      []string // each job's last error, sealed when the store seals
+	aerrs     []string // each attempt's error, sealed for its own column
 	ats       []time.Time
 	starteds  []time.Time
 	durations []int64
 	codes     []pgtype.Int4 // NULL for none: no pointer to allocate per completion
 	backs     []bool        // Completion.HandedBack
+
+	sealer *storekit.Sealer
 }
 
 // add appends c, with its times filled by storekit.Times.
@@ -636,7 +647,9 @@ func (a *finishArgs) add(c *queue.Completion, now time.Time) {
 	a.owners = append(a.owners, c.Owner)
 	a.statuses = append(a.statuses, string(c.Status))
 	a.runAts = append(a.runAts, ms(runAt))
-	a.errs = append(a.errs, queue.SafeText(c.Error, queue.MaxErrorLen))
+	msg := queue.SafeText(c.Error, queue.MaxErrorLen)
+	a.errs = append(a.errs, a.sealer.SealText(msg, storekit.ColumnLastError, c.JobID))
+	a.aerrs = append(a.aerrs, a.sealer.SealText(msg, storekit.ColumnAttemptError, c.JobID))
 	a.ats = append(a.ats, ms(at))
 	a.starteds = append(a.starteds, ms(c.Started))
 	a.durations = append(a.durations, int64(c.Duration))

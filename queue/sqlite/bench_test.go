@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/caddywebhook/caddywebhook/queue"
+	"github.com/caddywebhook/caddywebhook/queue/queuetest"
 	"github.com/caddywebhook/caddywebhook/queue/storekit"
 )
 
@@ -397,5 +398,31 @@ func BenchmarkKeySet(b *testing.B) {
 			// an event by id.
 			b.ReportMetric(float64(falseHits)/float64(b.N), "false-candidates/op")
 		})
+	}
+}
+
+// BenchmarkSealed measures what encryption at rest costs the store, keys
+// off and on in turn, so that -count 6 gives alternating pairs of one run:
+// ingest (32 producers, as BenchmarkEnqueue) and end to end (every event
+// enqueued, claimed and finished), each with synchronous=normal so the
+// CPU, not the shared disk's fsync, is what the figures show. cpu-us/op is
+// the process's CPU per event.
+func BenchmarkSealed(b *testing.B) {
+	for _, op := range []string{"ingest", "e2e"} {
+		for _, keys := range []struct {
+			name string
+			keys queue.Keys
+		}{{"off", queue.Keys{}}, {"on", queue.Keys{Ring: queuetest.Ring(b, "bench")}}} {
+			b.Run("op="+op+"/keys="+keys.name, func(b *testing.B) {
+				s := setup(b, func(c *Config) { c.Synchronous = "normal"; c.Keys = keys.keys })
+				var next atomic.Int64
+				measure(b, "events/s", func() {
+					enqueueN(b, s, 32, b.N, &next)
+					if op == "e2e" {
+						claimFinishN(b, s, 4, 64, b.N)
+					}
+				})
+			})
+		}
 	}
 }

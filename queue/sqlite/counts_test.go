@@ -44,9 +44,10 @@ func TestCountsWithinOneBatch(t *testing.T) {
 		}
 		enq := newRequest(t.Context(), kindEnqueue)
 		enq.ev = testEvent("b", "mail")
-		enq.ev.OrderingKey = "K"
+		enq.ev.OrderingKey = s.sealer.Load().OrderingKey("shop", "K") // as Enqueue stores it
 		fin := newRequest(t.Context(), kindFinish)
 		fin.cs = []queue.Completion{{JobID: jobs[0].ID, Owner: "o", Fence: jobs[0].Fence, Status: queue.StatusDone, Started: time.Now()}}
+		fin.texts = finishTexts(s.sealer.Load(), fin.cs)
 		s.runBatchNow(t, enq, fin)
 		if enq.err != nil || fin.err != nil {
 			t.Fatalf("batch = %v, %v", enq.err, fin.err)

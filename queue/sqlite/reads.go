@@ -40,7 +40,7 @@ WHERE (?1 = '' OR j.status = ?1) AND (?2 = '' OR j.source = ?2) AND (?3 = '' OR 
 ORDER BY j.id DESC LIMIT ?5`
 
 	sqlGet = `SELECT ` + jobCols + `,
-	e.headers, e.payload, coalesce(j.lease_owner, ''), coalesce(j.lease_until, 0)
+	e.headers, e.payload, e.sealed, coalesce(j.lease_owner, ''), coalesce(j.lease_until, 0)
 FROM jobs AS j JOIN events AS e ON e.id = j.event_id
 WHERE j.id = ?1`
 
@@ -102,7 +102,15 @@ func (s *Store) Stats(ctx context.Context, now time.Time) (queue.Stats, error) {
 			return err
 		}
 		storekit.SetOldestPending(&st, oldest, now)
-		return tx.QueryRowContext(ctx, sqlEventCount).Scan(&st.Events)
+		if err := tx.QueryRowContext(ctx, sqlEventCount).Scan(&st.Events); err != nil {
+			return err
+		}
+		values, sealedEvents, err := sealCounts(ctx, tx)
+		if err != nil {
+			return err
+		}
+		storekit.SetSealStats(&st, s.sealer.Load(), values, sealedEvents)
+		return nil
 	})
 	if err != nil {
 		return queue.Stats{}, fmt.Errorf("read stats: %w", err)
@@ -127,6 +135,7 @@ func (s *Store) ListJobs(ctx context.Context, p queue.ListParams) (queue.JobPage
 // jobCols, newest first, and at most limit+1 rows.
 func (s *Store) listJobs(ctx context.Context, limit int, query string, args ...any) (queue.JobPage, error) {
 	var jobs []queue.JobSummary
+	sl := s.sealer.Load()
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, query, args...)
 		if err != nil {
@@ -139,6 +148,7 @@ func (s *Store) listJobs(ctx context.Context, limit int, query string, args ...a
 			if err := scanSummary(rows, &j); err != nil {
 				return err
 			}
+			j.LastError = sl.DecodeText(j.LastError, storekit.ColumnLastError, j.ID)
 			jobs = append(jobs, j)
 		}
 		return rows.Err()
@@ -165,10 +175,11 @@ func scanSummary(sc interface{ Scan(...any) error }, j *queue.JobSummary, extra 
 // GetJob returns one job with its payload, headers and history.
 func (s *Store) GetJob(ctx context.Context, id int64) (queue.JobDetail, error) {
 	var d queue.JobDetail
+	sl := s.sealer.Load()
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
-		var hdr []byte
+		var hdr, sealed []byte
 		var leaseUntil int64
-		err := scanSummary(tx.QueryRowContext(ctx, sqlGet, id), &d.JobSummary, &hdr, &d.Payload, &d.LeaseOwner, &leaseUntil)
+		err := scanSummary(tx.QueryRowContext(ctx, sqlGet, id), &d.JobSummary, &hdr, &d.Payload, &sealed, &d.LeaseOwner, &leaseUntil)
 		if errors.Is(err, sql.ErrNoRows) {
 			return queue.ErrNotFound
 		}
@@ -176,9 +187,8 @@ func (s *Store) GetJob(ctx context.Context, id int64) (queue.JobDetail, error) {
 			return err
 		}
 		d.LeaseUntil = fromMS(leaseUntil)
-		if d.Headers, d.Payload, err = storekit.DecodeStored(hdr, d.Payload); err != nil {
-			return err
-		}
+		d.LastError = sl.DecodeText(d.LastError, storekit.ColumnLastError, d.ID)
+		d.Headers, d.Payload, d.ReadError = storekit.ReadStored(sl, d.Source, d.DeliveryID, hdr, d.Payload, sealed)
 		rows, err := tx.QueryContext(ctx, sqlHistory, id)
 		if err != nil {
 			return err
@@ -193,6 +203,7 @@ func (s *Store) GetJob(ctx context.Context, id int64) (queue.JobDetail, error) {
 				return err
 			}
 			a.Started, a.Duration = fromMS(started), time.Duration(dur)
+			a.Error = sl.DecodeText(a.Error, storekit.ColumnAttemptError, id)
 			if code.Valid {
 				a.Code = queue.CodeOf(int(code.Int32))
 			}

@@ -5,8 +5,10 @@ import (
 	"database/sql"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/caddywebhook/caddywebhook/queue"
+	"github.com/caddywebhook/caddywebhook/queue/storekit"
 )
 
 // migrations[i] brings the schema from version i to i+1. Versions are kept
@@ -282,6 +284,176 @@ WHEN old.status = 'running' AND new.status = 'running' AND new.fence > old.fence
 		'` + string(queue.OutcomeLeaseLost) + `', '` + queue.LeaseLostError + `', NULL);
 END;
 `,
+	// Version 12: encryption at rest (queue.Keys, storekit's Sealer). An
+	// event's headers and payload are one sealed value in sealed, NULL
+	// for a plain row; error texts are sealed in place. seal_counts keeps
+	// the sealed values per key id, exact, so Stats says in constant time
+	// when an old key may go: the writer adds the events it inserts once
+	// per transaction (as flushCounts does), and these triggers count
+	// every other change. The attempts ring is written by an upsert from
+	// now on, so an overwritten entry fires the update trigger (a REPLACE
+	// fires no delete trigger). store_secrets keeps the ordering-key
+	// secret, and seal_state the rekey's position and flags; migrate
+	// fills both (initSecrets), and hashes the stored ordering keys.
+	sealMigration,
+}
+
+// sealKey is the SQL of the key id a sealed value names (either form,
+// blob or text), read from its header: queue/seal's package doc.
+const sealKey = `CAST(substr(V, 3, unicode(substr(V, 2, 1))) AS TEXT)`
+
+// sealedText is the SQL test of a stored text being sealed: its first byte.
+const sealedText = `substr(V, 1, 1) = char(2)`
+
+// sealMigration is migration 12, its triggers written from sealKey and
+// sealedText.
+var sealMigration = strings.NewReplacer(
+	"KEY(old.sealed)", strings.ReplaceAll(sealKey, "V", "old.sealed"),
+	"KEY(new.sealed)", strings.ReplaceAll(sealKey, "V", "new.sealed"),
+	"KEY(old.last_error)", strings.ReplaceAll(sealKey, "V", "old.last_error"),
+	"KEY(new.last_error)", strings.ReplaceAll(sealKey, "V", "new.last_error"),
+	"KEY(old.error)", strings.ReplaceAll(sealKey, "V", "old.error"),
+	"KEY(new.error)", strings.ReplaceAll(sealKey, "V", "new.error"),
+	"SEALED(old.last_error)", strings.ReplaceAll(sealedText, "V", "old.last_error"),
+	"SEALED(new.last_error)", strings.ReplaceAll(sealedText, "V", "new.last_error"),
+	"SEALED(old.error)", strings.ReplaceAll(sealedText, "V", "old.error"),
+	"SEALED(new.error)", strings.ReplaceAll(sealedText, "V", "new.error"),
+	"MAXHISTORY", strconv.Itoa(queue.MaxHistory),
+	"'LEASELOST'", "'"+string(queue.OutcomeLeaseLost)+"'",
+	"'LEASELOSTERROR'", "'"+queue.LeaseLostError+"'",
+).Replace(`
+ALTER TABLE events ADD COLUMN sealed BLOB;
+
+CREATE TABLE seal_counts (
+	key_id TEXT    NOT NULL,
+	kind   TEXT    NOT NULL, -- 'event' or 'text'
+	n      INTEGER NOT NULL,
+	PRIMARY KEY (key_id, kind)
+) WITHOUT ROWID;
+
+CREATE TABLE store_secrets (
+	name  TEXT PRIMARY KEY,
+	value BLOB NOT NULL -- 32 plain bytes, or sealed under a key
+) WITHOUT ROWID;
+
+CREATE TABLE seal_state (
+	id           INTEGER PRIMARY KEY CHECK (id = 1),
+	plain_rows   INTEGER NOT NULL, -- rows may hold values written plain
+	plain_gen    INTEGER NOT NULL DEFAULT 0,
+	residue      INTEGER NOT NULL, -- free pages may hold plain text
+	rekey_target TEXT,             -- the walk's key id ('' plain); NULL: no walk
+	rekey_table  INTEGER NOT NULL DEFAULT 0,
+	rekey_after  INTEGER NOT NULL DEFAULT 0,
+	rekey_after2 INTEGER NOT NULL DEFAULT 0
+);
+
+CREATE TRIGGER events_seal_delete AFTER DELETE ON events WHEN old.sealed IS NOT NULL BEGIN
+	INSERT INTO seal_counts (key_id, kind, n) VALUES (KEY(old.sealed), 'event', -1)
+	ON CONFLICT (key_id, kind) DO UPDATE SET n = n - 1;
+END;
+CREATE TRIGGER events_seal_update AFTER UPDATE OF sealed ON events BEGIN
+	INSERT INTO seal_counts (key_id, kind, n) SELECT KEY(old.sealed), 'event', -1 WHERE old.sealed IS NOT NULL
+	ON CONFLICT (key_id, kind) DO UPDATE SET n = n - 1;
+	INSERT INTO seal_counts (key_id, kind, n) SELECT KEY(new.sealed), 'event', 1 WHERE new.sealed IS NOT NULL
+	ON CONFLICT (key_id, kind) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER jobs_seal_error AFTER UPDATE OF last_error ON jobs
+WHEN SEALED(old.last_error) OR SEALED(new.last_error) BEGIN
+	INSERT INTO seal_counts (key_id, kind, n) SELECT KEY(old.last_error), 'text', -1 WHERE SEALED(old.last_error)
+	ON CONFLICT (key_id, kind) DO UPDATE SET n = n - 1;
+	INSERT INTO seal_counts (key_id, kind, n) SELECT KEY(new.last_error), 'text', 1 WHERE SEALED(new.last_error)
+	ON CONFLICT (key_id, kind) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER jobs_seal_delete AFTER DELETE ON jobs WHEN SEALED(old.last_error) BEGIN
+	INSERT INTO seal_counts (key_id, kind, n) VALUES (KEY(old.last_error), 'text', -1)
+	ON CONFLICT (key_id, kind) DO UPDATE SET n = n - 1;
+END;
+CREATE TRIGGER attempts_seal_insert AFTER INSERT ON attempts WHEN SEALED(new.error) BEGIN
+	INSERT INTO seal_counts (key_id, kind, n) VALUES (KEY(new.error), 'text', 1)
+	ON CONFLICT (key_id, kind) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER attempts_seal_error AFTER UPDATE OF error ON attempts
+WHEN SEALED(old.error) OR SEALED(new.error) BEGIN
+	INSERT INTO seal_counts (key_id, kind, n) SELECT KEY(old.error), 'text', -1 WHERE SEALED(old.error)
+	ON CONFLICT (key_id, kind) DO UPDATE SET n = n - 1;
+	INSERT INTO seal_counts (key_id, kind, n) SELECT KEY(new.error), 'text', 1 WHERE SEALED(new.error)
+	ON CONFLICT (key_id, kind) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER attempts_seal_delete AFTER DELETE ON attempts WHEN SEALED(old.error) BEGIN
+	INSERT INTO seal_counts (key_id, kind, n) VALUES (KEY(old.error), 'text', -1)
+	ON CONFLICT (key_id, kind) DO UPDATE SET n = n - 1;
+END;
+
+-- The lease_lost entry of version 11 overwrites its ring slot by an
+-- upsert too, so the count of a sealed error it replaces goes down.
+DROP TRIGGER jobs_lease_lost;
+CREATE TRIGGER jobs_lease_lost AFTER UPDATE OF fence ON jobs
+WHEN old.status = 'running' AND new.status = 'running' AND new.fence > old.fence BEGIN
+	INSERT INTO attempts (job_id, slot, seq, attempt, started_at, duration_ns, outcome, error, status)
+	VALUES (new.id, (new.history - 1) % MAXHISTORY, new.history - 1, old.attempts,
+		coalesce(old.claimed_at, old.lease_until), max(old.lease_until - coalesce(old.claimed_at, old.lease_until), 0) * 1000000,
+		'LEASELOST', 'LEASELOSTERROR', NULL)
+	ON CONFLICT (job_id, slot) DO UPDATE SET seq = excluded.seq, attempt = excluded.attempt, started_at = excluded.started_at,
+		duration_ns = excluded.duration_ns, outcome = excluded.outcome, error = excluded.error, status = excluded.status;
+END;
+`)
+
+// sealVersion is the schema version that brought encryption at rest:
+// migrating to it also runs initSecrets.
+const sealVersion = 12
+
+// initSecrets is migration 12's step in Go: it makes the store's
+// ordering-key secret (sealed under keys when they seal), hashes every
+// stored ordering key with it, and starts seal_state. A database that
+// held rows before is marked as holding plain values and plain residue,
+// so the first rekey seals and vacuums it. fresh says the database was
+// empty before migrating.
+func initSecrets(ctx context.Context, tx *sql.Tx, keys queue.Keys, fresh bool) error {
+	secret, stored := storekit.NewSecret(keys)
+	if _, err := tx.ExecContext(ctx, `INSERT INTO store_secrets (name, value) VALUES ('ordering', ?1)`, stored); err != nil {
+		return fmt.Errorf("store the ordering-key secret: %w", err)
+	}
+	sl, err := storekit.NewSealer(keys, stored)
+	if err != nil {
+		return err
+	}
+	clear(secret)
+	// Every distinct key once, by source: a few statements per key in
+	// use, and the migration runs once.
+	for _, table := range []string{"jobs", "ordering_heads"} {
+		rows, err := tx.QueryContext(ctx, `SELECT DISTINCT source, ordering_key FROM `+table+` WHERE ordering_key IS NOT NULL`)
+		if err != nil {
+			return fmt.Errorf("hash ordering keys: %w", err)
+		}
+		type sk struct{ source, key string }
+		var keysOf []sk
+		for rows.Next() {
+			var k sk
+			if err := rows.Scan(&k.source, &k.key); err != nil {
+				rows.Close()
+				return fmt.Errorf("hash ordering keys: %w", err)
+			}
+			keysOf = append(keysOf, k)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("hash ordering keys: %w", err)
+		}
+		for _, k := range keysOf {
+			if _, err := tx.ExecContext(ctx, `UPDATE `+table+` SET ordering_key = ?1 WHERE source = ?2 AND ordering_key = ?3`,
+				sl.OrderingKey(k.source, k.key), k.source, k.key); err != nil {
+				return fmt.Errorf("hash ordering keys: %w", err)
+			}
+		}
+	}
+	old := 1
+	if fresh {
+		old = 0
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO seal_state (id, plain_rows, residue) VALUES (1, ?1, ?1)`, old); err != nil {
+		return fmt.Errorf("start seal state: %w", err)
+	}
+	return nil
 }
 
 // schemaVersion is the version this build writes.
@@ -292,7 +464,7 @@ var schemaVersion = len(migrations)
 // beside a running Store, is harmless. BEGIN IMMEDIATE (the write DSN's
 // _txlock) takes the write lock before reading the version, so two
 // processes cannot both migrate.
-func migrate(ctx context.Context, db *sql.DB) error {
+func migrate(ctx context.Context, db *sql.DB, keys queue.Keys) error {
 	// One connection (the write pool's only one), so the pragmas below
 	// apply to the transaction's. Foreign keys are off while a migration
 	// builds a table again (version 10), as SQLite's procedure asks; the
@@ -304,6 +476,11 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	defer conn.Close()
 	if _, err := conn.ExecContext(ctx, "PRAGMA foreign_keys = OFF"); err != nil {
 		return fmt.Errorf("open db: %w", err)
+	}
+	// A migration that rewrites values (the ordering keys of version 11)
+	// leaves nothing of them in free pages when the store has keys.
+	if err := setSecureDelete(ctx, conn, keys); err != nil {
+		return err
 	}
 	defer conn.ExecContext(context.WithoutCancel(ctx), "PRAGMA foreign_keys = ON")
 	tx, err := conn.BeginTx(ctx, nil)
@@ -324,6 +501,11 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	for v := version; v < schemaVersion; v++ {
 		if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
 			return fmt.Errorf("migrate schema to version %d: %w", v+1, err)
+		}
+		if v+1 == sealVersion {
+			if err := initSecrets(ctx, tx, keys, version == 0); err != nil {
+				return fmt.Errorf("migrate schema to version %d: %w", v+1, err)
+			}
 		}
 	}
 	// What foreign keys would have refused, had they been on.

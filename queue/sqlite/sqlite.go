@@ -22,9 +22,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddywebhook/caddywebhook/queue"
+	"github.com/caddywebhook/caddywebhook/queue/storekit"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
@@ -78,6 +80,13 @@ type Config struct {
 	// Now is the clock for the times the store stamps itself (created_at,
 	// the run_at of an enqueue, replay or hand-back). Default: time.Now.
 	Now func() time.Time
+
+	// Keys encrypt the stored values (queue.Keys); SetKeys replaces them
+	// later. With a key ring the write connection runs with
+	// secure_delete=ON, so what a delete or a rewrite frees is zeroed
+	// rather than left in the file's free pages. Default: none, values
+	// are written plain.
+	Keys queue.Keys
 }
 
 // Defaults applied by Open to zero fields.
@@ -148,6 +157,13 @@ type Store struct {
 	w       writer       // owned by the writer goroutine
 	keys    *keySet      // the stored events' dedupe keys; the writer changes them
 	written writerCounts // the writer's counters, published after each commit (writerstats.go)
+
+	// sealer seals and opens values under the store's Keys; SetKeys
+	// swaps it. keysMu orders SetKeys calls; rekeying is held while a
+	// rekey runs.
+	sealer   atomic.Pointer[storekit.Sealer]
+	keysMu   sync.Mutex
+	rekeying sync.Mutex
 }
 
 // Interface guard.
@@ -188,7 +204,11 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	// replaced by a fresh one on the next batch.
 	s.wdb.SetMaxOpenConns(1)
 	s.wdb.SetMaxIdleConns(1)
-	if err := migrate(ctx, s.wdb); err != nil {
+	if err := migrate(ctx, s.wdb, cfg.Keys); err != nil {
+		s.wdb.Close()
+		return nil, err
+	}
+	if err := s.openKeys(ctx, cfg.Keys); err != nil {
 		s.wdb.Close()
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddywebhook/caddywebhook/internal/testutil"
 	"github.com/caddywebhook/caddywebhook/queue"
 	"github.com/caddywebhook/caddywebhook/queue/queuetest"
 )
@@ -48,6 +49,26 @@ func TestConformanceSerial(t *testing.T) {
 	}
 	queuetest.Run(t, func(t *testing.T) queue.Store {
 		return setup(t, func(c *Config) { c.MaxBatch = 1; c.Synchronous = "normal" })
+	})
+}
+
+// sealedDB is a file of its own for queuetest.RunSealed.
+type sealedDB struct{ path string }
+
+func (d sealedDB) Open(t *testing.T, keys queue.Keys) (queue.Store, error) {
+	s, err := Open(t.Context(), Config{Path: d.path, Keys: keys})
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, nil
+}
+
+func (d sealedDB) Dump(t *testing.T) []byte { return testutil.SQLiteBytes(t, d.path) }
+
+func TestSealed(t *testing.T) {
+	queuetest.RunSealed(t, func(t *testing.T) queuetest.Database {
+		return sealedDB{path: filepath.Join(t.TempDir(), "queue.db")}
 	})
 }
 

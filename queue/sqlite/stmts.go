@@ -16,8 +16,8 @@ import (
 const (
 	// sqlInsertEvent inserts an event the writer found no duplicate of
 	// (see dedupe.go): no index on its key, so no random page per event.
-	sqlInsertEvent = `INSERT INTO events (source, delivery_id, event_type, headers, payload, targets, created_at, trace)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+	sqlInsertEvent = `INSERT INTO events (source, delivery_id, event_type, headers, payload, targets, created_at, trace, sealed)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 	sqlInsertJob = `INSERT INTO jobs (event_id, source, target, run_at, created_at) VALUES (?, ?, ?, ?, ?)`
 
@@ -127,9 +127,14 @@ ON CONFLICT (source, target, status) DO UPDATE SET jobs = jobs + excluded.jobs`
 	sqlCountEvents = `INSERT INTO event_count (id, events) VALUES (1, ?1)
 ON CONFLICT (id) DO UPDATE SET events = events + excluded.events`
 
+	// sqlCountSealed adds the events a transaction inserted sealed under
+	// key ?1 to seal_counts; the schema's triggers count the rest.
+	sqlCountSealed = `INSERT INTO seal_counts (key_id, kind, n) VALUES (?1, 'event', ?2)
+ON CONFLICT (key_id, kind) DO UPDATE SET n = n + excluded.n`
+
 	// sqlClaimEvents reads the events of the claimed jobs, ?1 a JSON array
 	// of their ids: one statement however many jobs were claimed.
-	sqlClaimEvents = `SELECT id, delivery_id, event_type, headers, payload, trace FROM events
+	sqlClaimEvents = `SELECT id, delivery_id, event_type, headers, payload, trace, sealed FROM events
 WHERE id IN (SELECT value FROM json_each(?1))`
 
 	// sqlExtend, sqlFinish and sqlHandBack match the claim, not only the
@@ -224,10 +229,15 @@ RETURNING event_id`
 )
 
 // sqlInsertAttempt writes entry history-1 (the update just counted it)
-// into its ring slot, replacing the entry queue.MaxHistory before it.
-var sqlInsertAttempt = `INSERT OR REPLACE INTO attempts (job_id, slot, seq, attempt, started_at, duration_ns, outcome, error, status)
+// into its ring slot, replacing the entry queue.MaxHistory before it. An
+// upsert, not INSERT OR REPLACE: the replaced entry's sealed error is
+// taken out of seal_counts by the update trigger, where a REPLACE fires
+// no trigger for the row it deletes.
+var sqlInsertAttempt = `INSERT INTO attempts (job_id, slot, seq, attempt, started_at, duration_ns, outcome, error, status)
 SELECT id, (history - 1) % ` + strconv.Itoa(queue.MaxHistory) + `, history - 1, attempts + ?2, ?3, ?4, ?5, ?6, ?7
-FROM jobs WHERE id = ?1`
+FROM jobs WHERE id = ?1
+ON CONFLICT (job_id, slot) DO UPDATE SET seq = excluded.seq, attempt = excluded.attempt, started_at = excluded.started_at,
+	duration_ns = excluded.duration_ns, outcome = excluded.outcome, error = excluded.error, status = excluded.status`
 
 // stmts are the writer's prepared statements.
 type stmts struct {
@@ -242,6 +252,7 @@ type stmts struct {
 	deleteJob, deleteEventIfEmpty          *stmt
 	purgeJobs, purgeBareEvents             *stmt
 	pendingRoutes, countJobs, countEvents  *stmt
+	countSealed                            *stmt
 	discardDead, discardPending            *stmt
 	insertKeyedJob, keyHead, setHead       *stmt
 	promote, dropHead, rehead, reblock     *stmt
@@ -287,6 +298,7 @@ func (st *stmts) list() []struct {
 		{&st.pendingRoutes, sqlPendingRoutes},
 		{&st.countJobs, sqlCountJobs},
 		{&st.countEvents, sqlCountEvents},
+		{&st.countSealed, sqlCountSealed},
 		{&st.discardDead, sqlDiscardDead},
 		{&st.discardPending, sqlDiscardPending},
 		{&st.insertKeyedJob, sqlInsertKeyedJob},

@@ -60,6 +60,8 @@ type request struct {
 
 	// Inputs; each kind uses a few.
 	ev     queue.Event
+	sealed []byte   // Enqueue: the event's sealed value, nil for a plain one; its buffer is kept across uses
+	texts  []string // Finish: each completion's stored error, then its attempt's, sealed when the store seals
 	claim  queue.ClaimParams
 	routes string // claim.Routes as JSON, encoded by the caller
 	owner  string
@@ -75,6 +77,7 @@ type request struct {
 	// Outputs, valid once done has fired and err is nil.
 	res      queue.EnqueueResult
 	jobs     []*queue.Job
+	events   []claimedEvent // Claim: the events of jobs, as stored, for the caller to open
 	lost     []int64
 	recorded []bool
 	n        int
@@ -97,14 +100,14 @@ func newRequest(ctx context.Context, kind reqKind) *request {
 // r's answer may call it: an abandoned request may still be in the writer's
 // hands and is left to the garbage collector.
 func (r *request) release() {
-	done, timer := r.done, r.timer
-	*r = request{done: done, timer: timer}
+	done, timer, sealed := r.done, r.timer, r.sealed[:0]
+	*r = request{done: done, timer: timer, sealed: sealed}
 	reqPool.Put(r)
 }
 
 // clearOutputs drops what a request produced when its work was rolled back.
 func (r *request) clearOutputs() {
-	r.res, r.jobs, r.lost, r.recorded, r.n, r.promoted, r.ready = queue.EnqueueResult{}, nil, nil, nil, 0, nil, false
+	r.res, r.jobs, r.events, r.lost, r.recorded, r.n, r.promoted, r.ready = queue.EnqueueResult{}, nil, nil, nil, nil, 0, nil, false
 }
 
 // do sends r to the writer and waits for its answer, for the store's
@@ -218,6 +221,7 @@ type writer struct {
 	added     map[queue.Route]int64
 	blocked   map[queue.Route]int64 // jobs inserted blocked, behind an ordering key
 	newEvents int64
+	sealed    map[string]int64 // events inserted sealed, by key id
 
 	// The dedupe keys (dedupe.go): those this transaction added, the
 	// deleted events' keys it collected, a buffer for a key's candidate
@@ -247,6 +251,7 @@ func (w *writer) init(s *Store) {
 	w.row = make([]driver.Value, 10)
 	w.added = make(map[queue.Route]int64)
 	w.blocked = make(map[queue.Route]int64)
+	w.sealed = make(map[string]int64)
 	w.lastTruncate = time.Now()
 }
 
@@ -256,6 +261,11 @@ func (w *writer) connect(ctx context.Context) error {
 	conn, err := w.s.wdb.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("open write connection: %w", err)
+	}
+	// secure_delete follows the store's keys: ON whenever it has a ring.
+	if err := setSecureDelete(ctx, conn, w.s.sealer.Load().Keys()); err != nil {
+		discard(conn, &w.st)
+		return err
 	}
 	// The temporary objects of the dedupe keys, before the statements
 	// that name them are prepared.
@@ -611,6 +621,7 @@ func (w *writer) rollback() error {
 func (w *writer) clearCounts() {
 	clear(w.added)
 	clear(w.blocked)
+	clear(w.sealed)
 	w.newEvents = 0
 }
 
@@ -634,6 +645,11 @@ func (w *writer) flushCounts() error {
 	if w.newEvents > 0 {
 		if _, err := w.st.countEvents.Exec(w.newEvents); err != nil {
 			return fmt.Errorf("count events: %w", err)
+		}
+	}
+	for id, n := range w.sealed {
+		if _, err := w.st.countSealed.Exec(id, n); err != nil {
+			return fmt.Errorf("count sealed values: %w", err)
 		}
 	}
 	w.clearCounts()

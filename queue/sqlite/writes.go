@@ -39,7 +39,12 @@ func (s *Store) Enqueue(ctx context.Context, ev queue.Event) (queue.EnqueueResul
 		return queue.EnqueueResult{}, err
 	}
 	r := newRequest(ctx, kindEnqueue)
+	// Sealed and hashed here, in the caller's goroutine: the one writer
+	// does no cryptography.
+	sl := s.sealer.Load()
+	ev.OrderingKey = sl.OrderingKey(ev.Source, ev.OrderingKey)
 	r.ev = ev
+	r.sealed = sl.AppendEvent(r.sealed[:0], ev.Source, ev.DeliveryID, ev.Headers, ev.Payload)
 	err := s.do(ctx, r)
 	var res queue.EnqueueResult
 	if err == nil { // see do: a request whose caller left is still the writer's
@@ -75,14 +80,56 @@ func (s *Store) Claim(ctx context.Context, p queue.ClaimParams) ([]*queue.Job, e
 	}
 	err := s.do(ctx, r)
 	var jobs []*queue.Job
+	var events []claimedEvent
 	if err == nil { // see do: a request whose caller left is still the writer's
-		jobs = r.jobs
+		jobs, events = r.jobs, r.events
 	}
 	recycle(r)
 	if err != nil {
 		return nil, err
 	}
+	s.openClaimed(jobs, events)
 	return jobs, nil
+}
+
+// claimedEvent is an event of claimed jobs as the writer read it; the
+// claiming goroutine opens it (openClaimed).
+type claimedEvent struct {
+	id                           int64
+	deliveryID, eventType, trace string
+	headers, payload, sealed     []byte
+}
+
+// openClaimed gives each claimed job its event's headers and payload,
+// opened here, in the claiming goroutine, once per event: the jobs of one
+// event (fan-out) share them. A job whose event does not open gets the
+// error (Job.ReadErr), for the pool to record.
+func (s *Store) openClaimed(jobs []*queue.Job, events []claimedEvent) {
+	sl := s.sealer.Load()
+	type opened struct {
+		e       *claimedEvent
+		headers []queue.Header
+		payload []byte
+		err     error
+		done    bool
+	}
+	byID := make(map[int64]*opened, len(events))
+	for i := range events {
+		byID[events[i].id] = &opened{e: &events[i]}
+	}
+	for _, j := range jobs {
+		o := byID[j.EventID]
+		if !o.done {
+			o.done = true
+			o.headers, o.payload, o.err = sl.DecodeEvent(j.Source, o.e.deliveryID, o.e.headers, o.e.payload, o.e.sealed)
+			if o.err != nil {
+				o.err = fmt.Errorf("read event %d: %w", j.EventID, o.err)
+				o.payload = []byte{}
+			}
+		}
+		j.DeliveryID, j.EventType, j.Trace = o.e.deliveryID, o.e.eventType, o.e.trace
+		j.Headers, j.Payload, j.ReadErr = o.headers, o.payload, o.err
+	}
 }
 
 // ExtendLeases moves the lease of each claim still held.
@@ -114,6 +161,7 @@ func (s *Store) Finish(ctx context.Context, cs []queue.Completion) ([]bool, erro
 	}
 	r := newRequest(ctx, kindFinish)
 	r.cs = cs
+	r.texts = finishTexts(s.sealer.Load(), cs)
 	err := s.do(ctx, r)
 	var recorded []bool
 	if err == nil { // see do: a request whose caller left is still the writer's
@@ -124,6 +172,19 @@ func (s *Store) Finish(ctx context.Context, cs []queue.Completion) ([]bool, erro
 		return nil, err
 	}
 	return recorded, nil
+}
+
+// finishTexts returns, for each completion, the job's stored last error
+// and its attempt's, made safe (queue.SafeText) and sealed when sl seals:
+// in the caller's goroutine, before the request reaches the writer.
+func finishTexts(sl *storekit.Sealer, cs []queue.Completion) []string {
+	texts := make([]string, 2*len(cs))
+	for i := range cs {
+		msg := queue.SafeText(cs[i].Error, queue.MaxErrorLen)
+		texts[2*i] = sl.SealText(msg, storekit.ColumnLastError, cs[i].JobID)
+		texts[2*i+1] = sl.SealText(msg, storekit.ColumnAttemptError, cs[i].JobID)
+	}
+	return texts
 }
 
 // HandBack returns the jobs of claims still held by owner to pending, due
@@ -298,7 +359,12 @@ func (w *writer) enqueue(r *request, now time.Time) error {
 		r.res.Duplicate, r.res.EventID = true, id
 		return nil
 	}
-	res, err := w.st.insertEvent.Exec(ev.Source, ev.DeliveryID, ev.EventType, w.hbuf, payload, int64(len(ev.Targets)), nowMS, trace)
+	// A sealed event keeps its headers and payload in sealed alone.
+	headers, sealed := any(w.hbuf), any(nil)
+	if r.sealed != nil {
+		headers, payload, sealed = empty, empty, r.sealed
+	}
+	res, err := w.st.insertEvent.Exec(ev.Source, ev.DeliveryID, ev.EventType, headers, payload, int64(len(ev.Targets)), nowMS, trace, sealed)
 	if err != nil {
 		return fmt.Errorf("enqueue: insert event: %w", err)
 	}
@@ -317,13 +383,21 @@ func (w *writer) enqueue(r *request, now time.Time) error {
 	}
 	// Counted only now that every insert succeeded: a failed enqueue is
 	// rolled back, and so must its counts be.
-	w.newEvents++
+	w.countEvent(r)
 	for _, t := range ev.Targets {
 		w.added[queue.Route{Source: ev.Source, Target: t}]++
 	}
 	r.res.EventID, r.res.Jobs = id, len(ev.Targets)
 	r.ready = len(ev.Targets) > 0
 	return nil
+}
+
+// countEvent counts the event r inserted, for flushCounts.
+func (w *writer) countEvent(r *request) {
+	w.newEvents++
+	if r.sealed != nil {
+		w.sealed[storekit.KeyOf(r.sealed)]++
+	}
 }
 
 // enqueueKeyed inserts the jobs of event id, whose event has an ordering
@@ -361,7 +435,7 @@ func (w *writer) enqueueKeyed(r *request, id, nowMS int64) error {
 			return fmt.Errorf("enqueue: hold ordering key: %w", err)
 		}
 	}
-	w.newEvents++
+	w.countEvent(r)
 	for i, t := range ev.Targets {
 		rt := queue.Route{Source: ev.Source, Target: t}
 		if blocked[i] {
@@ -475,42 +549,33 @@ func (w *writer) claim(r *request, now time.Time) error {
 		w.ids = strconv.AppendInt(w.ids, c.job.EventID, 10)
 	}
 	w.ids = append(w.ids, ']')
-	type event struct {
-		deliveryID, eventType, trace string
-		headers                      []queue.Header
-		payload                      []byte
-	}
-	events := make(map[int64]*event, len(got))
 	rows, err = w.st.claimEvents.Query(string(w.ids))
 	if err != nil {
 		return fmt.Errorf("claim: read events: %w", err)
 	}
-	err = each(rows, w.row[:6], func(row []driver.Value) error {
-		id := asInt(row[0])
-		e := &event{deliveryID: asString(row[1]), eventType: asString(row[2]), trace: asString(row[5])}
-		var err error
-		if e.headers, err = storekit.DecodeHeaders(asBytes(row[3])); err != nil {
-			return fmt.Errorf("event %d: %w", id, err)
-		}
-		// The driver copied the blob out of SQLite: the job may keep it.
-		if e.payload = asBytes(row[4]); e.payload == nil {
-			e.payload = []byte{}
-		}
-		events[id] = e
+	// The driver copied each value out of SQLite: the caller may keep
+	// them, and open a sealed one in place.
+	r.events = make([]claimedEvent, 0, len(got))
+	err = each(rows, w.row[:7], func(row []driver.Value) error {
+		r.events = append(r.events, claimedEvent{
+			id: asInt(row[0]), deliveryID: asString(row[1]), eventType: asString(row[2]), trace: asString(row[5]),
+			headers: asBytes(row[3]), payload: asBytes(row[4]), sealed: asBytes(row[6]),
+		})
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("claim: read events: %w", err)
 	}
+	found := make(map[int64]bool, len(r.events))
+	for _, e := range r.events {
+		found[e.id] = true
+	}
 	r.jobs = make([]*queue.Job, len(got))
 	for i, c := range got {
-		j := c.job
-		e, ok := events[j.EventID]
-		if !ok {
-			return fmt.Errorf("claim: event %d of job %d is missing", j.EventID, j.ID)
+		if !found[c.job.EventID] {
+			return fmt.Errorf("claim: event %d of job %d is missing", c.job.EventID, c.job.ID)
 		}
-		j.DeliveryID, j.EventType, j.Headers, j.Payload, j.Trace = e.deliveryID, e.eventType, e.headers, e.payload, e.trace
-		r.jobs[i] = j
+		r.jobs[i] = c.job
 	}
 	return nil
 }
@@ -548,13 +613,12 @@ func (w *writer) finish(r *request, now time.Time) error {
 	for i := range r.cs {
 		c := &r.cs[i]
 		at, runAt := storekit.Times(c, now)
-		msg := queue.SafeText(c.Error, queue.MaxErrorLen)
 		row := w.row[:4]
 		back := 0
 		if c.HandedBack {
 			back = 1
 		}
-		err := queryRow(w.st.finish, row, string(c.Status), ms(runAt), msg, ms(at), c.JobID, c.Owner, c.Fence, int64(back))
+		err := queryRow(w.st.finish, row, string(c.Status), ms(runAt), r.texts[2*i], ms(at), c.JobID, c.Owner, c.Fence, int64(back))
 		if errors.Is(err, errNoRows) {
 			continue // fenced off: another owner has it, or it is gone
 		}
@@ -577,7 +641,7 @@ func (w *writer) finish(r *request, now time.Time) error {
 		if c.HandedBack {
 			outcome = queue.StatusRunning
 		}
-		if err := w.addAttempt(c.JobID, back, c.Started, c.Duration, outcome, c.Code, msg); err != nil {
+		if err := w.addAttempt(c.JobID, back, c.Started, c.Duration, outcome, c.Code, r.texts[2*i+1]); err != nil {
 			return fmt.Errorf("finish job %d: %w", c.JobID, err)
 		}
 		r.recorded[i] = true

@@ -26,6 +26,24 @@ func AppendHeaders(b []byte, hs []queue.Header) []byte {
 	return b
 }
 
+// headersLen is the length of AppendHeaders' encoding of hs.
+func headersLen(hs []queue.Header) int {
+	n := 0
+	for _, h := range hs {
+		n += uvarintLen(len(h.Name)) + len(h.Name) + uvarintLen(len(h.Value)) + len(h.Value)
+	}
+	return n
+}
+
+// uvarintLen is the length of n's uvarint encoding.
+func uvarintLen(n int) int {
+	k := 1
+	for ; n >= 0x80; n >>= 7 {
+		k++
+	}
+	return k
+}
+
 // ErrBadHeaders reports a stored header encoding that does not decode.
 var ErrBadHeaders = errors.New("decode headers: malformed encoding")
 

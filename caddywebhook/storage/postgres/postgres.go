@@ -121,9 +121,9 @@ func (*Storage) ClaimAhead() bool { return false }
 
 // OpenStore implements caddywebhook.Storage; the store redacts its DSN
 // from every error.
-func (s *Storage) OpenStore(ctx context.Context) (queue.Store, error) {
+func (s *Storage) OpenStore(ctx context.Context, keys queue.Keys) (queue.Store, error) {
 	return postgres.Open(ctx, postgres.Config{DSN: s.dsn, Schema: s.Schema, MaxConns: s.maxConns(), MaxBatch: s.maxBatch(),
-		Timeout: s.storeTimeout()})
+		Timeout: s.storeTimeout(), Keys: keys})
 }
 
 func (s *Storage) storeTimeout() time.Duration {

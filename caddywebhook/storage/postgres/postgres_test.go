@@ -8,6 +8,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/caddywebhook/caddywebhook/internal/testutil"
+	"github.com/caddywebhook/caddywebhook/queue"
 	"github.com/caddywebhook/caddywebhook/queue/postgres"
 )
 
@@ -83,7 +84,7 @@ func TestMaxBatch(t *testing.T) {
 			if tt.open == 0 {
 				return
 			}
-			s, err := tt.st.OpenStore(t.Context())
+			s, err := tt.st.OpenStore(t.Context(), queue.Keys{})
 			if err != nil {
 				t.Fatalf("open: %v", err)
 			}

@@ -129,12 +129,12 @@ func (*Storage) ClaimAhead() bool { return true }
 
 // OpenStore implements caddywebhook.Storage; it creates the file's
 // directory (0700) when missing.
-func (s *Storage) OpenStore(ctx context.Context) (queue.Store, error) {
+func (s *Storage) OpenStore(ctx context.Context, keys queue.Keys) (queue.Store, error) {
 	if err := os.MkdirAll(filepath.Dir(s.path), 0o700); err != nil {
 		return nil, fmt.Errorf("create storage directory: %w", err)
 	}
 	return sqlite.Open(ctx, sqlite.Config{Path: s.path, Synchronous: s.Synchronous, MaxBatch: s.maxBatch(), MinFreeSpace: s.minFreeSpace(),
-		Timeout: s.storeTimeout()})
+		Timeout: s.storeTimeout(), Keys: keys})
 }
 
 func (s *Storage) storeTimeout() time.Duration {

@@ -46,6 +46,7 @@ type phaseConfig struct {
 	// phase's paired half.
 	pairFilter string
 	pull       bool   // the target is a pull target, consumed on pathPull
+	sealed     bool   // the webhook app's encryption block is on (sealed.go)
 	sync       string // storage.synchronous (sqlite)
 	logLevel   string // Caddy's default log level
 	adminAddr  string
@@ -144,6 +145,9 @@ func caddyJSON(pc phaseConfig) ([]byte, error) {
 				"workers": pc.workers,
 			},
 		},
+	}
+	if pc.sealed {
+		cfg["apps"].(map[string]any)["webhook"].(map[string]any)["encryption"] = encryptionJSON()
 	}
 	return json.MarshalIndent(cfg, "", "\t")
 }

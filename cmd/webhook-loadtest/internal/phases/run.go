@@ -25,7 +25,7 @@ import (
 )
 
 // All are the phases in the order they run.
-var All = []string{"static", "ingest", "ingest-traced", "baseline", "e2e", "e2e-traced", "slow1", "slow32", "rate", "listen", "backlog", "orphans", "replay", "rules", "search"}
+var All = []string{"static", "ingest", "ingest-traced", "baseline", "e2e", "e2e-traced", "slow1", "slow32", "rate", "listen", "backlog", "orphans", "replay", "rules", "search", sealedPhase}
 
 // Options say what a run does: the command's flags, checked.
 type Options struct {
@@ -91,6 +91,7 @@ type runner struct {
 	rate   string        // the target's rate in the phase running now; "" for none
 	stripe bool          // the phase running now sends 2 KB Stripe-like bodies
 	pull   bool          // the target is a pull target in the phase running now
+	sealed bool          // the webhook app seals what it stores in the phase running now (sealed.go)
 	db     string        // the database of the receiving phase running now, for its cost table
 	bin    string        // the Caddy binary, which also runs the listeners
 }
@@ -259,7 +260,8 @@ func (r *runner) startCaddies(ctx context.Context, bin string) error {
 		}
 		env := append(os.Environ(),
 			"XDG_DATA_HOME="+filepath.Join(r.dir, "data"+suffix),
-			"XDG_CONFIG_HOME="+filepath.Join(r.dir, "config"+suffix))
+			"XDG_CONFIG_HOME="+filepath.Join(r.dir, "config"+suffix),
+			sealedEnv())
 		if r.o.Storage == "postgres" {
 			env = append(env, caddyDSNEnv+"="+r.o.DSN)
 		}
@@ -282,7 +284,7 @@ func (r *runner) startCaddies(ctx context.Context, bin string) error {
 func (r *runner) schemas() []string {
 	dbs := []string{"idle.db", "static.db", "slow1.db", "slow32.db", "rate.db", "listen.db", "backlog.db", "orphans.db", "replay.db", "search.db"}
 	for round := 1; round <= r.o.Rounds; round++ {
-		for _, p := range []string{"ingest", "ingest-traced", "baseline", "e2e", "e2e-traced", rulesPhase} {
+		for _, p := range []string{"ingest", "ingest-traced", "baseline", "e2e", "e2e-traced", rulesPhase, "ingest-sealed", "e2e-sealed"} {
 			dbs = append(dbs, fmt.Sprintf("%s-%d.db", p, round))
 		}
 	}
@@ -392,6 +394,7 @@ func (r *runner) phaseConfig(i int, db string, workers int, upstream string, max
 		rate:       r.rate,
 		pairFilter: r.pair.receiverFilter(),
 		pull:       r.pull,
+		sealed:     r.sealed,
 		logLevel:   r.o.LogLevel,
 		adminAddr:  r.adminAddrs[i],
 		httpAddr:   r.httpAddrs[i],
@@ -505,6 +508,8 @@ func (r *runner) runPhase(ctx context.Context, p string) error {
 		return r.rules(ctx)
 	case "search":
 		return r.search(ctx)
+	case sealedPhase:
+		return r.runSealed(ctx)
 	}
 	return fmt.Errorf("unknown phase %q", p)
 }

@@ -97,6 +97,7 @@ func figures(res *phases.Results) []figure {
 	// every pairSlice between a traceparent on every request and none.
 	out = append(out, pair("traceparent: ingest, traced / plain", "ingest-traced", 0.97),
 		pair("traceparent: e2e, traced / plain", "e2e-traced", 0.97))
+	out = append(out, sealedFigures(res)...)
 	for _, s := range []struct{ phase, name string }{{"slow1", "5 ms upstream, 1 worker"}, {"slow32", "5 ms upstream, 32 workers"}} {
 		if f, ok := need(s.name, "≥ 0.95", s.phase); ok {
 			pr := res.Ran(s.phase)
@@ -166,6 +167,40 @@ func figures(res *phases.Results) []figure {
 	// The filter's cost: the rules phase's requests alternate between a
 	// receiver without the filter and one with it.
 	out = append(out, pair("2 KB ingest with a filter / without", "rules", 0.95))
+	return out
+}
+
+// sealedFigures sets the sealed phase's rates, and Caddy's CPU per event,
+// beside the plain phases' of the same run: encryption at rest is
+// expected to cost a few per cent.
+func sealedFigures(res *phases.Results) []figure {
+	var out []figure
+	for _, p := range phases.SealedPairs {
+		name := "encryption: " + p[1] + ", sealed / plain"
+		s, plain := res.Ran(p[0]), res.Ran(p[1])
+		if s == nil || plain == nil {
+			missing := p[0]
+			if s != nil {
+				missing = p[1]
+			}
+			out = append(out, figure{name: name, target: "≥ 0.95", missing: missing + " not run"})
+			continue
+		}
+		sr, pr := s.Rate, plain.Rate
+		if p[1] == "e2e" {
+			sr, pr = s.DeliveredRate, plain.DeliveredRate
+		}
+		ratio := 0.0
+		if pr > 0 {
+			ratio = sr / pr
+		}
+		out = append(out, figure{name: name, value: fmt.Sprintf("%.0f/s", sr), ref: fmt.Sprintf("%.0f/s", pr),
+			ratio: ratio, target: "≥ 0.95", ok: ratio >= 0.95, hasCheck: true})
+		if sc, pc := s.CPUPerEvent(), plain.CPUPerEvent(); sc > 0 && pc > 0 {
+			out = append(out, figure{name: "  … Caddy's CPU per event, sealed / plain", value: fmt.Sprintf("%.0f µs", sc),
+				ref: fmt.Sprintf("%.0f µs", pc), ratio: sc / pc, target: "—"})
+		}
+	}
 	return out
 }
 

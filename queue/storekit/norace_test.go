@@ -1,0 +1,8 @@
+//go:build !race
+
+package storekit
+
+// raceEnabled is true under the race detector, whose instrumentation
+// allocates and whose sync.Pool drops entries at random: the allocation
+// counts are checked without it.
+const raceEnabled = false
