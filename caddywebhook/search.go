@@ -113,10 +113,19 @@ func (s *searcher) run(ctx context.Context, visit visitor) (int64, error) {
 			for n < len(page.Jobs) && page.Jobs[n].EventID == ev.ID {
 				n++
 			}
-			s.report.Scanned++
-			done, err := visit(ev, page.Jobs[k:n])
-			if err != nil {
-				return 0, err
+			var done bool
+			if ev.ReadError != "" {
+				// Sealed under a key the config lacks: an expression
+				// on its empty body would say nothing true of it.
+				s.report.Unread++
+				if s.report.UnreadError == "" {
+					s.report.UnreadError = ev.ReadError
+				}
+			} else {
+				s.report.Scanned++
+				if done, err = visit(ev, page.Jobs[k:n]); err != nil {
+					return 0, err
+				}
 			}
 			last := i == len(page.Events)-1 && page.Next == 0
 			switch {
