@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/notify"
 	"github.com/caddywebhook/caddywebhook/caddywebhook/rules"
 	"github.com/caddywebhook/caddywebhook/internal/testutil"
 	"github.com/caddywebhook/caddywebhook/queue"
@@ -433,12 +434,12 @@ func TestNotifyChatForms(t *testing.T) {
 			if err := json.Unmarshal(cfg, &parsed); err != nil {
 				t.Fatal(err)
 			}
-			notify := parsed.Apps.Webhook.Notify
-			notify["window"] = "10ms"
+			notifyCfg := parsed.Apps.Webhook.Notify
+			notifyCfg["window"] = "10ms"
 
 			h := newHarness(t)
 			failing, _ := newSink(t, func(*http.Request, []byte) int { return http.StatusNotFound })
-			h.load(t, map[string]any{"workers": 2, "notify": notify}, githubReceiver("rules-notify", httpTarget("api", failing)))
+			h.load(t, map[string]any{"workers": 2, "notify": notifyCfg}, githubReceiver("rules-notify", httpTarget("api", failing)))
 			if st := h.post(t, "rules-notify", "n-1", "push", testBody(1)); st != http.StatusAccepted {
 				t.Fatalf("status %d", st)
 			}
@@ -454,7 +455,7 @@ func TestNotifyChatForms(t *testing.T) {
 			// The chat answered 200: the notice's job is done.
 			testutil.Eventually(t, func() bool {
 				for _, j := range jobs(t, h.store(t)) {
-					if j.Source == notifySource && j.Status == queue.StatusDone {
+					if j.Source == notify.Source && j.Status == queue.StatusDone {
 						return true
 					}
 				}
