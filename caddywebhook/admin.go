@@ -19,6 +19,7 @@ import (
 
 	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
 	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/adminhook"
+	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/search"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
@@ -45,7 +46,7 @@ type adminAPI struct {
 	running func() *runningConfig
 	// search bounds one request of a search by content; zero fields take
 	// the defaults (search.go).
-	search searchBudget
+	search search.Budget
 }
 
 // CaddyModule returns the Caddy module information.
