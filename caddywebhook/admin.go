@@ -548,6 +548,18 @@ func badParam(name, format string, args ...any) error {
 		Err: paramError{param: name, err: fmt.Errorf("invalid parameter "+name+": "+format, args...)}}
 }
 
+// boolParam reads a boolean query parameter: true, false or absent.
+func boolParam(get func(string) string, name string) (bool, error) {
+	switch v := get(name); v {
+	case "", "false":
+		return false, nil
+	case "true":
+		return true, nil
+	default:
+		return false, badParam(name, "must be true or false, not %q", v)
+	}
+}
+
 // paramError is an error about one request parameter.
 type paramError struct {
 	param string

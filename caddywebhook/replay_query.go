@@ -54,10 +54,10 @@ func (a *adminAPI) handleReplayQuery(w http.ResponseWriter, r *http.Request, q *
 		return err
 	}
 	p.Limit = cmp.Or(p.Search.Limit, defaultReplayMatches)
-	if p.DryRun, err = parseFlag(query, "dry_run"); err != nil {
+	if p.DryRun, err = boolParam(query.Get, "dry_run"); err != nil {
 		return err
 	}
-	show, err := parseFlag(query, "show_request")
+	show, err := boolParam(query.Get, "show_request")
 	if err != nil {
 		return err
 	}

@@ -153,15 +153,3 @@ func searchError(err error) error {
 	}
 	return storeError(0, err)
 }
-
-// parseFlag reads a boolean query parameter: true, false, or absent.
-func parseFlag(query url.Values, name string) (bool, error) {
-	switch v := query.Get(name); v {
-	case "", "false":
-		return false, nil
-	case "true":
-		return true, nil
-	default:
-		return false, badParam(name, "must be true or false, not %q", v)
-	}
-}
