@@ -19,6 +19,7 @@ import (
 
 	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
 	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/adminhook"
+	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/search"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
@@ -45,7 +46,7 @@ type adminAPI struct {
 	running func() *runningConfig
 	// search bounds one request of a search by content; zero fields take
 	// the defaults (search.go).
-	search searchBudget
+	search search.Budget
 }
 
 // CaddyModule returns the Caddy module information.
@@ -545,6 +546,18 @@ func storeError(id int64, err error) error {
 func badParam(name, format string, args ...any) error {
 	return caddy.APIError{HTTPStatus: http.StatusBadRequest,
 		Err: paramError{param: name, err: fmt.Errorf("invalid parameter "+name+": "+format, args...)}}
+}
+
+// boolParam reads a boolean query parameter: true, false or absent.
+func boolParam(get func(string) string, name string) (bool, error) {
+	switch v := get(name); v {
+	case "", "false":
+		return false, nil
+	case "true":
+		return true, nil
+	default:
+		return false, badParam(name, "must be true or false, not %q", v)
+	}
 }
 
 // paramError is an error about one request parameter.

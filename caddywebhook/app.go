@@ -16,6 +16,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/notify"
 	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/pullside"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
@@ -157,10 +158,10 @@ type App struct {
 	started  bool
 	pool     *queue.Pool
 	keeper   *queue.Housekeeper
-	notify   *notifier      // nil without Notify
-	live     *runningConfig // what Start published; nil before and after
-	traced   bool           // this app holds a spanExport reference (Tracing)
-	events   *caddyEvents   // the config's `events` app; nil without one
+	notifier *notify.Notifier // nil without Notify
+	live     *runningConfig   // what Start published; nil before and after
+	traced   bool             // this app holds a spanExport reference (Tracing)
+	events   *caddyEvents     // the config's `events` app; nil without one
 }
 
 // BackoffConfig is the retry backoff of failing jobs.
@@ -362,17 +363,17 @@ func (a *App) Start() error {
 	sources := maps.Clone(a.sources)
 	a.mu.Unlock()
 
-	var notify *notifier
+	var notifier *notify.Notifier
 	if a.Notify != nil {
-		notify = newNotifier(notifierConfig{
-			store:      store,
-			window:     time.Duration(a.Notify.Window),
-			pendingAge: time.Duration(a.Notify.PendingAge),
-			logger:     a.logger,
-			events:     a.events,
+		notifier = notify.New(notify.Config{
+			Store:        store,
+			Window:       time.Duration(a.Notify.Window),
+			PendingAge:   time.Duration(a.Notify.PendingAge),
+			Logger:       a.logger,
+			BacklogStale: a.events.backlogStale,
 		})
 	}
-	obs := &observer{logger: a.logger, notify: notify, events: a.events}
+	obs := &observer{logger: a.logger, notifier: notifier, events: a.events}
 	keeper, err := queue.NewHousekeeper(queue.HousekeeperConfig{
 		Store:     store,
 		Retention: a.retention(),
@@ -382,7 +383,7 @@ func (a *App) Start() error {
 		return fmt.Errorf("webhook: %w", err)
 	}
 
-	d := &delivery{store: store, targets: handlers, policyFor: policyFor, limits: limits, redact: redact, notify: notify, obs: obs}
+	d := &delivery{store: store, targets: handlers, policyFor: policyFor, limits: limits, redact: redact, notifier: notifier, obs: obs}
 	handler := attemptHandler{next: redactingHandler{next: router(handlers), r: redact}, last: a.lastAttempt(policyFor)}
 	if a.Tracing {
 		if handler.tracer, err = a.acquireTracer(); err != nil {
@@ -419,8 +420,8 @@ func (a *App) Start() error {
 			return fmt.Errorf("webhook: %w", err)
 		}
 	}
-	if notify != nil {
-		notify.Start(a.ctx)
+	if notifier != nil {
+		notifier.Start(a.ctx)
 	}
 	if pauses != nil {
 		pauses.Start(a.ctx)
@@ -442,7 +443,7 @@ func (a *App) Start() error {
 		live.Circuits = flow.Circuits
 	}
 	a.mu.Lock()
-	a.pool, a.keeper, a.notify, a.live = pool, keeper, notify, live
+	a.pool, a.keeper, a.notifier, a.live = pool, keeper, notifier, live
 	a.mu.Unlock()
 	a.storeMu.Lock()
 	a.published = true
@@ -475,8 +476,8 @@ type delivery struct {
 	targets   map[queue.Route]Target
 	policyFor func(*queue.Job) (queue.RetryPolicy, int)
 	limits    map[queue.Route]queue.FlowLimits
-	redact    *redactor // takes the config's secrets out of attempts' errors
-	notify    *notifier // nil without Notify
+	redact    *redactor        // takes the config's secrets out of attempts' errors
+	notifier  *notify.Notifier // nil without Notify
 	obs       queue.Observer
 }
 
@@ -512,7 +513,7 @@ func (a *App) newPool(d *delivery, routes []queue.Route, handler queue.Handler) 
 	}
 	// With flow control the flow answers for pauses too (its plan
 	// names the routes a claim reads).
-	flow := a.newFlow(routes, d.limits, d.notify, pauses.paused)
+	flow := a.newFlow(routes, d.limits, d.notifier, pauses.paused)
 	cfg := queue.PoolConfig{
 		Store:         d.store,
 		Handler:       handler,
@@ -571,8 +572,8 @@ func (a *App) logStarted(pool *queue.Pool, pull *pullSide, routes []queue.Route)
 // replaces this one; Cleanup releases it.
 func (a *App) Stop() error {
 	a.mu.Lock()
-	pool, keeper, notify, live := a.pool, a.keeper, a.notify, a.live
-	a.pool, a.keeper, a.notify, a.live = nil, nil, nil, nil
+	pool, keeper, notifier, live := a.pool, a.keeper, a.notifier, a.live
+	a.pool, a.keeper, a.notifier, a.live = nil, nil, nil, nil
 	a.mu.Unlock()
 	if live != nil {
 		// Unless a reload's new app has published its own already.
@@ -607,14 +608,14 @@ func (a *App) Stop() error {
 			}
 			<-drained
 		} else {
-			a.drain(pool, grace, notify)
-			notify = nil // the drain stops it once the pool is done
+			a.drain(pool, grace, notifier)
+			notifier = nil // the drain stops it once the pool is done
 		}
 	}
 	// After the pool: the dead jobs of its last attempts are in the
 	// notices it stores.
-	if notify != nil {
-		if err := notify.Stop(ctx); err != nil {
+	if notifier != nil {
+		if err := notifier.Stop(ctx); err != nil {
 			errs = append(errs, err)
 		}
 	}

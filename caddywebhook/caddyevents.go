@@ -6,6 +6,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyevents"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/notify"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
@@ -72,7 +73,7 @@ func (e *caddyEvents) emit(name string, data map[string]any) {
 }
 
 func (e *caddyEvents) jobDead(job *queue.Job, c queue.Completion) {
-	if e == nil || job.Source == notifySource {
+	if e == nil || job.Source == notify.Source {
 		return
 	}
 	e.emit(EventJobDead, map[string]any{
@@ -86,7 +87,7 @@ func (e *caddyEvents) jobDead(job *queue.Job, c queue.Completion) {
 }
 
 func (e *caddyEvents) circuitChanged(route queue.Route, open bool) {
-	if e == nil || route.Source == notifySource {
+	if e == nil || route.Source == notify.Source {
 		return
 	}
 	name := EventCircuitClosed

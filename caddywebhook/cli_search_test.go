@@ -229,7 +229,7 @@ func TestCLISearchContinues(t *testing.T) {
 			whole, _ := setupSearchCLI(t)
 			want := whole.searchCLI(t, tt.args...)
 			f, _ := setupSearchCLI(t)
-			f.api.search.rows = 4
+			f.api.search.Rows = 4
 			got := f.searchCLI(t, tt.args...)
 			if got.code != 0 || got.stdout != want.stdout {
 				t.Errorf("in requests of 4 events: exit %d, stdout\n%s\nwant\n%s", got.code, got.stdout, want.stdout)

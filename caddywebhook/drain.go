@@ -14,6 +14,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/notify"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
@@ -35,10 +36,10 @@ type drainState struct {
 // returns (bounded by its target's timeout), so the new config's pool
 // never starts them again. The drain holds its own reference to the
 // store, which this app's Cleanup would otherwise close under it, and
-// drops it when done. notify, if not nil, is stopped (its open windows
+// drops it when done. notifier, if not nil, is stopped (its open windows
 // stored) after the pool, so the deaths of the drained deliveries are in
 // its notices.
-func (a *App) drain(pool *queue.Pool, grace time.Duration, notify *notifier) {
+func (a *App) drain(pool *queue.Pool, grace time.Duration, notifier *notify.Notifier) {
 	key := a.storeKey
 	if _, _, err := stores.LoadOrNew(key, func() (caddy.Destructor, error) {
 		return nil, errors.New("store is closed")
@@ -49,8 +50,8 @@ func (a *App) drain(pool *queue.Pool, grace time.Duration, notify *notifier) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), grace+stopMargin)
 		defer cancel()
 		_ = pool.Stop(ctx)
-		if notify != nil {
-			_ = notify.Stop(ctx)
+		if notifier != nil {
+			_ = notifier.Stop(ctx)
 		}
 		return
 	}
@@ -64,9 +65,9 @@ func (a *App) drain(pool *queue.Pool, grace time.Duration, notify *notifier) {
 	go func() {
 		defer close(done)
 		<-pool.Done()
-		if notify != nil {
+		if notifier != nil {
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), grace+stopMargin)
-			if err := notify.Stop(ctx); err != nil {
+			if err := notifier.Stop(ctx); err != nil {
 				logger.Error("store the notices of a drained pool", zap.Error(err))
 			}
 			cancel()

@@ -11,6 +11,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/notify"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
@@ -221,8 +222,8 @@ func (a *App) policyFor(policies map[queue.Route]retryPolicy) func(*queue.Job) (
 
 // newFlow returns the pool's flow control over routes, or nil when no route
 // has a limit: the pool then claims as it always did. Circuit changes are
-// logged once each and passed to notify, if not nil.
-func (a *App) newFlow(routes []queue.Route, limits map[queue.Route]queue.FlowLimits, notify *notifier, paused func(queue.Route) bool) *queue.Flow {
+// logged once each and passed to notifier, if not nil.
+func (a *App) newFlow(routes []queue.Route, limits map[queue.Route]queue.FlowLimits, notifier *notify.Notifier, paused func(queue.Route) bool) *queue.Flow {
 	limited := false
 	for _, l := range limits {
 		limited = limited || l != (queue.FlowLimits{})
@@ -246,8 +247,8 @@ func (a *App) newFlow(routes []queue.Route, limits map[queue.Route]queue.FlowLim
 				logger.Info("circuit closed: deliveries to the target resumed", fields...)
 			}
 			if state != queue.CircuitHalfOpen {
-				if notify != nil {
-					notify.CircuitChanged(r, state == queue.CircuitOpen)
+				if notifier != nil {
+					notifier.CircuitChanged(r, state == queue.CircuitOpen)
 				}
 				events.circuitChanged(r, state == queue.CircuitOpen)
 			}

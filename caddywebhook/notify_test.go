@@ -6,234 +6,33 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"io"
-	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"slices"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/notify"
 	"github.com/caddywebhook/caddywebhook/internal/testutil"
 	"github.com/caddywebhook/caddywebhook/queue"
 	"github.com/caddywebhook/caddywebhook/queue/sqlite"
 	"github.com/caddywebhook/caddywebhook/signature"
 )
 
-// notifyClock is a settable clock for a store and its notifier.
-type notifyClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *notifyClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *notifyClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
-}
-
-var notifyT0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-
-// notifySetup opens a real SQLite store on clk and a notifier over it.
-func notifySetup(t *testing.T, pendingAge time.Duration) (*notifier, queue.Store, *notifyClock) {
-	t.Helper()
-	clk := &notifyClock{t: notifyT0}
-	s, err := sqlite.Open(t.Context(), sqlite.Config{
-		Path:        filepath.Join(t.TempDir(), "queue.db"),
-		Synchronous: "normal",
-		Now:         clk.Now,
-	})
-	if err != nil {
-		t.Fatalf("open store: %v", err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	n := newNotifier(notifierConfig{store: s, pendingAge: pendingAge, now: clk.Now})
-	return n, s, clk
-}
-
-// flushAt flushes n at at and checks how many notices it stored.
-func flushAt(t *testing.T, n *notifier, at time.Time, all bool, want int) {
-	t.Helper()
-	sent, err := n.flush(t.Context(), at, all)
-	if err != nil {
-		t.Fatalf("flush at %s: %v", at.Sub(notifyT0), err)
-	}
-	if sent != want {
-		t.Fatalf("flush at +%s stored %d notices, want %d", at.Sub(notifyT0), sent, want)
-	}
-}
-
-// storedNotices returns the notices in the store, oldest first, with their
-// jobs.
-func storedNotices(t *testing.T, s queue.Store) ([]notice, []queue.JobDetail) {
-	t.Helper()
-	page, err := s.ListJobs(t.Context(), queue.ListParams{Filter: queue.Filter{Source: notifySource}, Limit: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var notices []notice
-	var details []queue.JobDetail
-	for _, j := range slices.Backward(page.Jobs) {
-		d, err := s.GetJob(t.Context(), j.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d.Target != notifyTarget || d.EventType == "" {
-			t.Errorf("notice job %d: target %q, event type %q", d.ID, d.Target, d.EventType)
-		}
-		var nt notice
-		if err := json.Unmarshal(d.Payload, &nt); err != nil {
-			t.Fatalf("notice payload %q: %v", d.Payload, err)
-		}
-		if nt.Type != d.EventType {
-			t.Errorf("notice type %q stored with event type %q", nt.Type, d.EventType)
-		}
-		notices = append(notices, nt)
-		details = append(details, d)
-	}
-	return notices, details
-}
-
-func deadJob(id int64, source, target string) *queue.Job {
-	return &queue.Job{ID: id, Source: source, Target: target, DeliveryID: "d", Attempt: 12}
-}
-
-func TestNotifierAggregatesDeadJobs(t *testing.T) {
-	n, s, _ := notifySetup(t, 0)
-	long := strings.Repeat("upstream answered 500: ", 40)
-	dies := []struct {
-		at     time.Duration
-		job    *queue.Job
-		errMsg string
-	}{
-		{0, deadJob(1, "gh", "http"), "upstream answered 503"},
-		{10 * time.Second, deadJob(2, "gh", "http"), "upstream answered 502"},
-		{20 * time.Second, deadJob(3, "gh", "http"), long},
-		{30 * time.Second, deadJob(4, "gh", "exec"), "exit status 1"},
-		// A notice's own death is never reported.
-		{30 * time.Second, deadJob(5, notifySource, notifyTarget), "upstream answered 500"},
-	}
-	for _, d := range dies {
-		n.JobDead(d.job, queue.Completion{Status: queue.StatusDead, Error: d.errMsg, Now: notifyT0.Add(d.at)})
-	}
-
-	flushAt(t, n, notifyT0.Add(time.Minute-time.Millisecond), false, 0)
-	flushAt(t, n, notifyT0.Add(time.Minute), false, 1) // gh/http's window closed
-	flushAt(t, n, notifyT0.Add(time.Minute+20*time.Second), false, 0)
-	flushAt(t, n, notifyT0.Add(90*time.Second), false, 1) // gh/exec's
-	flushAt(t, n, notifyT0.Add(2*time.Hour), true, 0)
-
-	got, _ := storedNotices(t, s)
-	want := []notice{
-		{Type: noticeJobDead, Source: "gh", Target: "http", Count: 3,
-			FirstAt: notifyT0, LastAt: notifyT0.Add(20 * time.Second),
-			JobIDs: []int64{1, 2, 3}, LastError: queue.SafeLine(long, noticeErrorLen)},
-		{Type: noticeJobDead, Source: "gh", Target: "exec", Count: 1,
-			FirstAt: notifyT0.Add(30 * time.Second), LastAt: notifyT0.Add(30 * time.Second),
-			JobIDs: []int64{4}, LastError: "exit status 1"},
-	}
-	if gotJSON, wantJSON := noticeJSON(t, got), noticeJSON(t, want); gotJSON != wantJSON {
-		t.Errorf("notices\n got %s\nwant %s", gotJSON, wantJSON)
-	}
-	if len(got) > 0 && len(got[0].LastError) > noticeErrorLen {
-		t.Errorf("last error of %d bytes, want at most %d", len(got[0].LastError), noticeErrorLen)
-	}
-
-	// A window that opens after a flush is a new notice.
-	n.JobDead(deadJob(6, "gh", "http"), queue.Completion{Error: "x", Now: notifyT0.Add(3 * time.Hour)})
-	flushAt(t, n, notifyT0.Add(3*time.Hour+time.Minute), false, 1)
-}
-
-func noticeJSON(t *testing.T, v any) string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
-// TestNotifierCircuitChanged: the hook the circuit breaker calls gives one
-// notice per direction and route in a window, with counts.
-func TestNotifierCircuitChanged(t *testing.T) {
-	n, s, clk := notifySetup(t, 0)
-	route := queue.Route{Source: "stripe", Target: "orders"}
-	n.CircuitChanged(route, true)
-	clk.Set(notifyT0.Add(5 * time.Second))
-	n.CircuitChanged(route, false)
-	clk.Set(notifyT0.Add(10 * time.Second))
-	n.CircuitChanged(route, true)
-	n.CircuitChanged(queue.Route{Source: notifySource, Target: notifyTarget}, true) // never about itself
-	flushAt(t, n, notifyT0.Add(time.Minute+5*time.Second), false, 2)
-
-	got, _ := storedNotices(t, s)
-	counts := map[string]int{}
-	for _, nt := range got {
-		if nt.Source != "stripe" || nt.Target != "orders" {
-			t.Errorf("notice about %s/%s, want stripe/orders", nt.Source, nt.Target)
-		}
-		counts[nt.Type] = nt.Count
-	}
-	if want := map[string]int{noticeCircuitOpened: 2, noticeCircuitClosed: 1}; !maps.Equal(counts, want) {
-		t.Errorf("counts %v, want %v", counts, want)
-	}
-}
-
-// TestNotifierBacklog: a route whose oldest due pending job passes
-// pending_age gets a backlog.stale notice, again only after another
-// pending_age, and the notices' own backlog none.
-func TestNotifierBacklog(t *testing.T) {
-	n, s, clk := notifySetup(t, 15*time.Minute)
-	for _, d := range []string{"d1", "d2"} {
-		if _, err := s.Enqueue(t.Context(), queue.Event{Source: "gh", DeliveryID: d, Payload: []byte(`{}`), Targets: []string{"http"}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	steps := []struct {
-		at   time.Duration
-		want int // notices stored by the flush after the check
-	}{
-		{10 * time.Minute, 0},
-		{15 * time.Minute, 1},
-		{20 * time.Minute, 0}, // reported 5m ago; the notice of 15m is itself pending now
-		{31 * time.Minute, 1},
-	}
-	for _, st := range steps {
-		at := notifyT0.Add(st.at)
-		clk.Set(at)
-		if err := n.checkBacklog(t.Context(), at); err != nil {
-			t.Fatal(err)
-		}
-		flushAt(t, n, at, true, st.want)
-	}
-	got, _ := storedNotices(t, s)
-	if len(got) != 2 {
-		t.Fatalf("%d notices, want 2", len(got))
-	}
-	want := notice{Type: noticeBacklogStale, Source: "gh", Target: "http", Count: 1,
-		FirstAt: notifyT0.Add(15 * time.Minute), LastAt: notifyT0.Add(15 * time.Minute),
-		Pending: 2, OldestPendingSeconds: 15 * 60}
-	if noticeJSON(t, got[0]) != noticeJSON(t, want) {
-		t.Errorf("notice\n got %s\nwant %s", noticeJSON(t, got[0]), noticeJSON(t, want))
-	}
-}
-
 // TestNotifierDeliversSigned: a stored notice, claimed and delivered by an
 // http target with sign, reaches a real server with the notice as its body
 // and Standard Webhooks headers that verify.
 func TestNotifierDeliversSigned(t *testing.T) {
-	n, s, _ := notifySetup(t, 0)
+	s, err := sqlite.Open(t.Context(), sqlite.Config{Path: filepath.Join(t.TempDir(), "queue.db"), Synchronous: "normal"})
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	n := notify.New(notify.Config{Store: s})
 	key := make([]byte, 32)
 	rand.Read(key)
 	secret := "whsec_" + base64.StdEncoding.EncodeToString(key)
@@ -254,11 +53,13 @@ func TestNotifierDeliversSigned(t *testing.T) {
 	t.Cleanup(srv.Close)
 	tgt := loadTestTarget(t, "http", map[string]any{"url": srv.URL + "/hook", "sign_secret": "{env.CADDYWEBHOOK_TEST_NOTIFY_SECRET}"})
 
-	n.JobDead(deadJob(7, "gh", "http"), queue.Completion{Error: "upstream answered 500", Now: notifyT0})
-	flushAt(t, n, notifyT0.Add(time.Minute), false, 1)
+	n.JobDead(&queue.Job{ID: 7, Source: "gh", Target: "http", DeliveryID: "d", Attempt: 12}, queue.Completion{Error: "upstream answered 500"})
+	if sent, err := n.Flush(t.Context(), time.Now(), true); err != nil || sent != 1 {
+		t.Fatalf("flush: %d notices stored, %v; want 1", sent, err)
+	}
 	jobs, err := s.Claim(t.Context(), queue.ClaimParams{
-		Owner: "w", Limit: 10, Lease: time.Minute, Now: notifyT0.Add(time.Minute),
-		Routes: []queue.Route{{Source: notifySource, Target: notifyTarget}},
+		Owner: "w", Limit: 10, Lease: time.Minute,
+		Routes: []queue.Route{{Source: notify.Source, Target: notify.Target}},
 	})
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("claim the notice: %d jobs, %v", len(jobs), err)
@@ -267,18 +68,18 @@ func TestNotifierDeliversSigned(t *testing.T) {
 		t.Fatalf("deliver the notice: %v", err)
 	}
 	req := <-seen
-	var nt notice
+	var nt notify.Notice
 	if err := json.Unmarshal(req.body, &nt); err != nil {
 		t.Fatalf("body %q: %v", req.body, err)
 	}
-	if nt.Type != noticeJobDead || nt.Count != 1 || !slices.Equal(nt.JobIDs, []int64{7}) {
+	if nt.Type != notify.TypeJobDead || nt.Count != 1 || !slices.Equal(nt.JobIDs, []int64{7}) {
 		t.Errorf("notice %+v", nt)
 	}
 	if ct := req.header.Get("Content-Type"); ct != "application/json" {
 		t.Errorf("Content-Type %q", ct)
 	}
-	if src := req.header.Get(HeaderSource); src != notifySource {
-		t.Errorf("%s %q, want %s", HeaderSource, src, notifySource)
+	if src := req.header.Get(HeaderSource); src != notify.Source {
+		t.Errorf("%s %q, want %s", HeaderSource, src, notify.Source)
 	}
 	verifier, err := signature.New(signature.Config{Scheme: signature.SchemeStandard, Secrets: []string{secret}})
 	if err != nil {
@@ -286,21 +87,6 @@ func TestNotifierDeliversSigned(t *testing.T) {
 	}
 	if _, err := verifier.Verify(signature.Request{Method: "POST", Header: req.header, Body: req.body}); err != nil {
 		t.Errorf("notice signature does not verify: %v", err)
-	}
-}
-
-// TestNotifierStopFlushes: Stop stores the notices of open windows at once.
-func TestNotifierStopFlushes(t *testing.T) {
-	n, s, _ := notifySetup(t, 0)
-	n.Start(t.Context())
-	n.JobDead(deadJob(1, "gh", "http"), queue.Completion{Error: "boom", Now: notifyT0})
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	if err := n.Stop(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := storedNotices(t, s); len(got) != 1 || got[0].Count != 1 {
-		t.Fatalf("notices after stop: %+v, want one", got)
 	}
 }
 
@@ -353,12 +139,12 @@ func TestStopDrainsStoresTheirNotices(t *testing.T) {
 	close(release)
 	testutil.Receive(t, stopped)
 
-	page, err := s.ListJobs(t.Context(), queue.ListParams{Filter: queue.Filter{Source: notifySource}, Limit: 10})
+	page, err := s.ListJobs(t.Context(), queue.ListParams{Filter: queue.Filter{Source: notify.Source}, Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(page.Jobs) != 1 || page.Jobs[0].EventType != noticeJobDead {
-		t.Fatalf("notice jobs when stopDrains returned: %+v; want one %s", page.Jobs, noticeJobDead)
+	if len(page.Jobs) != 1 || page.Jobs[0].EventType != notify.TypeJobDead {
+		t.Fatalf("notice jobs when stopDrains returned: %+v; want one %s", page.Jobs, notify.TypeJobDead)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
+	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/notify"
 	"github.com/caddywebhook/caddywebhook/queue"
 )
 
@@ -44,9 +45,9 @@ const maxLoggedError = 512
 // or secrets.
 type observer struct {
 	queue.NopObserver
-	logger *zap.Logger
-	notify *notifier    // nil without notifications
-	events *caddyEvents // nil without Caddy's events app
+	logger   *zap.Logger
+	notifier *notify.Notifier // nil without notifications
+	events   *caddyEvents     // nil without Caddy's events app
 }
 
 func jobFields(job *queue.Job, extra ...zap.Field) []zap.Field {
@@ -78,8 +79,8 @@ func (o *observer) JobFinished(job *queue.Job, c queue.Completion, recorded bool
 	webhookMetrics.deliveries.WithLabelValues(job.Source, job.Target, word).Inc()
 	tails.publishDelivery(job, word, c.Duration, c.Error)
 	if recorded && c.Status == queue.StatusDead {
-		if o.notify != nil {
-			o.notify.JobDead(job, c)
+		if o.notifier != nil {
+			o.notifier.JobDead(job, c)
 		}
 		o.events.jobDead(job, c)
 	}

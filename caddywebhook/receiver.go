@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddywebhook/caddywebhook/caddywebhook/adminapi"
+	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/notify"
 	"github.com/caddywebhook/caddywebhook/signature"
 )
 
@@ -426,7 +427,7 @@ func (rc *Receiver) Validate() error {
 		return fmt.Errorf("webhook_receiver: source %q: use letters, digits, '.', '_' and '-' (at most 64)", rc.Source)
 	}
 	if reservedSource(rc.Source) {
-		return fmt.Errorf("webhook_receiver: source %q: names beginning with '_' are reserved for the app's own events, such as %s", rc.Source, notifySource)
+		return fmt.Errorf("webhook_receiver: source %q: names beginning with '_' are reserved for the app's own events, such as %s", rc.Source, notify.Source)
 	}
 	if rc.Scheme == "" {
 		return rc.errf("scheme is required (one of %s)", strings.Join(signature.Schemes(), ", "))

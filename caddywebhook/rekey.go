@@ -135,15 +135,3 @@ func (a *adminAPI) handleRekey(w http.ResponseWriter, r *http.Request, q *runnin
 	}
 	return adminapi.WriteJSON(w, http.StatusAccepted, st)
 }
-
-// boolParam reads a boolean query parameter: true, false or absent.
-func boolParam(get func(string) string, name string) (bool, error) {
-	switch v := get(name); v {
-	case "", "false":
-		return false, nil
-	case "true":
-		return true, nil
-	default:
-		return false, badParam(name, "must be true or false, not %q", v)
-	}
-}

@@ -175,7 +175,7 @@ func (f targetFilter) takes(eventType string, in func() *rules.Input) (bool, err
 // reaches the log.
 func (rc *Receiver) filterFailed(target string, err error) {
 	filterErrorCounter(rc.Source, target).Inc()
-	msg := redactQuoted(err.Error())
+	msg := rules.RedactQuoted(err.Error())
 	if rc.filterLog.first(target+"\x00"+msg, time.Now()) {
 		rc.logger.Warn("filter failed; the target does not take the event",
 			zap.String("source", rc.Source), zap.String("target", target), zap.String("error", msg))

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/caddywebhook/caddywebhook/caddywebhook/internal/notify"
 	"github.com/caddywebhook/caddywebhook/caddywebhook/rules"
 	"github.com/caddywebhook/caddywebhook/internal/testutil"
 	"github.com/caddywebhook/caddywebhook/queue"
@@ -343,28 +344,6 @@ func TestRulesCaddyfileErrors(t *testing.T) {
 	}
 }
 
-func TestRedactQuoted(t *testing.T) {
-	t.Parallel()
-	tests := []struct{ name, in, want string }{
-		{"strconv quotes the value", `strconv.ParseInt: parsing "canary": invalid syntax`, `strconv.ParseInt: parsing "…": invalid syntax`},
-		{"type names in single quotes stay", `type conversion error from 'string' to 'int'`, `type conversion error from 'string' to 'int'`},
-		{"unclosed quote", `bad "secret`, `bad "…`},
-		{"a missing key is named unquoted", `no such key: bodysecretvalue`, `no such key: …`},
-		{"a key inserted twice", `insert failed: key bodysecretvalue already exists`, `insert failed: key …`},
-		{"an index value", `unsupported index value bodysecretvalue in list`, `unsupported index value …`},
-		{"an optional's value", `cannot convert from non-optional value bodysecretvalue`, `cannot convert from non-optional value …`},
-		{"words that only contain key or value stay", `monkey valueless keys`, `monkey valueless keys`},
-		{"long text is cut", strings.Repeat("x", 500), strings.Repeat("x", maxErrorText)},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := redactQuoted(tt.in); got != tt.want {
-				t.Errorf("redactQuoted(%q) = %q, want %q", tt.in, got, tt.want)
-			}
-		})
-	}
-}
-
 // The notify forms docs/RULES.md shows for a Slack and a Discord incoming
 // webhook. Slack refuses a body without a string `text` (400
 // invalid_payload, https://api.slack.com/messaging/webhooks#handling_errors);
@@ -433,12 +412,12 @@ func TestNotifyChatForms(t *testing.T) {
 			if err := json.Unmarshal(cfg, &parsed); err != nil {
 				t.Fatal(err)
 			}
-			notify := parsed.Apps.Webhook.Notify
-			notify["window"] = "10ms"
+			notifyCfg := parsed.Apps.Webhook.Notify
+			notifyCfg["window"] = "10ms"
 
 			h := newHarness(t)
 			failing, _ := newSink(t, func(*http.Request, []byte) int { return http.StatusNotFound })
-			h.load(t, map[string]any{"workers": 2, "notify": notify}, githubReceiver("rules-notify", httpTarget("api", failing)))
+			h.load(t, map[string]any{"workers": 2, "notify": notifyCfg}, githubReceiver("rules-notify", httpTarget("api", failing)))
 			if st := h.post(t, "rules-notify", "n-1", "push", testBody(1)); st != http.StatusAccepted {
 				t.Fatalf("status %d", st)
 			}
@@ -454,7 +433,7 @@ func TestNotifyChatForms(t *testing.T) {
 			// The chat answered 200: the notice's job is done.
 			testutil.Eventually(t, func() bool {
 				for _, j := range jobs(t, h.store(t)) {
-					if j.Source == notifySource && j.Status == queue.StatusDone {
+					if j.Source == notify.Source && j.Status == queue.StatusDone {
 						return true
 					}
 				}

@@ -199,7 +199,7 @@ func TestSearchEvents(t *testing.T) {
 func TestSearchBudget(t *testing.T) {
 	t.Parallel()
 	f := setupSearch(t)
-	f.api.search.rows = 3
+	f.api.search.Rows = 3
 	var got []string
 	var scanned, requests int
 	q := url.Values{"where": {`body.customer == "A"`}}
@@ -221,7 +221,7 @@ func TestSearchBudget(t *testing.T) {
 	if want := []string{"s-1", "s-3", "s-4", "c-1", "s-5", "s-8"}; !slices.Equal(got, want) || scanned != 9 || requests != 2 {
 		t.Errorf("found %v scanning %d events in %d requests after the first; want %v, 9 events, 3 requests", got, scanned, requests, want)
 	}
-	f.api.search.rows, f.api.search.time = 0, time.Nanosecond
+	f.api.search.Rows, f.api.search.Time = 0, time.Nanosecond
 	resp := decode[adminapi.EventSearchResponse](t, f.doWant(t, http.MethodGet, "/webhook/events?"+where("true"), http.StatusOK))
 	if resp.Stopped != adminapi.SearchStoppedTime || resp.NextCursor == 0 || resp.Scanned != 1 {
 		t.Errorf("with no time: stopped %q next %d scanned %d, want time, a cursor, one event", resp.Stopped, resp.NextCursor, resp.Scanned)
@@ -442,7 +442,7 @@ func TestReplayQuery(t *testing.T) {
 func TestReplayQuerySpread(t *testing.T) {
 	t.Parallel()
 	f := setupSearch(t)
-	f.api.search.rows = 3
+	f.api.search.Rows = 3
 	t0 := time.Unix(0, f.now.Load()).UTC()
 	q := url.Values{"where": {"true"}, "status": {"dead"}, "target": {"billing"}, "rate": {"2/s"}}
 	var matches []adminapi.ReplayMatch

@@ -169,6 +169,12 @@ type Search struct {
 	// message, with what it quotes of the values taken out.
 	EvalErrors int    `json:"eval_errors,omitempty"`
 	EvalError  string `json:"eval_error,omitempty"`
+	// Unread counts the events the store could not open (sealed under a
+	// key the running config does not list): the expression never saw
+	// them, so they neither match nor are replayed. UnreadError is the
+	// first one's reason, which names the key.
+	Unread      int    `json:"unread,omitempty"`
+	UnreadError string `json:"unread_error,omitempty"`
 }
 
 // Why a search request ended early (Search.Stopped).

@@ -52,6 +52,10 @@ func searchPage(limit int, get func(cursor int64, want int) (int, adminapi.Searc
 			total.EvalError = s.EvalError
 		}
 		total.EvalErrors += s.EvalErrors
+		total.Unread += s.Unread
+		if total.UnreadError == "" {
+			total.UnreadError = s.UnreadError
+		}
 		if next == 0 || s.Stopped == adminapi.SearchStoppedLimit {
 			return total, next, nil
 		}
@@ -102,8 +106,17 @@ func (c *client) endSearch(s adminapi.Search, next int64) {
 		fmt.Fprintf(c.out, "the expression failed on %d %s, which %s not match: %s\n", s.EvalErrors,
 			plural(s.EvalErrors, "event", "events"), plural(s.EvalErrors, "does", "do"), cell(s.EvalError, 200))
 	}
+	c.unread(s)
 	if next != 0 {
 		fmt.Fprintf(c.out, "more: add --cursor %d for the next page\n", next)
+	}
+}
+
+// unread writes how many events the search could not open, if any.
+func (c *client) unread(s adminapi.Search) {
+	if s.Unread > 0 {
+		fmt.Fprintf(c.out, "could not read %d %s, which %s not searched: %s\n", s.Unread,
+			plural(s.Unread, "event", "events"), plural(s.Unread, "was", "were"), cell(s.UnreadError, 200))
 	}
 }
 
@@ -203,6 +216,10 @@ func (c *client) replayWhere(cmd *cobra.Command) error {
 		if total.EvalError == "" {
 			total.EvalError = r.EvalError
 		}
+		total.Unread += r.Unread
+		if total.UnreadError == "" {
+			total.UnreadError = r.UnreadError
+		}
 		for _, m := range r.Matches {
 			if len(total.Matches) < limit {
 				total.Matches = append(total.Matches, m)
@@ -268,6 +285,7 @@ func (c *client) printReplay(r adminapi.ReplayQueryResponse, dryRun bool, rate s
 		fmt.Fprintf(c.out, "the expression failed on %d %s, which %s not match: %s\n", r.EvalErrors,
 			plural(r.EvalErrors, "event", "events"), plural(r.EvalErrors, "does", "do"), cell(r.EvalError, 200))
 	}
+	c.unread(r.Search)
 	if len(r.Matches) > 0 {
 		fmt.Fprintln(c.out)
 		tw := newTable(c.out)

@@ -25,8 +25,9 @@ import (
 //
 // maxHeld bounds what one listener holds. Past it the listener claims
 // nothing more, routed or not, and says so: all the target's events wait
-// in the queue, not in the listener's memory, until it is restarted.
-const maxHeld = maxLeases
+// in the queue, not in the listener's memory, until it is restarted. A
+// variable only so that a test can reach it with a few events.
+var maxHeld = maxLeases
 
 // heldClaim is one held job.
 type heldClaim struct {

@@ -223,6 +223,53 @@ func TestListenHoldsWithoutClaimingAgain(t *testing.T) {
 	}
 }
 
+// TestListenHoldCap: past maxHeld held events the listener hands the next
+// one back and claims nothing more, routed or not, with one line saying
+// so; when it stops, every event is in the queue again, uncharged.
+func TestListenHoldCap(t *testing.T) {
+	defer func(n int) { maxHeld = n }(maxHeld)
+	maxHeld = 2
+	h := setup(t, "")
+	app := newRecordingApp(t)
+	for _, id := range []string{"c-issues-1", "c-issues-2", "c-issues-3"} {
+		h.sendTyped(t, id, "issues")
+	}
+	var out lockedBuffer
+	ctx, stop := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		done <- Listen(ctx, ListenConfig{URL: h.base + "/consume", Token: laptopToken, Target: "laptop", Wait: 100 * time.Millisecond,
+			Routes: []Route{{Events: []string{"push"}, URL: app.srv.URL}}, Out: &out, Log: &out})
+	}()
+	testutil.Eventually(t, func() bool { return strings.Contains(out.String(), "claiming no more") }, func() string { return out.String() })
+	// A routed event now waits in the queue: several claims' worth of
+	// waits would have delivered it.
+	h.sendTyped(t, "c-push", "push")
+	time.Sleep(time.Second)
+	if got := app.ids(); len(got) != 0 {
+		t.Errorf("the app got %v while the listener held its most, want nothing", got)
+	}
+	stop()
+	if err := testutil.Receive(t, done); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(out.String(), "  held"); n != 2 {
+		t.Errorf("%d held lines, want 2:\n%s", n, out.String())
+	}
+	if n := strings.Count(out.String(), "holding 2 events of laptop"); n != 1 {
+		t.Errorf("%d lines saying the hold is full, want 1:\n%s", n, out.String())
+	}
+	js := h.jobsOf(t, "laptop", queue.StatusPending)
+	if len(js) != 4 {
+		t.Fatalf("pending after the stop: %+v, want all 4 events", js)
+	}
+	for _, j := range js {
+		if j.Attempts != 0 {
+			t.Errorf("job %s: %d attempts, want it handed back uncharged", j.DeliveryID, j.Attempts)
+		}
+	}
+}
+
 // TestListenSeveralTargets: one listener consumes two pull targets, each
 // line naming its target, each event delivered once.
 func TestListenSeveralTargets(t *testing.T) {

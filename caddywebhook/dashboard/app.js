@@ -596,12 +596,14 @@
   }
 
   // searchSummary says what one request of a search read: the events it
-  // walked, why it stopped early, and the events the expression failed on.
+  // walked, why it stopped early, the events the expression failed on, and
+  // those it could not open.
   function searchSummary(page) {
     const n = page.scanned || 0;
     const parts = [`Searched ${n} event${n === 1 ? '' : 's'}, oldest first.`];
     if (page.stopped === 'time' || page.stopped === 'rows') parts.push('The search stopped for now: More → goes on from there.');
     if (page.eval_errors) parts.push(`The expression failed on ${page.eval_errors} event${page.eval_errors === 1 ? '' : 's'}, which do not match: ${page.eval_error}`);
+    if (page.unread) parts.push(`Could not read ${page.unread} event${page.unread === 1 ? '' : 's'}, which ${page.unread === 1 ? 'was' : 'were'} not searched: ${page.unread_error}`);
     return parts.join(' ');
   }
 

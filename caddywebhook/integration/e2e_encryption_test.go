@@ -337,6 +337,16 @@ func testEncryptionRotation(t *testing.T) {
 	if ds := up.forKey("late-1"); len(ds) != 0 {
 		t.Errorf("the upstream got %s for the unreadable event, want nothing", summarize(ds))
 	}
+	// A search by content cannot see into it: it says so, by key, and
+	// neither lists nor replays it.
+	out = webhookCLI(t, c, "events", "--source", "github", "--where", "true")
+	if !strings.Contains(out, "could not read 1 event, which was not searched") || !strings.Contains(out, "2026-06") || strings.Contains(out, "late-1") {
+		t.Errorf("events --where under a removed key printed:\n%s\nwant the unread event counted, its key named, and not listed", out)
+	}
+	out = webhookCLI(t, c, "replay", "--where", "true", "--source", "github", "--status", "any", "--dry-run")
+	if !strings.Contains(out, "could not read 1 event") || strings.Contains(out, "late-1") {
+		t.Errorf("replay --where --dry-run under a removed key printed:\n%s\nwant the unread event counted and not among the matches", out)
+	}
 	c.reload(t, cfg(encryptionBlock(k2, k1)))
 	webhookCLI(t, c, "replay", strconv.FormatInt(js[0].ID, 10))
 	c.waitJobs(t, "github", "late-1", "done")

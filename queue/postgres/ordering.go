@@ -68,8 +68,14 @@ WHERE j.id = ANY ($1::bigint[]) AND j.status IN ('pending', 'blocked')
 RETURNING j.status`
 
 	// sqlLockHeads locks the heads held by the jobs $1, before
-	// sqlReleaseHeads reads what is blocked behind them.
-	sqlLockHeads = `SELECT 1 FROM ordering_heads WHERE job_id = ANY ($1::bigint[]) FOR UPDATE`
+	// sqlReleaseHeads reads what is blocked behind them. It locks them in
+	// key order, as sqlClaimHeads's upsert does, whatever plan the
+	// session has cached: a Finish's hand-on and another instance's
+	// sweep lock overlapping sets, and a sequential scan in one and the
+	// job-id index in the other would take them in opposite orders and
+	// deadlock (TestLockHeadsOneOrder).
+	sqlLockHeads = `SELECT 1 FROM ordering_heads WHERE job_id = ANY ($1::bigint[])
+ORDER BY source, target, ordering_key FOR UPDATE`
 
 	// sqlStrandedHeads lists the heads whose job no longer holds its key
 	// (see sqlReleaseHeads): left by a Finish whose hand-on never ran (a

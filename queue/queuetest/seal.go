@@ -156,7 +156,7 @@ func wantPayload(t *testing.T, what string, hs []queue.Header, payload []byte, e
 }
 
 // testSealRoundTrip stores events and error texts under a key and reads
-// them back through every read, while the database's bytes hold none of
+// them back through every read (a search's scan too), while the database's bytes hold none of
 // them in plain text.
 func testSealRoundTrip(t *testing.T, db Database) {
 	s := openDB(t, db, keysOf(t, "k1"))
@@ -203,6 +203,15 @@ func testSealRoundTrip(t *testing.T, db Database) {
 		t.Fatal(err)
 	}
 	wantPayload(t, "FindEvent", f.Headers, f.Payload, bare)
+	scanned, err := s.ScanEvents(t.Context(), queue.ScanParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(scanned.Events) != 2 {
+		t.Fatalf("ScanEvents = %d events, want 2", len(scanned.Events))
+	}
+	wantPayload(t, "ScanEvents", scanned.Events[0].Headers, scanned.Events[0].Payload, ev)
+	wantPayload(t, "ScanEvents", scanned.Events[1].Headers, scanned.Events[1].Payload, bare)
 	wantNoMarker(t, db)
 }
 
