@@ -24,28 +24,17 @@ func (r *runner) slow(ctx context.Context, name, db string, workers int, ref flo
 		return err
 	}
 	r.logf("%s: %d worker(s) delivering to an upstream that answers in %s%s", name, workers, r.o.Delay, r.perInstance())
-	if !sleepCtx(ctx, r.o.Warmup) {
-		return ctx.Err()
+	w, err := r.watchUpstream(ctx, pr, mon)
+	if err != nil {
+		return err
 	}
-	mon.WindowStart()
-	a0, h0 := r.up.answered.Load(), r.up.held.Load()
-	wait := r.capture(ctx, pr, r.window)
-	if !sleepCtx(ctx, r.window) {
-		return ctx.Err()
-	}
-	a1, h1 := r.up.answered.Load(), r.up.held.Load()
-	mon.WindowEnd()
-	wait()
 	// Pause the pool: the same database with no workers. The reload stops
 	// the pool, which lets running deliveries finish and records them.
 	if err := r.loadConfig(ctx, db, 0, r.up.url(), 0); err != nil {
 		return err
 	}
 	pr.addWindow(mon.Stop())
-	pr.Delivered += a1 - a0
-	pr.DeliveredWindow += r.window
-	pr.held += time.Duration(h1 - h0)
-	pr.heldCount += a1 - a0
+	w.addTo(pr, r.window)
 	// The measured reference: as many plain net/http senders as there are
 	// workers, against the same upstream, right after the workers'
 	// window, while the pool is paused.
@@ -57,7 +46,7 @@ func (r *runner) slow(ctx context.Context, name, db string, workers int, ref flo
 	pr.ceiling += ceiling * r.window.Seconds()
 	pr.ceilingWindow += r.window
 	r.logf("%s: %.0f delivered/s; the upstream held each %s on average; %d plain Go senders: %.0f/s",
-		name, float64(a1-a0)/r.window.Seconds(), meanHold(a0, h0, a1, h1).Round(time.Microsecond), senders, ceiling)
+		name, float64(w.delivered())/r.window.Seconds(), w.meanHold().Round(time.Microsecond), senders, ceiling)
 
 	done, mine, repeats, err := r.checkArrived(ctx, pr, name, db)
 	if err != nil {

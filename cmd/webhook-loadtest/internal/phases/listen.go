@@ -56,18 +56,10 @@ func (r *runner) listen(ctx context.Context) error {
 	}
 	r.logf("%s: %d listener(s), %d deliveries at once each, to an upstream that answers in %s%s",
 		name, len(procs), listenConcurrency, r.o.Delay, r.perInstance())
-	if !sleepCtx(ctx, r.o.Warmup) {
-		return ctx.Err()
+	w, err := r.watchUpstream(ctx, pr, mon)
+	if err != nil {
+		return err
 	}
-	mon.WindowStart()
-	a0, h0 := r.up.answered.Load(), r.up.held.Load()
-	wait := r.capture(ctx, pr, r.window)
-	if !sleepCtx(ctx, r.window) {
-		return ctx.Err()
-	}
-	a1, h1 := r.up.answered.Load(), r.up.held.Load()
-	mon.WindowEnd()
-	wait()
 	// SIGINT: each listener hands back what it holds and exits.
 	for _, p := range procs {
 		_ = p.Signal(syscall.SIGINT)
@@ -79,12 +71,9 @@ func (r *runner) listen(ctx context.Context) error {
 	}
 	procs = nil
 	pr.addWindow(mon.Stop())
-	pr.Delivered += a1 - a0
-	pr.DeliveredWindow += r.window
-	pr.held += time.Duration(h1 - h0)
-	pr.heldCount += a1 - a0
+	w.addTo(pr, r.window)
 	r.logf("%s: %.0f delivered/s through the listeners; the upstream held each %s on average",
-		name, float64(a1-a0)/r.window.Seconds(), meanHold(a0, h0, a1, h1).Round(time.Microsecond))
+		name, float64(w.delivered())/r.window.Seconds(), w.meanHold().Round(time.Microsecond))
 
 	done, mine, _, err := r.checkArrived(ctx, pr, name, db)
 	if err != nil {

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/caddywebhook/caddywebhook/cmd/webhook-loadtest/internal/monitor"
 )
 
 // upstream is the recording upstream of the slow-upstream phases: an HTTP
@@ -103,15 +105,50 @@ func (u *upstream) snapshot() (ids map[string]int, repeats int) {
 	return ids, repeats
 }
 
-// meanHold is how long the upstream held a request on average between the
-// counts a0, h0 and a1, h1 of answered and held read at two moments: the
-// delay plus the lateness of the timer that ends it, which grows with the
-// number of requests waiting at once.
-func meanHold(a0, h0, a1, h1 int64) time.Duration {
-	if a1 <= a0 {
+// upstreamWindow is what the upstream answered over one window: the
+// counts of answered and held read at its start and at its end.
+type upstreamWindow struct {
+	a0, h0, a1, h1 int64
+}
+
+// delivered is how many requests the upstream answered in the window.
+func (w upstreamWindow) delivered() int64 { return w.a1 - w.a0 }
+
+// meanHold is how long the upstream held a request on average in the
+// window: the delay plus the lateness of the timer that ends it, which
+// grows with the number of requests waiting at once.
+func (w upstreamWindow) meanHold() time.Duration {
+	if w.a1 <= w.a0 {
 		return 0
 	}
-	return time.Duration((h1 - h0) / (a1 - a0))
+	return time.Duration((w.h1 - w.h0) / (w.a1 - w.a0))
+}
+
+// addTo counts the window's deliveries and hold times in pr.
+func (w upstreamWindow) addTo(pr *Phase, window time.Duration) {
+	pr.Delivered += w.delivered()
+	pr.DeliveredWindow += window
+	pr.held += time.Duration(w.h1 - w.h0)
+	pr.heldCount += w.delivered()
+}
+
+// watchUpstream waits out the warmup, then counts what the upstream
+// answers over one window, inside the monitor's window and with the
+// phase's captures running.
+func (r *runner) watchUpstream(ctx context.Context, pr *Phase, mon *monitor.Monitor) (upstreamWindow, error) {
+	if !sleepCtx(ctx, r.o.Warmup) {
+		return upstreamWindow{}, ctx.Err()
+	}
+	mon.WindowStart()
+	w := upstreamWindow{a0: r.up.answered.Load(), h0: r.up.held.Load()}
+	wait := r.capture(ctx, pr, r.window)
+	if !sleepCtx(ctx, r.window) {
+		return upstreamWindow{}, ctx.Err()
+	}
+	w.a1, w.h1 = r.up.answered.Load(), r.up.held.Load()
+	mon.WindowEnd()
+	wait()
+	return w, nil
 }
 
 // close stops the server.
