@@ -22,6 +22,11 @@ type client struct {
 	http  *http.Client
 }
 
+// urlHint ends the errors of an answer that came from somewhere other
+// than a webhook_consumer: what --url should have been.
+const urlHint = "--url must be the address where webhook_consumer is mounted, " +
+	"without /claim (for `handle /consume/* { webhook_consumer … }`, https://<host>/consume)"
+
 // apiStatusError is an answer of the API other than 200.
 type apiStatusError struct {
 	status int
@@ -39,8 +44,7 @@ func (e *apiStatusError) Error() string {
 	case e.url != "":
 		// A consumer's own refusals carry a message; a bare 404 or 405
 		// is a path where no webhook_consumer is mounted.
-		return fmt.Sprintf("server answered %d at %s: --url must be the address where webhook_consumer is mounted, "+
-			"without /claim (for `handle /consume/* { webhook_consumer … }`, https://<host>/consume)", e.status, e.url)
+		return fmt.Sprintf("server answered %d at %s: %s", e.status, e.url, urlHint)
 	}
 	return fmt.Sprintf("server answered %d", e.status)
 }
@@ -111,8 +115,7 @@ type notConsumerError struct {
 }
 
 func (e *notConsumerError) Error() string {
-	return fmt.Sprintf("%v: the answer at %s is not a webhook_consumer's: --url must be the address where webhook_consumer is mounted, "+
-		"without /claim (for `handle /consume/* { webhook_consumer … }`, https://<host>/consume)", e.err, e.url)
+	return fmt.Sprintf("%v: the answer at %s is not a webhook_consumer's: %s", e.err, e.url, urlHint)
 }
 
 func (e *notConsumerError) Unwrap() error { return e.err }

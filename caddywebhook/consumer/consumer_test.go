@@ -127,11 +127,11 @@ http://%[1]s {
 	return h
 }
 
-// send posts one signed GitHub event and wants 202.
-func (h *harness) send(t *testing.T, id string) {
+// sendTyped posts one signed GitHub event of type typ and wants 202.
+func (h *harness) sendTyped(t *testing.T, id, typ string) {
 	t.Helper()
 	body := []byte(`{"id":"` + id + `"}`)
-	hdr, err := signature.Sign(signature.SchemeGitHub, hookSecret, body, signature.SignOptions{ID: id, EventType: "push"})
+	hdr, err := signature.Sign(signature.SchemeGitHub, hookSecret, body, signature.SignOptions{ID: id, EventType: typ})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,6 +146,12 @@ func (h *harness) send(t *testing.T, id string) {
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("send %s: %d, want 202", id, resp.StatusCode)
 	}
+}
+
+// send posts one signed GitHub push event and wants 202.
+func (h *harness) send(t *testing.T, id string) {
+	t.Helper()
+	h.sendTyped(t, id, "push")
 }
 
 // call POSTs body to path with token and returns the status and body.

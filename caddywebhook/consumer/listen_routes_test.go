@@ -52,27 +52,6 @@ func TestParseRoute(t *testing.T) {
 	}
 }
 
-// sendTyped posts one signed GitHub event of type typ and wants 202.
-func (h *harness) sendTyped(t *testing.T, id, typ string) {
-	t.Helper()
-	body := []byte(`{"id":"` + id + `"}`)
-	hdr, err := signature.Sign(signature.SchemeGitHub, hookSecret, body, signature.SignOptions{ID: id, EventType: typ})
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, _ := http.NewRequest(http.MethodPost, h.base+"/hook", bytes.NewReader(body))
-	req.Header = hdr
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("send %s: %d", id, resp.StatusCode)
-	}
-}
-
 // recordingApp is a local app that answers 200 and keeps each request's
 // delivery id, headers and body.
 type recordingApp struct {

@@ -1,9 +1,20 @@
 package httptarget
 
 import (
+	"cmp"
+	"crypto/hmac"
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"hash"
+	"maps"
 	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -198,4 +209,106 @@ func TestTargetResignCaddyfile(t *testing.T) {
 		{Name: "resign without secret", Input: "http http://h/ {\n resign stripe\n}", WantErr: "resign: takes a scheme and a secret"},
 		{Name: "resign three arguments", Input: "http http://h/ {\n resign stripe a b\n}", WantErr: "resign: takes a scheme and a secret"},
 	})
+}
+
+// TestTargetResignsAsTheSDKsCheck: the upstream's request passes the check
+// each provider documents for its handlers, computed here from the
+// documentation and not with package signature, whose verifier accepts
+// more than one SDK does (Polar's both keyings): the signature header
+// over the bytes the provider signs, keyed as its SDK keys, with the time
+// of the attempt.
+func TestTargetResignsAsTheSDKsCheck(t *testing.T) {
+	mac := func(h func() hash.Hash, key []byte, msg string) []byte {
+		m := hmac.New(h, key)
+		m.Write([]byte(msg))
+		return m.Sum(nil)
+	}
+	ts := strconv.FormatInt(httpTestNow.Unix(), 10)
+	tests := []struct {
+		name, scheme, id, contentType, body string
+		// want is the header the SDK compares and the value it computes
+		// from the secret, the request's headers and its body.
+		header string
+		want   func(secret string, h http.Header, body string) string
+	}{
+		// docs.github.com/en/webhooks/using-webhooks/validating-webhook-deliveries
+		{name: "github", scheme: signature.SchemeGitHub, id: "72d3162e-cc78-11e3-81ab-4c9367dc0958", body: `{"zen":"Keep it logically awesome."}`,
+			header: "X-Hub-Signature-256", want: func(s string, _ http.Header, b string) string {
+				return "sha256=" + hex.EncodeToString(mac(sha256.New, []byte(s), b))
+			}},
+		// docs.stripe.com/webhooks (verify manually): the whole secret
+		// string, whsec_ included, keys "<t>.<body>".
+		{name: "stripe", scheme: signature.SchemeStripe, body: `{"id":"evt_1Q","object":"event","type":"invoice.paid"}`,
+			header: "Stripe-Signature", want: func(s string, _ http.Header, b string) string {
+				return "t=" + ts + ",v1=" + hex.EncodeToString(mac(sha256.New, []byte(s), ts+"."+b))
+			}},
+		// github.com/standard-webhooks/standard-webhooks spec: the key is
+		// the base64 after whsec_.
+		{name: "standard", scheme: signature.SchemeStandard, id: "msg_2LhU", body: `{"type":"invoice.paid"}`,
+			header: "Webhook-Signature", want: func(s string, h http.Header, b string) string {
+				key, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(s, "whsec_"))
+				return "v1," + base64.StdEncoding.EncodeToString(mac(sha256.New, key, h.Get("Webhook-Id")+"."+ts+"."+b))
+			}},
+		// Polar's SDKs key Standard Webhooks with the whole secret
+		// string's bytes (signature/polar.go cites them).
+		{name: "polar", scheme: "polar", id: "msg_2LhU", body: `{"type":"order.paid"}`,
+			header: "Webhook-Signature", want: func(s string, h http.Header, b string) string {
+				return "v1," + base64.StdEncoding.EncodeToString(mac(sha256.New, []byte(s), h.Get("Webhook-Id")+"."+ts+"."+b))
+			}},
+		// api.slack.com/authentication/verifying-requests-from-slack
+		{name: "slack", scheme: "slack", body: `{"type":"event_callback","event_id":"Ev1"}`,
+			header: "X-Slack-Signature", want: func(s string, h http.Header, b string) string {
+				if h.Get("X-Slack-Request-Timestamp") != ts {
+					return "timestamp " + h.Get("X-Slack-Request-Timestamp") + ", not the attempt's"
+				}
+				return "v0=" + hex.EncodeToString(mac(sha256.New, []byte(s), "v0:"+ts+":"+b))
+			}},
+		// shopify.dev/docs/apps/build/webhooks/subscribe/https (verify):
+		// base64 of the HMAC of the raw body.
+		{name: "shopify", scheme: signature.SchemeShopify, id: "e-1", body: `{"id":820982911946154500}`,
+			header: "X-Shopify-Hmac-Sha256", want: func(s string, _ http.Header, b string) string {
+				return base64.StdEncoding.EncodeToString(mac(sha256.New, []byte(s), b))
+			}},
+		// www.twilio.com/docs/usage/webhooks/webhooks-security: the URL the
+		// upstream is called at, then each POST parameter's name and value
+		// sorted by name, HMAC-SHA1 with the auth token, base64.
+		{name: "twilio", scheme: "twilio", contentType: "application/x-www-form-urlencoded", body: "MessageSid=SM1&Body=hi&From=%2B16505550123",
+			header: "X-Twilio-Signature", want: func(s string, h http.Header, b string) string {
+				form, _ := url.ParseQuery(b)
+				names := slices.Sorted(maps.Keys(form))
+				msg := h.Get("X-Test-URL")
+				for _, n := range names {
+					msg += n + form.Get(n)
+				}
+				return base64.StdEncoding.EncodeToString(mac(sha1.New, []byte(s), msg))
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			secret, err := signature.NewSecret(tt.scheme)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Setenv("CADDYWEBHOOK_TEST_RESIGN_SECRET", secret)
+			handler, seen := httpTestRecorder(t)
+			tgt, srv := httpTestSetup(t, "transport", handler, func(tgt *Target) {
+				tgt.URL += "?tenant=7"
+				tgt.Resign = &Resign{Scheme: tt.scheme, Secret: "{env.CADDYWEBHOOK_TEST_RESIGN_SECRET}"}
+			})
+			job := targettest.Job("http")
+			job.Payload, job.DeliveryID, job.EventType = []byte(tt.body), cmp.Or(tt.id, job.DeliveryID), "invoice.paid"
+			job.Headers = []queue.Header{{Name: "Content-Type", Value: cmp.Or(tt.contentType, "application/json")}}
+			if tt.scheme == signature.SchemeGitHub {
+				job.Headers = append(job.Headers, queue.Header{Name: "X-GitHub-Delivery", Value: tt.id})
+			}
+			if err := tgt.Deliver(t.Context(), job); err != nil {
+				t.Fatalf("Deliver: %v", err)
+			}
+			got := <-seen
+			got.header.Set("X-Test-URL", srv.URL+"/hook?tenant=7")
+			if want := tt.want(secret, got.header, string(got.body)); got.header.Get(tt.header) != want {
+				t.Errorf("%s = %q, the SDK computes %q", tt.header, got.header.Get(tt.header), want)
+			}
+		})
+	}
 }
