@@ -3,8 +3,9 @@
 // it, and adapts where it is a whole config; every `caddy webhook …`
 // command and flag the pages name exists; the module list OPERATIONS.md
 // prints is the binary's; every subcommand is in `caddy webhook --help`'s
-// usage line and in ADMIN.md's synopsis. These are the mistakes a newcomer
-// found in the docs, made impossible to repeat.
+// usage line and in ADMIN.md's synopsis; ADMIN.md's table of endpoints is
+// the admin API's. These are the mistakes a newcomer found in the docs,
+// made impossible to repeat.
 package docs_test
 
 import (
@@ -357,4 +358,48 @@ func reflectPkg(m caddy.ModuleInfo) string {
 		t = t.Elem()
 	}
 	return t.PkgPath()
+}
+
+// TestEndpointsListed: ADMIN.md's table of endpoints names every route of
+// the admin API's one table in caddywebhook/admin.go, and nothing else.
+func TestEndpointsListed(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("..", "caddywebhook", "admin.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var routes []string
+	for _, m := range regexp.MustCompile(`\{"((?:GET|POST|DELETE) /webhook/[^"]*)"`).FindAllSubmatch(src, -1) {
+		// The page spells the mux's {job} and {event} as {id}.
+		routes = append(routes, regexp.MustCompile(`\{[a-z]+\}`).ReplaceAllString(string(m[1]), "{id}"))
+	}
+	if len(routes) == 0 {
+		t.Fatal("caddywebhook/admin.go has no routes table")
+	}
+
+	admin, err := os.ReadFile("ADMIN.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(admin), "\n| Method and path | Does |\n|---|---|\n")
+	if !ok {
+		t.Fatal("ADMIN.md has no table of endpoints")
+	}
+	table, _, _ = strings.Cut(table, "\n\n")
+	var listed []string
+	for _, row := range strings.Split(table, "\n") {
+		first, _, _ := strings.Cut(strings.TrimPrefix(row, "| "), " |")
+		for _, m := range regexp.MustCompile("`([A-Z]+ /webhook/[^`]*)`").FindAllStringSubmatch(first, -1) {
+			listed = append(listed, m[1])
+		}
+	}
+	for _, r := range routes {
+		if !slices.Contains(listed, r) {
+			t.Errorf("ADMIN.md's table of endpoints does not name `%s`", r)
+		}
+	}
+	for _, l := range listed {
+		if !slices.Contains(routes, l) {
+			t.Errorf("ADMIN.md's table of endpoints names `%s`, which caddywebhook/admin.go does not route", l)
+		}
+	}
 }

@@ -37,31 +37,13 @@ func TestRecipes(t *testing.T) {
 // …) made: the harness puts it in a site of its own on loopback.
 func recipeSite(t *testing.T, heading string, replacements ...string) string {
 	t.Helper()
-	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "RECIPES.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, after, ok := strings.Cut(string(doc), "\n"+heading+"\n")
-	if !ok {
-		t.Fatalf("docs/RECIPES.md has no heading %q", heading)
-	}
-	_, block, ok := strings.Cut(after, "```caddyfile\n")
-	if !ok {
-		t.Fatalf("no caddyfile block after %q", heading)
-	}
-	block, _, _ = strings.Cut(block, "```")
+	block := docBlock(t, "RECIPES.md", heading)
 	const site = "hooks.example.com {\n"
 	if !strings.HasPrefix(block, site) {
 		t.Fatalf("the recipe %q does not start with %q", heading, site)
 	}
 	block = strings.TrimSuffix(strings.TrimSpace(strings.TrimPrefix(block, site)), "}")
-	for i := 0; i+1 < len(replacements); i += 2 {
-		if !strings.Contains(block, replacements[i]) {
-			t.Fatalf("the recipe %q has no %q", heading, replacements[i])
-		}
-		block = strings.ReplaceAll(block, replacements[i], replacements[i+1])
-	}
-	return block
+	return replaced(t, heading, block, replacements...)
 }
 
 // deployScript writes the deploy program's stand-in into dir: it logs the

@@ -22,19 +22,34 @@ import (
 // with the replacements (old, new, …) made.
 func recipe(t *testing.T, heading string, replacements ...string) string {
 	t.Helper()
-	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "RULES.md"))
+	return replaced(t, heading, docBlock(t, "RULES.md", heading), replacements...)
+}
+
+// docBlock returns the first caddyfile block after heading in the page of
+// docs/ named page.
+func docBlock(t *testing.T, page, heading string) string {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", page))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, after, ok := strings.Cut(string(doc), "\n"+heading+"\n")
 	if !ok {
-		t.Fatalf("docs/RULES.md has no heading %q", heading)
+		t.Fatalf("docs/%s has no heading %q", page, heading)
 	}
 	_, block, ok := strings.Cut(after, "```caddyfile\n")
 	if !ok {
 		t.Fatalf("no caddyfile block after %q", heading)
 	}
 	block, _, _ = strings.Cut(block, "```")
+	return block
+}
+
+// replaced returns block, the recipe under heading, with the replacements
+// (old, new, …) made; each old must be in it, so a recipe that changes
+// fails the test rather than running unreplaced.
+func replaced(t *testing.T, heading, block string, replacements ...string) string {
+	t.Helper()
 	for i := 0; i+1 < len(replacements); i += 2 {
 		if !strings.Contains(block, replacements[i]) {
 			t.Fatalf("the recipe %q has no %q", heading, replacements[i])

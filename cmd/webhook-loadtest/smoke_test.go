@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -155,7 +153,7 @@ func TestSmokePostgres(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			prefix := setupSchemaPrefix(t, dsn)
+			prefix := testutil.FreshSchemaPrefix(t, dsn)
 			args := append([]string{"-smoke", "-storage", "postgres", "-dsn", dsn, "-schema-prefix", prefix,
 				"-caddy", bin, "-dir", dir, "-d", "700ms", "-backlog", "5000"}, tt.args...)
 			o, err := parseFlags(args, io.Discard)
@@ -200,25 +198,4 @@ func TestSmokePostgres(t *testing.T) {
 			}
 		})
 	}
-}
-
-// setupSchemaPrefix returns a schema prefix no other test binary uses, and
-// drops every schema named with it when t ends, whatever the run left.
-func setupSchemaPrefix(t *testing.T, dsn string) string {
-	t.Helper()
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	prefix := "lt_" + hex.EncodeToString(b[:]) + "_"
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		left, err := queuedb.ListSchemas(ctx, dsn, prefix)
-		if err == nil {
-			err = queuedb.DropSchemas(ctx, dsn, left)
-		}
-		if err != nil {
-			t.Errorf("drop the test's schemas: %v", err)
-		}
-	})
-	return prefix
 }

@@ -78,6 +78,43 @@ func FreshSchema(tb testing.TB, dsn string) string {
 	return schema
 }
 
+// FreshSchemaPrefix returns a prefix no test has used (SchemaName and an
+// underscore), for code under test that names schemas of its own with it
+// (the load test's phases), and drops every schema whose name starts with
+// it when tb ends, whatever the run left. Call it before starting what
+// makes the schemas, so the drop comes after that has stopped.
+func FreshSchemaPrefix(tb testing.TB, dsn string) string {
+	tb.Helper()
+	prefix := SchemaName() + "_"
+	tb.Cleanup(func() {
+		// tb's context is canceled by now.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			tb.Errorf("drop schemas %s*: connect: %v", prefix, err)
+			return
+		}
+		defer conn.Close(ctx)
+		rows, err := conn.Query(ctx, `SELECT nspname FROM pg_namespace WHERE starts_with(nspname, $1)`, prefix)
+		if err != nil {
+			tb.Errorf("list schemas %s*: %v", prefix, err)
+			return
+		}
+		schemas, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			tb.Errorf("list schemas %s*: %v", prefix, err)
+			return
+		}
+		for _, s := range schemas {
+			if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{s}.Sanitize()+" CASCADE"); err != nil {
+				tb.Errorf("drop schema %s: %v", s, err)
+			}
+		}
+	})
+	return prefix
+}
+
 // Eventually checks cond every PollInterval until it holds, and fails tb
 // with what() once WaitTimeout has passed. It is for state the test cannot
 // be told about (another process, a database another goroutine writes);

@@ -2,8 +2,6 @@ package queuedb
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -120,33 +118,12 @@ func TestQueryPlans(t *testing.T) {
 	}
 }
 
-// setupSchemaPrefix returns a schema prefix no other test binary uses, and
-// drops every schema named with it when t ends, whatever the run left.
-func setupSchemaPrefix(t *testing.T, dsn string) string {
-	t.Helper()
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	prefix := "lt_" + hex.EncodeToString(b[:]) + "_"
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		left, err := ListSchemas(ctx, dsn, prefix)
-		if err == nil {
-			err = DropSchemas(ctx, dsn, left)
-		}
-		if err != nil {
-			t.Errorf("drop the test's schemas: %v", err)
-		}
-	})
-	return prefix
-}
-
 // TestSeedPostgresMatchesStore proves that the Postgres seed writes rows
 // the real store claims and decodes like its own, as TestSeedMatchesStore
 // does for SQLite.
 func TestSeedPostgresMatchesStore(t *testing.T) {
 	dsn := testutil.PostgresDSN(t)
-	schema := setupSchemaPrefix(t, dsn) + "seed"
+	schema := testutil.FreshSchemaPrefix(t, dsn) + "seed"
 	const n, bodySize = 40, 512
 	ctx := context.Background()
 	s, err := SeedPostgres(ctx, dsn, schema, seedSpec(n, bodySize))
@@ -203,7 +180,7 @@ func TestSchemaFor(t *testing.T) {
 // SQLite: with a seeded, analyzed backlog, none of them scans a table.
 func TestQueryPlansPostgres(t *testing.T) {
 	dsn := testutil.PostgresDSN(t)
-	schema := setupSchemaPrefix(t, dsn) + "plans"
+	schema := testutil.FreshSchemaPrefix(t, dsn) + "plans"
 	ctx := context.Background()
 	s, err := SeedPostgres(ctx, dsn, schema, seedSpec(20_000, 256))
 	if err != nil {

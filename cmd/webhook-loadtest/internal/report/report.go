@@ -41,132 +41,110 @@ func figures(res *phases.Results) []figure {
 	ge := func(name, value, ref string, ratio, min float64) figure {
 		return figure{name: name, value: value, ref: ref, ratio: ratio, target: fmt.Sprintf("≥ %.2f", min), ok: ratio >= min, hasCheck: true}
 	}
-	need := func(name, target string, names ...string) (figure, bool) {
+	// ran reports whether the named phases all ran; when one did not, it
+	// adds the figure name as missing in its place.
+	ran := func(name, target string, names ...string) bool {
 		for _, p := range names {
 			if res.Ran(p) == nil {
-				return figure{name: name, target: target, missing: p + " not run"}, false
+				out = append(out, figure{name: name, target: target, missing: p + " not run"})
+				return false
 			}
 		}
-		return figure{}, true
+		return true
 	}
-	// pair is a paired phase's figure: its second half's rate over its
+	// pair adds a paired phase's figure: its second half's rate over its
 	// first's, both from the same moments of the same machine.
-	pair := func(name, phase string, min float64) figure {
-		f, ok := need(name, fmt.Sprintf("≥ %.2f", min), phase)
-		if !ok {
-			return f
+	pair := func(name, phase string, min float64) {
+		if !ran(name, fmt.Sprintf("≥ %.2f", min), phase) {
+			return
 		}
 		p := res.Ran(phase)
 		ratio := 0.0
 		if p.FirstRate > 0 {
 			ratio = p.SecondRate / p.FirstRate
 		}
-		return ge(name, rate(p.SecondRate), rate(p.FirstRate), ratio, min)
+		out = append(out, ge(name, rate(p.SecondRate), rate(p.FirstRate), ratio, min))
 	}
 
-	if f, ok := need("static / wrk reference", "—", "static"); ok {
+	if ran("static / wrk reference", "—", "static") {
 		s := res.Ran("static")
 		out = append(out, figure{name: "static / wrk reference", value: rate(s.Rate), ref: rate(staticRef), ratio: s.Rate / staticRef, target: "—"})
-	} else {
-		out = append(out, f)
 	}
-	if f, ok := need("ingest / static", "≥ 0.50", "ingest", "static"); ok {
+	if ran("ingest / static", "≥ 0.50", "ingest", "static") {
 		i, s := res.Ran("ingest"), res.Ran("static")
 		out = append(out, ge("ingest / static", rate(i.Rate), rate(s.Rate), i.Rate/s.Rate, 0.5))
-	} else {
-		out = append(out, f)
 	}
-	if f, ok := need("p99 group commit / p99 one commit", "≤ 1.00", "ingest", "baseline"); ok {
+	if ran("p99 group commit / p99 one commit", "≤ 1.00", "ingest", "baseline") {
 		i, b := res.Ran("ingest"), res.Ran("baseline")
 		ratio := float64(i.P99) / float64(b.P99)
 		out = append(out, figure{name: "p99 group commit / p99 one commit", value: i.P99.Round(10 * time.Microsecond).String(),
 			ref: b.P99.Round(10 * time.Microsecond).String(), ratio: ratio, target: "≤ 1.00", ok: ratio <= 1, hasCheck: true})
-	} else {
-		out = append(out, f)
 	}
-	if f, ok := need("e2e delivered / accepted", "≥ 0.80, bounded", "e2e"); ok {
+	if ran("e2e delivered / accepted", "≥ 0.80, bounded", "e2e") {
 		e := res.Ran("e2e")
 		fg := ge("e2e delivered / accepted", rate(e.DeliveredRate), rate(e.Rate), e.DeliveredRate/e.Rate, 0.8)
 		fg.target = "≥ 0.80, bounded"
 		fg.ok = fg.ok && bounded(e)
 		out = append(out, fg)
-	} else {
-		out = append(out, f)
 	}
 	// The trace context's cost: the traced phases' requests alternate
 	// every pairSlice between a traceparent on every request and none.
-	out = append(out, pair("traceparent: ingest, traced / plain", "ingest-traced", 0.97),
-		pair("traceparent: e2e, traced / plain", "e2e-traced", 0.97))
+	pair("traceparent: ingest, traced / plain", "ingest-traced", 0.97)
+	pair("traceparent: e2e, traced / plain", "e2e-traced", 0.97)
 	out = append(out, sealedFigures(res)...)
 	for _, s := range []struct{ phase, name string }{{"slow1", "5 ms upstream, 1 worker"}, {"slow32", "5 ms upstream, 32 workers"}} {
-		if f, ok := need(s.name, "≥ 0.95", s.phase); ok {
+		if ran(s.name, "≥ 0.95", s.phase) {
 			pr := res.Ran(s.phase)
 			out = append(out, ge(s.name, rate(pr.DeliveredRate), rate(pr.Ref), pr.DeliveredRate/pr.Ref, 0.95))
 			if c := pr.CeilingRate(); c > 0 {
 				out = append(out, figure{name: "  … / plain Go client, same upstream", value: rate(pr.DeliveredRate), ref: rate(c), ratio: pr.DeliveredRate / c, target: "—"})
 			}
-		} else {
-			out = append(out, f)
 		}
 	}
 	// A pull target through `caddy webhook listen` beside the http target
 	// of slow32: the same upstream, as many deliveries at once.
-	if f, ok := need("listen, 32 at once / slow32 http target", "≥ 0.50", "listen", "slow32"); ok {
+	if ran("listen, 32 at once / slow32 http target", "≥ 0.50", "listen", "slow32") {
 		l, s := res.Ran("listen"), res.Ran("slow32")
 		out = append(out, ge("listen, 32 at once / slow32 http target", rate(l.DeliveredRate), rate(s.DeliveredRate), l.DeliveredRate/s.DeliveredRate, 0.5))
-	} else {
-		out = append(out, f)
 	}
-	if f, ok := need("rate 200/s: delivered / rate", "0.95–1.05", "rate"); ok {
+	if ran("rate 200/s: delivered / rate", "0.95–1.05", "rate") {
 		pr := res.Ran("rate")
 		ratio := pr.DeliveredRate / pr.Ref
 		out = append(out, figure{name: "rate 200/s: delivered / rate", value: rate(pr.DeliveredRate), ref: rate(pr.Ref),
 			ratio: ratio, target: "0.95–1.05", ok: ratio >= 0.95 && ratio <= 1.05, hasCheck: true})
-	} else {
-		out = append(out, f)
 	}
 	backlogName := fmt.Sprintf("backlog %s", count(res.Options.Backlog))
-	if f, ok := need(backlogName+": ingest / empty", "≥ 0.80", "backlog-ingest", "ingest"); ok {
+	if ran(backlogName+": ingest / empty", "≥ 0.80", "backlog-ingest", "ingest") {
 		b, i := res.Ran("backlog-ingest"), res.Ran("ingest")
 		out = append(out, ge(backlogName+": ingest / empty", rate(b.Rate), rate(i.Rate), b.Rate/i.Rate, 0.8))
-	} else {
-		out = append(out, f)
 	}
-	if f, ok := need(backlogName+": delivered / empty", "≥ 0.80", "backlog-e2e", "e2e"); ok {
+	if ran(backlogName+": delivered / empty", "≥ 0.80", "backlog-e2e", "e2e") {
 		b, e := res.Ran("backlog-e2e"), res.Ran("e2e")
 		out = append(out, ge(backlogName+": delivered / empty", rate(b.DeliveredRate), rate(e.DeliveredRate), b.DeliveredRate/e.DeliveredRate, 0.8))
 		out = append(out, figure{name: backlogName + ": e2e accepted / empty", value: rate(b.Rate), ref: rate(e.Rate), ratio: b.Rate / e.Rate, target: "—"})
-	} else {
-		out = append(out, f)
 	}
 	orphansName := fmt.Sprintf("orphans %s: p99 / e2e p99", count(res.Options.Orphans))
-	if f, ok := need(orphansName, "≤ 2.00", "orphans-e2e", "e2e"); ok {
+	if ran(orphansName, "≤ 2.00", "orphans-e2e", "e2e") {
 		o, e := res.Ran("orphans-e2e"), res.Ran("e2e")
 		ratio := float64(o.P99) / float64(e.P99)
 		out = append(out, figure{name: orphansName, value: o.P99.Round(10 * time.Microsecond).String(),
 			ref: e.P99.Round(10 * time.Microsecond).String(), ratio: ratio, target: "≤ 2.00", ok: ratio <= 2, hasCheck: true})
-	} else {
-		out = append(out, f)
 	}
 	replayName := fmt.Sprintf("replay %s dead: p99 / ingest p99", count(res.Options.Dead))
-	if f, ok := need(replayName, "—", "replay-ingest", "ingest"); ok {
+	if ran(replayName, "—", "replay-ingest", "ingest") {
 		p, i := res.Ran("replay-ingest"), res.Ran("ingest")
 		out = append(out, figure{name: replayName, value: p.P99.Round(10 * time.Microsecond).String(),
 			ref: i.P99.Round(10 * time.Microsecond).String(), ratio: float64(p.P99) / float64(i.P99), target: "—"})
-	} else {
-		out = append(out, f)
 	}
-	if f, ok := need(backlogName+": RSS growth", "≤ 32 MiB", "backlog-ingest", "ingest", "backlog-e2e", "e2e"); ok {
+	if ran(backlogName+": RSS growth", "≤ 32 MiB", "backlog-ingest", "ingest", "backlog-e2e", "e2e") {
 		growth := max(res.Ran("backlog-ingest").PeakRSS-res.Ran("ingest").PeakRSS,
 			res.Ran("backlog-e2e").PeakRSS-res.Ran("e2e").PeakRSS)
 		out = append(out, figure{name: backlogName + ": RSS growth", value: phases.MiB(growth), ref: phases.MiB(rssBudget),
 			ratio: float64(growth) / rssBudget, target: "≤ 32 MiB", ok: growth <= rssBudget, hasCheck: true})
-	} else {
-		out = append(out, f)
 	}
 	// The filter's cost: the rules phase's requests alternate between a
 	// receiver without the filter and one with it.
-	out = append(out, pair("2 KB ingest with a filter / without", "rules", 0.95))
+	pair("2 KB ingest with a filter / without", "rules", 0.95)
 	return out
 }
 
