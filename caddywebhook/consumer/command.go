@@ -86,7 +86,7 @@ the process list.
 	f.String("resign", "", "Sign each request as the sender of this scheme signs it (stripe, github, standard, shopify, slack, twilio, …), with the secret --secret-env names")
 	f.String("secret-env", "", "With --resign: the environment variable that holds the secret the app verifies with")
 	f.Bool("print-secret", false, "Print a fresh secret for --resign's scheme (or a Standard Webhooks one) and exit")
-	f.Int("concurrency", DefaultConcurrency, "Deliveries to the local app at once")
+	f.Int("concurrency", DefaultConcurrency, "Deliveries to the local app at once, per target")
 	f.String("sign-secret-env", "", "The environment variable that holds a Standard Webhooks secret (whsec_…) to sign each forwarded request with")
 	f.Duration("timeout", 10*time.Second, "How long one local request may take")
 	f.Duration("wait", DefaultListenWait, "How long each claim waits on the server for events (at most a quarter of the server's lease)")
