@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -47,21 +48,25 @@ func searchPage(limit int, get func(cursor int64, want int) (int, adminapi.Searc
 			return total, 0, err
 		}
 		found += n
-		total.Where, total.Scanned, total.Stopped = s.Where, total.Scanned+s.Scanned, s.Stopped
-		if total.EvalError == "" {
-			total.EvalError = s.EvalError
-		}
-		total.EvalErrors += s.EvalErrors
-		total.Unread += s.Unread
-		if total.UnreadError == "" {
-			total.UnreadError = s.UnreadError
-		}
+		addSearch(&total, s)
 		if next == 0 || s.Stopped == adminapi.SearchStoppedLimit {
 			return total, next, nil
 		}
 		cursor = next
 	}
 	return total, cursor, nil
+}
+
+// addSearch adds the report of one request of a search to total: the
+// counts summed, the first error message of each kind kept, the latest
+// request's expression and reason to stop.
+func addSearch(total *adminapi.Search, s adminapi.Search) {
+	total.Where, total.Stopped = s.Where, s.Stopped
+	total.Scanned += s.Scanned
+	total.EvalErrors += s.EvalErrors
+	total.EvalError = cmp.Or(total.EvalError, s.EvalError)
+	total.Unread += s.Unread
+	total.UnreadError = cmp.Or(total.UnreadError, s.UnreadError)
 }
 
 // searchURI is the request of one page of a search from cursor, for at
@@ -102,18 +107,19 @@ func searchLimit(cmd *cobra.Command, def int) int {
 // the events the expression failed on, and the cursor of the next page.
 func (c *client) endSearch(s adminapi.Search, next int64) {
 	fmt.Fprintf(c.out, "\nsearched %d %s\n", s.Scanned, plural(s.Scanned, "event", "events"))
-	if s.EvalErrors > 0 {
-		fmt.Fprintf(c.out, "the expression failed on %d %s, which %s not match: %s\n", s.EvalErrors,
-			plural(s.EvalErrors, "event", "events"), plural(s.EvalErrors, "does", "do"), cell(s.EvalError, 200))
-	}
-	c.unread(s)
+	c.searchErrors(s)
 	if next != 0 {
 		fmt.Fprintf(c.out, "more: add --cursor %d for the next page\n", next)
 	}
 }
 
-// unread writes how many events the search could not open, if any.
-func (c *client) unread(s adminapi.Search) {
+// searchErrors writes how many events the expression failed on and how
+// many the search could not open, if any.
+func (c *client) searchErrors(s adminapi.Search) {
+	if s.EvalErrors > 0 {
+		fmt.Fprintf(c.out, "the expression failed on %d %s, which %s not match: %s\n", s.EvalErrors,
+			plural(s.EvalErrors, "event", "events"), plural(s.EvalErrors, "does", "do"), cell(s.EvalError, 200))
+	}
 	if s.Unread > 0 {
 		fmt.Fprintf(c.out, "could not read %d %s, which %s not searched: %s\n", s.Unread,
 			plural(s.Unread, "event", "events"), plural(s.Unread, "was", "were"), cell(s.UnreadError, 200))
@@ -211,15 +217,7 @@ func (c *client) replayWhere(cmd *cobra.Command) error {
 		total.Events += r.Events
 		total.Replayed, total.Resent, total.Added = total.Replayed+r.Replayed, total.Resent+r.Resent, total.Added+r.Added
 		total.InFlight, total.Unroutable = total.InFlight+r.InFlight, total.Unroutable+r.Unroutable
-		total.Scanned += r.Scanned
-		total.EvalErrors += r.EvalErrors
-		if total.EvalError == "" {
-			total.EvalError = r.EvalError
-		}
-		total.Unread += r.Unread
-		if total.UnreadError == "" {
-			total.UnreadError = r.UnreadError
-		}
+		addSearch(&total.Search, r.Search)
 		for _, m := range r.Matches {
 			if len(total.Matches) < limit {
 				total.Matches = append(total.Matches, m)
@@ -281,11 +279,7 @@ func (c *client) printReplay(r adminapi.ReplayQueryResponse, dryRun bool, rate s
 		fmt.Fprintf(c.out, "left %d as %s: %s source and target are not in the running config\n", r.Unroutable,
 			plural(r.Unroutable, "it is", "they are"), plural(r.Unroutable, "its", "their"))
 	}
-	if r.EvalErrors > 0 {
-		fmt.Fprintf(c.out, "the expression failed on %d %s, which %s not match: %s\n", r.EvalErrors,
-			plural(r.EvalErrors, "event", "events"), plural(r.EvalErrors, "does", "do"), cell(r.EvalError, 200))
-	}
-	c.unread(r.Search)
+	c.searchErrors(r.Search)
 	if len(r.Matches) > 0 {
 		fmt.Fprintln(c.out)
 		tw := newTable(c.out)
