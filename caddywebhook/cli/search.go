@@ -104,21 +104,23 @@ func searchLimit(cmd *cobra.Command, def int) int {
 }
 
 // endSearch writes what a search adds below its table: how much it read,
-// the events the expression failed on, and the cursor of the next page.
-func (c *client) endSearch(s adminapi.Search, next int64) {
+// the events (or jobs) the expression failed on, and the cursor of the
+// next page. unit is what the expression ran on: "event", or "job" for a
+// listing of jobs, where it runs once for each job of an event.
+func (c *client) endSearch(s adminapi.Search, next int64, unit string) {
 	fmt.Fprintf(c.out, "\nsearched %d %s\n", s.Scanned, plural(s.Scanned, "event", "events"))
-	c.searchErrors(s)
+	c.searchErrors(s, unit)
 	if next != 0 {
 		fmt.Fprintf(c.out, "more: add --cursor %d for the next page\n", next)
 	}
 }
 
-// searchErrors writes how many events the expression failed on and how
-// many the search could not open, if any.
-func (c *client) searchErrors(s adminapi.Search) {
+// searchErrors writes how many events (or jobs: unit) the expression
+// failed on and how many events the search could not open, if any.
+func (c *client) searchErrors(s adminapi.Search, unit string) {
 	if s.EvalErrors > 0 {
 		fmt.Fprintf(c.out, "the expression failed on %d %s, which %s not match: %s\n", s.EvalErrors,
-			plural(s.EvalErrors, "event", "events"), plural(s.EvalErrors, "does", "do"), cell(s.EvalError, 200))
+			plural(s.EvalErrors, unit, unit+"s"), plural(s.EvalErrors, "does", "do"), cell(s.EvalError, 200))
 	}
 	if s.Unread > 0 {
 		fmt.Fprintf(c.out, "could not read %d %s, which %s not searched: %s\n", s.Unread,
@@ -147,7 +149,7 @@ func (c *client) eventsWhere(cmd *cobra.Command, q url.Values) error {
 	} else if err := c.eventsTable(events).Flush(); err != nil {
 		return err
 	}
-	c.endSearch(s, next)
+	c.endSearch(s, next, "event")
 	return nil
 }
 
@@ -172,7 +174,7 @@ func (c *client) listWhere(cmd *cobra.Command, q url.Values) error {
 	} else if err := c.jobsTable(jobs).Flush(); err != nil {
 		return err
 	}
-	c.endSearch(s, next)
+	c.endSearch(s, next, "job")
 	return nil
 }
 
@@ -279,7 +281,7 @@ func (c *client) printReplay(r adminapi.ReplayQueryResponse, dryRun bool, rate s
 		fmt.Fprintf(c.out, "left %d as %s: %s source and target are not in the running config\n", r.Unroutable,
 			plural(r.Unroutable, "it is", "they are"), plural(r.Unroutable, "its", "their"))
 	}
-	c.searchErrors(r.Search)
+	c.searchErrors(r.Search, "event")
 	if len(r.Matches) > 0 {
 		fmt.Fprintln(c.out)
 		tw := newTable(c.out)
