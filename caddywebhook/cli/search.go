@@ -333,7 +333,10 @@ func printRequest(w io.Writer, r *adminapi.RulesTestOutput) {
 	}
 	fmt.Fprintln(w)
 	if r.BodyBase64 != "" {
-		fmt.Fprintf(w, "(%d bytes, not UTF-8, as base64)\n%s\n", base64.StdEncoding.DecodedLen(len(r.BodyBase64)), r.BodyBase64)
+		// DecodedLen is the most a text of that length holds, up to two
+		// bytes more than a padded one does: the size is the decoded one.
+		body, _ := base64.StdEncoding.DecodeString(r.BodyBase64)
+		fmt.Fprintf(w, "(%d %s, not UTF-8, as base64)\n%s\n", len(body), plural(len(body), "byte", "bytes"), r.BodyBase64)
 		return
 	}
 	// The body is the sender's, reshaped: no escape sequence of it
