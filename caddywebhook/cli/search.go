@@ -240,11 +240,12 @@ func (c *client) replayWhere(cmd *cobra.Command) error {
 			q.Set("due", r.NextDue.Format(time.RFC3339Nano))
 		}
 	}
-	return c.printReplay(total, dryRun, q.Get("rate"))
+	return c.printReplay(total, dryRun, q.Get("status"), q.Get("rate"))
 }
 
-// printReplay reports a replay by query, or its dry run.
-func (c *client) printReplay(r adminapi.ReplayQueryResponse, dryRun bool, rate string) error {
+// printReplay reports a replay by query, or its dry run, of the jobs of
+// status (dead, done or any).
+func (c *client) printReplay(r adminapi.ReplayQueryResponse, dryRun bool, status, rate string) error {
 	n := r.Replayed + r.Resent + r.Added
 	searched := fmt.Sprintf("%d matching %s (searched %d %s)", r.Events, plural(r.Events, "event", "events"),
 		r.Scanned, plural(r.Scanned, "event", "events"))
@@ -273,6 +274,11 @@ func (c *client) printReplay(r adminapi.ReplayQueryResponse, dryRun bool, rate s
 			due = fmt.Sprintf("pending, spread at %s until %s", rate, when(r.NextDue, c.now()))
 		}
 		fmt.Fprintf(c.out, "queued %d %s for %s: %s; %s\n", n, plural(n, "job", "jobs"), searched, what, due)
+	}
+	if n == 0 && r.Events > r.InFlight && status == string(queue.StatusDead) {
+		// The default status is the likeliest reason events matched and
+		// nothing was queued: their jobs were delivered.
+		fmt.Fprintln(c.out, "--status dead (the default) replays dead jobs only; --status done or any resends delivered ones")
 	}
 	if r.InFlight > 0 {
 		fmt.Fprintf(c.out, "left alone: %d pending, running or blocked (on %s way already)\n", r.InFlight, plural(r.InFlight, "its", "their"))
