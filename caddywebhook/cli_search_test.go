@@ -112,6 +112,22 @@ searched 9 events
 `,
 		},
 		{
+			name: "a listing of jobs counts the jobs the expression failed on",
+			args: []string{"list", "--where", `body.note == "x"`, "--source", "shop", "--until", "30m"},
+			want: `no jobs
+
+searched 3 events
+the expression failed on 5 jobs, which do not match: no such key: …
+`,
+		},
+		{
+			name: "matching events whose jobs were delivered, with the default status",
+			args: []string{"replay", "--where", `body.customer == "A"`, "--source", "crm", "--dry-run"},
+			want: `dry run, nothing changed: no job to queue for 1 matching event (searched 1 event)
+--status dead (the default) replays dead jobs only; --status done or any resends delivered ones
+`,
+		},
+		{
 			name: "the dry run, and what the target would receive",
 			args: []string{"replay", "--where", `body.customer == "A" && event_type == "order.paid"`, "--target", "billing", "--status", "any", "--dry-run", "--show-request"},
 			want: `dry run, nothing changed: would queue 4 jobs for 4 matching events (searched 9 events): replay 2 dead, resend 1 done, add 1 new job

@@ -585,6 +585,25 @@ func TestCLIAdminAddress(t *testing.T) {
 	}
 }
 
+func TestCLIInvalidAddress(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, address string
+	}{
+		{name: "a port range", address: "localhost:2019-2020"},
+		{name: "a host no URL can hold", address: "nonsense::"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := runCLI(t, adminT0, "stats", "--address", tt.address)
+			want := "invalid admin address " + tt.address + ": the address must be one host and port, or a socket"
+			if res.code != 1 || !strings.Contains(res.stderr, want) {
+				t.Errorf("exit %d, stderr %q; want 1 and %q", res.code, res.stderr, want)
+			}
+		})
+	}
+}
+
 func writeFile(t *testing.T, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {

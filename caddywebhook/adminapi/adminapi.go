@@ -165,7 +165,8 @@ type Search struct {
 	// empty when the walk reached the newest event.
 	Stopped string `json:"stopped,omitempty"`
 	// EvalErrors counts the events the expression failed on (a field
-	// they lack, say): they do not match. EvalError is the first one's
+	// they lack, say): they do not match; in a search of jobs, where it
+	// runs once for each job, the jobs. EvalError is the first one's
 	// message, with what it quotes of the values taken out.
 	EvalErrors int    `json:"eval_errors,omitempty"`
 	EvalError  string `json:"eval_error,omitempty"`

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -80,6 +81,11 @@ func (c *client) dialer() error {
 		return fmt.Errorf("invalid admin address %s: the address must be one host and port, or a socket", c.addr)
 	}
 	c.origin = "http://" + na.JoinHostPort(0)
+	if _, err := url.Parse(c.origin); err != nil {
+		// ParseNetworkAddress takes some hosts no URL can hold
+		// ("nonsense::"): say so here, not in a request's parse error.
+		return fmt.Errorf("invalid admin address %s: the address must be one host and port, or a socket", c.addr)
+	}
 	if na.IsUnixNetwork() || na.IsFdNetwork() {
 		c.origin, c.local = "http://127.0.0.1", true
 		if i := strings.LastIndexByte(na.Host, '|'); i >= 0 && na.IsUnixNetwork() {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -47,21 +48,25 @@ func searchPage(limit int, get func(cursor int64, want int) (int, adminapi.Searc
 			return total, 0, err
 		}
 		found += n
-		total.Where, total.Scanned, total.Stopped = s.Where, total.Scanned+s.Scanned, s.Stopped
-		if total.EvalError == "" {
-			total.EvalError = s.EvalError
-		}
-		total.EvalErrors += s.EvalErrors
-		total.Unread += s.Unread
-		if total.UnreadError == "" {
-			total.UnreadError = s.UnreadError
-		}
+		addSearch(&total, s)
 		if next == 0 || s.Stopped == adminapi.SearchStoppedLimit {
 			return total, next, nil
 		}
 		cursor = next
 	}
 	return total, cursor, nil
+}
+
+// addSearch adds the report of one request of a search to total: the
+// counts summed, the first error message of each kind kept, the latest
+// request's expression and reason to stop.
+func addSearch(total *adminapi.Search, s adminapi.Search) {
+	total.Where, total.Stopped = s.Where, s.Stopped
+	total.Scanned += s.Scanned
+	total.EvalErrors += s.EvalErrors
+	total.EvalError = cmp.Or(total.EvalError, s.EvalError)
+	total.Unread += s.Unread
+	total.UnreadError = cmp.Or(total.UnreadError, s.UnreadError)
 }
 
 // searchURI is the request of one page of a search from cursor, for at
@@ -99,21 +104,24 @@ func searchLimit(cmd *cobra.Command, def int) int {
 }
 
 // endSearch writes what a search adds below its table: how much it read,
-// the events the expression failed on, and the cursor of the next page.
-func (c *client) endSearch(s adminapi.Search, next int64) {
+// the events (or jobs) the expression failed on, and the cursor of the
+// next page. unit is what the expression ran on: "event", or "job" for a
+// listing of jobs, where it runs once for each job of an event.
+func (c *client) endSearch(s adminapi.Search, next int64, unit string) {
 	fmt.Fprintf(c.out, "\nsearched %d %s\n", s.Scanned, plural(s.Scanned, "event", "events"))
-	if s.EvalErrors > 0 {
-		fmt.Fprintf(c.out, "the expression failed on %d %s, which %s not match: %s\n", s.EvalErrors,
-			plural(s.EvalErrors, "event", "events"), plural(s.EvalErrors, "does", "do"), cell(s.EvalError, 200))
-	}
-	c.unread(s)
+	c.searchErrors(s, unit)
 	if next != 0 {
 		fmt.Fprintf(c.out, "more: add --cursor %d for the next page\n", next)
 	}
 }
 
-// unread writes how many events the search could not open, if any.
-func (c *client) unread(s adminapi.Search) {
+// searchErrors writes how many events (or jobs: unit) the expression
+// failed on and how many events the search could not open, if any.
+func (c *client) searchErrors(s adminapi.Search, unit string) {
+	if s.EvalErrors > 0 {
+		fmt.Fprintf(c.out, "the expression failed on %d %s, which %s not match: %s\n", s.EvalErrors,
+			plural(s.EvalErrors, unit, unit+"s"), plural(s.EvalErrors, "does", "do"), cell(s.EvalError, 200))
+	}
 	if s.Unread > 0 {
 		fmt.Fprintf(c.out, "could not read %d %s, which %s not searched: %s\n", s.Unread,
 			plural(s.Unread, "event", "events"), plural(s.Unread, "was", "were"), cell(s.UnreadError, 200))
@@ -141,7 +149,7 @@ func (c *client) eventsWhere(cmd *cobra.Command, q url.Values) error {
 	} else if err := c.eventsTable(events).Flush(); err != nil {
 		return err
 	}
-	c.endSearch(s, next)
+	c.endSearch(s, next, "event")
 	return nil
 }
 
@@ -166,7 +174,7 @@ func (c *client) listWhere(cmd *cobra.Command, q url.Values) error {
 	} else if err := c.jobsTable(jobs).Flush(); err != nil {
 		return err
 	}
-	c.endSearch(s, next)
+	c.endSearch(s, next, "job")
 	return nil
 }
 
@@ -211,15 +219,7 @@ func (c *client) replayWhere(cmd *cobra.Command) error {
 		total.Events += r.Events
 		total.Replayed, total.Resent, total.Added = total.Replayed+r.Replayed, total.Resent+r.Resent, total.Added+r.Added
 		total.InFlight, total.Unroutable = total.InFlight+r.InFlight, total.Unroutable+r.Unroutable
-		total.Scanned += r.Scanned
-		total.EvalErrors += r.EvalErrors
-		if total.EvalError == "" {
-			total.EvalError = r.EvalError
-		}
-		total.Unread += r.Unread
-		if total.UnreadError == "" {
-			total.UnreadError = r.UnreadError
-		}
+		addSearch(&total.Search, r.Search)
 		for _, m := range r.Matches {
 			if len(total.Matches) < limit {
 				total.Matches = append(total.Matches, m)
@@ -240,11 +240,12 @@ func (c *client) replayWhere(cmd *cobra.Command) error {
 			q.Set("due", r.NextDue.Format(time.RFC3339Nano))
 		}
 	}
-	return c.printReplay(total, dryRun, q.Get("rate"))
+	return c.printReplay(total, dryRun, q.Get("status"), q.Get("rate"))
 }
 
-// printReplay reports a replay by query, or its dry run.
-func (c *client) printReplay(r adminapi.ReplayQueryResponse, dryRun bool, rate string) error {
+// printReplay reports a replay by query, or its dry run, of the jobs of
+// status (dead, done or any).
+func (c *client) printReplay(r adminapi.ReplayQueryResponse, dryRun bool, status, rate string) error {
 	n := r.Replayed + r.Resent + r.Added
 	searched := fmt.Sprintf("%d matching %s (searched %d %s)", r.Events, plural(r.Events, "event", "events"),
 		r.Scanned, plural(r.Scanned, "event", "events"))
@@ -274,6 +275,11 @@ func (c *client) printReplay(r adminapi.ReplayQueryResponse, dryRun bool, rate s
 		}
 		fmt.Fprintf(c.out, "queued %d %s for %s: %s; %s\n", n, plural(n, "job", "jobs"), searched, what, due)
 	}
+	if n == 0 && r.Events > r.InFlight && status == string(queue.StatusDead) {
+		// The default status is the likeliest reason events matched and
+		// nothing was queued: their jobs were delivered.
+		fmt.Fprintln(c.out, "--status dead (the default) replays dead jobs only; --status done or any resends delivered ones")
+	}
 	if r.InFlight > 0 {
 		fmt.Fprintf(c.out, "left alone: %d pending, running or blocked (on %s way already)\n", r.InFlight, plural(r.InFlight, "its", "their"))
 	}
@@ -281,11 +287,7 @@ func (c *client) printReplay(r adminapi.ReplayQueryResponse, dryRun bool, rate s
 		fmt.Fprintf(c.out, "left %d as %s: %s source and target are not in the running config\n", r.Unroutable,
 			plural(r.Unroutable, "it is", "they are"), plural(r.Unroutable, "its", "their"))
 	}
-	if r.EvalErrors > 0 {
-		fmt.Fprintf(c.out, "the expression failed on %d %s, which %s not match: %s\n", r.EvalErrors,
-			plural(r.EvalErrors, "event", "events"), plural(r.EvalErrors, "does", "do"), cell(r.EvalError, 200))
-	}
-	c.unread(r.Search)
+	c.searchErrors(r.Search, "event")
 	if len(r.Matches) > 0 {
 		fmt.Fprintln(c.out)
 		tw := newTable(c.out)
@@ -337,7 +339,10 @@ func printRequest(w io.Writer, r *adminapi.RulesTestOutput) {
 	}
 	fmt.Fprintln(w)
 	if r.BodyBase64 != "" {
-		fmt.Fprintf(w, "(%d bytes, not UTF-8, as base64)\n%s\n", base64.StdEncoding.DecodedLen(len(r.BodyBase64)), r.BodyBase64)
+		// DecodedLen is the most a text of that length holds, up to two
+		// bytes more than a padded one does: the size is the decoded one.
+		body, _ := base64.StdEncoding.DecodeString(r.BodyBase64)
+		fmt.Fprintf(w, "(%d %s, not UTF-8, as base64)\n%s\n", len(body), plural(len(body), "byte", "bytes"), r.BodyBase64)
 		return
 	}
 	// The body is the sender's, reshaped: no escape sequence of it
