@@ -311,17 +311,17 @@ func reseal(s *Sealer, table string, row *RekeyRow, toPlain bool) (sw RekeySwap,
 	}
 }
 
-// Remaining is RekeyRemaining from a store's counts: values, the sealed
-// values per key id (the secret included), and plainEvents.
-func Remaining(values map[string]int64, plainEvents int64, target string) int64 {
+// Remaining is RekeyRemaining from a store's counts c and its number of
+// events.
+func Remaining(c SealCounts, events int64, target string) int64 {
 	var n int64
-	for id, v := range values {
+	for id, v := range c.Values {
 		if target == "" || id != target {
 			n += v
 		}
 	}
 	if target != "" {
-		n += plainEvents
+		n += c.PlainEvents(events)
 	}
 	return n
 }
