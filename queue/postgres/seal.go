@@ -249,18 +249,16 @@ func (r rekeyer) RekeyRead(ctx context.Context, table string, after [2]int64, li
 		switch table {
 		case "events":
 			err = rows.Scan(&row.Key[0], &row.Source, &row.DeliveryID, &row.Headers, &row.Payload, &row.Value)
-			size += len(row.Headers) + len(row.Payload) + len(row.Value)
 		case "jobs":
 			err = rows.Scan(&row.Key[0], &row.Text)
 			row.JobID = row.Key[0]
-			size += len(row.Text)
 		case "attempts":
 			err = rows.Scan(&row.Key[0], &row.JobID, &row.Text)
-			size += len(row.Text)
 		}
 		if err != nil {
 			return nil, err
 		}
+		size += row.Bytes()
 		out = append(out, row)
 	}
 	rows.Close()

@@ -78,6 +78,12 @@ type RekeyRow struct {
 	Text  string
 }
 
+// Bytes is what r holds of values, which a RekeyRead counts against
+// RekeyChunkBytes.
+func (r *RekeyRow) Bytes() int {
+	return len(r.Headers) + len(r.Payload) + len(r.Value) + len(r.Text)
+}
+
 // RekeySwap replaces a row's value, if the row still holds what was read
 // (Old): for events the headers, payload and sealed columns (New.Value nil
 // writes the row plain), for the secret its value, for jobs and attempts
