@@ -232,6 +232,14 @@ func (s *Sealer) SealText(text, column string, job int64) string {
 	return SealTextUnder(s.keys.Ring, text, column, job)
 }
 
+// CompletionTexts returns what a store keeps of c's error: the job's last
+// error and its attempt's, made safe (queue.SafeText) and each sealed to
+// its column when s seals. Every Store's Finish writes them.
+func (s *Sealer) CompletionTexts(c *queue.Completion) (lastError, attemptError string) {
+	msg := queue.SafeText(c.Error, queue.MaxErrorLen)
+	return s.SealText(msg, ColumnLastError, c.JobID), s.SealText(msg, ColumnAttemptError, c.JobID)
+}
+
 // SealTextUnder is SealText under ring's first key, for a rekey.
 func SealTextUnder(ring *seal.Ring, text, column string, job int64) string {
 	sc := scratches.Get().(*scratch)
