@@ -170,10 +170,6 @@ type Pool struct {
 	finishing  int            // completions in finQ or in a Finish call: handled, not yet recorded
 	flushing   bool           // a worker is sending finQ
 	lastFinish time.Time      // when the last Finish was sent (see gatherLocked)
-	// maxHeld bounds the claims the pool holds at once: running, buffered
-	// and waiting for their Finish, workers + ahead + finishChunk (see
-	// room).
-	maxHeld int
 
 	freed chan struct{}  // a worker became idle or a job left running; buffered 1
 	wg    sync.WaitGroup // runs started and not yet returned from work
@@ -292,7 +288,6 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 	if p.flow != nil {
 		p.ahead = 0
 	}
-	p.maxHeld = p.workers + p.ahead + finishChunk
 	if p.decider.Retry == nil {
 		p.decider.Retry = Backoff{}
 	}

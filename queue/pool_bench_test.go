@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/caddywebhook/caddywebhook/queue"
+	"github.com/caddywebhook/caddywebhook/queue/queuetest"
 	"github.com/caddywebhook/caddywebhook/queue/sqlite"
 )
 
@@ -34,26 +35,6 @@ func (o *countObserver) JobFinished(job *queue.Job, c queue.Completion, recorded
 
 func (o *countObserver) StoreError(op string, err error) {
 	o.b.Errorf("store error in %s: %v", op, err)
-}
-
-// countingStore counts the pool's calls on a real store, to show the batch
-// sizes the pool reaches.
-type countingStore struct {
-	queue.Store
-	claims, claimed, finishes, finished atomic.Int64
-}
-
-func (c *countingStore) Claim(ctx context.Context, p queue.ClaimParams) ([]*queue.Job, error) {
-	jobs, err := c.Store.Claim(ctx, p)
-	c.claims.Add(1)
-	c.claimed.Add(int64(len(jobs)))
-	return jobs, err
-}
-
-func (c *countingStore) Finish(ctx context.Context, cs []queue.Completion) ([]bool, error) {
-	c.finishes.Add(1)
-	c.finished.Add(int64(len(cs)))
-	return c.Store.Finish(ctx, cs)
 }
 
 // BenchmarkPoolVsEnqueue measures, in one run and on one fresh file with
@@ -88,7 +69,7 @@ func BenchmarkPoolVsEnqueue(b *testing.B) {
 			}
 			var enqueueTime, poolTime time.Duration
 			var next atomic.Int64
-			cs := &countingStore{Store: s}
+			cs := &queuetest.CountingStore{Store: s}
 			for round := range rounds {
 				last := int64(n * (round + 1) / rounds)
 				start := time.Now()
@@ -143,8 +124,7 @@ func BenchmarkPoolVsEnqueue(b *testing.B) {
 			b.ReportMetric(enqueueRate, "enqueued/s")
 			b.ReportMetric(poolRate, "finished/s")
 			b.ReportMetric(poolRate/enqueueRate, "ratio")
-			b.ReportMetric(float64(cs.claimed.Load())/float64(cs.claims.Load()), "jobs/claim")
-			b.ReportMetric(float64(cs.finished.Load())/float64(cs.finishes.Load()), "jobs/finish")
+			cs.ReportBatches(b)
 		})
 	}
 }

@@ -143,12 +143,7 @@ func (p *Pool) settle() {
 func (p *Pool) room() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.roomLocked()
-}
-
-func (p *Pool) roomLocked() int {
-	free := p.workers + p.ahead - p.busy - len(p.buffered)
-	return min(free, p.maxHeld-p.busy-len(p.buffered)-p.finishing)
+	return p.workers + p.ahead - p.busy - len(p.buffered) - max(p.finishing-finishChunk, 0)
 }
 
 // signalFreed wakes the loop (or the drain) without blocking.

@@ -178,3 +178,68 @@ func TestPoolHeldBound(t *testing.T) {
 		})
 	}
 }
+
+// TestPoolFinishChunks: results that pile up behind a slow Finish are
+// recorded in calls of at most 256 completions, each in job id order (the
+// order the stores take their row locks in), so no statement holds many
+// locks or deadlocks with a lease extension; every result is recorded
+// once.
+func TestPoolFinishChunks(t *testing.T) {
+	const jobs, workers, ahead, chunk = 400, 32, 32, 256
+	gate := make(chan struct{})
+	var mu sync.Mutex
+	var sizes []int
+	recorded := map[int64]int{}
+	s := &hookedStore{Store: setup(t, nil), beforeFinish: func(cs []queue.Completion) {
+		<-gate
+		mu.Lock()
+		defer mu.Unlock()
+		sizes = append(sizes, len(cs))
+		for i, c := range cs {
+			recorded[c.JobID]++
+			if i > 0 && c.JobID <= cs[i-1].JobID {
+				t.Errorf("Finish of %d: job %d after job %d, want job id order", len(cs), c.JobID, cs[i-1].JobID)
+			}
+		}
+	}}
+	var ran atomic.Int32
+	rec := newRecorder(t, jobs)
+	p := newPool(t, queue.PoolConfig{
+		Store: s, Workers: workers, ClaimAhead: ahead, Observer: rec,
+		PollInterval: 5 * time.Millisecond,
+		Handler: queue.HandlerFunc(func(context.Context, *queue.Job) error {
+			ran.Add(1)
+			return nil
+		}),
+	})
+	for i := range jobs {
+		enqueue(t, s, fmt.Sprint("d", i), "t")
+	}
+	start(t, p)
+	// The first Finish waits at the gate with the few results it found;
+	// the held bound lets more than a chunk's worth pile up behind it.
+	bound := workers + ahead + chunk
+	testutil.Eventually(t, func() bool { return ran.Load() >= int32(bound) },
+		func() string { return fmt.Sprintf("%d handler calls, want %d", ran.Load(), bound) })
+	close(gate)
+	for range jobs {
+		if f := rec.nextFinished(t); !f.recorded {
+			t.Errorf("job %d: not recorded", f.job.ID)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, n := range sizes {
+		if n > chunk {
+			t.Errorf("a Finish of %d completions, want at most %d (calls: %v)", n, chunk, sizes)
+		}
+	}
+	for id, n := range recorded {
+		if n != 1 {
+			t.Errorf("job %d sent to Finish %d times", id, n)
+		}
+	}
+	if len(recorded) != jobs {
+		t.Errorf("%d jobs sent to Finish, want %d", len(recorded), jobs)
+	}
+}

@@ -250,6 +250,7 @@ type hookedStore struct {
 	*sqlite.Store
 	beforeClaim   func()
 	afterClaim    func()
+	beforeFinish  func(cs []queue.Completion)
 	finishError   func() error // non-nil error: Finish writes nothing and fails
 	extendError   func() error // non-nil error: ExtendLeases writes nothing and fails
 	afterHandBack func(ctx context.Context, claims []queue.Claimed)
@@ -284,6 +285,9 @@ func (s *hookedStore) HandBack(ctx context.Context, owner string, claims []queue
 }
 
 func (s *hookedStore) Finish(ctx context.Context, cs []queue.Completion) ([]bool, error) {
+	if s.beforeFinish != nil {
+		s.beforeFinish(cs)
+	}
 	if s.finishError != nil {
 		if err := s.finishError(); err != nil {
 			return nil, err

@@ -75,15 +75,15 @@ func (p *Pool) work(r *run) {
 	}
 	record := !lost && !abandoned && !(shutdown && err != nil)
 	if record {
-		// From here until its Finish commits the run counts against
-		// maxHeld: its job is still leased, and extended, by this pool.
+		// From here until its Finish commits the run counts against the
+		// pool's room: its job is still leased, and extended, by this pool.
 		p.finishing++
 	}
 	p.startNextLocked()
 	p.mu.Unlock()
 	p.signalFreed()
 
-	if p.flow != nil && !lost && !abandoned && !(shutdown && err != nil) {
+	if p.flow != nil && record {
 		p.flow.Delivered(r.job, err, p.now())
 	}
 	switch {

@@ -172,6 +172,16 @@ func (d sealedDB) Open(t *testing.T, keys queue.Keys) (queue.Store, error) {
 
 func (d sealedDB) Dump(t *testing.T) []byte { return testutil.PostgresBytes(t, d.dsn, d.schema) }
 
+func (d sealedDB) Exec(t *testing.T, _ queue.Store, query string) {
+	t.Helper()
+	conn := adminConn(t)
+	for _, q := range []string{"SET search_path TO " + d.schema, query} {
+		if _, err := conn.Exec(t.Context(), q); err != nil {
+			t.Fatalf("%.40s: %v", q, err)
+		}
+	}
+}
+
 func TestSealed(t *testing.T) {
 	dsn := testutil.PostgresDSN(t)
 	queuetest.RunSealed(t, func(t *testing.T) queuetest.Database {

@@ -293,19 +293,16 @@ func (s *Store) ScanEvents(ctx context.Context, p queue.ScanParams) (queue.ScanP
 			}
 			after = start.Int64
 		}
-		var end, last pgtype.Int8
+		var end, last *int64
 		if err := tx.QueryRow(ctx, sqlScanBounds, after, limit).Scan(&end, &last); err != nil {
 			return err
 		}
-		if !last.Valid || last.Int64 <= after {
+		upTo, next, ok := storekit.ScanWindow(after, end, last)
+		if !ok {
 			return nil // nothing after the cursor
 		}
-		if end.Valid && end.Int64 < last.Int64 {
-			page.Next = end.Int64
-		} else {
-			end = last // the last page
-		}
-		rows, err := tx.Query(ctx, sqlScanEvents, after, end.Int64, lo, hi, p.Source, p.EventType)
+		page.Next = next
+		rows, err := tx.Query(ctx, sqlScanEvents, after, upTo, lo, hi, p.Source, p.EventType)
 		if err != nil {
 			return err
 		}
@@ -317,7 +314,7 @@ func (s *Store) ScanEvents(ctx context.Context, p queue.ScanParams) (queue.ScanP
 				return err
 			}
 			page.Events = append(page.Events, d)
-			if bytes += storekit.EventBytes(&d); bytes >= queue.ScanPageBytes && d.ID < end.Int64 {
+			if bytes += storekit.EventBytes(&d); bytes >= queue.ScanPageBytes && d.ID < upTo {
 				page.Next = d.ID // the rest of the walk is the next page's
 				break
 			}

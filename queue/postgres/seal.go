@@ -108,32 +108,27 @@ func (s *Store) SetKeys(ctx context.Context, k queue.Keys) error {
 
 // sealCounts reads the sealed values per key id (with the ordering-key
 // secret) and the sealed events, from the folded delta rows.
-func sealCounts(ctx context.Context, tx pgx.Tx) (values map[string]int64, events int64, err error) {
+func sealCounts(ctx context.Context, tx pgx.Tx) (storekit.SealCounts, error) {
+	var c storekit.SealCounts
 	rows, err := tx.Query(ctx, sqlSealCounts)
 	if err != nil {
-		return nil, 0, err
+		return c, err
 	}
-	values = make(map[string]int64)
 	var id, kind string
 	var n int64
 	_, err = pgx.ForEachRow(rows, []any{&id, &kind, &n}, func() error {
-		values[id] += n
-		if kind == "event" {
-			events += n
-		}
+		c.Add(id, kind, n)
 		return nil
 	})
 	if err != nil {
-		return nil, 0, err
+		return c, err
 	}
 	var stored []byte
 	if err := tx.QueryRow(ctx, sqlSecret).Scan(&stored); err != nil {
-		return nil, 0, err
+		return c, err
 	}
-	if id := storekit.SecretKey(stored); id != "" {
-		values[id]++
-	}
-	return values, events, nil
+	c.AddSecret(stored)
+	return c, nil
 }
 
 // Rekey re-seals every stored value not under the first key, or writes
@@ -205,7 +200,7 @@ func (r rekeyer) RekeyRemaining(ctx context.Context, target string) (int64, erro
 	defer cancel()
 	var n int64
 	err := r.s.readTx(ctx, func(tx pgx.Tx) error {
-		values, sealedEvents, err := sealCounts(ctx, tx)
+		c, err := sealCounts(ctx, tx)
 		if err != nil {
 			return err
 		}
@@ -213,7 +208,7 @@ func (r rekeyer) RekeyRemaining(ctx context.Context, target string) (int64, erro
 		if err := tx.QueryRow(ctx, sqlEventCount).Scan(&events); err != nil {
 			return err
 		}
-		n = storekit.Remaining(values, max(events-sealedEvents, 0), target)
+		n = storekit.Remaining(c, events, target)
 		return nil
 	})
 	return n, err
@@ -254,18 +249,16 @@ func (r rekeyer) RekeyRead(ctx context.Context, table string, after [2]int64, li
 		switch table {
 		case "events":
 			err = rows.Scan(&row.Key[0], &row.Source, &row.DeliveryID, &row.Headers, &row.Payload, &row.Value)
-			size += len(row.Headers) + len(row.Payload) + len(row.Value)
 		case "jobs":
 			err = rows.Scan(&row.Key[0], &row.Text)
 			row.JobID = row.Key[0]
-			size += len(row.Text)
 		case "attempts":
 			err = rows.Scan(&row.Key[0], &row.JobID, &row.Text)
-			size += len(row.Text)
 		}
 		if err != nil {
 			return nil, err
 		}
+		size += row.Bytes()
 		out = append(out, row)
 	}
 	rows.Close()

@@ -1,9 +1,7 @@
 package postgres
 
 import (
-	"errors"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -12,39 +10,6 @@ import (
 	"github.com/caddywebhook/caddywebhook/queue/queuetest"
 	"github.com/caddywebhook/caddywebhook/queue/seal"
 )
-
-// TestSealedValueMoved copies one event's sealed value onto another row:
-// it does not open there, and the job of that row fails rather than
-// deliver the other event.
-func TestSealedValueMoved(t *testing.T) {
-	dsn := testutil.PostgresDSN(t)
-	schema := testutil.FreshSchema(t, dsn)
-	s := openStore(t, Config{DSN: dsn, Schema: schema, Keys: queue.Keys{Ring: queuetest.Ring(t, "k1")}})
-	for _, id := range []string{"d1", "d2"} {
-		if _, err := s.Enqueue(t.Context(), queue.Event{Source: "shop", DeliveryID: id, Payload: []byte(id), Targets: []string{"mail"}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := adminConn(t).Exec(t.Context(), `UPDATE `+schema+`.events SET sealed = (SELECT sealed FROM `+schema+`.events WHERE delivery_id = 'd1') WHERE delivery_id = 'd2'`); err != nil {
-		t.Fatal(err)
-	}
-	d, err := s.FindEvent(t.Context(), "shop", "d2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(d.ReadError, "authentication failed") || len(d.Payload) != 0 {
-		t.Errorf("FindEvent(d2) = read error %q, payload %q; want it refused", d.ReadError, d.Payload)
-	}
-	jobs, err := s.Claim(t.Context(), queue.ClaimParams{Owner: "w", Limit: 2, Lease: time.Minute})
-	if err != nil || len(jobs) != 2 {
-		t.Fatalf("Claim = %d jobs, %v", len(jobs), err)
-	}
-	for _, j := range jobs {
-		if moved := j.DeliveryID == "d2"; moved != errors.Is(j.ReadErr, seal.ErrNotAuthentic) {
-			t.Errorf("job of %s: ReadErr %v, payload %q", j.DeliveryID, j.ReadErr, j.Payload)
-		}
-	}
-}
 
 // TestMigrateSeal opens, with keys, a schema of version 9 that holds an
 // ordering key's chain: the migration hashes the stored keys, so an event

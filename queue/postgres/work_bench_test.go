@@ -17,6 +17,7 @@ import (
 
 	"github.com/caddywebhook/caddywebhook/internal/testutil"
 	"github.com/caddywebhook/caddywebhook/queue"
+	"github.com/caddywebhook/caddywebhook/queue/queuetest"
 )
 
 // The work side of a queue on PostgreSQL, in the shape of River's own
@@ -52,7 +53,7 @@ type workHarness struct {
 	s     *Store
 	pool  *queue.Pool
 	admin *pgx.Conn
-	ts    *countingStore
+	ts    *queuetest.CountingStore
 
 	mu       sync.Mutex
 	runs     map[int64]int32
@@ -74,7 +75,7 @@ func newWorkHarness(b *testing.B, workers int, want int64) *workHarness {
 		allDone: make(chan struct{}),
 		want:    want,
 	}
-	h.ts = &countingStore{Store: h.s}
+	h.ts = &queuetest.CountingStore{Store: h.s}
 	p, err := queue.NewPool(queue.PoolConfig{
 		Store: h.ts, Workers: workers, Observer: h,
 		Handler: queue.HandlerFunc(func(_ context.Context, job *queue.Job) error {
@@ -171,27 +172,7 @@ func (h *workHarness) check(b *testing.B) {
 		b.Errorf("%d store calls failed, the first: %v", n, h.firstErr.Load())
 	}
 	b.ReportMetric(float64(h.twice), "ran-twice")
-	b.ReportMetric(float64(h.ts.claimed.Load())/float64(h.ts.claims.Load()), "jobs/claim")
-	b.ReportMetric(float64(h.ts.finished.Load())/float64(h.ts.finishes.Load()), "jobs/finish")
-}
-
-// countingStore counts the pool's claims and finishes and their jobs.
-type countingStore struct {
-	*Store
-	claims, claimed, finishes, finished atomic.Int64
-}
-
-func (c *countingStore) Claim(ctx context.Context, p queue.ClaimParams) ([]*queue.Job, error) {
-	jobs, err := c.Store.Claim(ctx, p)
-	c.claims.Add(1)
-	c.claimed.Add(int64(len(jobs)))
-	return jobs, err
-}
-
-func (c *countingStore) Finish(ctx context.Context, cs []queue.Completion) ([]bool, error) {
-	c.finishes.Add(1)
-	c.finished.Add(int64(len(cs)))
-	return c.Store.Finish(ctx, cs)
+	h.ts.ReportBatches(b)
 }
 
 func benchDrain(b *testing.B, workers int) {

@@ -28,6 +28,10 @@ type Database interface {
 	// keys can read: for SQLite the file, its WAL and a backup copy; for
 	// PostgreSQL the tables as SELECT returns them.
 	Dump(t *testing.T) []byte
+	// Exec runs query, with its tables unqualified, on the database
+	// behind s (a store Open returned), as someone who can write the
+	// database might.
+	Exec(t *testing.T, s queue.Store, query string)
 }
 
 // RunSealed runs the conformance suite of encryption at rest (queue.Keys)
@@ -47,6 +51,7 @@ func RunSealed(t *testing.T, newDB func(t *testing.T) Database) {
 		{"rekey resumes where it stopped", testRekeyResume},
 		{"rekey to plain text", testRekeyToPlain},
 		{"ordering keys across a rotation", testSealOrdering},
+		{"a sealed value moved to another row does not open", testSealedValueMoved},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -579,5 +584,32 @@ func testSealOrdering(t *testing.T, db Database) {
 			t.Fatalf("Claim = %v, want %s alone: the key's chain is split", claimedDeliveries(jobs), want)
 		}
 		finish(t, s, done(jobs[0], now()))
+	}
+}
+
+// testSealedValueMoved copies one event's sealed value onto another row:
+// it does not open there, and the job of that row fails rather than
+// deliver the other event.
+func testSealedValueMoved(t *testing.T, db Database) {
+	s := openDB(t, db, keysOf(t, "k1"))
+	for _, id := range []string{"d1", "d2"} {
+		enqueue(t, s, event("shop", id, "mail"))
+	}
+	db.Exec(t, s, `UPDATE events SET sealed = (SELECT sealed FROM events WHERE delivery_id = 'd1') WHERE delivery_id = 'd2'`)
+	d, err := s.FindEvent(t.Context(), "shop", "d2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(d.ReadError, "authentication failed") || len(d.Payload) != 0 {
+		t.Errorf("FindEvent(d2) = read error %q, payload %q; want it refused", d.ReadError, d.Payload)
+	}
+	jobs, err := s.Claim(t.Context(), queue.ClaimParams{Owner: "w", Limit: 2, Lease: time.Minute})
+	if err != nil || len(jobs) != 2 {
+		t.Fatalf("Claim = %d jobs, %v", len(jobs), err)
+	}
+	for _, j := range jobs {
+		if moved := j.DeliveryID == "d2"; moved != errors.Is(j.ReadErr, seal.ErrNotAuthentic) {
+			t.Errorf("job of %s: ReadErr %v, payload %q", j.DeliveryID, j.ReadErr, j.Payload)
+		}
 	}
 }

@@ -105,11 +105,11 @@ func (s *Store) Stats(ctx context.Context, now time.Time) (queue.Stats, error) {
 		if err := tx.QueryRowContext(ctx, sqlEventCount).Scan(&st.Events); err != nil {
 			return err
 		}
-		values, sealedEvents, err := sealCounts(ctx, tx)
+		c, err := sealCounts(ctx, tx)
 		if err != nil {
 			return err
 		}
-		storekit.SetSealStats(&st, s.sealer.Load(), values, sealedEvents)
+		storekit.SetSealStats(&st, s.sealer.Load(), c)
 		return nil
 	})
 	if err != nil {

@@ -138,35 +138,30 @@ func (s *Store) SetKeys(ctx context.Context, k queue.Keys) error {
 
 // sealCounts reads the sealed values per key id (with the ordering-key
 // secret) and the sealed events, in a few rows however many there are.
-func sealCounts(ctx context.Context, tx *sql.Tx) (values map[string]int64, events int64, err error) {
+func sealCounts(ctx context.Context, tx *sql.Tx) (storekit.SealCounts, error) {
+	var c storekit.SealCounts
 	rows, err := tx.QueryContext(ctx, sqlSealCounts)
 	if err != nil {
-		return nil, 0, err
+		return c, err
 	}
 	defer rows.Close()
-	values = make(map[string]int64)
 	for rows.Next() {
 		var id, kind string
 		var n int64
 		if err := rows.Scan(&id, &kind, &n); err != nil {
-			return nil, 0, err
+			return c, err
 		}
-		values[id] += n
-		if kind == "event" {
-			events += n
-		}
+		c.Add(id, kind, n)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, 0, err
+		return c, err
 	}
 	var stored []byte
 	if err := tx.QueryRowContext(ctx, sqlSecret).Scan(&stored); err != nil {
-		return nil, 0, err
+		return c, err
 	}
-	if id := storekit.SecretKey(stored); id != "" {
-		values[id]++
-	}
-	return values, events, nil
+	c.AddSecret(stored)
+	return c, nil
 }
 
 // Rekey re-seals every stored value not under the first key, or writes
@@ -214,7 +209,7 @@ func (r rekeyer) RekeyState(ctx context.Context) (storekit.RekeyState, error) {
 func (r rekeyer) RekeyRemaining(ctx context.Context, target string) (int64, error) {
 	var n int64
 	err := r.s.readTx(ctx, func(tx *sql.Tx) error {
-		values, sealedEvents, err := sealCounts(ctx, tx)
+		c, err := sealCounts(ctx, tx)
 		if err != nil {
 			return err
 		}
@@ -222,7 +217,7 @@ func (r rekeyer) RekeyRemaining(ctx context.Context, target string) (int64, erro
 		if err := tx.QueryRowContext(ctx, sqlEventCount).Scan(&events); err != nil {
 			return err
 		}
-		n = storekit.Remaining(values, max(events-sealedEvents, 0), target)
+		n = storekit.Remaining(c, events, target)
 		return nil
 	})
 	return n, err
@@ -263,19 +258,17 @@ func (r rekeyer) RekeyRead(ctx context.Context, table string, after [2]int64, li
 			switch table {
 			case "events":
 				err = rows.Scan(&row.Key[0], &row.Source, &row.DeliveryID, &row.Headers, &row.Payload, &row.Value)
-				size += len(row.Headers) + len(row.Payload) + len(row.Value)
 			case "jobs":
 				err = rows.Scan(&row.Key[0], &row.Text)
 				row.JobID = row.Key[0]
-				size += len(row.Text)
 			case "attempts":
 				err = rows.Scan(&row.Key[0], &row.Key[1], &row.Text)
 				row.JobID = row.Key[0]
-				size += len(row.Text)
 			}
 			if err != nil {
 				return err
 			}
+			size += row.Bytes()
 			out = append(out, row)
 		}
 		return rows.Err()

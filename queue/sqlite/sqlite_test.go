@@ -66,6 +66,14 @@ func (d sealedDB) Open(t *testing.T, keys queue.Keys) (queue.Store, error) {
 
 func (d sealedDB) Dump(t *testing.T) []byte { return testutil.SQLiteBytes(t, d.path) }
 
+// Exec runs query on s's writer, between two of its batches.
+func (d sealedDB) Exec(t *testing.T, s queue.Store, query string) {
+	t.Helper()
+	if err := s.(*Store).onWriterNow(t, query); err != nil {
+		t.Fatalf("%.40s: %v", query, err)
+	}
+}
+
 func TestSealed(t *testing.T) {
 	queuetest.RunSealed(t, func(t *testing.T) queuetest.Database {
 		return sealedDB{path: filepath.Join(t.TempDir(), "queue.db")}

@@ -175,14 +175,12 @@ func (s *Store) Finish(ctx context.Context, cs []queue.Completion) ([]bool, erro
 }
 
 // finishTexts returns, for each completion, the job's stored last error
-// and its attempt's, made safe (queue.SafeText) and sealed when sl seals:
-// in the caller's goroutine, before the request reaches the writer.
+// and its attempt's (Sealer.CompletionTexts): in the caller's goroutine,
+// before the request reaches the writer.
 func finishTexts(sl *storekit.Sealer, cs []queue.Completion) []string {
 	texts := make([]string, 2*len(cs))
 	for i := range cs {
-		msg := queue.SafeText(cs[i].Error, queue.MaxErrorLen)
-		texts[2*i] = sl.SealText(msg, storekit.ColumnLastError, cs[i].JobID)
-		texts[2*i+1] = sl.SealText(msg, storekit.ColumnAttemptError, cs[i].JobID)
+		texts[2*i], texts[2*i+1] = sl.CompletionTexts(&cs[i])
 	}
 	return texts
 }

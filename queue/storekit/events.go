@@ -96,6 +96,21 @@ func ScanPageSize(p queue.ScanParams) (int, error) {
 	return min(p.Limit, queue.ScanPageSize), nil
 }
 
+// ScanWindow returns the newest event id a page of ScanEvents reads after
+// the cursor after, from its statement's bounds: end, the id of the
+// limit-th event after the cursor (nil when fewer follow), and last, the
+// newest event's id (nil when there is none). next is the page's cursor,
+// 0 on the last page; ok is false when no event comes after the cursor.
+func ScanWindow(after int64, end, last *int64) (upTo, next int64, ok bool) {
+	if last == nil || *last <= after {
+		return 0, 0, false
+	}
+	if end != nil && *end < *last {
+		return *end, *end, true
+	}
+	return *last, 0, true
+}
+
 // ScanJobs gives each event of a scanned page its jobs, in the short form
 // an event listing shows, from the page's job summaries (in event then job
 // id order); an event without a job gets an empty, non-nil list.

@@ -78,6 +78,12 @@ type RekeyRow struct {
 	Text  string
 }
 
+// Bytes is what r holds of values, which a RekeyRead counts against
+// RekeyChunkBytes.
+func (r *RekeyRow) Bytes() int {
+	return len(r.Headers) + len(r.Payload) + len(r.Value) + len(r.Text)
+}
+
 // RekeySwap replaces a row's value, if the row still holds what was read
 // (Old): for events the headers, payload and sealed columns (New.Value nil
 // writes the row plain), for the secret its value, for jobs and attempts
@@ -311,17 +317,17 @@ func reseal(s *Sealer, table string, row *RekeyRow, toPlain bool) (sw RekeySwap,
 	}
 }
 
-// Remaining is RekeyRemaining from a store's counts: values, the sealed
-// values per key id (the secret included), and plainEvents.
-func Remaining(values map[string]int64, plainEvents int64, target string) int64 {
+// Remaining is RekeyRemaining from a store's counts c and its number of
+// events.
+func Remaining(c SealCounts, events int64, target string) int64 {
 	var n int64
-	for id, v := range values {
+	for id, v := range c.Values {
 		if target == "" || id != target {
 			n += v
 		}
 	}
 	if target != "" {
-		n += plainEvents
+		n += c.PlainEvents(events)
 	}
 	return n
 }

@@ -232,6 +232,14 @@ func (s *Sealer) SealText(text, column string, job int64) string {
 	return SealTextUnder(s.keys.Ring, text, column, job)
 }
 
+// CompletionTexts returns what a store keeps of c's error: the job's last
+// error and its attempt's, made safe (queue.SafeText) and each sealed to
+// its column when s seals. Every Store's Finish writes them.
+func (s *Sealer) CompletionTexts(c *queue.Completion) (lastError, attemptError string) {
+	msg := queue.SafeText(c.Error, queue.MaxErrorLen)
+	return s.SealText(msg, ColumnLastError, c.JobID), s.SealText(msg, ColumnAttemptError, c.JobID)
+}
+
 // SealTextUnder is SealText under ring's first key, for a rekey.
 func SealTextUnder(ring *seal.Ring, text, column string, job int64) string {
 	sc := scratches.Get().(*scratch)
@@ -293,17 +301,16 @@ func ReadStored(s *Sealer, source, deliveryID string, headers, payload, sealed [
 	return hs, p, ""
 }
 
-// SetSealStats fills st.Keys from values, the sealed values a store
-// counted per key id (the ordering-key secret included), listed in the
+// SetSealStats fills st.Keys from c's values per key id, listed in the
 // order of s's ring and then by id, and st.PlainEvents from st.Events
-// less sealedEvents. Every Store's Stats ends with it.
-func SetSealStats(st *queue.Stats, s *Sealer, values map[string]int64, sealedEvents int64) {
+// less c's sealed events. Every Store's Stats ends with it.
+func SetSealStats(st *queue.Stats, s *Sealer, c SealCounts) {
 	st.Keys = st.Keys[:0]
 	var ring []string
 	if s.keys.Ring != nil {
 		ring = s.keys.Ring.IDs()
 	}
-	for id, n := range values {
+	for id, n := range c.Values {
 		if n != 0 {
 			st.Keys = append(st.Keys, queue.KeyCount{KeyID: id, Values: n, Listed: s.Listed(id)})
 		}
@@ -323,8 +330,39 @@ func SetSealStats(st *queue.Stats, s *Sealer, values map[string]int64, sealedEve
 	if len(st.Keys) == 0 {
 		st.Keys = nil
 	}
-	st.PlainEvents = max(st.Events-sealedEvents, 0)
+	st.PlainEvents = c.PlainEvents(st.Events)
 }
+
+// SealCounts is what a store counts of its sealed values: Values per key
+// id, the ordering-key secret included, and the sealed Events among them.
+// A Store fills it from its rows of folded counts (Add) and its stored
+// secret (AddSecret), for SetSealStats and Remaining.
+type SealCounts struct {
+	Values map[string]int64
+	Events int64
+}
+
+// Add counts n sealed values of kind ("event" or "text") under key id.
+func (c *SealCounts) Add(id, kind string, n int64) {
+	if c.Values == nil {
+		c.Values = make(map[string]int64)
+	}
+	c.Values[id] += n
+	if kind == "event" {
+		c.Events += n
+	}
+}
+
+// AddSecret counts the stored ordering-key secret under its key, when it
+// is sealed.
+func (c *SealCounts) AddSecret(stored []byte) {
+	if id := SecretKey(stored); id != "" {
+		c.Add(id, "secret", 1)
+	}
+}
+
+// PlainEvents returns how many of a store's events are plain.
+func (c SealCounts) PlainEvents(events int64) int64 { return max(events-c.Events, 0) }
 
 // SecretKey returns the key id the stored ordering-key secret is sealed
 // under, "" when it is plain.

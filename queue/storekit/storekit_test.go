@@ -139,6 +139,31 @@ func TestEventJobs(t *testing.T) {
 	}
 }
 
+func TestScanWindow(t *testing.T) {
+	id := func(v int64) *int64 { return &v }
+	tests := []struct {
+		name       string
+		after      int64
+		end, last  *int64
+		upTo, next int64
+		ok         bool
+	}{
+		{"no events", 0, nil, nil, 0, 0, false},
+		{"nothing after the cursor", 9, nil, id(9), 0, 0, false},
+		{"fewer than a page left", 3, nil, id(9), 9, 0, true},
+		{"a page ending at the newest", 3, id(9), id(9), 9, 0, true},
+		{"a page with more after it", 3, id(6), id(9), 6, 6, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			upTo, next, ok := storekit.ScanWindow(tt.after, tt.end, tt.last)
+			if upTo != tt.upTo || next != tt.next || ok != tt.ok {
+				t.Errorf("ScanWindow = %d, %d, %v; want %d, %d, %v", upTo, next, ok, tt.upTo, tt.next, tt.ok)
+			}
+		})
+	}
+}
+
 // TestBulkInChunks drives the one loop of the bulk operations over a count
 // of rows: which sizes it asks for, when it stops, what it returns.
 func TestBulkInChunks(t *testing.T) {
