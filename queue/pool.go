@@ -128,15 +128,14 @@ type PoolConfig struct {
 // workers. It may claim ahead (PoolConfig.ClaimAhead): besides the jobs its
 // workers run, it then holds claimed jobs in a buffer, so a worker that
 // finishes starts the next job at once instead of waiting for a claim's
-// commit. One Claim call
-// fills the idle workers and the buffer; one ExtendLeases call extends the
-// leases of running and buffered jobs alike; completions are finished in
-// batches, a failed Finish tried again until it is recorded. A pool holds
-// at most its workers' and buffer's jobs and 256 results waiting for their
-// Finish, so a store whose Finish falls behind slows the claims instead of
-// piling up leases. Several pools may
-// share a store, in one process or several: leases and the fence in
-// Finish keep each job in one worker at a time.
+// commit. One Claim call fills the idle workers and the buffer; one
+// ExtendLeases call extends the leases of running and buffered jobs alike;
+// completions are finished in batches, a failed Finish tried again until
+// it is recorded. A pool holds at most its workers' and buffer's jobs and
+// one Finish chunk (finishChunk) of results waiting for their Finish, so a
+// store whose Finish falls behind slows the claims instead of piling up
+// leases. Several pools may share a store, in one process or several:
+// leases and the fence in Finish keep each job in one worker at a time.
 //
 // A Pool is started once; after Stop it cannot be restarted.
 type Pool struct {
